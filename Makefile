@@ -1,0 +1,46 @@
+# Thin wrapper over CMake/Ninja: installs what is missing, configures, builds,
+# runs the demo and the test suite. Everything real lives in CMake and lit.
+
+BUILD ?= build
+LLVM_DIR ?= /usr/lib/llvm-22
+CMAKE_FLAGS ?=
+APT_PACKAGES = libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
+               clang-22 libomp-22-dev ninja-build cmake
+
+.PHONY: all deps configure build check demo docs clean
+
+all: build
+
+# Installs the Debian packages the build needs, only when one is missing.
+deps:
+	@bash scripts/install-deps.sh $(APT_PACKAGES)
+
+$(BUILD)/build.ninja: | deps
+	cmake -G Ninja -S . -B $(BUILD) \
+	  -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_COMPILER=$(LLVM_DIR)/bin/clang \
+	  -DCMAKE_CXX_COMPILER=$(LLVM_DIR)/bin/clang++ \
+	  -DMLIR_DIR=$(LLVM_DIR)/lib/cmake/mlir \
+	  -DLLVM_EXTERNAL_LIT=$(LLVM_DIR)/bin/lit $(CMAKE_FLAGS)
+
+configure: $(BUILD)/build.ninja
+
+build: configure
+	ninja -C $(BUILD)
+
+# The whole test suite: the lit regression tests.
+check: build
+	ninja -C $(BUILD) check-attn-mlir
+
+# Compiles the example graphs and shows the IR after each stage.
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+# Regenerates the op and pass references under docs/.
+docs: build
+	ninja -C $(BUILD) mlir-doc
+	cp $(BUILD)/docs/Dialects/AttnOps.md $(BUILD)/docs/Dialects/AttnDialect.md docs/
+	cp $(BUILD)/docs/AttnPasses.md docs/
+
+clean:
+	rm -rf $(BUILD)

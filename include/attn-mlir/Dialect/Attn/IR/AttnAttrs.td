@@ -1,0 +1,27 @@
+//===- AttnAttrs.td - attn dialect attributes --------------*- tablegen -*-===//
+
+#ifndef ATTN_ATTRS_TD
+#define ATTN_ATTRS_TD
+
+include "attn-mlir/Dialect/Attn/IR/AttnDialect.td"
+include "mlir/IR/EnumAttr.td"
+
+def Attn_CausalNone : I32EnumAttrCase<"none", 0>;
+def Attn_CausalTopLeft : I32EnumAttrCase<"top_left", 1>;
+def Attn_CausalBottomRight : I32EnumAttrCase<"bottom_right", 2>;
+
+def Attn_CausalKind : I32EnumAttr<"CausalKind",
+    "causal mask alignment",
+    [Attn_CausalNone, Attn_CausalTopLeft, Attn_CausalBottomRight]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
+/// `#attn.causal<top_left>`: key j is visible from query i iff j <= i
+/// (PyTorch `is_causal`); `#attn.causal<bottom_right>`: iff j <= i + Tk - Tq
+/// (FlashAttention >= 2.1); `#attn.causal<none>`: no causal mask.
+def Attn_CausalAttr : EnumAttr<Attn_Dialect, Attn_CausalKind, "causal"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+#endif // ATTN_ATTRS_TD

@@ -1,0 +1,209 @@
+//===- AttnOps.td - attn dialect ops -----------------------*- tablegen -*-===//
+
+#ifndef ATTN_OPS_TD
+#define ATTN_OPS_TD
+
+include "attn-mlir/Dialect/Attn/IR/AttnDialect.td"
+include "attn-mlir/Dialect/Attn/IR/AttnAttrs.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Attn_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+def Attn_MaskTensor : RankedTensorOf<[F32, F16, BF16, I1]>;
+
+//===----------------------------------------------------------------------===//
+// attn.sdpa
+//===----------------------------------------------------------------------===//
+
+def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
+  let summary = "scaled dot-product attention with mask, causal, window, "
+                "softcap and KV grouping";
+  let description = [{
+    Computes, for every batch `b`, query head `h` and query row `i`:
+
+    ```
+    s(b,h,i,j) = scale * <Q[b,h,i,:], K[b,g(h),j,:]>
+    s          = softcap * tanh(s / softcap)             (if softcap is set)
+    s          = s + mask[b,h,i,j]                       (additive mask)
+    s          = -inf where the key is not visible       (boolean mask,
+                                                          causal, window)
+    O[b,h,i,:] = sum_j softmax_j(s(b,h,i,j)) * V[b,g(h),j,:]
+    LSE[b,h,i] = log(sum_j exp(s(b,h,i,j)))
+    ```
+
+    Shapes: query `[B, Hq, Tq, D]`, key `[B, Hkv, Tk, D]`, value
+    `[B, Hkv, Tk, Dv]`, output `[B, Hq, Tq, Dv]`, optional LSE `[B, Hq, Tq]`
+    in f32. `Hq` must be a multiple of `Hkv` and query head `h` reads key/value
+    head `g(h) = h / (Hq / Hkv)`: `Hkv == Hq` is MHA, `Hkv == 1` is MQA, in
+    between is GQA.
+
+    - `scale` defaults to `1/sqrt(D)`; it must be finite and positive.
+    - `mask` is optional: a float tensor of the query's element type is added
+      to the scores; an `i1` tensor is a keep-mask (true = attend, as in
+      PyTorch). It is broadcast to `[B, Hq, Tq, Tk]` with numpy rules (rank 2
+      to 4, every dimension 1 or equal).
+    - `causal`: `none` (default), `top_left` (key `j` visible from query `i`
+      iff `j <= i`, PyTorch `is_causal`) or `bottom_right` (iff
+      `j <= i + Tk - Tq`, FlashAttention >= 2.1).
+    - `window = array<i64: left, right>`: FlashAttention's `window_size`, key
+      `j` is visible iff `i + Tk - Tq - left <= j <= i + Tk - Tq + right`;
+      `-1` means unbounded on that side.
+    - `softcap`: applied after scaling and before the mask.
+
+    The softmax is always numerically stable (the row maximum is subtracted).
+    A row whose every key is masked gives an output of 0 and an LSE of -inf.
+    Accumulation is f32 for f16/bf16 inputs; the output has the input type.
+
+    Example (GQA with 8 query heads sharing 2 key/value heads, causal):
+
+    ```mlir
+    %o = attn.sdpa %q, %k, %v {causal = #attn.causal<top_left>}
+        : tensor<1x8x128x64xf16>, tensor<1x2x128x64xf16>,
+          tensor<1x2x128x64xf16> -> tensor<1x8x128x64xf16>
+    ```
+
+    With a boolean mask, a window and the LSE result:
+
+    ```mlir
+    %o, %lse = attn.sdpa %q, %k, %v mask(%m : tensor<1x1x16x32xi1>)
+        {window = array<i64: 8, 0>}
+        : tensor<2x4x16x64xf32>, tensor<2x4x32x64xf32>, tensor<2x4x32x64xf32>
+        -> tensor<2x4x16x64xf32>, tensor<2x4x16xf32>
+    ```
+  }];
+
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+      Attn_FloatTensor:$value, Optional<Attn_MaskTensor>:$mask,
+      OptionalAttr<F32Attr>:$scale,
+      DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
+      OptionalAttr<DenseI64ArrayAttr>:$window,
+      OptionalAttr<F32Attr>:$softcap);
+  let results = (outs Attn_FloatTensor:$output,
+      Optional<RankedTensorOf<[F32]>>:$lse);
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value)
+    `->` type(results)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The scale applied to Q·Kᵀ: the `scale` attribute or 1/sqrt(D).
+    double getEffectiveScale();
+    /// Left and right window extents, -1 when unbounded (or no window).
+    std::pair<int64_t, int64_t> getWindowBounds();
+    /// Number of query heads sharing one key/value head (Hq / Hkv).
+    int64_t getGroupSize();
+  }];
+
+  let hasVerifier = 1;
+  let hasCanonicalizeMethod = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// attn.mha
+//===----------------------------------------------------------------------===//
+
+def Attn_MhaOp : Attn_Op<"mha", [Pure, AttrSizedOperandSegments]> {
+  let summary = "a multi-head attention layer: projections, heads, SDPA, "
+                "output projection";
+  let description = [{
+    A whole attention layer. With `x : [B, T, Dm]` and, for cross-attention,
+    an optional `kv : [B, S, Dkv]` (self-attention uses `x`):
+
+    ```
+    Q = x  @ Wq + bq    : [B, T, Hq * D]   -> heads [B, Hq,  T, D]
+    K = kv @ Wk + bk    : [B, S, Hkv * D]  -> heads [B, Hkv, S, D]
+    V = kv @ Wv + bv    : [B, S, Hkv * Dv] -> heads [B, Hkv, S, Dv]
+    A = attn.sdpa(Q, K, V, mask, scale, causal, window, softcap)
+    y = merge_heads(A) @ Wo + bo : [B, T, Dout]
+    ```
+
+    Weights are stored `[in, out]` (y = x @ W). `num_heads` is Hq,
+    `num_kv_heads` is Hkv (default: `num_heads`); the head dimensions are
+    derived from the weight shapes. Each bias is optional. The mask and the
+    attention attributes mean what they mean on `attn.sdpa`; the mask is
+    broadcast to `[B, Hq, T, S]`.
+
+    ```mlir
+    %y = attn.mha %x : tensor<2x128x512xf32>
+        weights(%wq, %wk, %wv, %wo) : tensor<512x512xf32>,
+          tensor<512x128xf32>, tensor<512x128xf32>, tensor<512x512xf32>
+        {num_heads = 8 : i64, num_kv_heads = 2 : i64,
+         causal = #attn.causal<top_left>}
+        -> tensor<2x128x512xf32>
+    ```
+  }];
+
+  let arguments = (ins Attn_FloatTensor:$input,
+      Optional<Attn_FloatTensor>:$kv_input,
+      Attn_FloatTensor:$wq, Attn_FloatTensor:$wk, Attn_FloatTensor:$wv,
+      Attn_FloatTensor:$wo,
+      Optional<Attn_FloatTensor>:$bq, Optional<Attn_FloatTensor>:$bk,
+      Optional<Attn_FloatTensor>:$bv, Optional<Attn_FloatTensor>:$bo,
+      Optional<Attn_MaskTensor>:$mask,
+      I64Attr:$num_heads, OptionalAttr<I64Attr>:$num_kv_heads,
+      OptionalAttr<F32Attr>:$scale,
+      DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
+      OptionalAttr<DenseI64ArrayAttr>:$window,
+      OptionalAttr<F32Attr>:$softcap);
+  let results = (outs Attn_FloatTensor:$output);
+
+  let assemblyFormat = [{
+    $input `:` type($input)
+    (`kv` `(` $kv_input^ `:` type($kv_input) `)`)?
+    `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)` `:`
+      type($wq) `,` type($wk) `,` type($wv) `,` type($wo)
+    (`bias_q` `(` $bq^ `:` type($bq) `)`)?
+    (`bias_k` `(` $bk^ `:` type($bk) `)`)?
+    (`bias_v` `(` $bv^ `:` type($bv) `)`)?
+    (`bias_o` `(` $bo^ `:` type($bo) `)`)?
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    attr-dict `->` type($output)
+  }];
+
+  let extraClassDeclaration = [{
+    /// Hkv: `num_kv_heads`, or `num_heads` when absent.
+    int64_t getKvHeads();
+    /// Query/key head dimension D (Wq columns / Hq).
+    int64_t getHeadDim();
+    /// Value head dimension Dv (Wv columns / Hkv).
+    int64_t getValueHeadDim();
+    /// The tensor keys and values are projected from (`kv` or `input`).
+    ::mlir::Value getKeyValueSource() {
+      return getKvInput() ? getKvInput() : getInput();
+    }
+  }];
+
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// attn.softmax
+//===----------------------------------------------------------------------===//
+
+def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "numerically stable softmax over the last dimension";
+  let description = [{
+    `y[..., i] = exp(x[..., i] / t - m) / sum_j exp(x[..., j] / t - m)` with
+    `t` the `temperature` (default 1, finite and positive) and `m` the row
+    maximum of `x / t`. Accumulation is f32 for f16/bf16. A row whose every
+    element is -inf gives zeros (the attention convention for fully masked
+    rows), never NaN.
+
+    ```mlir
+    %y = attn.softmax %x {temperature = 2.0 : f32} : tensor<4x128xf32>
+    ```
+  }];
+
+  let arguments = (ins Attn_FloatTensor:$input,
+      DefaultValuedAttr<F32Attr, "1.0">:$temperature);
+  let results = (outs Attn_FloatTensor:$output);
+
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+#endif // ATTN_OPS_TD

@@ -1,0 +1,32 @@
+//===- Passes.h - attn dialect passes ---------------------------*- C++ -*-===//
+
+#ifndef ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_PASSES_H
+#define ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace attn {
+
+#define GEN_PASS_DECL
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+
+/// Patterns rewriting attn.mha into matmuls, head split/merge and attn.sdpa.
+void populateDecomposeMhaPatterns(RewritePatternSet &patterns);
+
+/// Patterns lowering attn.sdpa and attn.softmax to materialized linalg.
+void populateLowerReferencePatterns(RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_PASSES_H

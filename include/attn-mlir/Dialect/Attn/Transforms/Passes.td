@@ -1,0 +1,82 @@
+//===- Passes.td - attn dialect passes ---------------------*- tablegen -*-===//
+
+#ifndef ATTN_PASSES_TD
+#define ATTN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AttnDecomposeMhaPass : Pass<"attn-decompose-mha"> {
+  let summary = "Rewrite attn.mha into projections, head split, attn.sdpa, "
+                "head merge and the output projection";
+  let description = [{
+    Each `attn.mha` becomes:
+
+    1. `x @ Wq (+ bq)` as a `linalg.matmul` on `[B*T, Dm]` (f32 accumulation
+       for f16/bf16), then the head split: `tensor.expand_shape` to
+       `[B, T, Hq, D]` followed by `linalg.transpose` to `[B, Hq, T, D]`
+       (reshape first, then transpose: the heads are contiguous in the
+       projection's columns). The same for K and V from `kv` (or `x`) with
+       Hkv heads.
+    2. `attn.sdpa` with the layer's mask, causal, window, softcap and scale.
+    3. The head merge: `linalg.transpose` back to `[B, T, Hq, Dv]` then
+       `tensor.collapse_shape` to `[B*T, Hq*Dv]`, and `@ Wo (+ bo)`.
+
+    Only static shapes are supported; other `attn.mha` ops are reported.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def AttnLowerReferencePass : Pass<"attn-lower-reference"> {
+  let summary = "Lower attn.sdpa and attn.softmax to linalg, materializing "
+                "the score matrix";
+  let description = [{
+    The oracle lowering: scores `[B, Hq, Tq, Tk]` are computed in f32 by one
+    `linalg.generic` (GQA reads the shared head through a `floordiv` indexing
+    map, K/V are never copied), then scaled, softcapped and masked, the row
+    maximum is subtracted (rows whose maximum is -inf use 0 so that they give
+    exact zeros), exponentiated, summed and applied to V. Memory is
+    O(B·Hq·Tq·Tk): it is the baseline that the tiled lowering is measured
+    against and the reference it is tested against. `attn.softmax` is lowered
+    the same way. Only static shapes are supported.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+def AttnPrintCostPass : Pass<"attn-print-cost", "::mlir::ModuleOp"> {
+  let summary = "Print the cost model of every attention op and of the model";
+  let description = [{
+    For every `attn.sdpa` and `attn.mha` (one layer each) and for the whole
+    model (`layers` copies): parameters, KV-cache bytes per token and in
+    total, attention FLOPs (`4·B·Hq·Tq·Tk·D` for D == Dv, halved for causal
+    masks as FlashAttention-3 counts them; sliding windows count the visible
+    keys exactly), the bytes the score matrix would take if materialized,
+    the working set of one tile of the tiled lowering, prefill time at
+    `tflops`, decode time per token at `bandwidth` (reading the KV cache and
+    the weights once), and whether weights + KV cache fit in
+    `device-memory`. Units are decimal (1 GB = 1e9 B). The IR is unchanged.
+  }];
+  let options = [
+    Option<"layers", "layers", "int64_t", /*default=*/"1",
+           "Number of identical layers in the model">,
+    Option<"extraParams", "model-params", "double", /*default=*/"0",
+           "Parameters outside the attention ops (e.g. 13e9 for the whole "
+           "model); counted in the weights that must fit">,
+    Option<"deviceMemoryGB", "device-memory-gb", "double", /*default=*/"80",
+           "Device memory in GB (1e9 bytes)">,
+    Option<"tflops", "tflops", "double", /*default=*/"100",
+           "Sustained throughput for prefill, in TFLOP/s">,
+    Option<"bandwidthTBs", "bandwidth-tbs", "double", /*default=*/"2",
+           "Memory bandwidth for decode, in TB/s">,
+    Option<"qBlock", "q-block", "int64_t", /*default=*/"64",
+           "Query rows per tile, for the tiled working set">,
+    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"128",
+           "Key rows per tile, for the tiled working set">
+  ];
+}
+
+#endif // ATTN_PASSES_TD

@@ -1,0 +1,382 @@
+//===- AttnOps.cpp - attn dialect ops ---------------------------*- C++ -*-===//
+//
+// Verifiers check local facts only and say what was expected and what was
+// found. Dynamic dimensions are accepted by the verifiers and compared only
+// when both sides are static.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+/// Formats a shape as `[1, 8, ?, 64]`.
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(shape, os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << "?";
+    else
+      os << d;
+  });
+  os << "]";
+  return s;
+}
+
+/// True when two dimensions may be equal (either is dynamic or they match).
+static bool dimsAgree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+static bool shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  return a.size() == b.size() && llvm::all_of(llvm::zip(a, b), [](auto p) {
+           return dimsAgree(std::get<0>(p), std::get<1>(p));
+         });
+}
+
+static std::string formatType(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+/// Checks the attributes shared by attn.sdpa and attn.mha.
+static LogicalResult
+verifyAttentionAttrs(Operation *op, std::optional<APFloat> scale,
+                     std::optional<APFloat> softcap,
+                     std::optional<ArrayRef<int64_t>> window) {
+  if (scale) {
+    double v = scale->convertToDouble();
+    if (!std::isfinite(v) || v <= 0.0)
+      return op->emitOpError("expected scale to be finite and > 0, found ")
+             << v;
+  }
+  if (softcap) {
+    double v = softcap->convertToDouble();
+    if (!std::isfinite(v) || v <= 0.0)
+      return op->emitOpError("expected softcap to be finite and > 0, found ")
+             << v;
+  }
+  if (window) {
+    if (window->size() != 2)
+      return op->emitOpError("expected window to have 2 values (left, "
+                             "right), found ")
+             << window->size();
+    const char *names[] = {"left", "right"};
+    for (int side = 0; side < 2; ++side)
+      if ((*window)[side] < -1)
+        return op->emitOpError("expected window ")
+               << names[side] << " extent to be >= 0 or -1 (unbounded), found "
+               << (*window)[side];
+  }
+  return success();
+}
+
+/// Checks that `maskType` is a keep-mask (i1) or an additive mask of
+/// `elementType`, broadcastable to `target` with numpy rules.
+static LogicalResult verifyMask(Operation *op, RankedTensorType maskType,
+                                Type elementType, ArrayRef<int64_t> target,
+                                StringRef targetName) {
+  Type mElt = maskType.getElementType();
+  if (!mElt.isInteger(1) && mElt != elementType)
+    return op->emitOpError("expected mask element type to be i1 (keep-mask) "
+                           "or the query element type ")
+           << elementType << " (additive), found " << mElt;
+  int64_t rank = maskType.getRank();
+  if (rank < 2 || rank > 4)
+    return op->emitOpError("expected mask of rank 2 to 4 broadcastable to ")
+           << targetName << " " << formatShape(target) << ", found rank "
+           << rank;
+  ArrayRef<int64_t> mShape = maskType.getShape();
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t md = mShape[rank - 1 - i];
+    int64_t td = target[target.size() - 1 - i];
+    if (md != 1 && !dimsAgree(md, td))
+      return op->emitOpError("expected mask shape ")
+             << formatShape(mShape) << " to be broadcastable to " << targetName
+             << " " << formatShape(target) << ": dimension " << (rank - 1 - i)
+             << " is " << md << ", expected 1 or " << td;
+  }
+  return success();
+}
+
+static std::optional<APFloat> optFloat(std::optional<APFloat> v) { return v; }
+
+//===----------------------------------------------------------------------===//
+// SdpaOp
+//===----------------------------------------------------------------------===//
+
+double SdpaOp::getEffectiveScale() {
+  if (auto s = getScale())
+    return s->convertToDouble();
+  int64_t d = getQuery().getType().getDimSize(3);
+  return 1.0 / std::sqrt(static_cast<double>(d));
+}
+
+std::pair<int64_t, int64_t> SdpaOp::getWindowBounds() {
+  if (auto w = getWindow(); w && w->size() == 2)
+    return {(*w)[0], (*w)[1]};
+  return {-1, -1};
+}
+
+int64_t SdpaOp::getGroupSize() {
+  return getQuery().getType().getDimSize(1) / getKey().getType().getDimSize(1);
+}
+
+LogicalResult SdpaOp::verify() {
+  auto qT = getQuery().getType(), kT = getKey().getType(),
+       vT = getValue().getType();
+  auto checkRank = [&](RankedTensorType t, StringRef name,
+                       StringRef layout) -> LogicalResult {
+    if (t.getRank() != 4)
+      return emitOpError("expected ") << name << " to have rank 4 " << layout
+                                      << ", found rank " << t.getRank();
+    return success();
+  };
+  if (failed(checkRank(qT, "query", "[B, Hq, Tq, D]")) ||
+      failed(checkRank(kT, "key", "[B, Hkv, Tk, D]")) ||
+      failed(checkRank(vT, "value", "[B, Hkv, Tk, Dv]")))
+    return failure();
+
+  Type elt = qT.getElementType();
+  if (kT.getElementType() != elt || vT.getElementType() != elt)
+    return emitOpError("expected key and value element types to match the "
+                       "query element type ")
+           << elt << ", found " << kT.getElementType() << " and "
+           << vT.getElementType();
+
+  ArrayRef<int64_t> q = qT.getShape(), k = kT.getShape(), v = vT.getShape();
+  if (!dimsAgree(q[0], k[0]) || !dimsAgree(q[0], v[0]))
+    return emitOpError("expected key and value batch (")
+           << k[0] << ", " << v[0] << ") to equal the query batch (" << q[0]
+           << ")";
+  if (!dimsAgree(k[1], v[1]))
+    return emitOpError("expected key heads (")
+           << k[1] << ") to equal value heads (" << v[1] << ")";
+  if (!ShapedType::isDynamic(k[1]) && k[1] <= 0)
+    return emitOpError("expected at least one key/value head, found ") << k[1];
+  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
+      q[1] % k[1] != 0)
+    return emitOpError("expected Hq (")
+           << q[1] << ") to be a multiple of Hkv (" << k[1] << ")";
+  if (!dimsAgree(q[3], k[3]))
+    return emitOpError("expected key head dim (")
+           << k[3] << ") to equal query head dim D (" << q[3] << ")";
+  if (!dimsAgree(k[2], v[2]))
+    return emitOpError("expected key length Tk (")
+           << k[2] << ") to equal value length (" << v[2] << ")";
+
+  SmallVector<int64_t> outShape{q[0], q[1], q[2], v[3]};
+  auto oT = getOutput().getType();
+  if (oT.getElementType() != elt)
+    return emitOpError("expected output element type ")
+           << elt << " (the query's), found " << oT.getElementType();
+  if (!shapesAgree(oT.getShape(), outShape))
+    return emitOpError("expected output shape [B, Hq, Tq, Dv] = ")
+           << formatShape(outShape) << ", found " << formatShape(oT.getShape());
+  if (Value lse = getLse()) {
+    auto lT = cast<RankedTensorType>(lse.getType());
+    SmallVector<int64_t> lseShape{q[0], q[1], q[2]};
+    if (!shapesAgree(lT.getShape(), lseShape))
+      return emitOpError("expected LSE shape [B, Hq, Tq] = ")
+             << formatShape(lseShape) << ", found "
+             << formatShape(lT.getShape());
+  }
+  if (Value mask = getMask())
+    if (failed(verifyMask(*this, cast<RankedTensorType>(mask.getType()), elt,
+                          {q[0], q[1], q[2], k[2]}, "[B, Hq, Tq, Tk] =")))
+      return failure();
+  return verifyAttentionAttrs(*this, optFloat(getScale()),
+                              optFloat(getSoftcap()), getWindow());
+}
+
+LogicalResult SdpaOp::canonicalize(SdpaOp op, PatternRewriter &rewriter) {
+  // An explicit scale equal (in f32) to the default 1/sqrt(D) says nothing.
+  int64_t d = op.getQuery().getType().getDimSize(3);
+  bool defaultScale = false;
+  if (auto s = op.getScale(); s && !ShapedType::isDynamic(d) && d > 0)
+    defaultScale = s->convertToFloat() ==
+                   static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  // A window unbounded on both sides is no window.
+  auto w = op.getWindow();
+  bool noWindow = w && w->size() == 2 && (*w)[0] == -1 && (*w)[1] == -1;
+  // With Tq == Tk both causal alignments are the same mask.
+  int64_t tq = op.getQuery().getType().getDimSize(2);
+  int64_t tk = op.getKey().getType().getDimSize(2);
+  bool squareCausal = op.getCausal() == CausalKind::bottom_right &&
+                      !ShapedType::isDynamic(tq) && tq == tk;
+  if (!defaultScale && !noWindow && !squareCausal)
+    return failure();
+  rewriter.modifyOpInPlace(op, [&] {
+    if (defaultScale)
+      op.removeScaleAttr();
+    if (noWindow)
+      op.removeWindowAttr();
+    if (squareCausal)
+      op.setCausal(CausalKind::top_left);
+  });
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MhaOp
+//===----------------------------------------------------------------------===//
+
+int64_t MhaOp::getKvHeads() {
+  if (auto h = getNumKvHeads())
+    return *h;
+  return getNumHeads();
+}
+
+int64_t MhaOp::getHeadDim() {
+  int64_t cols = getWq().getType().getDimSize(1);
+  return ShapedType::isDynamic(cols) ? cols : cols / getNumHeads();
+}
+
+int64_t MhaOp::getValueHeadDim() {
+  int64_t cols = getWv().getType().getDimSize(1);
+  return ShapedType::isDynamic(cols) ? cols : cols / getKvHeads();
+}
+
+LogicalResult MhaOp::verify() {
+  auto xT = getInput().getType();
+  if (xT.getRank() != 3)
+    return emitOpError("expected input to have rank 3 [B, T, Dm], found rank ")
+           << xT.getRank();
+  Type elt = xT.getElementType();
+  auto kvT = cast<RankedTensorType>(getKeyValueSource().getType());
+  if (getKvInput()) {
+    if (kvT.getRank() != 3)
+      return emitOpError("expected kv input to have rank 3 [B, S, Dkv], found "
+                         "rank ")
+             << kvT.getRank();
+    if (!dimsAgree(kvT.getDimSize(0), xT.getDimSize(0)))
+      return emitOpError("expected kv batch (")
+             << kvT.getDimSize(0) << ") to equal the input batch ("
+             << xT.getDimSize(0) << ")";
+  }
+  for (Value operand : getOperands()) {
+    if (operand == getMask())
+      continue;
+    Type t = cast<RankedTensorType>(operand.getType()).getElementType();
+    if (t != elt)
+      return emitOpError("expected every operand but the mask to have the "
+                         "input element type ")
+             << elt << ", found " << formatType(operand.getType());
+  }
+
+  int64_t hq = getNumHeads(), hkv = getKvHeads();
+  if (hq <= 0)
+    return emitOpError("expected num_heads > 0, found ") << hq;
+  if (hkv <= 0)
+    return emitOpError("expected num_kv_heads > 0, found ") << hkv;
+  if (hq % hkv != 0)
+    return emitOpError("expected Hq (")
+           << hq << ") to be a multiple of Hkv (" << hkv << ")";
+
+  auto wq = getWq().getType(), wk = getWk().getType(), wv = getWv().getType(),
+       wo = getWo().getType();
+  RankedTensorType weights[] = {wq, wk, wv, wo};
+  const char *weightNames[] = {"Wq", "Wk", "Wv", "Wo"};
+  for (int w = 0; w < 4; ++w)
+    if (weights[w].getRank() != 2)
+      return emitOpError("expected ")
+             << weightNames[w] << " to have rank 2 [in, out], found rank "
+             << weights[w].getRank();
+
+  int64_t dm = xT.getDimSize(2), dkv = kvT.getDimSize(2);
+  if (!dimsAgree(wq.getDimSize(0), dm))
+    return emitOpError("expected Wq to have Dm = ")
+           << dm << " rows, found " << wq.getDimSize(0);
+  int64_t qCols = wq.getDimSize(1);
+  if (!ShapedType::isDynamic(qCols) && qCols % hq != 0)
+    return emitOpError("expected Wq columns (")
+           << qCols << ") to be divisible by num_heads (" << hq << ")";
+  int64_t d = getHeadDim();
+  StringRef kvName = getKvInput() ? "Dkv" : "Dm";
+  if (!dimsAgree(wk.getDimSize(0), dkv))
+    return emitOpError("expected Wk to have ")
+           << kvName << " = " << dkv << " rows, found " << wk.getDimSize(0);
+  if (!ShapedType::isDynamic(d) && !dimsAgree(wk.getDimSize(1), hkv * d))
+    return emitOpError("expected Wk to have Hkv * D = ")
+           << hkv << " * " << d << " = " << hkv * d << " columns, found "
+           << wk.getDimSize(1);
+  if (!dimsAgree(wv.getDimSize(0), dkv))
+    return emitOpError("expected Wv to have ")
+           << kvName << " = " << dkv << " rows, found " << wv.getDimSize(0);
+  int64_t vCols = wv.getDimSize(1);
+  if (!ShapedType::isDynamic(vCols) && vCols % hkv != 0)
+    return emitOpError("expected Wv columns (")
+           << vCols << ") to be divisible by num_kv_heads (" << hkv << ")";
+  int64_t dv = getValueHeadDim();
+  if (!ShapedType::isDynamic(dv) && !dimsAgree(wo.getDimSize(0), hq * dv))
+    return emitOpError("expected Wo to have Hq * Dv = ")
+           << hq << " * " << dv << " = " << hq * dv << " rows, found "
+           << wo.getDimSize(0);
+
+  auto checkBias = [&](Value b, StringRef name,
+                       int64_t expected) -> LogicalResult {
+    if (!b)
+      return success();
+    auto bT = cast<RankedTensorType>(b.getType());
+    if (bT.getRank() != 1 || !dimsAgree(bT.getDimSize(0), expected))
+      return emitOpError("expected ")
+             << name << " of shape " << formatShape({expected}) << ", found "
+             << formatShape(bT.getShape());
+    return success();
+  };
+  if (failed(checkBias(getBq(), "bias_q", qCols)) ||
+      failed(checkBias(getBk(), "bias_k", wk.getDimSize(1))) ||
+      failed(checkBias(getBv(), "bias_v", vCols)) ||
+      failed(checkBias(getBo(), "bias_o", wo.getDimSize(1))))
+    return failure();
+
+  SmallVector<int64_t> outShape{xT.getDimSize(0), xT.getDimSize(1),
+                                wo.getDimSize(1)};
+  auto oT = getOutput().getType();
+  if (oT.getElementType() != elt || !shapesAgree(oT.getShape(), outShape))
+    return emitOpError("expected output of type ")
+           << formatType(RankedTensorType::get(outShape, elt)) << " ([B, T, "
+           << "Dout]), found " << formatType(oT);
+
+  if (Value mask = getMask())
+    if (failed(verifyMask(
+            *this, cast<RankedTensorType>(mask.getType()), elt,
+            {xT.getDimSize(0), hq, xT.getDimSize(1), kvT.getDimSize(1)},
+            "[B, Hq, T, S] =")))
+      return failure();
+  return verifyAttentionAttrs(*this, optFloat(getScale()),
+                              optFloat(getSoftcap()), getWindow());
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  double t = getTemperature().convertToDouble();
+  if (!std::isfinite(t) || t <= 0.0)
+    return emitOpError("expected temperature to be finite and > 0, found ")
+           << t;
+  if (getInput().getType().getRank() < 1)
+    return emitOpError("expected an input of rank >= 1, found a 0-d tensor");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.cpp.inc"

@@ -1,0 +1,314 @@
+//===- LowerReference.cpp - materialized attn lowering ----------*- C++ -*-===//
+//
+// The oracle: attn.sdpa and attn.softmax as a few linalg.generic ops over
+// the full score matrix, in f32, with the row maximum subtracted. Simple on
+// purpose: every other lowering is tested against it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
+
+#define DEBUG_TYPE "attn-lower-reference"
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_ATTNLOWERREFERENCEPASS
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+void yieldValue(OpBuilder &b, Location loc, Value v) {
+  linalg::YieldOp::create(b, loc, ValueRange{v});
+}
+
+using utils::IteratorType;
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+Value cstF32(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+/// Maps (d0..d{n-1}) -> (d[i] for i in dims).
+AffineMap projMap(MLIRContext *ctx, unsigned n, ArrayRef<unsigned> dims) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : dims)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(n, 0, exprs, ctx);
+}
+
+/// Reduces the last dimension of the f32 tensor `x` with max (NaN
+/// propagates) or add.
+Value reduceLastDim(OpBuilder &b, Location loc, Value x, bool isMax) {
+  auto t = cast<RankedTensorType>(x.getType());
+  unsigned n = t.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<int64_t> outShape(t.getShape().drop_back());
+  Value init =
+      createFilled(b, loc, outShape, b.getF32Type(), isMax ? kNegInf : 0.0);
+  SmallVector<unsigned> outDims;
+  for (unsigned i = 0; i + 1 < n; ++i)
+    outDims.push_back(i);
+  SmallVector<IteratorType> iters(n - 1, IteratorType::parallel);
+  iters.push_back(IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
+             {AffineMap::getMultiDimIdentityMap(n, ctx),
+              projMap(ctx, n, outDims)},
+             iters,
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               Value r =
+                   isMax
+                       ? arith::MaximumFOp::create(nb, nl, a[0], a[1])
+                             .getResult()
+                       : arith::AddFOp::create(nb, nl, a[0], a[1]).getResult();
+               yieldValue(nb, nl, r);
+             })
+      .getResult(0);
+}
+
+/// exp(x - m) with m broadcast over the last dimension; a row maximum of -inf
+/// (a fully masked row) is replaced by 0 so that the row gives exp(-inf) = 0
+/// instead of exp(NaN).
+Value expMinusMax(OpBuilder &b, Location loc, Value x, Value m) {
+  auto t = cast<RankedTensorType>(x.getType());
+  unsigned n = t.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<unsigned> rowDims;
+  for (unsigned i = 0; i + 1 < n; ++i)
+    rowDims.push_back(i);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(n, ctx);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{t}, ValueRange{x, m},
+             ValueRange{createEmpty(b, loc, t.getShape(), t.getElementType())},
+             {id, projMap(ctx, n, rowDims), id},
+             SmallVector<IteratorType>(n, IteratorType::parallel),
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               Value isNegInf =
+                   arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                         a[1], cstF32(nb, nl, kNegInf));
+               Value safe = arith::SelectOp::create(nb, nl, isNegInf,
+                                                    cstF32(nb, nl, 0.0), a[1]);
+               Value e = math::ExpOp::create(
+                   nb, nl, arith::SubFOp::create(nb, nl, a[0], safe));
+               yieldValue(nb, nl, e);
+             })
+      .getResult(0);
+}
+
+/// y = (l == 0) ? 0 : x / l, cast to `elt`; l broadcast over the last dim.
+Value normalize(OpBuilder &b, Location loc, Value x, Value l, Type elt) {
+  auto t = cast<RankedTensorType>(x.getType());
+  unsigned n = t.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<unsigned> rowDims;
+  for (unsigned i = 0; i + 1 < n; ++i)
+    rowDims.push_back(i);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(n, ctx);
+  auto outT = RankedTensorType::get(t.getShape(), elt);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{outT}, ValueRange{x, l},
+             ValueRange{createEmpty(b, loc, t.getShape(), elt)},
+             {id, projMap(ctx, n, rowDims), id},
+             SmallVector<IteratorType>(n, IteratorType::parallel),
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               Value zero = cstF32(nb, nl, 0.0);
+               Value empty = arith::CmpFOp::create(
+                   nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
+               Value q = arith::DivFOp::create(nb, nl, a[0], a[1]);
+               Value r = arith::SelectOp::create(nb, nl, empty, zero, q);
+               yieldValue(nb, nl, castFloat(nb, nl, r, elt));
+             })
+      .getResult(0);
+}
+
+struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SdpaOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasStaticShapes(op))
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Type f32 = rewriter.getF32Type();
+    Type elt = op.getQuery().getType().getElementType();
+    ArrayRef<int64_t> q = op.getQuery().getType().getShape();
+    ArrayRef<int64_t> k = op.getKey().getType().getShape();
+    ArrayRef<int64_t> v = op.getValue().getType().getShape();
+    int64_t batch = q[0], hq = q[1], tq = q[2], tk = k[2], dv = v[3];
+    int64_t group = op.getGroupSize();
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+
+    // S[b,h,i,j] = sum_d Q[b,h,i,d] * K[b,h/G,j,d]; loops (b,h,i,j,d).
+    SmallVector<int64_t> sShape{batch, hq, tq, tk};
+    Value sInit = createFilled(rewriter, loc, sShape, f32, 0.0);
+    Value scores =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{sInit.getType()},
+            ValueRange{op.getQuery(), op.getKey()}, ValueRange{sInit},
+            {projMap(ctx, 5, {0, 1, 2, 4}),
+             AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)},
+                            ctx),
+             projMap(ctx, 5, {0, 1, 2, 3})},
+            {IteratorType::parallel, IteratorType::parallel,
+             IteratorType::parallel, IteratorType::parallel,
+             IteratorType::reduction},
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value p = arith::MulFOp::create(b, l, castFloat(b, l, a[0], f32),
+                                              castFloat(b, l, a[1], f32));
+              yieldValue(b, l, arith::AddFOp::create(b, l, p, a[2]));
+            })
+            .getResult(0);
+
+    // Scale, softcap, mask, causal and window, elementwise on (b,h,i,j).
+    AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
+    SmallVector<Value> ins{scores};
+    SmallVector<AffineMap> maps{id4};
+    Value mask = op.getMask();
+    if (mask) {
+      ins.push_back(mask);
+      maps.push_back(getMaskMap(ctx, cast<RankedTensorType>(mask.getType()), 4,
+                                {0, 1, 2, 3}));
+    }
+    maps.push_back(id4);
+    Value masked =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{sInit.getType()}, ins,
+            ValueRange{createEmpty(rewriter, loc, sShape, f32)}, maps,
+            SmallVector<IteratorType>(4, IteratorType::parallel),
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value i = linalg::IndexOp::create(b, l, 2);
+              Value j = linalg::IndexOp::create(b, l, 3);
+              Value visible = buildVisibility(b, l, op, i, j);
+              Value s = applyScoreModifiers(b, l, op, a[0],
+                                            mask ? a[1] : Value(), visible);
+              yieldValue(b, l, s);
+            })
+            .getResult(0);
+
+    Value rowMax = reduceLastDim(rewriter, loc, masked, /*isMax=*/true);
+    Value probs = expMinusMax(rewriter, loc, masked, rowMax);
+    Value rowSum = reduceLastDim(rewriter, loc, probs, /*isMax=*/false);
+
+    // O[b,h,i,e] = sum_j P[b,h,i,j] * V[b,h/G,j,e]; loops (b,h,i,e,j).
+    SmallVector<int64_t> oShape{batch, hq, tq, dv};
+    Value oInit = createFilled(rewriter, loc, oShape, f32, 0.0);
+    Value unnormalized =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{oInit.getType()},
+            ValueRange{probs, op.getValue()}, ValueRange{oInit},
+            {projMap(ctx, 5, {0, 1, 2, 4}),
+             AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(4), d(3)},
+                            ctx),
+             projMap(ctx, 5, {0, 1, 2, 3})},
+            {IteratorType::parallel, IteratorType::parallel,
+             IteratorType::parallel, IteratorType::parallel,
+             IteratorType::reduction},
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value p =
+                  arith::MulFOp::create(b, l, a[0], castFloat(b, l, a[1], f32));
+              yieldValue(b, l, arith::AddFOp::create(b, l, p, a[2]));
+            })
+            .getResult(0);
+    Value out = normalize(rewriter, loc, unnormalized, rowSum, elt);
+
+    SmallVector<Value> results{out};
+    if (op.getLse()) {
+      // LSE = m + log(l); -inf for fully masked rows (l == 0).
+      SmallVector<int64_t> lShape{batch, hq, tq};
+      AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
+      results.push_back(
+          linalg::GenericOp::create(
+              rewriter, loc, TypeRange{RankedTensorType::get(lShape, f32)},
+              ValueRange{rowMax, rowSum},
+              ValueRange{createEmpty(rewriter, loc, lShape, f32)},
+              {id3, id3, id3},
+              SmallVector<IteratorType>(3, IteratorType::parallel),
+              [&](OpBuilder &b, Location l, ValueRange a) {
+                Value empty = arith::CmpFOp::create(
+                    b, l, arith::CmpFPredicate::OEQ, a[1], cstF32(b, l, 0.0));
+                Value lse = arith::AddFOp::create(
+                    b, l, a[0], math::LogOp::create(b, l, a[1]));
+                yieldValue(b, l,
+                           arith::SelectOp::create(b, l, empty,
+                                                   cstF32(b, l, kNegInf), lse));
+              })
+              .getResult(0));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct LowerSoftmaxReference : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasStaticShapes(op))
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto t = op.getInput().getType();
+    Type f32 = rewriter.getF32Type();
+    unsigned n = t.getRank();
+    double temperature = op.getTemperature().convertToDouble();
+    AffineMap id = AffineMap::getMultiDimIdentityMap(n, ctx);
+    // x / t in f32 (no division when t == 1).
+    Value scaled =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{RankedTensorType::get(t.getShape(), f32)},
+            ValueRange{op.getInput()},
+            ValueRange{createEmpty(rewriter, loc, t.getShape(), f32)}, {id, id},
+            SmallVector<IteratorType>(n, IteratorType::parallel),
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value x = castFloat(b, l, a[0], f32);
+              if (temperature != 1.0)
+                x = arith::DivFOp::create(b, l, x, cstF32(b, l, temperature));
+              yieldValue(b, l, x);
+            })
+            .getResult(0);
+    Value rowMax = reduceLastDim(rewriter, loc, scaled, /*isMax=*/true);
+    Value e = expMinusMax(rewriter, loc, scaled, rowMax);
+    Value rowSum = reduceLastDim(rewriter, loc, e, /*isMax=*/false);
+    rewriter.replaceOp(op,
+                       normalize(rewriter, loc, e, rowSum, t.getElementType()));
+    return success();
+  }
+};
+
+struct AttnLowerReferencePass
+    : attn::impl::AttnLowerReferencePassBase<AttnLowerReferencePass> {
+  void runOnOperation() override {
+    Operation *root = getOperation();
+    if (failed(checkStaticShapes<SdpaOp>(root, "attn-lower-reference")) ||
+        failed(checkStaticShapes<SoftmaxOp>(root, "attn-lower-reference")))
+      return signalPassFailure();
+    RewritePatternSet patterns(&getContext());
+    populateLowerReferencePatterns(patterns);
+    if (failed(applyPatternsGreedily(root, std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+
+void attn::populateLowerReferencePatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerSdpaReference, LowerSoftmaxReference>(
+      patterns.getContext());
+}

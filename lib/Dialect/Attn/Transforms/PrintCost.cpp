@@ -1,0 +1,274 @@
+//===- PrintCost.cpp - the attention cost model -----------------*- C++ -*-===//
+//
+// One accounting, per attention op (one layer) and for the model (`layers`
+// identical layers): parameters, KV cache, FLOPs, materialized score bytes,
+// the tiled working set, prefill/decode time and whether it fits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#define DEBUG_TYPE "attn-print-cost"
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_ATTNPRINTCOSTPASS
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// The shape facts of one attention, whichever op states it.
+struct AttentionShape {
+  int64_t batch, hq, hkv, tq, tk, d, dv, eltBytes;
+  CausalKind causal;
+  int64_t left, right;
+  int64_t params;   // weights of the layer (0 for attn.sdpa)
+  double projFlops; // projection FLOPs of the layer (0 for attn.sdpa)
+};
+
+/// Query/key pairs that take part. Causal without a window is counted as
+/// half of Tq·Tk (the FlashAttention-3 convention); a window is counted
+/// exactly, row by row.
+double visiblePairs(const AttentionShape &s) {
+  if (s.left < 0 && s.right < 0) {
+    double dense = static_cast<double>(s.tq) * static_cast<double>(s.tk);
+    return s.causal == CausalKind::none ? dense : dense / 2;
+  }
+  double pairs = 0;
+  for (int64_t i = 0; i < s.tq; ++i) {
+    int64_t diag = i + s.tk - s.tq;
+    int64_t hi = s.tk - 1, lo = 0;
+    if (s.causal == CausalKind::top_left)
+      hi = std::min(hi, i);
+    else if (s.causal == CausalKind::bottom_right)
+      hi = std::min(hi, diag);
+    if (s.right >= 0)
+      hi = std::min(hi, diag + s.right);
+    if (s.left >= 0)
+      lo = std::max(lo, diag - s.left);
+    if (hi >= lo)
+      pairs += static_cast<double>(hi - lo + 1);
+  }
+  return pairs;
+}
+
+int64_t elementBytes(Type t) {
+  return static_cast<int64_t>(t.getIntOrFloatBitWidth() / 8);
+}
+
+AttentionShape shapeOf(SdpaOp op) {
+  ArrayRef<int64_t> q = op.getQuery().getType().getShape();
+  ArrayRef<int64_t> k = op.getKey().getType().getShape();
+  ArrayRef<int64_t> v = op.getValue().getType().getShape();
+  auto [left, right] = op.getWindowBounds();
+  return {
+      q[0],           q[1],
+      k[1],           q[2],
+      k[2],           q[3],
+      v[3],           elementBytes(op.getQuery().getType().getElementType()),
+      op.getCausal(), left,
+      right,          /*params=*/0,
+      /*projFlops=*/0};
+}
+
+AttentionShape shapeOf(MhaOp op) {
+  auto x = op.getInput().getType();
+  auto kv = cast<RankedTensorType>(op.getKeyValueSource().getType());
+  auto [left, right] = std::pair<int64_t, int64_t>{-1, -1};
+  if (auto w = op.getWindow(); w && w->size() == 2)
+    std::tie(left, right) = std::pair<int64_t, int64_t>{(*w)[0], (*w)[1]};
+  int64_t params = 0;
+  double projFlops = 0;
+  int64_t tokensQ = x.getDimSize(0) * x.getDimSize(1);
+  int64_t tokensKv = kv.getDimSize(0) * kv.getDimSize(1);
+  for (Value w : {op.getWq(), op.getWk(), op.getWv(), op.getWo()}) {
+    auto t = cast<RankedTensorType>(w.getType());
+    params += t.getNumElements();
+    int64_t tokens = (w == op.getWk() || w == op.getWv()) ? tokensKv : tokensQ;
+    projFlops += 2.0 * tokens * t.getDimSize(0) * t.getDimSize(1);
+  }
+  for (Value bias : {op.getBq(), op.getBk(), op.getBv(), op.getBo()})
+    if (bias)
+      params += cast<RankedTensorType>(bias.getType()).getNumElements();
+  return {x.getDimSize(0),
+          static_cast<int64_t>(op.getNumHeads()),
+          op.getKvHeads(),
+          x.getDimSize(1),
+          kv.getDimSize(1),
+          op.getHeadDim(),
+          op.getValueHeadDim(),
+          elementBytes(x.getElementType()),
+          op.getCausal(),
+          left,
+          right,
+          params,
+          projFlops};
+}
+
+/// "20.97 GB" style, decimal units.
+std::string human(double v, StringRef unit) {
+  static const char *prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  int p = 0;
+  while (std::abs(v) >= 1000.0 && p < 6) {
+    v /= 1000.0;
+    ++p;
+  }
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.2f ", v) << prefixes[p] << unit;
+  return s;
+}
+
+std::string sci(double v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.4e", v);
+  return s;
+}
+
+struct AttnPrintCostPass
+    : attn::impl::AttnPrintCostPassBase<AttnPrintCostPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (layers < 1 || deviceMemoryGB <= 0 || tflops <= 0 || bandwidthTBs <= 0 ||
+        qBlock < 1 || kvBlock < 1 || extraParams < 0) {
+      emitError(getOperation().getLoc())
+          << "attn-print-cost: layers, q-block and kv-block must be >= 1, "
+             "device-memory-gb, tflops and bandwidth-tbs > 0, model-params "
+             ">= 0";
+      return signalPassFailure();
+    }
+    llvm::raw_ostream &os = llvm::outs();
+    double totParams = 0, totWeightBytes = 0, totKvPerToken = 0, totKvBytes = 0,
+           totKvMha = 0, totFlops = 0, maxScores = 0, maxTile = 0;
+    int count = 0;
+    bool dynamic = false;
+    getOperation()->walk([&](Operation *op) {
+      std::optional<AttentionShape> s;
+      if (auto sdpa = dyn_cast<SdpaOp>(op))
+        s = shapeOf(sdpa);
+      else if (auto mha = dyn_cast<MhaOp>(op))
+        s = shapeOf(mha);
+      else
+        return;
+      if (!hasStaticShapes(op)) {
+        op->emitOpError("has a dynamic shape; attn-print-cost needs static "
+                        "shapes");
+        dynamic = true;
+        return;
+      }
+      ++count;
+      double kvPerToken = double(s->hkv) * (s->d + s->dv) * s->eltBytes;
+      double kvBytes = kvPerToken * s->batch * s->tk;
+      double kvMha =
+          double(s->hq) * (s->d + s->dv) * s->eltBytes * s->batch * s->tk;
+      double pairs = visiblePairs(*s);
+      double flops = 2.0 * s->batch * s->hq * pairs * (s->d + s->dv);
+      double scores = double(s->batch) * s->hq * s->tq * s->tk * s->eltBytes;
+      int64_t bq = std::min<int64_t>(qBlock, s->tq),
+              bk = std::min<int64_t>(kvBlock, s->tk);
+      double tile = double(s->eltBytes) * (bq * s->d + bk * (s->d + s->dv)) +
+                    4.0 * (bq * bk + bq * s->dv + 2 * bq);
+
+      os << "attn-print-cost: " << op->getName() << " at " << op->getLoc()
+         << "\n";
+      os << "  shape: B=" << s->batch << " Hq=" << s->hq << " Hkv=" << s->hkv
+         << " Tq=" << s->tq << " Tk=" << s->tk << " D=" << s->d
+         << " Dv=" << s->dv << " bytes/elt=" << s->eltBytes
+         << " causal=" << stringifyCausalKind(s->causal) << " window=("
+         << s->left << ", " << s->right << ")\n";
+      os << "  parameters: " << s->params << "\n";
+      os << "  kv-cache bytes per token: " << int64_t(kvPerToken) << "\n";
+      os << "  kv-cache bytes: " << int64_t(kvBytes) << " ("
+         << human(kvBytes, "B") << ")\n";
+      os << "  attention FLOPs: " << sci(flops) << "\n";
+      if (s->projFlops > 0)
+        os << "  projection FLOPs: " << sci(s->projFlops) << "\n";
+      os << "  materialized scores bytes: " << int64_t(scores) << " ("
+         << human(scores, "B") << ")\n";
+      os << "  tiled working set bytes: " << int64_t(tile) << " (one " << bq
+         << "x" << bk << " tile)\n";
+
+      totParams += s->params;
+      totWeightBytes += double(s->params) * s->eltBytes;
+      totKvPerToken += kvPerToken;
+      totKvBytes += kvBytes;
+      totKvMha += kvMha;
+      totFlops += flops + s->projFlops;
+      maxScores = std::max(maxScores, scores);
+      maxTile = std::max(maxTile, tile);
+    });
+    if (dynamic)
+      return signalPassFailure();
+    if (count == 0) {
+      os << "attn-print-cost: no attn.sdpa or attn.mha op\n";
+      return;
+    }
+    double L = static_cast<double>(layers);
+    // Extra parameters take the element size of the attention weights (the
+    // first op's), as a model is stored in one precision.
+    double eltBytesModel = 2;
+    getOperation()->walk([&](Operation *op) {
+      if (auto sdpa = dyn_cast<SdpaOp>(op))
+        eltBytesModel = shapeOf(sdpa).eltBytes;
+      else if (auto mha = dyn_cast<MhaOp>(op))
+        eltBytesModel = shapeOf(mha).eltBytes;
+      else
+        return WalkResult::advance();
+      return WalkResult::interrupt();
+    });
+    double params = totParams * L + extraParams;
+    double weightBytes = totWeightBytes * L + extraParams * eltBytesModel;
+    double kvPerToken = totKvPerToken * L;
+    double kvBytes = totKvBytes * L;
+    double flops = totFlops * L;
+    double prefill = flops / (tflops * 1e12);
+    double bw = bandwidthTBs * 1e12;
+    double decodeKv = kvBytes / bw;
+    double decodeAll = (kvBytes + weightBytes) / bw;
+    double needed = weightBytes + kvBytes + maxTile;
+    double device = deviceMemoryGB * 1e9;
+
+    os << "attn-print-cost: model (" << layers
+       << (layers == 1 ? " layer" : " layers") << ")\n";
+    os << "  parameters: " << int64_t(params) << "\n";
+    os << "  weights bytes: " << int64_t(weightBytes) << " ("
+       << human(weightBytes, "B") << ")\n";
+    os << "  kv-cache bytes per token: " << int64_t(kvPerToken) << "\n";
+    os << "  kv-cache bytes: " << int64_t(kvBytes) << " ("
+       << human(kvBytes, "B") << ")\n";
+    os << "  kv-cache bytes if MHA: " << int64_t(totKvMha * L) << " ("
+       << human(totKvMha * L, "B") << ")\n";
+    os << "  FLOPs: " << sci(flops) << "\n";
+    os << "  materialized scores bytes (one layer): " << int64_t(maxScores)
+       << " (" << human(maxScores, "B") << ")\n";
+    os << "  tiled working set bytes: " << int64_t(maxTile) << "\n";
+    os << "  prefill time: " << llvm::format("%.2f", prefill) << " s at "
+       << llvm::format("%g", double(tflops)) << " TFLOP/s\n";
+    os << "  decode time per token (KV cache): "
+       << llvm::format("%.2f", decodeKv * 1e3) << " ms at "
+       << llvm::format("%g", double(bandwidthTBs)) << " TB/s\n";
+    os << "  decode time per token (KV cache + weights): "
+       << llvm::format("%.2f", decodeAll * 1e3) << " ms\n";
+    os << "  memory needed (weights + KV cache + tile): " << int64_t(needed)
+       << " (" << human(needed, "B") << ")\n";
+    os << "  verdict: " << (needed <= device ? "fits" : "does not fit")
+       << " in " << llvm::format("%g", double(deviceMemoryGB)) << " GB ("
+       << llvm::format("%.1f", 100.0 * needed / device) << "% used)\n";
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace

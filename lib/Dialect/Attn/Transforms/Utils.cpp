@@ -1,0 +1,122 @@
+//===- Utils.cpp - helpers shared by the attn lowerings ---------*- C++ -*-===//
+
+#include "Utils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+Value attn::castFloat(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  if (cast<FloatType>(from).getWidth() < cast<FloatType>(to).getWidth())
+    return arith::ExtFOp::create(b, loc, to, v);
+  return arith::TruncFOp::create(b, loc, to, v);
+}
+
+Value attn::createEmpty(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                        Type elt) {
+  return tensor::EmptyOp::create(b, loc, shape, elt);
+}
+
+Value attn::createFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                         Type elt, double value) {
+  Value c = arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, value));
+  return linalg::FillOp::create(b, loc, c, createEmpty(b, loc, shape, elt))
+      .getResult(0);
+}
+
+bool attn::hasStaticShapes(Operation *op) {
+  auto isStatic = [](Type t) {
+    auto s = dyn_cast<ShapedType>(t);
+    return !s || s.hasStaticShape();
+  };
+  return llvm::all_of(op->getOperandTypes(), isStatic) &&
+         llvm::all_of(op->getResultTypes(), isStatic);
+}
+
+Value attn::buildVisibility(OpBuilder &b, Location loc, SdpaOp op, Value i,
+                            Value j) {
+  int64_t tq = op.getQuery().getType().getDimSize(2);
+  int64_t tk = op.getKey().getType().getDimSize(2);
+  auto [left, right] = op.getWindowBounds();
+  // Every bound is `j - i <= c` or `j - i >= c`: compute d = j - i once.
+  Value d;
+  auto diff = [&]() {
+    if (!d) {
+      Value ii = arith::IndexCastOp::create(b, loc, b.getI64Type(), i);
+      Value jj = arith::IndexCastOp::create(b, loc, b.getI64Type(), j);
+      d = arith::SubIOp::create(b, loc, jj, ii);
+    }
+    return d;
+  };
+  auto cst = [&](int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+  };
+  Value visible;
+  auto conj = [&](Value p) {
+    visible =
+        visible ? arith::AndIOp::create(b, loc, visible, p).getResult() : p;
+  };
+  // Upper bound on j - i: the causal diagonal and the right window extent.
+  std::optional<int64_t> upper;
+  if (op.getCausal() == CausalKind::top_left)
+    upper = 0;
+  else if (op.getCausal() == CausalKind::bottom_right)
+    upper = tk - tq;
+  if (right >= 0)
+    upper = upper ? std::min(*upper, tk - tq + right) : tk - tq + right;
+  if (upper)
+    conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, diff(),
+                               cst(*upper)));
+  if (left >= 0)
+    conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, diff(),
+                               cst(tk - tq - left)));
+  return visible;
+}
+
+AffineMap attn::getMaskMap(MLIRContext *ctx, RankedTensorType maskType,
+                           unsigned numLoops, ArrayRef<unsigned> dims) {
+  SmallVector<AffineExpr> exprs;
+  int64_t rank = maskType.getRank();
+  for (int64_t k = 0; k < rank; ++k) {
+    unsigned target = 4 - rank + k; // numpy: align from the right
+    if (maskType.getDimSize(k) == 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(dims[target], ctx));
+  }
+  return AffineMap::get(numLoops, 0, exprs, ctx);
+}
+
+Value attn::applyScoreModifiers(OpBuilder &b, Location loc, SdpaOp op, Value s,
+                                Value maskVal, Value visible) {
+  Type f32 = b.getF32Type();
+  auto cstF = [&](double v) {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, v));
+  };
+  s = arith::MulFOp::create(b, loc, s, cstF(op.getEffectiveScale()));
+  if (auto cap = op.getSoftcap()) {
+    double c = cap->convertToDouble();
+    Value t = math::TanhOp::create(
+        b, loc, arith::MulFOp::create(b, loc, s, cstF(1.0 / c)));
+    s = arith::MulFOp::create(b, loc, t, cstF(c));
+  }
+  Value negInf = cstF(-std::numeric_limits<double>::infinity());
+  if (maskVal) {
+    if (maskVal.getType().isInteger(1))
+      s = arith::SelectOp::create(b, loc, maskVal, s, negInf);
+    else
+      s = arith::AddFOp::create(b, loc, s, castFloat(b, loc, maskVal, f32));
+  }
+  if (visible)
+    s = arith::SelectOp::create(b, loc, visible, s, negInf);
+  return s;
+}

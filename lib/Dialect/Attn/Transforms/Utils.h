@@ -1,0 +1,63 @@
+//===- Utils.h - helpers shared by the attn lowerings -----------*- C++ -*-===//
+
+#ifndef ATTN_MLIR_LIB_DIALECT_ATTN_TRANSFORMS_UTILS_H
+#define ATTN_MLIR_LIB_DIALECT_ATTN_TRANSFORMS_UTILS_H
+
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir {
+namespace attn {
+
+/// Converts a scalar float `v` to `to` (extf, truncf or nothing).
+Value castFloat(OpBuilder &b, Location loc, Value v, Type to);
+
+/// `tensor.empty` of a static shape.
+Value createEmpty(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  Type elt);
+
+/// `linalg.fill` of `value` into a new static tensor.
+Value createFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                   Type elt, double value);
+
+/// True when every operand and result of `op` has a static shape.
+bool hasStaticShapes(Operation *op);
+
+/// Emits "`pass` supports static shapes only" on every op of type `OpTy`
+/// under `root` with a dynamic shape; fails if there was one. Passes call it
+/// before applying patterns so that each op is reported once.
+template <typename OpTy>
+LogicalResult checkStaticShapes(Operation *root, StringRef pass) {
+  bool ok = true;
+  root->walk([&](OpTy op) {
+    if (!hasStaticShapes(op)) {
+      op.emitOpError() << "has a dynamic shape; " << pass
+                       << " supports static shapes only";
+      ok = false;
+    }
+  });
+  return success(ok);
+}
+
+/// Builds the i1 "key j is visible from query i" predicate for the causal
+/// mask and the sliding window of `op` (true when neither applies). `i` and
+/// `j` are index values.
+Value buildVisibility(OpBuilder &b, Location loc, SdpaOp op, Value i, Value j);
+
+/// Indexing map of a mask broadcast to [B, Hq, Tq, Tk] (numpy rules, rank 2
+/// to 4), as a map from the four dimensions (b, h, i, j) placed at
+/// positions `dims` of a `numLoops`-dimensional iteration space.
+AffineMap getMaskMap(MLIRContext *ctx, RankedTensorType maskType,
+                     unsigned numLoops, ArrayRef<unsigned> dims);
+
+/// Applies scale, softcap, the mask value and the visibility predicate to an
+/// f32 score. `maskVal` is null without a mask; `visible` is null when every
+/// key is visible.
+Value applyScoreModifiers(OpBuilder &b, Location loc, SdpaOp op, Value s,
+                          Value maskVal, Value visible);
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_MLIR_LIB_DIALECT_ATTN_TRANSFORMS_UTILS_H

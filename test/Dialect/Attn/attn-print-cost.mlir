@@ -1,0 +1,76 @@
+// The cost model. The first RUN reproduces the reference case of DESIGN.md
+// §3 (13B, 40 layers, 40 heads, GQA-8, d_k 128, fp16, 128,000 tokens).
+// RUN: attn-opt %S/../../Examples/long-context-13b.mlir -o /dev/null \
+// RUN:   --attn-print-cost="layers=40 model-params=13e9 device-memory-gb=80 tflops=100 bandwidth-tbs=2" \
+// RUN:   | FileCheck %s --check-prefix=LONG
+// RUN: attn-opt %s -split-input-file -o /dev/null --attn-print-cost | FileCheck %s
+// RUN: attn-opt %s -split-input-file -o /dev/null \
+// RUN:   --attn-print-cost="layers=2 device-memory-gb=0.001" | FileCheck %s --check-prefix=SMALL
+// RUN: not attn-opt %s -split-input-file -o /dev/null --attn-print-cost="layers=0" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADOPT
+
+// LONG: attn-print-cost: attn.sdpa
+// LONG-NEXT: shape: B=1 Hq=40 Hkv=8 Tq=128000 Tk=128000 D=128 Dv=128 bytes/elt=2 causal=none
+// LONG: attn-print-cost: model (40 layers)
+// LONG-NEXT: parameters: 13000000000
+// LONG-NEXT: weights bytes: 26000000000 (26.00 GB)
+// LONG-NEXT: kv-cache bytes per token: 163840
+// LONG-NEXT: kv-cache bytes: 20971520000 (20.97 GB)
+// LONG-NEXT: kv-cache bytes if MHA: 104857600000 (104.86 GB)
+// LONG-NEXT: FLOPs: 1.3422e+16
+// LONG-NEXT: materialized scores bytes (one layer): 1310720000000 (1.31 TB)
+// LONG-NEXT: tiled working set bytes: 147968
+// LONG-NEXT: prefill time: 134.22 s at 100 TFLOP/s
+// LONG-NEXT: decode time per token (KV cache): 10.49 ms at 2 TB/s
+// LONG-NEXT: decode time per token (KV cache + weights): 23.49 ms
+// LONG-NEXT: memory needed (weights + KV cache + tile): 46971667968 (46.97 GB)
+// LONG-NEXT: verdict: fits in 80 GB (58.7% used)
+
+// A whole MHA layer of D = 4096, H = 32 has 4·D² parameters; causal halves
+// the attention FLOPs (4·1·32·2048²·128 = 6.8719e10, halved: 3.4360e10).
+// CHECK-LABEL: attn-print-cost: attn.mha
+// CHECK-NEXT: shape: B=1 Hq=32 Hkv=32 Tq=2048 Tk=2048 D=128 Dv=128 bytes/elt=2 causal=top_left
+// CHECK-NEXT: parameters: 67108864
+// CHECK-NEXT: kv-cache bytes per token: 16384
+// CHECK-NEXT: kv-cache bytes: 33554432 (33.55 MB)
+// CHECK-NEXT: attention FLOPs: 3.4360e+10
+// CHECK-NEXT: projection FLOPs: 2.7488e+11
+// CHECK-NEXT: materialized scores bytes: 268435456 (268.44 MB)
+// CHECK: attn-print-cost: model (1 layer)
+// CHECK-NEXT: parameters: 67108864
+// CHECK-NEXT: weights bytes: 134217728 (134.22 MB)
+// SMALL-LABEL: attn-print-cost: model (2 layers)
+// SMALL-NEXT: parameters: 134217728
+// SMALL: verdict: does not fit in 0.001 GB
+// BADOPT: attn-print-cost: layers, q-block and kv-block must be >= 1
+func.func @mha_4096(%x: tensor<1x2048x4096xf16>, %w: tensor<4096x4096xf16>)
+    -> tensor<1x2048x4096xf16> {
+  %y = attn.mha %x : tensor<1x2048x4096xf16>
+      weights(%w, %w, %w, %w) : tensor<4096x4096xf16>, tensor<4096x4096xf16>,
+        tensor<4096x4096xf16>, tensor<4096x4096xf16>
+      {num_heads = 32 : i64, causal = #attn.causal<top_left>}
+      -> tensor<1x2048x4096xf16>
+  return %y : tensor<1x2048x4096xf16>
+}
+
+// -----
+
+// A sliding window counts the visible keys exactly: Tq = Tk = 8, window
+// (2, 0) gives 1 + 2 + 3·6 = 21 pairs, so 2·1·1·21·(4 + 4) = 336 FLOPs.
+// CHECK-LABEL: attn-print-cost: attn.sdpa
+// CHECK-NEXT: shape: B=1 Hq=1 Hkv=1 Tq=8 Tk=8 D=4 Dv=4 bytes/elt=4 causal=none window=(2, 0)
+// CHECK: attention FLOPs: 3.3600e+02
+func.func @window(%q: tensor<1x1x8x4xf32>) -> tensor<1x1x8x4xf32> {
+  %o = attn.sdpa %q, %q, %q {window = array<i64: 2, 0>}
+      : tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32>
+      -> tensor<1x1x8x4xf32>
+  return %o : tensor<1x1x8x4xf32>
+}
+
+// -----
+
+// No attention op: said so, nothing else.
+// CHECK: attn-print-cost: no attn.sdpa or attn.mha op
+func.func @none() {
+  return
+}

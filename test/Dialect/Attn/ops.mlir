@@ -1,0 +1,118 @@
+// Round trip of every attn op and every optional piece of syntax, in the
+// custom and the generic form.
+// RUN: attn-opt %s | attn-opt | FileCheck %s
+// RUN: attn-opt %s --mlir-print-op-generic | attn-opt | FileCheck %s
+
+// Plain MHA attention: no mask, default scale, no causal attribute printed.
+// CHECK-LABEL: func.func @sdpa_plain
+// CHECK-SAME: (%[[Q:[a-z0-9_]+]]: tensor<2x4x16x64xf32>, %[[K:[a-z0-9_]+]]: tensor<2x4x32x64xf32>, %[[V:[a-z0-9_]+]]: tensor<2x4x32x48xf32>)
+// CHECK: attn.sdpa %[[Q]], %[[K]], %[[V]] :
+// CHECK-SAME: -> tensor<2x4x16x48xf32>
+func.func @sdpa_plain(%q: tensor<2x4x16x64xf32>, %k: tensor<2x4x32x64xf32>,
+                      %v: tensor<2x4x32x48xf32>) -> tensor<2x4x16x48xf32> {
+  %o = attn.sdpa %q, %k, %v : tensor<2x4x16x64xf32>, tensor<2x4x32x64xf32>,
+      tensor<2x4x32x48xf32> -> tensor<2x4x16x48xf32>
+  return %o : tensor<2x4x16x48xf32>
+}
+
+// GQA (8 query heads on 2 KV heads), f16, causal top-left, explicit scale,
+// softcap and the LSE result.
+// CHECK-LABEL: func.func @sdpa_gqa_all_attrs
+// CHECK: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = attn.sdpa
+// CHECK-SAME: causal = #attn.causal<top_left>
+// CHECK-SAME: scale = 1.250000e-01 : f32
+// CHECK-SAME: softcap = 3.000000e+01 : f32
+// CHECK-SAME: -> tensor<1x8x128x64xf16>, tensor<1x8x128xf32>
+func.func @sdpa_gqa_all_attrs(%q: tensor<1x8x128x64xf16>,
+    %k: tensor<1x2x128x64xf16>, %v: tensor<1x2x128x64xf16>)
+    -> (tensor<1x8x128x64xf16>, tensor<1x8x128xf32>) {
+  %o, %lse = attn.sdpa %q, %k, %v {causal = #attn.causal<top_left>,
+      scale = 0.125 : f32, softcap = 30.0 : f32}
+      : tensor<1x8x128x64xf16>, tensor<1x2x128x64xf16>, tensor<1x2x128x64xf16>
+      -> tensor<1x8x128x64xf16>, tensor<1x8x128xf32>
+  return %o, %lse : tensor<1x8x128x64xf16>, tensor<1x8x128xf32>
+}
+
+// MQA decode (Tq = 1), bf16, bottom-right causal, sliding window, and a
+// boolean keep-mask broadcast from [Tq, Tk].
+// CHECK-LABEL: func.func @sdpa_mqa_decode
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<1x512xi1>
+// CHECK: attn.sdpa %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} mask(%[[M]] : tensor<1x512xi1>)
+// CHECK-SAME: causal = #attn.causal<bottom_right>
+// CHECK-SAME: window = array<i64: 128, 0>
+func.func @sdpa_mqa_decode(%q: tensor<4x16x1x128xbf16>,
+    %k: tensor<4x1x512x128xbf16>, %v: tensor<4x1x512x128xbf16>,
+    %m: tensor<1x512xi1>) -> tensor<4x16x1x128xbf16> {
+  %o = attn.sdpa %q, %k, %v mask(%m : tensor<1x512xi1>)
+      {causal = #attn.causal<bottom_right>, window = array<i64: 128, 0>}
+      : tensor<4x16x1x128xbf16>, tensor<4x1x512x128xbf16>,
+        tensor<4x1x512x128xbf16> -> tensor<4x16x1x128xbf16>
+  return %o : tensor<4x16x1x128xbf16>
+}
+
+// Additive float mask with full rank and dynamic dimensions.
+// CHECK-LABEL: func.func @sdpa_additive_dynamic
+// CHECK: attn.sdpa %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} mask(%{{[a-z0-9_]+}} : tensor<?x1x?x?xf32>)
+// CHECK-SAME: -> tensor<?x4x?x64xf32>
+func.func @sdpa_additive_dynamic(%q: tensor<?x4x?x64xf32>,
+    %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>,
+    %m: tensor<?x1x?x?xf32>) -> tensor<?x4x?x64xf32> {
+  %o = attn.sdpa %q, %k, %v mask(%m : tensor<?x1x?x?xf32>)
+      : tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>
+      -> tensor<?x4x?x64xf32>
+  return %o : tensor<?x4x?x64xf32>
+}
+
+// Self-attention layer with GQA, every bias and a mask.
+// CHECK-LABEL: func.func @mha_self_biases
+// CHECK: attn.mha %{{[a-z0-9_]+}} : tensor<2x16x64xf32>
+// CHECK-SAME: weights(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}})
+// CHECK-SAME: bias_q(%{{[a-z0-9_]+}} : tensor<64xf32>)
+// CHECK-SAME: bias_k(%{{[a-z0-9_]+}} : tensor<32xf32>)
+// CHECK-SAME: bias_v(%{{[a-z0-9_]+}} : tensor<32xf32>)
+// CHECK-SAME: bias_o(%{{[a-z0-9_]+}} : tensor<64xf32>)
+// CHECK-SAME: mask(%{{[a-z0-9_]+}} : tensor<16x16xf32>)
+// CHECK-SAME: num_heads = 4 : i64, num_kv_heads = 2 : i64
+// CHECK-SAME: -> tensor<2x16x64xf32>
+func.func @mha_self_biases(%x: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>,
+    %wk: tensor<64x32xf32>, %wv: tensor<64x32xf32>, %wo: tensor<64x64xf32>,
+    %bq: tensor<64xf32>, %bk: tensor<32xf32>, %bv: tensor<32xf32>,
+    %bo: tensor<64xf32>, %m: tensor<16x16xf32>) -> tensor<2x16x64xf32> {
+  %y = attn.mha %x : tensor<2x16x64xf32>
+      weights(%wq, %wk, %wv, %wo) : tensor<64x64xf32>, tensor<64x32xf32>,
+        tensor<64x32xf32>, tensor<64x64xf32>
+      bias_q(%bq : tensor<64xf32>) bias_k(%bk : tensor<32xf32>)
+      bias_v(%bv : tensor<32xf32>) bias_o(%bo : tensor<64xf32>)
+      mask(%m : tensor<16x16xf32>)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// Cross-attention: keys and values come from a separate input of another
+// width and length; Dout differs from Dm.
+// CHECK-LABEL: func.func @mha_cross
+// CHECK: attn.mha %{{[a-z0-9_]+}} : tensor<1x8x32xf16> kv(%{{[a-z0-9_]+}} : tensor<1x20x48xf16>)
+// CHECK-SAME: causal = #attn.causal<bottom_right>
+// CHECK-SAME: -> tensor<1x8x24xf16>
+func.func @mha_cross(%x: tensor<1x8x32xf16>, %kv: tensor<1x20x48xf16>,
+    %wq: tensor<32x32xf16>, %wk: tensor<48x32xf16>, %wv: tensor<48x16xf16>,
+    %wo: tensor<16x24xf16>) -> tensor<1x8x24xf16> {
+  %y = attn.mha %x : tensor<1x8x32xf16> kv(%kv : tensor<1x20x48xf16>)
+      weights(%wq, %wk, %wv, %wo) : tensor<32x32xf16>, tensor<48x32xf16>,
+        tensor<48x16xf16>, tensor<16x24xf16>
+      {num_heads = 4 : i64, causal = #attn.causal<bottom_right>}
+      -> tensor<1x8x24xf16>
+  return %y : tensor<1x8x24xf16>
+}
+
+// Softmax with the default temperature (not printed) and with one.
+// CHECK-LABEL: func.func @softmax
+// CHECK: attn.softmax %{{[a-z0-9_]+}} : tensor<4x128xf32>
+// CHECK: attn.softmax %{{[a-z0-9_]+}} {temperature = 2.000000e+00 : f32} : tensor<3x4x5xbf16>
+func.func @softmax(%x: tensor<4x128xf32>, %y: tensor<3x4x5xbf16>)
+    -> (tensor<4x128xf32>, tensor<3x4x5xbf16>) {
+  %a = attn.softmax %x : tensor<4x128xf32>
+  %b = attn.softmax %y {temperature = 2.0 : f32} : tensor<3x4x5xbf16>
+  return %a, %b : tensor<4x128xf32>, tensor<3x4x5xbf16>
+}

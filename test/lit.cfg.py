@@ -1,0 +1,49 @@
+# -*- Python -*-
+# lit configuration of the attn-mlir regression suite.
+
+import os
+import shutil
+
+import lit.formats
+import lit.util
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "ATTN"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.attn_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py",
+                   "lit.site.cfg.py", "Inputs"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%attn_src_root", config.attn_src_root))
+config.substitutions.append(("%attn_lib_dir", config.attn_lib_dir))
+
+# Captured FileCheck variables do not leak between CHECK-LABEL blocks.
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
+tools = ["attn-opt", "attn-compile", "attn-run"]
+llvm_config.add_tool_substitutions(
+    [ToolSubst(t, unresolved="ignore") for t in tools], tool_dirs)
+llvm_config.with_environment("PATH", config.attn_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# `ptxas`: the CUDA assembler is installed (PTX tests assemble and check).
+if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")):
+    config.available_features.add("ptxas")
+
+# `cuda-device`: a GPU and its driver are present (end-to-end GPU tests).
+if shutil.which("nvidia-smi") and lit.util.which("nvidia-smi"):
+    try:
+        import subprocess
+        subprocess.run(["nvidia-smi", "-L"], check=True,
+                       capture_output=True, timeout=20)
+        config.available_features.add("cuda-device")
+    except Exception:
+        pass
