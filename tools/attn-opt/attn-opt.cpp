@@ -7,6 +7,7 @@
 
 #include "attn-mlir/Dialect/Attn/IR/AttnDialect.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -17,6 +18,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::attn::registerAttnPasses();
+  mlir::attn::registerPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

@@ -23,6 +23,10 @@ void populateDecomposeMhaPatterns(RewritePatternSet &patterns);
 /// Patterns lowering attn.sdpa and attn.softmax to materialized linalg.
 void populateLowerReferencePatterns(RewritePatternSet &patterns);
 
+/// Patterns rewriting attn.sdpa into the tiled online-softmax loop nest.
+void populateTilePatterns(RewritePatternSet &patterns, int64_t qBlock,
+                          int64_t kvBlock);
+
 #define GEN_PASS_REGISTRATION
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
 

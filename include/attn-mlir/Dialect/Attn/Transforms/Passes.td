@@ -79,4 +79,42 @@ def AttnPrintCostPass : Pass<"attn-print-cost", "::mlir::ModuleOp"> {
   ];
 }
 
+def AttnTilePass : Pass<"attn-tile"> {
+  let summary = "Rewrite attn.sdpa into the tiled online-softmax loop nest "
+                "(FlashAttention)";
+  let description = [{
+    Each `attn.sdpa` becomes an `scf.forall` over (batch, query head,
+    query block) whose body runs an `scf.for` over key/value blocks carrying
+    the running row maximum `m`, the running row sum `l` and the f32
+    accumulator; each step rescales by `exp(m_old - m_new)`. The scores of
+    one `q-block x kv-block` tile are the only ones that ever exist, so
+    memory is O(T), not O(T²).
+
+    - GQA/MQA: the loop indexes key/value head `h / (Hq / Hkv)`; K and V are
+      never copied per head.
+    - Causal and window masks bound the key loop of each query block, so
+      blocks that are entirely masked are never visited; the element-wise
+      predicate runs only on blocks that cross the mask's boundary (an
+      `scf.if` picks the unmasked tile otherwise).
+    - Fully masked rows end with `l == 0` and produce exactly 0 (LSE -inf);
+      a row maximum of -inf is replaced by 0 before exponentiating, so no NaN
+      is created; NaN inputs still propagate.
+    - The K tile is transposed once per block so that both matmuls run with
+      the innermost loop over contiguous memory.
+
+    Only static shapes are supported.
+  }];
+  let options = [
+    Option<"qBlock", "q-block", "int64_t", /*default=*/"64",
+           "Query rows per tile">,
+    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"128",
+           "Key/value rows per tile">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // ATTN_PASSES_TD

@@ -1,0 +1,90 @@
+//===- Runtime.h - attn-mlir runtime (no MLIR, no LLVM) ---------*- C++ -*-===//
+//
+// Loads artifacts made by attn-compile, reads and writes .npy files, and
+// evaluates attention in fp64 as the independent reference. Errors are
+// reported as `Error` values with a message for the user, never by aborting.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_MLIR_RUNTIME_RUNTIME_H
+#define ATTN_MLIR_RUNTIME_RUNTIME_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attn::rt {
+
+enum class DType { F32, F16, BF16, Bool };
+const char *dtypeName(DType t);
+size_t dtypeSize(DType t);
+
+/// A dense row-major host tensor.
+struct Tensor {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+  int64_t numElements() const;
+  double get(int64_t i) const;   ///< element i as double
+  void set(int64_t i, double v); ///< rounds to the dtype
+};
+std::string formatShape(const std::vector<int64_t> &shape);
+
+/// Result of an operation that can fail: empty message = success.
+struct Error {
+  std::string message;
+  explicit operator bool() const { return !message.empty(); }
+};
+
+Error readNpy(const std::string &path, Tensor &out);
+/// Writes to `path.tmp` then renames, so no half-written file is left.
+Error writeNpy(const std::string &path, const Tensor &t);
+
+struct ArgInfo {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+
+/// Attention semantics of a single-op graph (for the fp64 reference).
+struct OpInfo {
+  std::string kind; ///< "sdpa", "softmax" or "" (no reference)
+  double scale = 0, softcap = 0, temperature = 1;
+  std::string causal = "none";
+  int64_t windowLeft = -1, windowRight = -1;
+};
+
+struct EntryInfo {
+  std::string name;
+  std::vector<ArgInfo> inputs, outputs;
+  OpInfo op;
+};
+
+/// A loaded artifact (dlopen'ed shared object + its metadata).
+class Artifact {
+public:
+  static Error load(const std::string &path, std::unique_ptr<Artifact> &out);
+  ~Artifact();
+  const std::vector<EntryInfo> &entries() const { return entries_; }
+  const EntryInfo *find(const std::string &name) const;
+  /// Calls the entry with one pointer per input then per output.
+  Error call(const EntryInfo &entry, const std::vector<Tensor> &inputs,
+             std::vector<Tensor> &outputs) const;
+
+private:
+  void *handle_ = nullptr;
+  std::vector<EntryInfo> entries_;
+  std::vector<void *> fns_;
+};
+
+Error parseMetadata(const std::string &text, std::vector<EntryInfo> &out);
+
+/// fp64 reference of the entry's op on `inputs` (each output in double).
+Error reference(const EntryInfo &entry, const std::vector<Tensor> &inputs,
+                std::vector<std::vector<double>> &outputs,
+                bool roundLikeDtype = false);
+
+} // namespace attn::rt
+
+#endif // ATTN_MLIR_RUNTIME_RUNTIME_H

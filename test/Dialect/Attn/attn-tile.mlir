@@ -1,0 +1,116 @@
+// attn-tile: attn.sdpa -> the online-softmax loop nest.
+// RUN: attn-opt %s --attn-tile="q-block=32 kv-block=16" -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: not attn-opt %s --attn-tile="q-block=0" 2>&1 | FileCheck %s --check-prefix=BADOPT
+// BADOPT: attn-tile: q-block and kv-block must be >= 1, found 0 and 128
+
+// GQA (group 4), top-left causal with a left window of 16, Tq = Tk = 100:
+// one tile per (b, h, q-block) with 4 q-blocks (the last one has 4 rows);
+// K/V are read from head h / 4; the kv loop only covers the blocks that the
+// window and the diagonal leave visible, [max(q0 - 16, 0), min(q0 + qs, 100));
+// only blocks crossing the mask boundary run the element predicate.
+// CHECK-LABEL: func.func @gqa_causal_window
+// CHECK-SAME: (%[[Q:[a-z0-9_-]+]]: tensor<1x8x100x64xf32>, %[[K:[a-z0-9_-]+]]: tensor<1x2x100x64xf32>, %[[V:[a-z0-9_-]+]]: tensor<1x2x100x64xf32>)
+// CHECK-DAG: %[[C4:[a-z0-9_-]+]] = arith.constant 4 : index
+// CHECK-DAG: %[[C16:[a-z0-9_-]+]] = arith.constant 16 : index
+// CHECK-DAG: %[[C32:[a-z0-9_-]+]] = arith.constant 32 : index
+// CHECK-DAG: %[[CM16:[a-z0-9_-]+]] = arith.constant -16 : index
+// CHECK-DAG: %[[C100:[a-z0-9_-]+]] = arith.constant 100 : index
+// CHECK: %[[R:[a-z0-9_-]+]] = scf.forall (%[[B:[a-z0-9_-]+]], %[[H:[a-z0-9_-]+]], %[[QB:[a-z0-9_-]+]]) in (1, 8, 4) shared_outs(%[[OUT:[a-z0-9_-]+]] = %{{.*}}) -> (tensor<1x8x100x64xf32>)
+// CHECK: %[[Q0:[a-z0-9_-]+]] = arith.muli %[[QB]], %[[C32]]
+// CHECK: %[[QS:[a-z0-9_-]+]] = arith.minsi %{{.*}}, %[[C32]]
+// CHECK: %[[KVH:[a-z0-9_-]+]] = arith.divui %[[H]], %[[C4]]
+// CHECK: %[[END:[a-z0-9_-]+]] = arith.addi %[[Q0]], %[[QS]]
+// CHECK: %[[LO0:[a-z0-9_-]+]] = arith.addi %[[Q0]], %[[CM16]]
+// CHECK: %[[LO:[a-z0-9_-]+]] = arith.maxsi %[[LO0]], %{{.*}}
+// CHECK: %[[HI:[a-z0-9_-]+]] = arith.minsi %[[END]], %[[C100]]
+// CHECK: %[[QT:[a-z0-9_-]+]] = tensor.extract_slice %[[Q]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[QS]], 64]
+// CHECK: %[[LOOP:[a-z0-9_-]+]]:3 = scf.for %[[KB:[a-z0-9_-]+]] = %[[LO]] to %[[HI]] step %[[C16]] iter_args(%[[M:[a-z0-9_-]+]] = %{{.*}}, %[[L:[a-z0-9_-]+]] = %{{.*}}, %[[ACC:[a-z0-9_-]+]] = %{{.*}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>)
+// CHECK: %[[KT:[a-z0-9_-]+]] = tensor.extract_slice %[[K]][%[[B]], %[[KVH]], %[[KB]], 0]
+// CHECK: %[[VT:[a-z0-9_-]+]] = tensor.extract_slice %[[V]][%[[B]], %[[KVH]], %[[KB]], 0]
+// CHECK: %[[KTT:[a-z0-9_-]+]] = linalg.transpose ins(%[[KT]] : tensor<?x64xf32>) outs(%{{.*}} : tensor<64x?xf32>) permutation = [1, 0]
+// CHECK: %[[S:[a-z0-9_-]+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[QT]], %[[KTT]] : tensor<?x64xf32>, tensor<64x?xf32>)
+// CHECK: %[[INSIDE:[a-z0-9_-]+]] = arith.andi
+// CHECK: %[[SM:[a-z0-9_-]+]] = scf.if %[[INSIDE]] -> (tensor<?x?xf32>) {
+// CHECK-NOT: linalg.index
+// CHECK: } else {
+// CHECK: linalg.index 0
+// CHECK: arith.select
+// CHECK: }
+// CHECK: %[[MB:[a-z0-9_-]+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[SM]] : tensor<?x?xf32>)
+// CHECK: arith.maximumf
+// CHECK: %[[ALPHA:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[M]], %[[MB]] :
+// CHECK: math.exp
+// CHECK: %[[MN:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[MB]] : tensor<?xf32>) outs(%[[M]] : tensor<?xf32>)
+// CHECK: %[[P:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[SM]], %[[MN]] :
+// CHECK: %[[LS:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : tensor<?xf32>) outs(%[[L]] : tensor<?xf32>)
+// CHECK: %[[LN:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[P]] : tensor<?x?xf32>) outs(%[[LS]] : tensor<?xf32>)
+// CHECK: %[[AS:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : tensor<?xf32>) outs(%[[ACC]] : tensor<?x64xf32>)
+// CHECK: %[[AN:[a-z0-9_-]+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[P]], %[[VT]] : tensor<?x?xf32>, tensor<?x64xf32>) outs(%[[AS]] : tensor<?x64xf32>)
+// CHECK: scf.yield %[[MN]], %[[LN]], %[[AN]]
+// CHECK: %[[O:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[LOOP]]#2, %[[LOOP]]#1 :
+// CHECK: arith.divf
+// CHECK: arith.select
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %[[O]] into %[[OUT]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[QS]], 64]
+// CHECK: return %[[R]]
+func.func @gqa_causal_window(%q: tensor<1x8x100x64xf32>, %k: tensor<1x2x100x64xf32>,
+    %v: tensor<1x2x100x64xf32>) -> tensor<1x8x100x64xf32> {
+  %o = attn.sdpa %q, %k, %v {causal = #attn.causal<top_left>, window = array<i64: 16, 0>}
+      : tensor<1x8x100x64xf32>, tensor<1x2x100x64xf32>, tensor<1x2x100x64xf32>
+      -> tensor<1x8x100x64xf32>
+  return %o : tensor<1x8x100x64xf32>
+}
+
+// -----
+
+// Unmasked MHA with block-aligned lengths and the LSE result: static tiles
+// (32 x 16), the kv loop covers [0, Tk), no predicate at all, a second
+// shared output for the LSE (m + log l, -inf when l == 0).
+// CHECK-LABEL: func.func @aligned_lse
+// CHECK: scf.forall ({{.*}}) in (2, 4, 2) shared_outs(%[[O:[a-z0-9_-]+]] = %{{.*}}, %[[LSE:[a-z0-9_-]+]] = %{{.*}}) -> (tensor<2x4x64x32xf16>, tensor<2x4x64xf32>)
+// CHECK-NOT: arith.divui
+// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c16 iter_args({{.*}}) -> (tensor<32xf32>, tensor<32xf32>, tensor<32x32xf32>)
+// CHECK: tensor.extract_slice {{.*}} to tensor<16x32xf16>
+// CHECK: arith.extf
+// CHECK-NOT: linalg.index
+// CHECK-NOT: scf.if
+// CHECK: scf.yield
+// CHECK: arith.truncf
+// CHECK: math.log
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[O]]
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[LSE]]
+func.func @aligned_lse(%q: tensor<2x4x64x32xf16>, %k: tensor<2x4x48x32xf16>)
+    -> (tensor<2x4x64x32xf16>, tensor<2x4x64xf32>) {
+  %o, %l = attn.sdpa %q, %k, %k
+      : tensor<2x4x64x32xf16>, tensor<2x4x48x32xf16>, tensor<2x4x48x32xf16>
+      -> tensor<2x4x64x32xf16>, tensor<2x4x64xf32>
+  return %o, %l : tensor<2x4x64x32xf16>, tensor<2x4x64xf32>
+}
+
+// -----
+
+// A boolean mask broadcast over heads is sliced per tile: batch offset b,
+// head offset 0 (size-1 dim), rows q0, columns kb.
+// CHECK-DAG: #[[$MMAP:.*]] = affine_map<(d0, d1) -> (0, 0, d0, d1)>
+// CHECK-LABEL: func.func @masked
+// CHECK: scf.forall (%[[B:[a-z0-9_-]+]], %[[H:[a-z0-9_-]+]], %[[QB:[a-z0-9_-]+]]) in
+// CHECK: scf.for %[[KB:[a-z0-9_-]+]] =
+// CHECK: %[[MT:[a-z0-9_-]+]] = tensor.extract_slice %{{.*}}[%[[B]], 0, %{{.*}}, %[[KB]]] [1, 1, 32, 16] [1, 1, 1, 1] : tensor<2x1x64x64xi1> to tensor<1x1x32x16xi1>
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[$MMAP]], #{{.*}}], {{.*}} ins(%{{.*}}, %[[MT]] :
+func.func @masked(%q: tensor<2x4x64x32xf32>, %m: tensor<2x1x64x64xi1>)
+    -> tensor<2x4x64x32xf32> {
+  %o = attn.sdpa %q, %q, %q mask(%m : tensor<2x1x64x64xi1>)
+      : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>
+      -> tensor<2x4x64x32xf32>
+  return %o : tensor<2x4x64x32xf32>
+}
+
+// -----
+
+func.func @dynamic(%q: tensor<1x1x?x8xf32>) -> tensor<1x1x?x8xf32> {
+  // expected-error @+1 {{has a dynamic shape; attn-tile supports static shapes only}}
+  %o = attn.sdpa %q, %q, %q
+      : tensor<1x1x?x8xf32>, tensor<1x1x?x8xf32>, tensor<1x1x?x8xf32>
+      -> tensor<1x1x?x8xf32>
+  return %o : tensor<1x1x?x8xf32>
+}

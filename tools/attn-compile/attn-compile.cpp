@@ -1,0 +1,353 @@
+//===- attn-compile.cpp - attn graph -> self-contained artifact -*- C++ -*-===//
+//
+// Compiles an MLIR file of attn graphs into a shared object: each public
+// function `@f(tensor...) -> tensor...` becomes the C entry point
+// `void f(const T *in..., T *out...)` over dense row-major buffers, and the
+// global string `attn_mlir_metadata` describes entries, arguments, shapes,
+// dtypes and, for single-op graphs, the attention semantics (so that
+// attn-run can check results against its own fp64 reference).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-mlir/Dialect/Attn/IR/AttnDialect.h"
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory cat("attn-compile options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<graph.mlir>"), cl::cat(cat));
+static cl::opt<std::string> outputFile("o", cl::Required,
+                                       cl::desc("Output file"),
+                                       cl::value_desc("file"), cl::cat(cat));
+static cl::opt<std::string>
+    target("target", cl::init("cpu"),
+           cl::desc("Target: cpu (the only one available so far)"),
+           cl::cat(cat));
+enum class Emit { Tiled, LLVMDialect, LLVMIR, SharedObject };
+static cl::opt<Emit> emit(
+    "emit", cl::init(Emit::SharedObject), cl::desc("What to write"),
+    cl::values(clEnumValN(Emit::Tiled, "tiled",
+                          "MLIR after decomposition and tiling (attn-tile)"),
+               clEnumValN(Emit::LLVMDialect, "llvm-dialect",
+                          "MLIR in the LLVM dialect, after the whole pipeline"),
+               clEnumValN(Emit::LLVMIR, "llvm-ir", "LLVM IR with the metadata"),
+               clEnumValN(Emit::SharedObject, "so",
+                          "the shared object (default)")),
+    cl::cat(cat));
+static cl::opt<bool> reference(
+    "reference",
+    cl::desc("Lower attn.sdpa with the materialized reference instead of "
+             "the tiled loop nest (the benchmark baseline)"),
+    cl::cat(cat));
+static cl::opt<int64_t> qBlock("q-block", cl::init(64),
+                               cl::desc("Query rows per tile"), cl::cat(cat));
+static cl::opt<int64_t> kvBlock("kv-block", cl::init(128),
+                                cl::desc("Key/value rows per tile"),
+                                cl::cat(cat));
+static cl::opt<bool> noParallel("no-parallel",
+                                cl::desc("Run on one core (no OpenMP)"),
+                                cl::cat(cat));
+static cl::opt<bool>
+    printIR("print-ir-after-all",
+            cl::desc("Print the IR after every pass of the pipeline to stderr"),
+            cl::cat(cat));
+static cl::opt<std::string>
+    clangPath("clang", cl::init(ATTN_DEFAULT_CLANG),
+              cl::desc("Clang used to optimize and link the shared object"),
+              cl::cat(cat));
+
+static std::string dtypeName(Type t) {
+  if (t.isF32())
+    return "f32";
+  if (t.isF16())
+    return "f16";
+  if (t.isBF16())
+    return "bf16";
+  if (t.isInteger(1))
+    return "bool";
+  return "";
+}
+
+/// Describes every public function; fails with a diagnostic on anything the
+/// runtime cannot call.
+static LogicalResult describe(ModuleOp module, std::string &out) {
+  llvm::raw_string_ostream os(out);
+  os << "attn-mlir-artifact 1\ntarget cpu\n";
+  int entries = 0;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isPrivate() || func.isExternal())
+      continue;
+    ++entries;
+    os << "entry " << func.getName() << "\n";
+    // A graph that is one attention op on the function's arguments, in
+    // order, can be checked by attn-run against its fp64 reference.
+    Operation *single = nullptr;
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      if (single) {
+        single = nullptr;
+        break;
+      }
+      single = &op;
+    }
+    bool argsInOrder =
+        single && llvm::equal(single->getOperands(), func.getArguments());
+    auto sdpa = argsInOrder ? dyn_cast<attn::SdpaOp>(single) : nullptr;
+    auto softmax = argsInOrder ? dyn_cast<attn::SoftmaxOp>(single) : nullptr;
+    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+      auto t = dyn_cast<RankedTensorType>(arg.getType());
+      if (!t || !t.hasStaticShape() || dtypeName(t.getElementType()).empty())
+        return func.emitError()
+               << "argument #" << i << " of @" << func.getName()
+               << " must be a static tensor of f32, f16, "
+                  "bf16 or i1, found "
+               << arg.getType();
+      std::string name = "arg" + std::to_string(i);
+      if (sdpa)
+        name = std::array<const char *, 4>{"q", "k", "v", "mask"}[i];
+      else if (softmax)
+        name = "x";
+      os << "in " << name << " " << dtypeName(t.getElementType()) << " ";
+      llvm::interleave(t.getShape(), os, ",");
+      os << "\n";
+    }
+    for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
+      auto t = dyn_cast<RankedTensorType>(type);
+      if (!t || !t.hasStaticShape() || dtypeName(t.getElementType()).empty())
+        return func.emitError() << "result #" << i << " of @" << func.getName()
+                                << " must be a static tensor of f32, f16 or "
+                                   "bf16, found "
+                                << type;
+      std::string name = "out" + std::to_string(i);
+      if (sdpa)
+        name = i == 0 ? "output" : "lse";
+      os << "out " << name << " " << dtypeName(t.getElementType()) << " ";
+      llvm::interleave(t.getShape(), os, ",");
+      os << "\n";
+    }
+    if (sdpa) {
+      auto [left, right] = sdpa.getWindowBounds();
+      os << "op sdpa scale=" << llvm::format("%.9g", sdpa.getEffectiveScale())
+         << " causal=" << attn::stringifyCausalKind(sdpa.getCausal())
+         << " window=" << left << "," << right << " softcap="
+         << (sdpa.getSoftcap() ? sdpa.getSoftcap()->convertToDouble() : 0.0)
+         << "\n";
+    } else if (softmax) {
+      os << "op softmax temperature="
+         << llvm::format("%.9g", softmax.getTemperature().convertToDouble())
+         << "\n";
+    }
+  }
+  if (entries == 0)
+    return module.emitError("no public function to compile: declare the "
+                            "graph as a public func.func");
+  os << "end\n";
+  return success();
+}
+
+/// C support code linked into every artifact: the strided copy that MLIR's
+/// memref lowering calls for non-contiguous `memref.copy` (the upstream
+/// version lives in libmlir_c_runner_utils, which artifacts must not need).
+static const char *kSupportSource = R"C(
+#include <stdint.h>
+#include <string.h>
+typedef struct { int64_t rank; void *descriptor; } UnrankedMemRef;
+__attribute__((visibility("hidden")))
+void memrefCopy(int64_t elemSize, UnrankedMemRef *src, UnrankedMemRef *dst) {
+  int64_t rank = src->rank;
+  char **s = (char **)src->descriptor, **d = (char **)dst->descriptor;
+  int64_t *sMeta = (int64_t *)(s + 2), *dMeta = (int64_t *)(d + 2);
+  char *sp = s[1] + sMeta[0] * elemSize, *dp = d[1] + dMeta[0] * elemSize;
+  const int64_t *sizes = sMeta + 1, *sStr = sMeta + 1 + rank,
+                *dStr = dMeta + 1 + rank;
+  int64_t idx[16] = {0};
+  if (rank > 16) __builtin_trap();
+  for (int64_t r = 0; r < rank; ++r)
+    if (sizes[r] == 0) return;
+  for (;;) {
+    int64_t so = 0, dof = 0;
+    for (int64_t r = 0; r < rank; ++r) {
+      so += idx[r] * sStr[r];
+      dof += idx[r] * dStr[r];
+    }
+    memcpy(dp + dof * elemSize, sp + so * elemSize, elemSize);
+    int64_t r = rank - 1;
+    for (; r >= 0; --r) {
+      if (++idx[r] < sizes[r]) break;
+      idx[r] = 0;
+    }
+    if (r < 0) return;
+  }
+}
+)C";
+
+static int fail(const Twine &msg) {
+  llvm::errs() << "attn-compile: error: " << msg << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(cat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "attn-compile: compile attn graphs into a self-contained shared "
+      "object\n\n"
+      "  attn-compile graph.mlir -o graph.so [--target=cpu] [--emit=...]\n\n"
+      "Each public func.func on static tensors becomes the C entry point\n"
+      "`void name(const T *inputs..., T *outputs...)` (dense row-major\n"
+      "buffers); the string symbol `attn_mlir_metadata` describes them.\n"
+      "Run the result with attn-run.\n");
+
+  if (target != "cpu") {
+    if (target == "cuda")
+      return fail("--target=cuda is not available yet: only the CPU backend "
+                  "is built (see README, Status)");
+    return fail("unknown --target '" + target + "' (expected: cpu)");
+  }
+  if (qBlock < 1 || kvBlock < 1)
+    return fail("--q-block and --kv-block must be >= 1");
+
+  // The CPU pipeline is assembled from registered passes by name.
+  registerAllPasses();
+  attn::registerAttnPasses();
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  registry.insert<attn::AttnDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string errorMessage;
+  auto file = openInputFile(inputFile, &errorMessage);
+  if (!file)
+    return fail(errorMessage);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return fail("could not parse '" + inputFile + "'");
+
+  std::string metadata;
+  if (failed(describe(*module, metadata)))
+    return 1;
+
+  PassManager pm(&context);
+  if (printIR) {
+    context.disableMultithreading();
+    pm.enableIRPrinting();
+  }
+  if (emit == Emit::Tiled) {
+    pm.addPass(attn::createAttnDecomposeMhaPass());
+    if (!reference)
+      pm.addPass(
+          attn::createAttnTilePass(attn::AttnTilePassOptions{qBlock, kvBlock}));
+  } else {
+    attn::CpuPipelineOptions options;
+    options.tiled = !reference;
+    options.qBlock = qBlock;
+    options.kvBlock = kvBlock;
+    options.parallel = !noParallel;
+    attn::buildCpuPipeline(pm, options);
+  }
+  if (failed(pm.run(*module)))
+    return fail("the compilation pipeline failed (see the diagnostics above)");
+
+  if (emit == Emit::Tiled || emit == Emit::LLVMDialect) {
+    auto out = openOutputFile(outputFile, &errorMessage);
+    if (!out)
+      return fail(errorMessage);
+    module->print(out->os());
+    out->keep();
+    return 0;
+  }
+
+  llvm::LLVMContext llvmContext;
+  auto llvmModule = translateModuleToLLVMIR(*module, llvmContext, "attn");
+  if (!llvmModule)
+    return fail("translation to LLVM IR failed");
+  auto *init = llvm::ConstantDataArray::getString(llvmContext, metadata);
+  new llvm::GlobalVariable(*llvmModule, init->getType(), /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, init,
+                           "attn_mlir_metadata");
+
+  if (emit == Emit::LLVMIR) {
+    auto out = openOutputFile(outputFile, &errorMessage);
+    if (!out)
+      return fail(errorMessage);
+    llvmModule->print(out->os(), nullptr);
+    out->keep();
+    return 0;
+  }
+
+  // Optimize and link with clang: O3 for this machine, vectorized exp from
+  // glibc's libmvec, OpenMP from LLVM's libomp. Written to a temporary file
+  // and renamed, so a failure never leaves half an artifact.
+  llvm::SmallString<128> llPath, cPath, tmpSo;
+  int fd, cFd;
+  if (llvm::sys::fs::createTemporaryFile("attn", "ll", fd, llPath) ||
+      llvm::sys::fs::createTemporaryFile("attn-support", "c", cFd, cPath))
+    return fail("cannot create a temporary file");
+  {
+    llvm::raw_fd_ostream llOut(fd, /*shouldClose=*/true);
+    llvmModule->print(llOut, nullptr);
+    llvm::raw_fd_ostream cOut(cFd, /*shouldClose=*/true);
+    cOut << kSupportSource;
+  }
+  tmpSo = outputFile;
+  tmpSo += ".tmp";
+  std::string libDir = llvm::sys::path::parent_path(
+                           llvm::sys::path::parent_path(clangPath.getValue()))
+                           .str() +
+                       "/lib";
+  std::string rpath = "-Wl,-rpath," + libDir;
+  std::vector<llvm::StringRef> args{
+      clangPath, "-O3",   "-march=native", "-fveclib=libmvec",
+      "-shared", "-fPIC", "-fopenmp",      "-Wno-override-module",
+      rpath,     llPath,  cPath,           "-lm",
+      "-o",      tmpSo};
+  std::string clangError;
+  int rc = llvm::sys::ExecuteAndWait(clangPath, args, std::nullopt, {}, 0, 0,
+                                     &clangError);
+  llvm::sys::fs::remove(llPath);
+  llvm::sys::fs::remove(cPath);
+  if (rc != 0) {
+    llvm::sys::fs::remove(tmpSo);
+    return fail("linking with '" + clangPath + "' failed" +
+                (clangError.empty() ? "" : ": " + clangError));
+  }
+  if (auto ec = llvm::sys::fs::rename(tmpSo, outputFile))
+    return fail("cannot write '" + outputFile + "': " + ec.message());
+  return 0;
+}
