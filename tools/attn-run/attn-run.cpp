@@ -217,7 +217,8 @@ int main(int argc, char **argv) {
   }
 
   // Inputs: files or seeded random values.
-  for (const auto &[name, file] : inputFiles) {
+  for (const auto &given : inputFiles) {
+    const std::string &name = given.first;
     bool known = std::any_of(entry->inputs.begin(), entry->inputs.end(),
                              [&](const ArgInfo &a) { return a.name == name; });
     if (!known) {

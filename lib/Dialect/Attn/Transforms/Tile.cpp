@@ -161,7 +161,7 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
 
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(forall.getBody());
-    ValueRange ivs = forall.getInductionVars();
+    SmallVector<Value> ivs = llvm::to_vector(forall.getInductionVars());
     Value b = ivs[0], h = ivs[1], qb = ivs[2];
     OpFoldResult zeroA = rewriter.getIndexAttr(0),
                  oneA = rewriter.getIndexAttr(1);
