@@ -34,6 +34,7 @@ void attn::buildCpuPipeline(OpPassManager &pm,
      << "buffer-results-to-out-params{hoist-static-allocs "
         "modify-public-functions},"
      << "buffer-deallocation-pipeline,"
+     << "attn-cpu-vectorize-matmul{vector-width=" << options.vectorWidth << "},"
      << "convert-linalg-to-loops,"
      // bf16 conversions as integer ops: no compiler-rt call in artifacts.
      << "arith-expand{include-bf16},";
@@ -43,9 +44,10 @@ void attn::buildCpuPipeline(OpPassManager &pm,
     os << "scf-forall-to-for,";
   // func-to-llvm before openmp-to-llvm keeps the bare-pointer convention.
   os << "canonicalize,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-     << "finalize-memref-to-llvm,"
+     << "finalize-memref-to-llvm{use-aligned-alloc},"
      << "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
-     << "convert-openmp-to-llvm,convert-to-llvm,convert-ub-to-llvm,"
+     << "convert-vector-to-llvm,convert-openmp-to-llvm,convert-to-llvm,"
+     << "convert-ub-to-llvm,"
      << "reconcile-unrealized-casts,canonicalize";
   if (failed(parsePassPipeline(os.str(), pm, llvm::errs())))
     llvm::report_fatal_error("attn-mlir: malformed built-in CPU pipeline");

@@ -27,6 +27,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -38,6 +39,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -207,7 +209,29 @@ void memrefCopy(int64_t elemSize, UnrankedMemRef *src, UnrankedMemRef *dst) {
     if (r < 0) return;
   }
 }
+/* LLVM promotes bf16 values it moves through registers to f32 on targets
+   without native bf16 and truncates them back with this libgcc/compiler-rt
+   routine; it is defined here so artifacts need neither. Round to nearest
+   even, NaN stays NaN. */
+__attribute__((visibility("hidden"))) __bf16 __truncsfbf2(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint16_t h;
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    h = (uint16_t)((x >> 16) | 0x40);
+  else
+    h = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  __bf16 out;
+  memcpy(&out, &h, 2);
+  return out;
+}
 )C";
+
+static bool hostHasAvx512() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  auto it = features.find("avx512f");
+  return it != features.end() && it->second;
+}
 
 static int fail(const Twine &msg) {
   llvm::errs() << "attn-compile: error: " << msg << "\n";
@@ -279,6 +303,8 @@ int main(int argc, char **argv) {
     options.qBlock = qBlock;
     options.kvBlock = kvBlock;
     options.parallel = !noParallel;
+    // The artifact is built for this machine (-march=native below).
+    options.vectorWidth = hostHasAvx512() ? 16 : 8;
     attn::buildCpuPipeline(pm, options);
   }
   if (failed(pm.run(*module)))
@@ -297,6 +323,15 @@ int main(int argc, char **argv) {
   auto llvmModule = translateModuleToLLVMIR(*module, llvmContext, "attn");
   if (!llvmModule)
     return fail("translation to LLVM IR failed");
+  // Full-width AVX-512: LLVM defaults to 256-bit vectors on some CPUs (Zen
+  // 4) and the register-blocked matmuls then spill. Clang applies
+  // -mprefer-vector-width to C sources only, so it is set on each function.
+  for (llvm::Function &fn : *llvmModule) {
+    if (fn.isDeclaration())
+      continue;
+    fn.addFnAttr("prefer-vector-width", "512");
+    fn.addFnAttr("min-legal-vector-width", "512");
+  }
   auto *init = llvm::ConstantDataArray::getString(llvmContext, metadata);
   new llvm::GlobalVariable(*llvmModule, init->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, init,

@@ -22,6 +22,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   PassOptions::Option<int64_t> kvBlock{
       *this, "kv-block", llvm::cl::desc("Key/value rows per tile"),
       llvm::cl::init(128)};
+  PassOptions::Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("f32 lanes of one vector register for the tile matmuls "
+                     "(8: AVX2, 16: AVX-512)"),
+      llvm::cl::init(8)};
   PassOptions::Option<bool> parallel{
       *this, "parallel",
       llvm::cl::desc("Run the (batch, head, q-block) loop on all cores with "

@@ -200,6 +200,15 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
         ArrayRef<OpFoldResult>{b, h, q0, zeroA},
         ArrayRef<OpFoldResult>{oneA, oneA, qs, rewriter.getIndexAttr(d)},
         ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
+    // Qᵀ [D, qs], once per query block: scores are computed transposed,
+    // Sᵀ = K_blk · Qᵀ, so that both matmuls stream contiguous rows and the
+    // row statistics (max, sum over keys) become element-wise updates of
+    // vectors over the query rows.
+    Value qT = linalg::TransposeOp::create(
+                   rewriter, loc, qTile,
+                   bld.empty({rewriter.getIndexAttr(d), qs}, elt),
+                   ArrayRef<int64_t>{1, 0})
+                   .getResult()[0];
 
     Value m0 = bld.filled({qs}, kNegInf);
     Value l0 = bld.filled({qs}, 0.0);
@@ -226,15 +235,9 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
               ArrayRef<OpFoldResult>{b, kvh, kb, zeroA},
               ArrayRef<OpFoldResult>{oneA, oneA, ks, dvA},
               ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
-          // Kᵀ tile [D, ks]: the score loop then streams contiguous rows.
-          Value kT = linalg::TransposeOp::create(nb, nl, kTile,
-                                                 in.empty({dA, ks}, elt),
-                                                 ArrayRef<int64_t>{1, 0})
-                         .getResult()[0];
-
-          // S[i, j] = sum_d Q[i, d] · Kᵀ[d, j]; loops (i, d, j).
+          // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i]; loops (j, d, i).
           Value s = in.generic(
-              in.filled({qs, ks}, 0.0), ValueRange{qTile, kT},
+              in.filled({ks, qs}, 0.0), ValueRange{kTile, qT},
               {in.map(3, {0, 1}), in.map(3, {1, 2}), in.map(3, {0, 2})},
               {kPar, kRed, kPar},
               [&](OpBuilder &bb, Location bl, ValueRange a) {
@@ -262,10 +265,11 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
               offs.push_back(bcast ? zeroA : OpFoldResult(full[target]));
               sizes.push_back(bcast ? oneA : tileSizes[target]);
               strides.push_back(oneA);
+              // Tile loops are (j, i): Tq is dim 1, Tk dim 0.
               if (bcast || target < 2)
                 exprs.push_back(getAffineConstantExpr(0, in.ctx));
               else
-                exprs.push_back(getAffineDimExpr(target - 2, in.ctx));
+                exprs.push_back(getAffineDimExpr(target == 2 ? 1 : 0, in.ctx));
             }
             maskTile = tensor::ExtractSliceOp::create(nb, nl, mask, offs, sizes,
                                                       strides);
@@ -281,14 +285,14 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
             }
             maps.push_back(mbld.map(2, {0, 1}));
             return mbld.generic(
-                mbld.empty({qs, ks}, f32), ins, maps, {kPar, kPar},
+                mbld.empty({ks, qs}, f32), ins, maps, {kPar, kPar},
                 [&](OpBuilder &bb, Location bl, ValueRange a) {
                   Value visible;
                   if (predicate) {
                     Value i = arith::AddIOp::create(
-                        bb, bl, q0, linalg::IndexOp::create(bb, bl, 0));
+                        bb, bl, q0, linalg::IndexOp::create(bb, bl, 1));
                     Value j = arith::AddIOp::create(
-                        bb, bl, kb, linalg::IndexOp::create(bb, bl, 1));
+                        bb, bl, kb, linalg::IndexOp::create(bb, bl, 0));
                     visible = buildVisibility(bb, bl, op, i, j);
                   }
                   return applyScoreModifiers(
@@ -335,14 +339,18 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
           // value (m, l, acc), so that bufferization keeps the loop in place.
           Value mOld = iter[0], lOld = iter[1], accOld = iter[2];
           // Block row maximum, then alpha = exp(m - max(m, mBlk)) with the
-          // new maximum replaced by 0 when it is -inf.
-          Value mBlk =
-              in.generic(in.filled({qs}, kNegInf), ValueRange{scores},
-                         {in.map(2, {0, 1}), in.map(2, {0})}, {kPar, kRed},
-                         [](OpBuilder &bb, Location bl, ValueRange a) {
-                           return arith::MaximumFOp::create(bb, bl, a[0], a[1])
-                               .getResult();
-                         });
+          // new maximum replaced by 0 when it is -inf. The maximum ignores
+          // NaN (maxnumf, which vectorizes): a NaN score still reaches the
+          // output through P = exp(NaN - m). Reassociation lets the row
+          // reductions vectorize; they are order-independent up to rounding.
+          auto reassoc = arith::FastMathFlags::reassoc;
+          Value mBlk = in.generic(
+              in.filled({qs}, kNegInf), ValueRange{scores},
+              {in.map(2, {0, 1}), in.map(2, {1})}, {kRed, kPar},
+              [&](OpBuilder &bb, Location bl, ValueRange a) {
+                return arith::MaxNumFOp::create(bb, bl, a[0], a[1], reassoc)
+                    .getResult();
+              });
           Value alpha = in.generic(
               in.empty({qs}, f32), ValueRange{mOld, mBlk},
               {in.map(1, {0}), in.map(1, {0}), in.map(1, {0})}, {kPar},
@@ -360,10 +368,10 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
                 return arith::MaximumFOp::create(bb, bl, a[1], a[0])
                     .getResult();
               });
-          // P = exp(S - m').
+          // Pᵀ = exp(Sᵀ - m').
           Value p = in.generic(
-              in.empty({qs, ks}, f32), ValueRange{scores, mNew},
-              {in.map(2, {0, 1}), in.map(2, {0}), in.map(2, {0, 1})},
+              in.empty({ks, qs}, f32), ValueRange{scores, mNew},
+              {in.map(2, {0, 1}), in.map(2, {1}), in.map(2, {0, 1})},
               {kPar, kPar}, [](OpBuilder &bb, Location bl, ValueRange a) {
                 Value safe = Builder::safeMax(bb, bl, a[1]);
                 return math::ExpOp::create(
@@ -377,11 +385,12 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
                 return arith::MulFOp::create(bb, bl, a[1], a[0]).getResult();
               });
           Value lNew = in.generic(
-              lScaled, ValueRange{p}, {in.map(2, {0, 1}), in.map(2, {0})},
-              {kPar, kRed}, [](OpBuilder &bb, Location bl, ValueRange a) {
-                return arith::AddFOp::create(bb, bl, a[1], a[0]).getResult();
+              lScaled, ValueRange{p}, {in.map(2, {0, 1}), in.map(2, {1})},
+              {kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+                return arith::AddFOp::create(bb, bl, a[1], a[0], reassoc)
+                    .getResult();
               });
-          // acc' = acc·alpha + P · V; loops (i, j, e).
+          // acc' = acc·alpha + P · V (P read through Pᵀ); loops (i, j, e).
           Value accScaled = in.generic(
               accOld, ValueRange{alpha}, {in.map(2, {0}), in.map(2, {0, 1})},
               {kPar, kPar}, [](OpBuilder &bb, Location bl, ValueRange a) {
@@ -389,7 +398,7 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
               });
           Value accNew = in.generic(
               accScaled, ValueRange{p, vTile},
-              {in.map(3, {0, 1}), in.map(3, {1, 2}), in.map(3, {0, 2})},
+              {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
               {kPar, kRed, kPar},
               [&](OpBuilder &bb, Location bl, ValueRange a) {
                 Value prod = arith::MulFOp::create(

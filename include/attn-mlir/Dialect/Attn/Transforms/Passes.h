@@ -6,8 +6,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
@@ -26,6 +28,11 @@ void populateLowerReferencePatterns(RewritePatternSet &patterns);
 /// Patterns rewriting attn.sdpa into the tiled online-softmax loop nest.
 void populateTilePatterns(RewritePatternSet &patterns, int64_t qBlock,
                           int64_t kvBlock);
+
+/// Patterns register-blocking C += A·B tile matmuls on memrefs with vectors.
+void populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
+                                        int64_t vectorWidth, int64_t rows,
+                                        int64_t cols);
 
 #define GEN_PASS_REGISTRATION
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"

@@ -117,4 +117,33 @@ def AttnTilePass : Pass<"attn-tile"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
+  let summary = "Register-block the tile matmuls of the loop nest with "
+                "AVX-512-sized vectors";
+  let description = [{
+    Rewrites every `linalg.generic` on memrefs of the form
+    `C[M, N] += A[M, K] · B[K, N]` (loops (i, k, j), f32 C, B and C
+    contiguous in j) — the two matmuls that `attn-tile` leaves in the
+    online-softmax loop — into a loop nest of `vector.fma` on
+    `vector<W x f32>`: blocks of `rows` x (`cols`·W) elements of C live in
+    registers for the whole k loop, fed per step by `cols` vector loads of B
+    and `rows` broadcasts of A; partial columns use masked W-wide blocks,
+    partial rows one-row blocks. The defaults (W = 8, 6 x 16) fill the 16
+    registers of AVX2; AVX-512 machines use W = 16. Runs after
+    bufferization, before `convert-linalg-to-loops`.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
+           "f32 lanes of one vector register (8: AVX2, 16: AVX-512)">,
+    Option<"rows", "rows", "int64_t", /*default=*/"6",
+           "Rows of C per register block">,
+    Option<"cols", "cols", "int64_t", /*default=*/"2",
+           "Vectors of C per row of a register block">
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // ATTN_PASSES_TD
