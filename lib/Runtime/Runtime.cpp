@@ -373,6 +373,10 @@ Error attn::rt::parseMetadata(const std::string &text,
           op.softcap = std::atof(v.c_str());
         else if (k == "temperature")
           op.temperature = std::atof(v.c_str());
+        else if (k == "heads")
+          op.heads = std::atoll(v.c_str());
+        else if (k == "kv_heads")
+          op.kvHeads = std::atoll(v.c_str());
         else if (k == "causal")
           op.causal = v;
         else if (k == "window")
@@ -571,6 +575,86 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
   return {};
 }
 
+/// attn.mha: projections (rounded to the input type, as the op's results
+/// are), the SDPA reference on the heads, the head merge and the output
+/// projection, all accumulated in double.
+static Error mhaReference(const EntryInfo &e, const std::vector<Tensor> &in,
+                          std::vector<std::vector<double>> &out, bool lowp) {
+  auto find = [&](const char *name) -> const Tensor * {
+    for (size_t i = 0; i < e.inputs.size(); ++i)
+      if (e.inputs[i].name == name)
+        return &in[i];
+    return nullptr;
+  };
+  const Tensor *x = find("x"), *kvIn = find("kv"), *wq = find("wq"),
+               *wk = find("wk"), *wv = find("wv"), *wo = find("wo"),
+               *mask = find("mask");
+  if (!x || !wq || !wk || !wv || !wo)
+    return {"malformed mha metadata: missing x or a weight"};
+  if (!kvIn)
+    kvIn = x;
+  int64_t B = x->shape[0], T = x->shape[1], S = kvIn->shape[1];
+  int64_t Hq = e.op.heads, Hkv = e.op.kvHeads;
+  int64_t D = wq->shape[1] / Hq, Dv = wv->shape[1] / Hkv;
+  DType dt = x->dtype;
+  // y[b, t, :] = src[b, t, :] @ w + bias, as heads [B, H, T, hd].
+  auto project = [&](const Tensor &src, const Tensor &w, const Tensor *bias,
+                     int64_t heads, int64_t hd) {
+    Tensor t;
+    t.dtype = dt;
+    int64_t len = src.shape[1], in = src.shape[2], cols = w.shape[1];
+    t.shape = {B, heads, len, hd};
+    t.data.resize(t.numElements() * dtypeSize(dt));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t r = 0; r < len; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          double acc = bias ? bias->get(c) : 0.0;
+          for (int64_t k = 0; k < in; ++k)
+            acc += src.get((b * len + r) * in + k) * w.get(k * cols + c);
+          int64_t h = c / hd, d = c % hd;
+          t.set(((b * heads + h) * len + r) * hd + d, acc);
+        }
+    return t;
+  };
+  std::vector<Tensor> heads{project(*x, *wq, find("bq"), Hq, D),
+                            project(*kvIn, *wk, find("bk"), Hkv, D),
+                            project(*kvIn, *wv, find("bv"), Hkv, Dv)};
+  if (mask)
+    heads.push_back(*mask);
+  EntryInfo sdpa;
+  sdpa.op = e.op;
+  sdpa.op.kind = "sdpa";
+  for (const char *n : {"q", "k", "v"})
+    sdpa.inputs.push_back({n, dt, {}});
+  sdpa.outputs.push_back({"output", dt, {B, Hq, T, Dv}});
+  std::vector<std::vector<double>> attnOut;
+  if (Error err = sdpaReference(sdpa, heads, attnOut, lowp))
+    return err;
+  // The attention result has the input type before the output projection.
+  Tensor merged;
+  merged.dtype = dt;
+  merged.shape = {B, T, Hq * Dv};
+  merged.data.resize(merged.numElements() * dtypeSize(dt));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < Dv; ++d)
+          merged.set((b * T + t) * Hq * Dv + h * Dv + d,
+                     attnOut[0][((b * Hq + h) * T + t) * Dv + d]);
+  const Tensor *bo = find("bo");
+  int64_t dout = wo->shape[1], din = Hq * Dv;
+  out.assign(1, std::vector<double>(B * T * dout, 0.0));
+  for (int64_t r = 0; r < B * T; ++r)
+    for (int64_t c = 0; c < dout; ++c) {
+      double acc = bo ? bo->get(c) : 0.0;
+      for (int64_t k = 0; k < din; ++k)
+        acc += merged.get(r * din + k) * wo->get(k * dout + c);
+      out[0][r * dout + c] = lowp ? roundTo(dt, acc) : acc;
+    }
+  (void)S;
+  return {};
+}
+
 static Error softmaxReference(const EntryInfo &e, const std::vector<Tensor> &in,
                               std::vector<std::vector<double>> &out,
                               bool lowp) {
@@ -605,8 +689,11 @@ Error attn::rt::reference(const EntryInfo &entry,
     return sdpaReference(entry, inputs, outputs, roundLikeDtype);
   if (entry.op.kind == "softmax")
     return softmaxReference(entry, inputs, outputs, roundLikeDtype);
+  if (entry.op.kind == "mha")
+    return mhaReference(entry, inputs, outputs, roundLikeDtype);
   return {"entry '" + entry.name +
-          "' is not a single attn.sdpa or attn.softmax on its arguments; "
+          "' is not a single attn.sdpa, attn.mha or attn.softmax on its "
+          "arguments; "
           "the runtime has no reference for it (use --check only on such "
           "graphs)"};
 }

@@ -33,6 +33,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -99,6 +100,19 @@ static std::string dtypeName(Type t) {
   return "";
 }
 
+/// The role of `v` among the operands of `op` (x, kv, wq, ..., mask).
+static std::string mhaOperandName(attn::MhaOp op, Value v) {
+  std::pair<Value, const char *> roles[] = {
+      {op.getInput(), "x"}, {op.getKvInput(), "kv"}, {op.getWq(), "wq"},
+      {op.getWk(), "wk"},   {op.getWv(), "wv"},      {op.getWo(), "wo"},
+      {op.getBq(), "bq"},   {op.getBk(), "bk"},      {op.getBv(), "bv"},
+      {op.getBo(), "bo"},   {op.getMask(), "mask"}};
+  for (auto [value, name] : roles)
+    if (value == v)
+      return name;
+  return "arg";
+}
+
 /// Describes every public function; fails with a diagnostic on anything the
 /// runtime cannot call.
 static LogicalResult describe(ModuleOp module, std::string &out) {
@@ -120,10 +134,13 @@ static LogicalResult describe(ModuleOp module, std::string &out) {
       }
       single = &op;
     }
+    Operation *terminator = func.getBody().front().getTerminator();
     bool argsInOrder =
-        single && llvm::equal(single->getOperands(), func.getArguments());
+        single && llvm::equal(single->getOperands(), func.getArguments()) &&
+        llvm::equal(terminator->getOperands(), single->getResults());
     auto sdpa = argsInOrder ? dyn_cast<attn::SdpaOp>(single) : nullptr;
     auto softmax = argsInOrder ? dyn_cast<attn::SoftmaxOp>(single) : nullptr;
+    auto mha = argsInOrder ? dyn_cast<attn::MhaOp>(single) : nullptr;
     for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
       auto t = dyn_cast<RankedTensorType>(arg.getType());
       if (!t || !t.hasStaticShape() || dtypeName(t.getElementType()).empty())
@@ -137,6 +154,8 @@ static LogicalResult describe(ModuleOp module, std::string &out) {
         name = std::array<const char *, 4>{"q", "k", "v", "mask"}[i];
       else if (softmax)
         name = "x";
+      else if (mha)
+        name = mhaOperandName(mha, arg);
       os << "in " << name << " " << dtypeName(t.getElementType()) << " ";
       llvm::interleave(t.getShape(), os, ",");
       os << "\n";
@@ -151,6 +170,8 @@ static LogicalResult describe(ModuleOp module, std::string &out) {
       std::string name = "out" + std::to_string(i);
       if (sdpa)
         name = i == 0 ? "output" : "lse";
+      else if (mha || softmax)
+        name = "output";
       os << "out " << name << " " << dtypeName(t.getElementType()) << " ";
       llvm::interleave(t.getShape(), os, ",");
       os << "\n";
@@ -161,6 +182,21 @@ static LogicalResult describe(ModuleOp module, std::string &out) {
          << " causal=" << attn::stringifyCausalKind(sdpa.getCausal())
          << " window=" << left << "," << right << " softcap="
          << (sdpa.getSoftcap() ? sdpa.getSoftcap()->convertToDouble() : 0.0)
+         << "\n";
+    } else if (mha) {
+      double scale =
+          mha.getScale()
+              ? mha.getScale()->convertToDouble()
+              : 1.0 / std::sqrt(static_cast<double>(mha.getHeadDim()));
+      int64_t left = -1, right = -1;
+      if (auto w = mha.getWindow(); w && w->size() == 2)
+        std::tie(left, right) = std::make_pair((*w)[0], (*w)[1]);
+      os << "op mha heads=" << mha.getNumHeads()
+         << " kv_heads=" << mha.getKvHeads()
+         << " scale=" << llvm::format("%.9g", scale)
+         << " causal=" << attn::stringifyCausalKind(mha.getCausal())
+         << " window=" << left << "," << right << " softcap="
+         << (mha.getSoftcap() ? mha.getSoftcap()->convertToDouble() : 0.0)
          << "\n";
     } else if (softmax) {
       os << "op softmax temperature="

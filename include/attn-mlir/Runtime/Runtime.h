@@ -49,8 +49,9 @@ struct ArgInfo {
 
 /// Attention semantics of a single-op graph (for the fp64 reference).
 struct OpInfo {
-  std::string kind; ///< "sdpa", "softmax" or "" (no reference)
+  std::string kind; ///< "sdpa", "mha", "softmax" or "" (no reference)
   double scale = 0, softcap = 0, temperature = 1;
+  int64_t heads = 0, kvHeads = 0; ///< attn.mha only
   std::string causal = "none";
   int64_t windowLeft = -1, windowRight = -1;
 };

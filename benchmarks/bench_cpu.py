@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""CPU benchmark of attn-mlir: ratios measured in one run.
+
+For f32, B=1, H=8, D in (64, 128), T in (1024, 2048, 4096), causal or not:
+  - the tiled kernel (attn-compile default) and the materialized reference
+    lowering (attn-compile --reference), both timed by `attn-run --bench`;
+  - a BLAS-backed numpy implementation, softmax(Q Kᵀ · scale) V;
+  - the machine's sgemm rate measured by numpy (2048³) in the same run.
+Then peak memory of the tiled kernel as T grows (B=1, H=1, D=128).
+
+FLOPs follow attn-print-cost: 4·B·H·T²·D, halved for causal masks.
+Usage: python3 benchmarks/bench_cpu.py [--build build] [--quick] [--out FILE.md]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import numpy as np
+except ImportError:
+    sys.exit("bench_cpu.py needs numpy: pip install numpy")
+
+
+def graph(h, t, d, causal):
+    ty = f"tensor<1x{h}x{t}x{d}xf32>"
+    attr = " {causal = #attn.causal<top_left>}" if causal else ""
+    return (f"func.func @sdpa(%q: {ty}, %k: {ty}, %v: {ty}) -> {ty} {{\n"
+            f"  %o = attn.sdpa %q, %k, %v{attr} : {ty}, {ty}, {ty} -> {ty}\n"
+            f"  return %o : {ty}\n}}\n")
+
+
+def run_artifact(build, tmp, name, src, flags, iters):
+    mlir = os.path.join(tmp, name + ".mlir")
+    so = os.path.join(tmp, name + ".so")
+    with open(mlir, "w") as f:
+        f.write(src)
+    subprocess.run([os.path.join(build, "bin", "attn-compile"), mlir, "-o", so] + flags,
+                   check=True)
+    out = subprocess.run([os.path.join(build, "bin", "attn-run"), so, "--bench", str(iters)],
+                         check=True, capture_output=True, text=True).stdout
+    ms = float(re.search(r"median ([0-9.]+) ms", out).group(1))
+    above = float(re.search(r"\(([0-9.]+) MiB beyond", out).group(1))
+    return ms, above
+
+
+def numpy_sdpa(q, k, v, causal):
+    s = (q @ np.swapaxes(k, -1, -2)) * (1.0 / np.sqrt(q.shape[-1]))
+    if causal:
+        t = s.shape[-1]
+        s = np.where(np.tril(np.ones((t, t), dtype=bool)), s, -np.inf)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    p /= p.sum(axis=-1, keepdims=True)
+    return p @ v
+
+
+def median_time(fn, iters):
+    fn()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--quick", action="store_true", help="T = 1024 and 2048 only, fewer runs")
+    ap.add_argument("--out", help="also write the markdown tables to this file")
+    args = ap.parse_args()
+
+    n = 2048
+    a = np.random.rand(n, n).astype(np.float32)
+    sgemm = 2 * n**3 / median_time(lambda: a @ a, 5) / 1e9
+    lines = [f"numpy sgemm ({n}³, f32, all cores): {sgemm:.1f} GFLOP/s", "",
+             "| D | T | causal | tiled GFLOP/s | % of sgemm | vs numpy | vs materialized |",
+             "|---|---|---|---|---|---|---|"]
+    print(lines[0], flush=True)
+    h = 8
+    ts = (1024, 2048) if args.quick else (1024, 2048, 4096)
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for d in (64, 128):
+            for t in ts:
+                for causal in (False, True):
+                    flops = 4.0 * h * t * t * d * (0.5 if causal else 1.0)
+                    src = graph(h, t, d, causal)
+                    tiled_ms, _ = run_artifact(args.build, tmp, "tiled", src, [], 5 if args.quick else 10)
+                    ref_ms, _ = run_artifact(args.build, tmp, "ref", src, ["--reference"], 1)
+                    q, k, v = (rng.standard_normal((1, h, t, d), dtype=np.float32) for _ in range(3))
+                    np_s = median_time(lambda: numpy_sdpa(q, k, v, causal), 3)
+                    gf = flops / (tiled_ms / 1e3) / 1e9
+                    row = (f"| {d} | {t} | {'yes' if causal else 'no'} | {gf:.1f} | "
+                           f"{100 * gf / sgemm:.0f}% | {np_s * 1e3 / tiled_ms:.2f}x | "
+                           f"{ref_ms / tiled_ms:.1f}x |")
+                    lines.append(row)
+                    print(row, flush=True)
+        lines += ["", "| T (B=1, H=1, D=128) | tiled: peak memory beyond inputs and outputs | materialized scores alone would need |",
+                  "|---|---|---|"]
+        for t in ((4096, 8192) if args.quick else (4096, 8192, 16384, 32768)):
+            _, above = run_artifact(args.build, tmp, "mem", graph(1, t, 128, False), [], 1)
+            row = f"| {t} | {above:.1f} MiB | {t * t * 4 / 2**20:.0f} MiB |"
+            lines.append(row)
+            print(row, flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
