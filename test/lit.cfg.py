@@ -3,6 +3,7 @@
 
 import os
 import shutil
+import sys
 
 import lit.formats
 import lit.util
@@ -20,6 +21,8 @@ config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py",
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%attn_src_root", config.attn_src_root))
 config.substitutions.append(("%attn_lib_dir", config.attn_lib_dir))
+config.substitutions.append(("%clang", os.path.join(config.llvm_tools_dir, "clang")))
+config.substitutions.append(("%python", sys.executable))
 
 # Captured FileCheck variables do not leak between CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"

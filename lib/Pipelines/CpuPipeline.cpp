@@ -34,6 +34,8 @@ void attn::buildCpuPipeline(OpPassManager &pm,
      << "buffer-results-to-out-params{hoist-static-allocs "
         "modify-public-functions},"
      << "buffer-deallocation-pipeline,"
+     // Projections (linalg.matmul) take the same register-blocked path.
+     << "linalg-generalize-named-ops,"
      << "attn-cpu-vectorize-matmul{vector-width=" << options.vectorWidth << "},"
      << "convert-linalg-to-loops,"
      // bf16 conversions as integer ops: no compiler-rt call in artifacts.

@@ -326,7 +326,11 @@ int main(int argc, char **argv) {
   PassManager pm(&context);
   if (printIR) {
     context.disableMultithreading();
-    pm.enableIRPrinting();
+    // After every pass, changed or not, so each stage can be read in turn.
+    pm.enableIRPrinting([](Pass *, Operation *) { return false; },
+                        [](Pass *, Operation *) { return true; },
+                        /*printModuleScope=*/true,
+                        /*printAfterOnlyOnChange=*/false);
   }
   if (emit == Emit::Tiled) {
     pm.addPass(attn::createAttnDecomposeMhaPass());

@@ -44,30 +44,36 @@ bool unitInnerStride(Value v) {
          strides.back() == 1;
 }
 
-/// C[M, N] += A[M, K] · B[K, N] with f32 C, in the (i, k, j) loop order
-/// that attn-tile emits; A may be stored transposed (A[k, i]: it is only
-/// read by scalar broadcasts). The body multiplies the (extended) inputs and
-/// adds them to the output. Sets `aTransposed`.
+/// C[M, N] += A[M, K] · B[K, N] with f32 C, in any loop order (attn-tile
+/// emits (i, k, j); generalized linalg.matmul is (i, j, k)); A may be stored
+/// transposed (A[k, i]: it is only read by scalar broadcasts). The body
+/// multiplies the (extended) inputs and adds them to the output. Sets
+/// `aTransposed`.
 bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1)
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
+      op.getNumReductionLoops() != 1)
     return false;
-  MLIRContext *ctx = op.getContext();
-  AffineExpr i = getAffineDimExpr(0, ctx), k = getAffineDimExpr(1, ctx),
-             j = getAffineDimExpr(2, ctx);
-  SmallVector<AffineMap> expected{AffineMap::get(3, 0, {i, k}, ctx),
-                                  AffineMap::get(3, 0, {k, j}, ctx),
-                                  AffineMap::get(3, 0, {i, j}, ctx)};
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  aTransposed = maps[0] == AffineMap::get(3, 0, {k, i}, ctx);
-  if (aTransposed)
-    maps[0] = expected[0];
-  if (maps != expected)
+  auto dims = [](AffineMap m, unsigned &x, unsigned &y) {
+    if (m.getNumResults() != 2 || !m.isProjectedPermutation())
+      return false;
+    x = cast<AffineDimExpr>(m.getResult(0)).getPosition();
+    y = cast<AffineDimExpr>(m.getResult(1)).getPosition();
+    return true;
+  };
+  unsigned ci, cj, a0, a1, bk, bj;
+  if (!dims(maps[2], ci, cj) || !dims(maps[0], a0, a1) ||
+      !dims(maps[1], bk, bj))
     return false;
   auto iters = op.getIteratorTypesArray();
-  if (iters[0] != utils::IteratorType::parallel ||
-      iters[1] != utils::IteratorType::reduction ||
-      iters[2] != utils::IteratorType::parallel)
+  unsigned k = 3 - ci - cj;
+  if (ci == cj || iters[ci] != utils::IteratorType::parallel ||
+      iters[cj] != utils::IteratorType::parallel ||
+      iters[k] != utils::IteratorType::reduction || bk != k || bj != cj)
+    return false;
+  aTransposed = a0 == k && a1 == ci;
+  if (!aTransposed && !(a0 == ci && a1 == k))
     return false;
   Value c = op.getDpsInits()[0];
   if (!cast<MemRefType>(c.getType()).getElementType().isF32() ||

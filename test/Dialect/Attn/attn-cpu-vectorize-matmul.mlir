@@ -1,0 +1,120 @@
+// attn-cpu-vectorize-matmul: register-blocked vector.fma loops for the tile
+// matmuls C[M, N] += A[M, K] · B[K, N] on memrefs.
+// RUN: attn-opt %s --linalg-generalize-named-ops --attn-cpu-vectorize-matmul -split-input-file | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16 rows=4 cols=1" -split-input-file | FileCheck %s --check-prefix=W16
+// RUN: not attn-opt %s -split-input-file --attn-cpu-vectorize-matmul="rows=0" 2>&1 | FileCheck %s --check-prefix=BADOPT
+// BADOPT: attn-cpu-vectorize-matmul: vector-width, rows and cols must be >= 1
+
+#map_a = affine_map<(i, k, j) -> (i, k)>
+#map_b = affine_map<(i, k, j) -> (k, j)>
+#map_c = affine_map<(i, k, j) -> (i, j)>
+
+// Static 64 x 64 += 64 x 32 · 32 x 64 in f32 with the default 6 x (2·8)
+// blocks: 60 rows in 6-row blocks (12 accumulators, fed by 2 loads of B and
+// 6 broadcasts of A per k), then 4 single rows; no column remainder.
+// CHECK-LABEL: func.func @f32_static
+// CHECK-SAME: (%[[A:[a-z0-9_]+]]: memref<64x32xf32>, %[[B:[a-z0-9_]+]]: memref<32x64xf32>, %[[C:[a-z0-9_]+]]: memref<64x64xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for %[[I:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %c6
+// CHECK: scf.for %[[J:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %c16
+// CHECK-COUNT-12: vector.load %[[C]]
+// CHECK: scf.for %[[K:[a-z0-9_]+]] = %{{.*}} to %c32 step %c1 iter_args
+// CHECK: vector.load %[[B]][%[[K]], %[[J]]] : memref<32x64xf32>, vector<8xf32>
+// CHECK: vector.load %[[B]][%[[K]], %{{.*}}] : memref<32x64xf32>, vector<8xf32>
+// CHECK: memref.load %[[A]][%[[I]], %[[K]]]
+// CHECK: vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK-COUNT-2: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-12: vector.store
+// CHECK: vector.create_mask
+// CHECK: vector.maskedload
+// W16-LABEL: func.func @f32_static
+// W16: scf.for %{{.*}} step %c4
+// W16: vector.load {{.*}} vector<16xf32>
+func.func @f32_static(%a: memref<64x32xf32>, %b: memref<32x64xf32>, %c: memref<64x64xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<64x32xf32>, memref<32x64xf32>) outs(%c : memref<64x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+#map_at = affine_map<(i, k, j) -> (k, i)>
+#map_b = affine_map<(i, k, j) -> (k, j)>
+#map_c = affine_map<(i, k, j) -> (i, j)>
+
+// A stored transposed (Pᵀ in P·V), f16 inputs extended on load, dynamic
+// sizes and a strided (subview) B: the k bound is A's dimension 0.
+// CHECK-LABEL: func.func @f16_transposed_dynamic
+// CHECK-SAME: (%[[A:[a-z0-9_]+]]: memref<?x?xf16>
+// CHECK: %[[KD:.*]] = memref.dim %[[A]], %c0
+// CHECK: scf.for %[[K:[a-z0-9_]+]] = %{{.*}} to %[[KD]]
+// CHECK: vector.load {{.*}} vector<8xf16>
+// CHECK: arith.extf %{{.*}} : vector<8xf16> to vector<8xf32>
+// CHECK: memref.load %[[A]][%[[K]], %{{.*}}]
+// CHECK: arith.extf %{{.*}} : f16 to f32
+func.func @f16_transposed_dynamic(%a: memref<?x?xf16>,
+    %b: memref<?x64xf16, strided<[128, 1], offset: ?>>, %c: memref<?x64xf32>) {
+  linalg.generic {indexing_maps = [#map_at, #map_b, #map_c],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<?x?xf16>, memref<?x64xf16, strided<[128, 1], offset: ?>>)
+      outs(%c : memref<?x64xf32>) {
+  ^bb0(%x: f16, %y: f16, %acc: f32):
+    %xe = arith.extf %x : f16 to f32
+    %ye = arith.extf %y : f16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+#map_a = affine_map<(i, k, j) -> (i, k)>
+#map_bt = affine_map<(i, k, j) -> (j, k)>
+#map_c = affine_map<(i, k, j) -> (i, j)>
+
+// Not the tile-matmul form (B read transposed: not contiguous in j) or not
+// a multiply-add: left alone.
+// CHECK-LABEL: func.func @not_matched
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK-NOT: vector.fma
+func.func @not_matched(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_bt, #map_c],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#map_a, #map_bt, #map_c],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %a : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %s = arith.maxnumf %acc, %x : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A projection: linalg.matmul generalized (loops (i, j, k)) takes the same
+// path; f16 operands with an f32 accumulator.
+// CHECK-LABEL: func.func @generalized_matmul
+// CHECK-NOT: linalg.matmul
+// CHECK: scf.for {{.*}} step %c6
+// CHECK: vector.fma
+func.func @generalized_matmul(%a: memref<32x48xf16>, %b: memref<48x40xf16>, %c: memref<32x40xf32>) {
+  linalg.matmul ins(%a, %b : memref<32x48xf16>, memref<48x40xf16>) outs(%c : memref<32x40xf32>)
+  return
+}

@@ -1,0 +1,2 @@
+/* A shared object that is not an attn-mlir artifact. */
+void f(void) {}

@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Writes .npy files for the tests without numpy.
+
+npy.py OUT DESCR SHAPE VALUE      a full array: descr '<f4', '<f2' or '|b1',
+                                  shape '2,3', every element VALUE
+npy.py OUT --bad-magic            a file that is not .npy
+npy.py OUT --truncated            a valid header with too little data
+npy.py OUT --fortran              a Fortran-ordered array
+"""
+import struct
+import sys
+
+
+def header(descr, shape, fortran=False):
+    dims = ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    h = "{'descr': '%s', 'fortran_order': %s, 'shape': (%s), }" % (
+        descr, "True" if fortran else "False", dims)
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode()
+
+
+def main():
+    out = sys.argv[1]
+    if sys.argv[2] == "--bad-magic":
+        data = b"not a numpy file at all"
+    elif sys.argv[2] == "--truncated":
+        data = header("<f4", [4, 4]) + b"\0" * 10
+    elif sys.argv[2] == "--fortran":
+        data = header("<f4", [2, 2], fortran=True) + b"\0" * 16
+    else:
+        descr, shape, value = sys.argv[2], [int(s) for s in sys.argv[3].split(",")], float(sys.argv[4])
+        n = 1
+        for d in shape:
+            n *= d
+        fmt = {"<f4": "<f", "<f2": "<e", "|b1": "<?"}[descr]
+        data = header(descr, shape) + struct.pack("<%d%s" % (n, fmt[1]),
+                                                  *([bool(value)] * n if descr == "|b1" else [value] * n))
+    with open(out, "wb") as f:
+        f.write(data)
+
+
+if __name__ == "__main__":
+    main()
