@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 APT_PACKAGES = libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
                clang-22 libomp-22-dev ninja-build cmake
 
-.PHONY: all deps configure build check demo docs clean
+.PHONY: all deps pydeps configure build check demo bench docs clean
 
 all: build
 
@@ -28,13 +28,27 @@ configure: $(BUILD)/build.ninja
 build: configure
 	ninja -C $(BUILD)
 
-# The whole test suite: the lit regression tests.
-check: build
+PIP_PACKAGES = numpy ml_dtypes pytest matplotlib
+
+# Installs the Python package's dependencies (PyPI) when one is missing.
+pydeps:
+	@python3 -c "import numpy, ml_dtypes, pytest, matplotlib" 2>/dev/null || \
+	  python3 -m pip install -q $(PIP_PACKAGES)
+
+# The whole test suite: the lit regression tests, then the Python package's
+# pytest suite against the tools of this build.
+check: build pydeps
 	ninja -C $(BUILD) check-attn-mlir
+	cd python && ATTN_MLIR_BIN=$(abspath $(BUILD))/bin python3 -m pytest -q tests
 
 # Compiles the example graphs and shows the IR after each stage.
 demo: build
 	@bash scripts/demo.sh $(BUILD)
+
+# The CPU benchmark (not a test): ratios measured in one run; needs numpy.
+bench: build
+	@python3 -c "import numpy" 2>/dev/null || python3 -m pip install -q numpy
+	python3 benchmarks/bench_cpu.py --build $(BUILD)
 
 # Regenerates the op and pass references under docs/.
 docs: build

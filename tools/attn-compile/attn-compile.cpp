@@ -55,7 +55,7 @@ static cl::opt<std::string>
     target("target", cl::init("cpu"),
            cl::desc("Target: cpu (the only one available so far)"),
            cl::cat(cat));
-enum class Emit { Tiled, LLVMDialect, LLVMIR, SharedObject };
+enum class Emit { Tiled, LLVMDialect, LLVMIR, Object, SharedObject };
 static cl::opt<Emit> emit(
     "emit", cl::init(Emit::SharedObject), cl::desc("What to write"),
     cl::values(clEnumValN(Emit::Tiled, "tiled",
@@ -63,6 +63,9 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::LLVMDialect, "llvm-dialect",
                           "MLIR in the LLVM dialect, after the whole pipeline"),
                clEnumValN(Emit::LLVMIR, "llvm-ir", "LLVM IR with the metadata"),
+               clEnumValN(Emit::Object, "obj",
+                          "the optimized object file of the kernels (no "
+                          "support code, not linked)"),
                clEnumValN(Emit::SharedObject, "so",
                           "the shared object (default)")),
     cl::cat(cat));
@@ -407,11 +410,15 @@ int main(int argc, char **argv) {
                            .str() +
                        "/lib";
   std::string rpath = "-Wl,-rpath," + libDir;
-  std::vector<llvm::StringRef> args{
-      clangPath, "-O3",   "-march=native", "-fveclib=libmvec",
-      "-shared", "-fPIC", "-fopenmp",      "-Wno-override-module",
-      rpath,     llPath,  cPath,           "-lm",
-      "-o",      tmpSo};
+  std::vector<llvm::StringRef> args{clangPath,       "-O3",
+                                    "-march=native", "-fveclib=libmvec",
+                                    "-fPIC",         "-Wno-override-module"};
+  if (emit == Emit::Object) {
+    args.insert(args.end(), {"-c", llPath, "-o", tmpSo});
+  } else {
+    args.insert(args.end(), {"-shared", "-fopenmp", rpath, llPath, cPath, "-lm",
+                             "-o", tmpSo});
+  }
   std::string clangError;
   int rc = llvm::sys::ExecuteAndWait(clangPath, args, std::nullopt, {}, 0, 0,
                                      &clangError);

@@ -62,11 +62,27 @@ static std::string selfDir() {
   return s.substr(0, s.rfind('/'));
 }
 
-static double peakRssMiB() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;
+/// A field of /proc/self/status in MiB (VmHWM: peak resident set of this
+/// program image; VmRSS: current). getrusage's ru_maxrss is no substitute:
+/// Linux carries it over from the parent across fork and exec, so under a
+/// large parent (a Python benchmark) it says nothing about this process.
+static double procStatusMiB(const char *field) {
+  FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;
+  }
+  char line[256];
+  double kib = 0;
+  size_t len = std::strlen(field);
+  while (std::fgets(line, sizeof(line), f))
+    if (std::strncmp(line, field, len) == 0 && line[len] == ':')
+      kib = std::atof(line + len + 1);
+  std::fclose(f);
+  return kib / 1024.0;
 }
+static double peakRssMiB() { return procStatusMiB("VmHWM"); }
 
 /// Visible (query, key) pairs, counted as attn-print-cost counts them.
 static double visiblePairs(const EntryInfo &e) {
@@ -92,7 +108,7 @@ static double visiblePairs(const EntryInfo &e) {
 }
 
 int main(int argc, char **argv) {
-  double rssStart = peakRssMiB();
+  double rssStart = procStatusMiB("VmRSS");
   std::string artifactPath, entryName, outputDir, compileFlags;
   std::map<std::string, std::string> inputFiles;
   uint64_t seed = 0;

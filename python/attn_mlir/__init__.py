@@ -1,0 +1,18 @@
+"""attn_mlir: the attn-mlir attention compiler for numpy users.
+
+    import numpy as np, attn_mlir
+    q = k = v = np.random.default_rng(0).standard_normal((1, 8, 128, 64), np.float32)
+    o = attn_mlir.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+Graphs are compiled by attn-compile (found in the build tree of this
+checkout, $ATTN_MLIR_BIN or PATH) once per shapes, dtypes and options, and
+cached in ~/.cache/attn_mlir ($ATTN_MLIR_CACHE).
+"""
+from . import reference
+from ._tools import ToolsNotFoundError, tools
+from .layers import MultiHeadAttention, softmax
+from .planner import plan
+from .sdpa import scaled_dot_product_attention
+
+__all__ = ["scaled_dot_product_attention", "MultiHeadAttention", "softmax", "reference",
+           "plan", "tools", "ToolsNotFoundError"]

@@ -1,0 +1,98 @@
+"""python -m attn_mlir.bench: the CPU benchmark grid, as a PNG plot and a
+markdown table (tiled vs materialized vs numpy GFLOP/s against T, and peak
+memory against T)."""
+import argparse
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+from ._tools import tools
+
+
+def _graph(h, t, d, causal):
+    ty = f"tensor<1x{h}x{t}x{d}xf32>"
+    attr = " {causal = #attn.causal<top_left>}" if causal else ""
+    return (f"func.func @sdpa(%q: {ty}, %k: {ty}, %v: {ty}) -> {ty} {{\n"
+            f"  %o = attn.sdpa %q, %k, %v{attr} : {ty}, {ty}, {ty} -> {ty}\n"
+            f"  return %o : {ty}\n}}\n")
+
+
+def _run(tmp, src, flags, iters):
+    b = tools()
+    mlir, so = os.path.join(tmp, "g.mlir"), os.path.join(tmp, "g.so")
+    with open(mlir, "w") as f:
+        f.write(src)
+    subprocess.run([os.path.join(b, "attn-compile"), mlir, "-o", so, *flags], check=True)
+    out = subprocess.run([os.path.join(b, "attn-run"), so, "--bench", str(iters)],
+                         check=True, capture_output=True, text=True).stdout
+    return (float(re.search(r"median ([0-9.]+) ms", out).group(1)),
+            float(re.search(r"\(([0-9.]+) MiB beyond", out).group(1)))
+
+
+def _numpy_sdpa(q, k, v):
+    s = (q @ np.swapaxes(k, -1, -2)) / np.sqrt(q.shape[-1])
+    s -= s.max(-1, keepdims=True)
+    p = np.exp(s)
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m attn_mlir.bench", description=__doc__)
+    ap.add_argument("--out", default="attn_mlir_bench", help="output prefix (.png, .md)")
+    ap.add_argument("--seqs", default="256,512,1024,2048", help="T values")
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--head-dim", type=int, default=64)
+    args = ap.parse_args(argv)
+    seqs = [int(s) for s in args.seqs.split(",")]
+    h, d = args.heads, args.head_dim
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for t in seqs:
+            flops = 4.0 * h * t * t * d
+            tiled_ms, tiled_mem = _run(tmp, _graph(h, t, d, False), [], 5)
+            ref_ms, ref_mem = _run(tmp, _graph(h, t, d, False), ["--reference"], 1)
+            q, k, v = (np.random.default_rng(i).standard_normal((1, h, t, d), dtype=np.float32)
+                       for i in range(3))
+            _numpy_sdpa(q, k, v)
+            t0 = time.perf_counter()
+            _numpy_sdpa(q, k, v)
+            np_s = time.perf_counter() - t0
+            rows.append((t, flops / tiled_ms / 1e6, flops / ref_ms / 1e6, flops / np_s / 1e9,
+                         tiled_mem, ref_mem))
+            print(f"T={t}: tiled {rows[-1][1]:.1f}, materialized {rows[-1][2]:.1f}, "
+                  f"numpy {rows[-1][3]:.1f} GFLOP/s", flush=True)
+    md = ["| T | tiled GFLOP/s | materialized GFLOP/s | numpy GFLOP/s | tiled extra MiB | materialized extra MiB |",
+          "|---|---|---|---|---|---|"]
+    md += [f"| {r[0]} | {r[1]:.1f} | {r[2]:.1f} | {r[3]:.1f} | {r[4]:.1f} | {r[5]:.1f} |" for r in rows]
+    with open(args.out + ".md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: wrote the table only (pip install matplotlib)")
+        return 0
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    ts = [r[0] for r in rows]
+    for i, name in [(1, "tiled (attn-tile)"), (2, "materialized reference"), (3, "numpy + BLAS")]:
+        a1.plot(ts, [r[i] for r in rows], marker="o", label=name)
+    a1.set(xscale="log", xlabel="T", ylabel="GFLOP/s", title=f"f32 SDPA, H={h}, D={d}")
+    a1.legend()
+    a2.plot(ts, [r[4] for r in rows], marker="o", label="tiled")
+    a2.plot(ts, [r[5] for r in rows], marker="o", label="materialized")
+    a2.set(xscale="log", yscale="symlog", xlabel="T", ylabel="MiB beyond inputs/outputs",
+           title="peak memory")
+    a2.legend()
+    fig.tight_layout()
+    fig.savefig(args.out + ".png", dpi=110)
+    print(f"wrote {args.out}.png and {args.out}.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,133 @@
+"""The long-context cost planner (the cost model of attn-print-cost); its
+command line is `python -m attn_mlir.plan`:
+
+    python -m attn_mlir.plan --params 13e9 --layers 40 --heads 40 \\
+        --kv-heads 8 --head-dim 128 --seq 128000 --dtype f16 \\
+        --device-memory 80GB --tflops 100 --bandwidth 2TB/s
+"""
+import argparse
+import math
+import re
+import sys
+
+_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+_UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+
+
+def parse_quantity(text, unit):
+    """'80GB' -> 8e10, '2TB/s' -> 2e12, '1.5e12' -> 1.5e12 (decimal units)."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = re.fullmatch(r"\s*([0-9.]+(?:e[+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(?:" + re.escape(unit) +
+                     r")?\s*", str(text))
+    if not m:
+        raise ValueError(f"cannot read {text!r} as a quantity of {unit}")
+    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def human(v, unit):
+    for p in ["", "k", "M", "G", "T", "P", "E"]:
+        if abs(v) < 1000:
+            return f"{v:.2f} {p}{unit}"
+        v /= 1000
+    return f"{v:.2f} Z{unit}"
+
+
+def plan(params, layers, heads, kv_heads, head_dim, seq, batch=1, dtype="f16",
+         device_memory="80GB", tflops=100.0, bandwidth="2TB/s", causal=False,
+         q_block=64, kv_block=128):
+    """Cost of `layers` attention layers of shape [batch, heads, seq, head_dim]
+    with `kv_heads` KV heads in a model of `params` parameters. Returns a
+    dict; every byte count agrees with `attn-opt --attn-print-cost`."""
+    if dtype not in _BYTES:
+        raise ValueError(f"dtype must be one of {sorted(_BYTES)}, got {dtype!r}")
+    for name, v in [("layers", layers), ("heads", heads), ("kv_heads", kv_heads),
+                    ("head_dim", head_dim), ("seq", seq), ("batch", batch)]:
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if heads % kv_heads:
+        raise ValueError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+    if params < 0:
+        raise ValueError(f"params must be >= 0, got {params!r}")
+    e = _BYTES[dtype]
+    mem = parse_quantity(device_memory, "B")
+    bw = parse_quantity(bandwidth, "B/s")
+    if mem <= 0 or bw <= 0 or tflops <= 0:
+        raise ValueError("device_memory, bandwidth and tflops must be > 0")
+    d = head_dim
+    kv_per_token = layers * kv_heads * 2 * d * e
+    kv_bytes = kv_per_token * batch * seq
+    kv_mha = layers * heads * 2 * d * e * batch * seq
+    pairs = seq * seq / (2 if causal else 1)
+    flops = layers * 2.0 * batch * heads * pairs * 2 * d
+    scores = batch * heads * seq * seq * e
+    bq, bk = min(q_block, seq), min(kv_block, seq)
+    tile = e * (bq * d + bk * 2 * d) + 4 * (bq * bk + bq * d + 2 * bq)
+    weights = params * e
+    needed = weights + kv_bytes + tile
+    return {
+        "parameters": int(params), "weights_bytes": int(weights),
+        "kv_cache_bytes_per_token": int(kv_per_token), "kv_cache_bytes": int(kv_bytes),
+        "kv_cache_bytes_if_mha": int(kv_mha), "flops": flops,
+        "materialized_scores_bytes": int(scores), "tiled_working_set_bytes": int(tile),
+        "prefill_s": flops / (tflops * 1e12), "decode_kv_s": kv_bytes / bw,
+        "decode_s": (kv_bytes + weights) / bw, "memory_needed_bytes": int(needed),
+        "device_memory_bytes": mem, "fits": needed <= mem,
+        "devices_needed": max(1, math.ceil(needed / mem)),
+        "max_tokens_that_fit": max(0, int((mem - weights - tile) // (kv_per_token * batch))),
+    }
+
+
+def table(p, tflops=100.0, bandwidth="2TB/s"):
+    rows = [
+        ("parameters", f"{p['parameters']:,}"),
+        ("weights", f"{p['weights_bytes']:,} B ({human(p['weights_bytes'], 'B')})"),
+        ("KV cache per token", f"{p['kv_cache_bytes_per_token']:,} B"),
+        ("KV cache", f"{p['kv_cache_bytes']:,} B ({human(p['kv_cache_bytes'], 'B')})"),
+        ("KV cache if MHA", f"{p['kv_cache_bytes_if_mha']:,} B ({human(p['kv_cache_bytes_if_mha'], 'B')})"),
+        ("attention FLOPs", f"{p['flops']:.4e}"),
+        ("scores if materialized (one layer)", f"{p['materialized_scores_bytes']:,} B ({human(p['materialized_scores_bytes'], 'B')})"),
+        ("tiled working set (one tile)", f"{p['tiled_working_set_bytes']:,} B"),
+        ("prefill time", f"{p['prefill_s']:.2f} s at {tflops:g} TFLOP/s"),
+        ("decode time per token (KV cache)", f"{p['decode_kv_s'] * 1e3:.2f} ms at {bandwidth}"),
+        ("decode time per token (KV + weights)", f"{p['decode_s'] * 1e3:.2f} ms"),
+        ("memory needed", f"{p['memory_needed_bytes']:,} B ({human(p['memory_needed_bytes'], 'B')})"),
+        ("verdict", ("fits" if p["fits"] else "does not fit") +
+         f" in {human(p['device_memory_bytes'], 'B')} "
+         f"({100 * p['memory_needed_bytes'] / p['device_memory_bytes']:.1f}% used)"),
+        ("devices (chunks) of this size needed", str(p["devices_needed"])),
+        ("longest context that fits one device", f"{p['max_tokens_that_fit']:,} tokens"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m attn_mlir.plan",
+                                 description="Cost of long-context attention: parameters, "
+                                 "KV cache, FLOPs, time, and whether it fits on the card.")
+    ap.add_argument("--params", type=float, required=True, help="model parameters, e.g. 13e9")
+    ap.add_argument("--layers", type=int, required=True)
+    ap.add_argument("--heads", type=int, required=True, help="query heads")
+    ap.add_argument("--kv-heads", type=int, help="key/value heads (default: --heads)")
+    ap.add_argument("--head-dim", type=int, required=True)
+    ap.add_argument("--seq", type=int, required=True, help="context length in tokens")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--dtype", default="f16", choices=sorted(_BYTES))
+    ap.add_argument("--device-memory", default="80GB")
+    ap.add_argument("--tflops", type=float, default=100.0)
+    ap.add_argument("--bandwidth", default="2TB/s")
+    ap.add_argument("--causal", action="store_true", help="count causal FLOPs as half")
+    args = ap.parse_args(argv)
+    try:
+        p = plan(args.params, args.layers, args.heads, args.kv_heads or args.heads,
+                 args.head_dim, args.seq, args.batch, args.dtype, args.device_memory,
+                 args.tflops, args.bandwidth, args.causal)
+    except ValueError as e:
+        ap.error(str(e))
+    print(table(p, args.tflops, args.bandwidth))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Plain numpy fp64 implementations of the attn semantics (the test oracle)."""
+import numpy as np
+
+
+def sdpa(query, key, value, attn_mask=None, is_causal=False, scale=None,
+         enable_gqa=False, *, causal_alignment="top_left", window=None,
+         softcap=None, return_lse=False):
+    """Same arguments and results as attn_mlir.scaled_dot_product_attention,
+    computed in float64 with the score matrix materialized."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (query, key, value))
+    unbatched = q.ndim == 3
+    if unbatched:
+        q, k, v = q[None], k[None], v[None]
+    B, Hq, Tq, D = q.shape
+    Hkv, Tk = k.shape[1], k.shape[2]
+    if Hq != Hkv:
+        k = np.repeat(k, Hq // Hkv, axis=1)
+        v = np.repeat(v, Hq // Hkv, axis=1)
+    s = np.einsum("bhid,bhjd->bhij", q, k) * (1.0 / np.sqrt(D) if scale is None else scale)
+    if softcap is not None:
+        s = softcap * np.tanh(s / softcap)
+    if attn_mask is not None:
+        m = np.asarray(attn_mask)
+        if m.dtype == np.bool_:
+            s = np.where(m, s, -np.inf)
+        else:
+            s = s + m.astype(np.float64)
+    i = np.arange(Tq)[:, None]
+    j = np.arange(Tk)[None, :]
+    diag = i + Tk - Tq
+    visible = np.ones((Tq, Tk), dtype=bool)
+    if is_causal:
+        visible &= j <= (i if causal_alignment == "top_left" else diag)
+    if window is not None:
+        left, right = window
+        if right >= 0:
+            visible &= j <= diag + right
+        if left >= 0:
+            visible &= j >= diag - left
+    s = np.where(visible, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        mx = s.max(axis=-1, keepdims=True)
+        safe = np.where(mx == -np.inf, 0.0, mx)
+        p = np.exp(s - safe)
+        l = p.sum(axis=-1, keepdims=True)
+        out = np.where(l == 0, 0.0, (p @ v) / np.where(l == 0, 1.0, l))
+        lse = np.where(l[..., 0] == 0, -np.inf, safe[..., 0] + np.log(np.where(l[..., 0] == 0, 1.0, l[..., 0])))
+    if unbatched:
+        out, lse = out[0], lse[0]
+    return (out, lse) if return_lse else out
+
+
+def softmax(x, axis=-1, temperature=1.0):
+    """Row softmax in float64; an all -inf row gives zeros."""
+    x = np.asarray(x, dtype=np.float64) / temperature
+    mx = x.max(axis=axis, keepdims=True)
+    safe = np.where(mx == -np.inf, 0.0, mx)
+    e = np.exp(x - safe)
+    l = e.sum(axis=axis, keepdims=True)
+    return np.where(l == 0, 0.0, e / np.where(l == 0, 1.0, l))
+
+
+def mha(x, wq, wk, wv, wo, num_heads, num_kv_heads=None, kv=None, bq=None,
+        bk=None, bv=None, bo=None, attn_mask=None, is_causal=False, **kw):
+    """attn.mha in float64: y = merge(sdpa(split(x@Wq+bq), ...)) @ Wo + bo."""
+    x = np.asarray(x, dtype=np.float64)
+    src = x if kv is None else np.asarray(kv, dtype=np.float64)
+    hkv = num_kv_heads or num_heads
+    B, T, _ = x.shape
+    S = src.shape[1]
+
+    def proj(inp, w, b, heads):
+        y = inp @ np.asarray(w, dtype=np.float64)
+        if b is not None:
+            y = y + np.asarray(b, dtype=np.float64)
+        return y.reshape(B, inp.shape[1], heads, -1).transpose(0, 2, 1, 3)
+
+    q = proj(x, wq, bq, num_heads)
+    k = proj(src, wk, bk, hkv)
+    v = proj(src, wv, bv, hkv)
+    a = sdpa(q, k, v, attn_mask=attn_mask, is_causal=is_causal, **kw)
+    y = a.transpose(0, 2, 1, 3).reshape(B, T, -1) @ np.asarray(wo, dtype=np.float64)
+    if bo is not None:
+        y = y + np.asarray(bo, dtype=np.float64)
+    return y

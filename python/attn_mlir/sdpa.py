@@ -1,0 +1,142 @@
+"""scaled_dot_product_attention with PyTorch's signature, on numpy arrays."""
+import math
+
+import numpy as np
+
+from ._tools import compile_graph, mlir_elt
+
+
+def _ttype(shape, elt):
+    return "tensor<" + "x".join(str(d) for d in shape) + "x" + elt + ">"
+
+
+def _f32_literal(x):
+    return repr(float(np.float32(x)))
+
+
+def _check_window(window):
+    if window is None:
+        return None
+    try:
+        left, right = (int(w) for w in window)
+    except (TypeError, ValueError):
+        raise ValueError(f"window must be a pair (left, right) of ints, got {window!r}")
+    if left < -1 or right < -1:
+        raise ValueError(f"window extents must be >= 0 or -1 (unbounded), got {window!r}")
+    return left, right
+
+
+def attention_attrs(scale, is_causal, causal_alignment, window, softcap):
+    """The attribute dictionary shared by attn.sdpa and attn.mha."""
+    attrs = []
+    if scale is not None:
+        if not (isinstance(scale, (int, float, np.floating)) and math.isfinite(scale) and scale > 0):
+            raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
+        attrs.append(f"scale = {_f32_literal(scale)} : f32")
+    if causal_alignment not in ("top_left", "bottom_right"):
+        raise ValueError("causal_alignment must be 'top_left' or 'bottom_right', "
+                         f"got {causal_alignment!r}")
+    if is_causal:
+        attrs.append(f"causal = #attn.causal<{causal_alignment}>")
+    w = _check_window(window)
+    if w is not None:
+        attrs.append(f"window = array<i64: {w[0]}, {w[1]}>")
+    if softcap is not None:
+        if not (isinstance(softcap, (int, float, np.floating)) and math.isfinite(softcap) and softcap > 0):
+            raise ValueError(f"softcap must be a finite number > 0, got {softcap!r}")
+        attrs.append(f"softcap = {_f32_literal(softcap)} : f32")
+    return (" {" + ", ".join(attrs) + "}") if attrs else ""
+
+
+def prepare_mask(attn_mask, dtype, target, target_name):
+    """Validates a PyTorch-style mask (bool keep-mask or float additive) and
+    returns it as a C-contiguous array (float masks cast to `dtype`)."""
+    if attn_mask is None:
+        return None
+    m = np.asarray(attn_mask)
+    if m.dtype != np.bool_:
+        if not np.issubdtype(m.dtype, np.floating) and m.dtype != dtype:
+            raise ValueError(f"attn_mask must be bool or floating point, got {m.dtype}")
+        m = m.astype(dtype)
+    if not 2 <= m.ndim <= 4:
+        raise ValueError(f"attn_mask must have 2 to 4 dimensions broadcastable to "
+                         f"{target_name} {list(target)}, got shape {list(m.shape)}")
+    for md, td in zip(m.shape[::-1], target[::-1]):
+        if md not in (1, td):
+            raise ValueError(f"attn_mask of shape {list(m.shape)} is not broadcastable to "
+                             f"{target_name} {list(target)}")
+    return np.ascontiguousarray(m)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False, *,
+                                 causal_alignment="top_left", window=None, softcap=None,
+                                 return_lse=False, device="cpu"):
+    """Attention as torch.nn.functional.scaled_dot_product_attention, compiled.
+
+    query [B, Hq, Tq, D] (or unbatched [Hq, Tq, D]), key [B, Hkv, Tk, D],
+    value [B, Hkv, Tk, Dv], all float32, float16 or bfloat16 of one dtype.
+    attn_mask: bool (True takes part) or float (added), broadcastable to
+    [B, Hq, Tq, Tk]. is_causal masks j > i (causal_alignment="top_left") or
+    j > i + Tk - Tq ("bottom_right"). GQA/MQA (Hq != Hkv) needs
+    enable_gqa=True. window=(left, right) is FlashAttention's window_size;
+    softcap applies c·tanh(s/c) after scaling. Returns the output array, and
+    the float32 log-sum-exp [B, Hq, Tq] too with return_lse=True. A fully
+    masked row gives 0 (LSE -inf). The graph is compiled once per shapes,
+    dtypes and options and cached on disk.
+    """
+    if device != "cpu":
+        raise NotImplementedError(f"device={device!r}: only the CPU backend is built")
+    if dropout_p != 0.0:
+        raise NotImplementedError("dropout_p != 0 is not supported (attn_mlir is for inference)")
+    q, k, v = (np.asarray(x) for x in (query, key, value))
+    if not (q.ndim == k.ndim == v.ndim) or q.ndim not in (3, 4):
+        raise ValueError("query, key and value must all be [B, H, T, D] or all [H, T, D], "
+                         f"got shapes {list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+    unbatched = q.ndim == 3
+    if unbatched:
+        q, k, v = q[None], k[None], v[None]
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"query, key and value must have one dtype, got {q.dtype}, "
+                         f"{k.dtype}, {v.dtype}")
+    elt = mlir_elt(q.dtype)
+    B, Hq, Tq, D = q.shape
+    Bk, Hkv, Tk, Dk = k.shape
+    Bv, Hv, Tv, Dv = v.shape
+    if 0 in q.shape or 0 in k.shape or 0 in v.shape:
+        raise ValueError("empty tensors are not supported")
+    if not (B == Bk == Bv):
+        raise ValueError(f"batch sizes differ: {B}, {Bk}, {Bv}")
+    if Hkv != Hv or Tk != Tv:
+        raise ValueError(f"key {list(k.shape)} and value {list(v.shape)} must agree in heads and length")
+    if Dk != D:
+        raise ValueError(f"key head dim {Dk} != query head dim {D}")
+    if Hq != Hkv:
+        if not enable_gqa:
+            raise ValueError(f"query has {Hq} heads and key/value {Hkv}: pass enable_gqa=True "
+                             "for grouped-query attention")
+        if Hq % Hkv:
+            raise ValueError(f"query heads ({Hq}) must be a multiple of key/value heads ({Hkv})")
+    attrs = attention_attrs(scale, is_causal, causal_alignment, window, softcap)
+    mask = prepare_mask(attn_mask, q.dtype, (B, Hq, Tq, Tk), "[B, Hq, Tq, Tk] =")
+
+    qt, kt, vt = _ttype(q.shape, elt), _ttype(k.shape, elt), _ttype(v.shape, elt)
+    ot, lt = _ttype((B, Hq, Tq, Dv), elt), _ttype((B, Hq, Tq), "f32")
+    args = [f"%q: {qt}", f"%k: {kt}", f"%v: {vt}"]
+    mask_txt = ""
+    if mask is not None:
+        mt = _ttype(mask.shape, mlir_elt(mask.dtype))
+        args.append(f"%m: {mt}")
+        mask_txt = f" mask(%m : {mt})"
+    results = f"{ot}, {lt}" if return_lse else ot
+    lhs = "%o, %l" if return_lse else "%o"
+    ret = f"%o, %l : {ot}, {lt}" if return_lse else f"%o : {ot}"
+    mlir = (f"func.func @sdpa({', '.join(args)}) -> ({results}) {{\n"
+            f"  {lhs} = attn.sdpa %q, %k, %v{mask_txt}{attrs} : {qt}, {kt}, {vt} -> {results}\n"
+            f"  return {ret}\n}}\n")
+    art = compile_graph(mlir)
+    inputs = [q, k, v] + ([mask] if mask is not None else [])
+    outs = art("sdpa", inputs)
+    if unbatched:
+        outs = [o[0] for o in outs]
+    return (outs[0], outs[1]) if return_lse else outs[0]

@@ -1,0 +1,14 @@
+import subprocess
+import sys
+
+import pytest
+
+
+def test_bench_writes_plot_and_table(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "b"
+    subprocess.run([sys.executable, "-m", "attn_mlir.bench", "--seqs", "64,128", "--heads", "2",
+                    "--head-dim", "32", "--out", str(out)], check=True, capture_output=True)
+    assert (tmp_path / "b.png").stat().st_size > 1000
+    table = (tmp_path / "b.md").read_text()
+    assert table.count("\n") == 4 and "| 128 |" in table

@@ -1,0 +1,57 @@
+import numpy as np
+import pytest
+
+import attn_mlir
+from attn_mlir import reference
+
+rng = np.random.default_rng(7)
+
+
+def test_mha_self_gqa_causal():
+    layer = attn_mlir.MultiHeadAttention(64, 8, num_kv_heads=2, bias=True, seed=3)
+    layer.bq = rng.standard_normal(64).astype(np.float32) * 0.1
+    layer.bo = rng.standard_normal(64).astype(np.float32) * 0.1
+    x = rng.standard_normal((2, 30, 64), dtype=np.float32)
+    y = layer(x, is_causal=True)
+    ref = reference.mha(x, layer.wq, layer.wk, layer.wv, layer.wo, 8, 2, bq=layer.bq,
+                        bk=layer.bk, bv=layer.bv, bo=layer.bo, is_causal=True)
+    assert y.shape == (2, 30, 64)
+    assert np.max(np.abs(y - ref)) <= 1e-4
+
+
+def test_mha_cross_with_mask():
+    layer = attn_mlir.MultiHeadAttention(32, 4, kdim=48)
+    x = rng.standard_normal((1, 9, 32), dtype=np.float32)
+    kv = rng.standard_normal((1, 21, 48), dtype=np.float32)
+    mask = rng.random((9, 21)) < 0.8
+    y = layer(x, kv=kv, attn_mask=mask)
+    ref = reference.mha(x, layer.wq, layer.wk, layer.wv, layer.wo, 4, kv=kv, attn_mask=mask)
+    assert np.max(np.abs(y - ref)) <= 1e-4
+
+
+def test_mha_errors():
+    with pytest.raises(ValueError, match="multiple of"):
+        attn_mlir.MultiHeadAttention(30, 4)
+    with pytest.raises(ValueError, match="num_kv_heads"):
+        attn_mlir.MultiHeadAttention(32, 4, num_kv_heads=3)
+    layer = attn_mlir.MultiHeadAttention(32, 4)
+    with pytest.raises(ValueError, match=r"x must be \[B, T, 32\]"):
+        layer(np.zeros((1, 5, 16), np.float32))
+
+
+@pytest.mark.parametrize("axis,temperature", [(-1, 1.0), (0, 2.5)])
+def test_softmax(axis, temperature):
+    x = rng.standard_normal((5, 7, 9), dtype=np.float32)
+    y = attn_mlir.softmax(x, axis=axis, temperature=temperature)
+    ref = reference.softmax(x, axis=axis, temperature=temperature)
+    assert y.shape == x.shape and np.max(np.abs(y - ref)) <= 1e-6
+
+
+def test_softmax_all_masked_row_and_errors():
+    x = np.array([[-np.inf] * 4, [0.0, 1.0, 2.0, 3.0]], np.float32)
+    y = attn_mlir.softmax(x)
+    assert np.all(y[0] == 0) and abs(y[1].sum() - 1) < 1e-6
+    with pytest.raises(ValueError, match="temperature"):
+        attn_mlir.softmax(x, temperature=0)
+    with pytest.raises(ValueError, match="at least one dimension"):
+        attn_mlir.softmax(np.float32(1.0))

@@ -1,0 +1,145 @@
+import ml_dtypes
+import numpy as np
+import pytest
+
+import attn_mlir
+from attn_mlir import reference
+from attn_mlir._tools import BF16
+
+rng = np.random.default_rng(1234)
+
+
+def check(out, ref, dtype, q, k, v, **kw):
+    """f32: max abs error <= 1e-4 against fp64. f16/bf16: <= twice the error
+    of the exact result rounded to the dtype, + 1e-5 + one epsilon."""
+    out = np.asarray(out, dtype=np.float64)
+    if np.dtype(dtype) == np.float32:
+        tol = 1e-4
+    else:
+        rounded = np.asarray(ref, dtype=dtype).astype(np.float64)
+        tol = 2 * np.nanmax(np.abs(rounded - ref)) + 1e-5 + float(ml_dtypes.finfo(dtype).eps)
+    err = np.nanmax(np.abs(out - ref)) if out.size else 0.0
+    assert np.array_equal(np.isnan(out), np.isnan(ref))
+    assert err <= tol, f"max abs error {err} > {tol}"
+
+
+CASES = [
+    # B, Hq, Hkv, Tq, Tk, D, Dv, kwargs
+    (2, 4, 4, 33, 33, 64, 64, {}),
+    (1, 8, 2, 113, 203, 40, 40, {"is_causal": True, "causal_alignment": "bottom_right"}),
+    (2, 8, 1, 1, 239, 128, 128, {"is_causal": True, "causal_alignment": "bottom_right"}),
+    (1, 2, 2, 108, 256, 59, 59, {"is_causal": True}),
+    (1, 2, 1, 80, 30, 32, 32, {"is_causal": True, "causal_alignment": "bottom_right"}),
+    (1, 4, 2, 90, 90, 64, 32, {"window": (16, 0), "is_causal": True}),
+    (1, 2, 2, 64, 96, 80, 80, {"softcap": 20.0, "scale": 0.3}),
+    (1, 2, 2, 20, 50, 111, 111, {"window": (5, 5)}),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_matches_reference_f32(case):
+    B, Hq, Hkv, Tq, Tk, D, Dv, kw = case
+    q = rng.standard_normal((B, Hq, Tq, D), dtype=np.float32)
+    k = rng.standard_normal((B, Hkv, Tk, D), dtype=np.float32)
+    v = rng.standard_normal((B, Hkv, Tk, Dv), dtype=np.float32)
+    out, lse = attn_mlir.scaled_dot_product_attention(q, k, v, enable_gqa=Hq != Hkv,
+                                                      return_lse=True, **kw)
+    ref, ref_lse = reference.sdpa(q, k, v, return_lse=True, **kw)
+    assert out.dtype == np.float32 and out.shape == (B, Hq, Tq, Dv)
+    check(out, ref, np.float32, q, k, v, **kw)
+    finite = np.isfinite(ref_lse)
+    assert np.array_equal(np.isfinite(lse), finite)
+    assert np.max(np.abs(lse[finite] - ref_lse[finite]), initial=0) <= 1e-4
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}], ids=["full", "causal"])
+def test_low_precision(dtype, kw):
+    q, k, v = (rng.standard_normal((1, 4, 70, 64)).astype(dtype) for _ in range(3))
+    out = attn_mlir.scaled_dot_product_attention(q, k, v, **kw)
+    assert out.dtype == dtype
+    ref = reference.sdpa(q, k, v, **kw)
+    check(out, ref, dtype, q, k, v, **kw)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_masks(kind):
+    q, k, v = (rng.standard_normal((2, 4, 24, 32), dtype=np.float32) for _ in range(3))
+    if kind == "bool":
+        mask = rng.random((2, 1, 24, 24)) < 0.7
+    else:
+        mask = rng.standard_normal((24, 24)).astype(np.float32)
+    out = attn_mlir.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    check(out, reference.sdpa(q, k, v, attn_mask=mask), np.float32, q, k, v, attn_mask=mask)
+
+
+def test_fully_masked_rows_give_zero_and_lse_minus_inf():
+    q, k, v = (rng.standard_normal((1, 2, 6, 16), dtype=np.float32) for _ in range(3))
+    mask = np.ones((6, 6), dtype=bool)
+    mask[2] = False
+    out, lse = attn_mlir.scaled_dot_product_attention(q, k, v, attn_mask=mask, return_lse=True)
+    assert np.all(out[:, :, 2] == 0) and np.all(np.isneginf(lse[:, :, 2]))
+    assert np.all(np.isfinite(out))
+
+
+def test_unbatched_and_nan_propagation():
+    q, k, v = (rng.standard_normal((2, 10, 16), dtype=np.float32) for _ in range(3))
+    out = attn_mlir.scaled_dot_product_attention(q, k, v)
+    check(out, reference.sdpa(q, k, v), np.float32, q, k, v)
+    q[0, 3, 0] = np.nan
+    out = attn_mlir.scaled_dot_product_attention(q, k, v)
+    assert np.all(np.isnan(out[0, 3])) and not np.any(np.isnan(out[1]))
+
+
+def test_large_logits_stay_finite():
+    q = np.full((1, 1, 8, 16), 100.0, dtype=np.float32)
+    k = rng.standard_normal((1, 1, 8, 16)).astype(np.float32) * 100
+    v = rng.standard_normal((1, 1, 8, 16)).astype(np.float32)
+    out = attn_mlir.scaled_dot_product_attention(q, k, v)
+    assert np.all(np.isfinite(out))
+    check(out, reference.sdpa(q, k, v), np.float32, q, k, v)
+
+
+def test_compiled_once_per_signature(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_MLIR_CACHE", str(tmp_path))
+    from attn_mlir import _tools
+    monkeypatch.setattr(_tools, "_loaded", {})
+    q = rng.standard_normal((1, 2, 5, 8), dtype=np.float32)
+    attn_mlir.scaled_dot_product_attention(q, q, q)
+    attn_mlir.scaled_dot_product_attention(q + 1, q, q)
+    attn_mlir.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert len(list(tmp_path.glob("*.so"))) == 2
+
+
+@pytest.mark.parametrize("args,kw,exc,msg", [
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"dropout_p": 0.1}, NotImplementedError, "dropout"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"device": "cuda"}, NotImplementedError, "CPU"),
+    ((np.zeros((1, 4, 4, 8), np.float32), np.zeros((1, 2, 4, 8), np.float32),
+      np.zeros((1, 2, 4, 8), np.float32)), {}, ValueError, "enable_gqa"),
+    ((np.zeros((1, 3, 4, 8), np.float32), np.zeros((1, 2, 4, 8), np.float32),
+      np.zeros((1, 2, 4, 8), np.float32)), {"enable_gqa": True}, ValueError, "multiple"),
+    ((np.zeros((1, 2, 4, 8), np.float32), np.zeros((1, 2, 4, 8), np.float16),
+      np.zeros((1, 2, 4, 8), np.float32)), {}, ValueError, "one dtype"),
+    ((np.zeros((1, 2, 4, 8), np.float64),) * 3, {}, ValueError, "unsupported dtype"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"scale": -1.0}, ValueError, "scale"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"softcap": 0.0}, ValueError, "softcap"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"window": (3, -2)}, ValueError, "window"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"causal_alignment": "diagonal"}, ValueError, "causal_alignment"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"attn_mask": np.ones((3, 4), bool)}, ValueError, "broadcastable"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"attn_mask": np.ones(4, bool)}, ValueError, "2 to 4"),
+    ((np.zeros((2, 4, 8), np.float32), np.zeros((1, 2, 4, 8), np.float32),
+      np.zeros((1, 2, 4, 8), np.float32)), {}, ValueError, "all"),
+    ((np.zeros((1, 2, 0, 8), np.float32),) * 3, {}, ValueError, "empty"),
+])
+def test_errors(args, kw, exc, msg):
+    with pytest.raises(exc, match=msg):
+        attn_mlir.scaled_dot_product_attention(*args, **kw)
+
+
+def test_tools_not_found(monkeypatch, tmp_path):
+    from attn_mlir import _tools
+    monkeypatch.delenv("ATTN_MLIR_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(_tools, "__file__", str(tmp_path / "a" / "b" / "_tools.py"))
+    with pytest.raises(_tools.ToolsNotFoundError, match="ATTN_MLIR_BIN"):
+        _tools.tools()
