@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 APT_PACKAGES = libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
                clang-22 libomp-22-dev ninja-build cmake
 
-.PHONY: all deps pydeps configure build check demo bench docs clean
+.PHONY: all deps pydeps configure build check check-sanitize fuzz demo bench docs clean
 
 all: build
 
@@ -40,6 +40,22 @@ pydeps:
 check: build pydeps
 	ninja -C $(BUILD) check-attn-mlir
 	cd python && ATTN_MLIR_BIN=$(abspath $(BUILD))/bin python3 -m pytest -q tests
+
+# The lit suite built with AddressSanitizer + UBSan (build-asan).
+check-sanitize: deps
+	@test -f build-asan/build.ninja || cmake -G Ninja -S . -B build-asan \
+	  -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_COMPILER=$(LLVM_DIR)/bin/clang \
+	  -DCMAKE_CXX_COMPILER=$(LLVM_DIR)/bin/clang++ \
+	  -DMLIR_DIR=$(LLVM_DIR)/lib/cmake/mlir \
+	  -DLLVM_EXTERNAL_LIT=$(LLVM_DIR)/bin/lit -DATTN_ENABLE_SANITIZERS=ON
+	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ninja -C build-asan check-attn-mlir
+
+# Fuzzes the compiler for FUZZ_SECONDS (default 300) with libFuzzer.
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # Compiles the example graphs and shows the IR after each stage.
 demo: build

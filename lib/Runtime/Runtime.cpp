@@ -134,6 +134,37 @@ static double roundTo(DType t, double v) {
   return v;
 }
 
+double attn::rt::roundToDType(DType t, double v) { return roundTo(t, v); }
+
+CheckResult attn::rt::compare(const Tensor &got, const std::vector<double> &ref,
+                              const std::vector<double> *naive) {
+  CheckResult r;
+  double rounding = 0, naiveErr = 0;
+  auto absErr = [](double a, double b) {
+    if ((std::isnan(a) && std::isnan(b)) || a == b)
+      return 0.0;
+    double e = std::fabs(a - b);
+    return std::isnan(e) ? INFINITY : e;
+  };
+  for (int64_t i = 0; i < got.numElements(); ++i) {
+    double want = ref[i];
+    r.maxError = std::max(r.maxError, absErr(got.get(i), want));
+    double round =
+        std::isfinite(want) ? std::fabs(roundTo(got.dtype, want) - want) : 0.0;
+    if (std::isfinite(round))
+      rounding = std::max(rounding, round);
+    if (naive) {
+      double n = absErr((*naive)[i], want);
+      naiveErr = std::max(naiveErr, std::isfinite(n) ? n : round);
+    }
+  }
+  r.tolerance = got.dtype == DType::F32 || !naive
+                    ? 1e-4 + 2 * rounding
+                    : 2 * std::max(naiveErr, rounding) + 1e-5;
+  r.ok = r.maxError <= r.tolerance;
+  return r;
+}
+
 int64_t Tensor::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)

@@ -44,7 +44,10 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
   -h, --help            this help
 
 Tolerance (--check): f32 max abs error <= 1e-4; f16/bf16 <= 2x the error of
-the same formula computed naively in that precision, + 1e-5.
+the same formula computed naively in that precision, + 1e-5 (FlashAttention's
+rule); both plus twice the error of rounding the exact result to the output
+type, which matters only for huge values (an LSE of 4e4 has an f32 ulp of
+0.004).
 )";
 
 static int fail(const std::string &msg) {
@@ -317,29 +320,11 @@ int main(int argc, char **argv) {
     if (lowp)
       reference(*entry, inputs, naive, /*roundLikeDtype=*/true);
     for (size_t o = 0; o < outputs.size(); ++o) {
-      double maxErr = 0, naiveErr = 0;
-      for (int64_t i = 0; i < outputs[o].numElements(); ++i) {
-        double got = outputs[o].get(i), want = ref[o][i];
-        double errI = (std::isnan(got) && std::isnan(want)) || got == want
-                          ? 0.0
-                          : std::fabs(got - want);
-        if (std::isnan(errI))
-          errI = INFINITY;
-        maxErr = std::max(maxErr, errI);
-        if (lowp && outputs[o].dtype != DType::F32) {
-          double n = naive[o][i];
-          double nerr = (std::isnan(n) && std::isnan(want)) || n == want
-                            ? 0.0
-                            : std::fabs(n - want);
-          naiveErr = std::max(naiveErr, std::isnan(nerr) ? 0.0 : nerr);
-        }
-      }
-      double tol = outputs[o].dtype == DType::F32 ? 1e-4 : 2 * naiveErr + 1e-5;
-      bool ok = maxErr <= tol;
+      CheckResult r = compare(outputs[o], ref[o], lowp ? &naive[o] : nullptr);
       std::printf("check %s: max abs error %.3e (tolerance %.3e) %s\n",
-                  entry->outputs[o].name.c_str(), maxErr, tol,
-                  ok ? "PASS" : "FAIL");
-      if (!ok)
+                  entry->outputs[o].name.c_str(), r.maxError, r.tolerance,
+                  r.ok ? "PASS" : "FAIL");
+      if (!r.ok)
         status = 1;
     }
   }

@@ -86,6 +86,26 @@ Error reference(const EntryInfo &entry, const std::vector<Tensor> &inputs,
                 std::vector<std::vector<double>> &outputs,
                 bool roundLikeDtype = false);
 
+/// `v` rounded to the nearest value of `t` (as a double).
+double roundToDType(DType t, double v);
+
+/// The verdict of `attn-run --check` on one output.
+struct CheckResult {
+  double maxError = 0, tolerance = 0;
+  bool ok = false;
+};
+
+/// Compares `got` with the fp64 reference `ref`; NaN matches NaN only. The
+/// tolerance is 1e-4 for f32 outputs and 2x the error of the same formula
+/// computed naively in the input precision (`naive`) + 1e-5 for f16/bf16,
+/// the FlashAttention rule. Both add twice the error of merely rounding the
+/// exact result to the output type, which only matters for values whose
+/// ulp exceeds the absolute tolerance (logits of 1e4: an LSE of 4e4 has an
+/// f32 ulp of 0.004), and a naive value that overflowed counts as that
+/// rounding error.
+CheckResult compare(const Tensor &got, const std::vector<double> &ref,
+                    const std::vector<double> *naive);
+
 } // namespace attn::rt
 
 #endif // ATTN_MLIR_RUNTIME_RUNTIME_H

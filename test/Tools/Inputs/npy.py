@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes .npy files for the tests without numpy.
 
-npy.py OUT DESCR SHAPE VALUE      a full array: descr '<f4', '<f2' or '|b1',
+npy.py OUT DESCR SHAPE VALUE      a full array: descr '<f4', '<f2', '<V2'
+                                  (bfloat16) or '|b1',
                                   shape '2,3', every element VALUE
 npy.py OUT --bad-magic            a file that is not .npy
 npy.py OUT --truncated            a valid header with too little data
@@ -32,9 +33,13 @@ def main():
         n = 1
         for d in shape:
             n *= d
-        fmt = {"<f4": "<f", "<f2": "<e", "|b1": "<?"}[descr]
-        data = header(descr, shape) + struct.pack("<%d%s" % (n, fmt[1]),
-                                                  *([bool(value)] * n if descr == "|b1" else [value] * n))
+        if descr == "<V2":  # bfloat16: the upper half of the f32 bits
+            bits = struct.unpack("<I", struct.pack("<f", value))[0] >> 16
+            data = header(descr, shape) + struct.pack("<%dH" % n, *([bits] * n))
+        else:
+            fmt = {"<f4": "<f", "<f2": "<e", "|b1": "<?"}[descr]
+            data = header(descr, shape) + struct.pack(
+                "<%d%s" % (n, fmt[1]), *([bool(value)] * n if descr == "|b1" else [value] * n))
     with open(out, "wb") as f:
         f.write(data)
 
