@@ -249,6 +249,22 @@ int main(int argc, char **argv) {
                   "' (inputs: " + names + ")");
     }
   }
+  // Refuse what cannot fit before allocating anything.
+  double totalBytes = 0;
+  for (const auto *args : {&entry->inputs, &entry->outputs})
+    for (const ArgInfo &a : *args) {
+      double n = static_cast<double>(dtypeSize(a.dtype));
+      for (int64_t d : a.shape)
+        n *= static_cast<double>(d);
+      totalBytes += n;
+    }
+  double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                    static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (physical > 0 && totalBytes > physical)
+    return fail("the inputs and outputs of '" + entry->name + "' need " +
+                std::to_string(static_cast<long long>(totalBytes / 1e9)) +
+                " GB; this machine has " +
+                std::to_string(static_cast<long long>(physical / 1e9)) + " GB");
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::bernoulli_distribution keep(0.75);

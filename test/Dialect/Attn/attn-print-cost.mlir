@@ -74,3 +74,17 @@ func.func @window(%q: tensor<1x1x8x4xf32>) -> tensor<1x1x8x4xf32> {
 func.func @none() {
   return
 }
+
+// -----
+
+// Window counts come in closed form, so lengths far beyond what a loop
+// over rows could count still answer at once: 1e12 rows with window
+// (2, 0) see 3 keys each (2 and 1 for the first two rows): 2·(3e12 - 3)·8.
+// CHECK-LABEL: attn-print-cost: attn.sdpa
+// CHECK: attention FLOPs: 4.8000e+13
+func.func @huge_window(%q: tensor<1x1x1000000000000x4xf32>) -> tensor<1x1x1000000000000x4xf32> {
+  %o = attn.sdpa %q, %q, %q {window = array<i64: 2, 0>}
+      : tensor<1x1x1000000000000x4xf32>, tensor<1x1x1000000000000x4xf32>,
+        tensor<1x1x1000000000000x4xf32> -> tensor<1x1x1000000000000x4xf32>
+  return %o : tensor<1x1x1000000000000x4xf32>
+}

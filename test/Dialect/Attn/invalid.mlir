@@ -414,3 +414,12 @@ func.func @f(%q: tensor<1x2x16x64xf32>) {
   %o = attn.sdpa %q, %q, %q {causal = #attn.causal<diagonal>} : tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x2x16x64xf32>
   return
 }
+
+// -----
+
+// A head dim of 0 has no scale (1/sqrt(0)).
+func.func @f(%q: tensor<1x2x16x0xf32>) {
+  // expected-error @+1 {{expected a head dim D > 0, found 0}}
+  %o = attn.sdpa %q, %q, %q : tensor<1x2x16x0xf32>, tensor<1x2x16x0xf32>, tensor<1x2x16x0xf32> -> tensor<1x2x16x0xf32>
+  return
+}

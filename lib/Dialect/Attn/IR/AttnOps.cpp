@@ -129,8 +129,11 @@ double SdpaOp::getEffectiveScale() {
 }
 
 std::pair<int64_t, int64_t> SdpaOp::getWindowBounds() {
+  // An extent beyond any representable length is unbounded; clamping keeps
+  // the index arithmetic of the lowerings free of overflow.
+  auto clamp = [](int64_t w) { return w > (int64_t(1) << 40) ? -1 : w; };
   if (auto w = getWindow(); w && w->size() == 2)
-    return {(*w)[0], (*w)[1]};
+    return {clamp((*w)[0]), clamp((*w)[1])};
   return {-1, -1};
 }
 
@@ -177,6 +180,8 @@ LogicalResult SdpaOp::verify() {
   if (!dimsAgree(q[3], k[3]))
     return emitOpError("expected key head dim (")
            << k[3] << ") to equal query head dim D (" << q[3] << ")";
+  if (q[3] == 0)
+    return emitOpError("expected a head dim D > 0, found 0");
   if (!dimsAgree(k[2], v[2]))
     return emitOpError("expected key length Tk (")
            << k[2] << ") to equal value length (" << v[2] << ")";

@@ -39,26 +39,57 @@ struct AttentionShape {
 
 /// Query/key pairs that take part. Causal without a window is counted as
 /// half of Tq·Tk (the FlashAttention-3 convention); a window is counted
-/// exactly, row by row.
+/// exactly, in closed form: row i sees keys [lo(i), hi(i)] where both bounds
+/// are piecewise linear in i, so the clipped count is summed segment by
+/// segment (lengths may be far too large to loop over).
 double visiblePairs(const AttentionShape &s) {
   if (s.left < 0 && s.right < 0) {
     double dense = static_cast<double>(s.tq) * static_cast<double>(s.tk);
     return s.causal == CausalKind::none ? dense : dense / 2;
   }
+  // hi(i) = min(tk - 1, i + up), lo(i) = max(0, i + low), with `up`/`low`
+  // absent when unbounded.
+  std::optional<int64_t> up, low;
+  int64_t shift = s.tk - s.tq;
+  if (s.causal == CausalKind::top_left)
+    up = 0;
+  else if (s.causal == CausalKind::bottom_right)
+    up = shift;
+  if (s.right >= 0)
+    up = up ? std::min(*up, shift + s.right) : shift + s.right;
+  if (s.left >= 0)
+    low = shift - s.left;
+  auto count = [&](int64_t i) -> int64_t {
+    int64_t hi = up ? std::min(s.tk - 1, i + *up) : s.tk - 1;
+    int64_t lo = low ? std::max<int64_t>(0, i + *low) : 0;
+    return hi - lo + 1; // may be <= 0
+  };
+  SmallVector<int64_t> cuts{0, s.tq};
+  if (up)
+    cuts.push_back(s.tk - 1 - *up + 1);
+  if (low)
+    cuts.push_back(-*low);
+  llvm::sort(cuts);
   double pairs = 0;
-  for (int64_t i = 0; i < s.tq; ++i) {
-    int64_t diag = i + s.tk - s.tq;
-    int64_t hi = s.tk - 1, lo = 0;
-    if (s.causal == CausalKind::top_left)
-      hi = std::min(hi, i);
-    else if (s.causal == CausalKind::bottom_right)
-      hi = std::min(hi, diag);
-    if (s.right >= 0)
-      hi = std::min(hi, diag + s.right);
-    if (s.left >= 0)
-      lo = std::max(lo, diag - s.left);
-    if (hi >= lo)
-      pairs += static_cast<double>(hi - lo + 1);
+  for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+    int64_t a = std::max<int64_t>(0, cuts[c]), b = std::min(s.tq, cuts[c + 1]);
+    if (a >= b)
+      continue;
+    // count() is linear on [a, b) with slope in {-1, 0, 1}.
+    int64_t ga = count(a), slope = b - a > 1 ? count(a + 1) - ga : 0;
+    int64_t first = a, last = b - 1; // range where count > 0
+    if (slope == 0) {
+      if (ga <= 0)
+        continue;
+    } else if (slope > 0) {
+      first = std::max(a, a + (1 - ga)); // count(i) = ga + (i - a) >= 1
+    } else {
+      last = std::min(b - 1, a + ga - 1); // count(i) = ga - (i - a) >= 1
+    }
+    if (first > last)
+      continue;
+    double n = static_cast<double>(last - first + 1);
+    pairs += n * (count(first) + count(last)) / 2.0;
   }
   return pairs;
 }
@@ -130,6 +161,15 @@ std::string human(double v, StringRef unit) {
   return s;
 }
 
+/// An exact count as an integer; doubles beyond int64 print in %.0f form
+/// (casting them would be undefined behaviour).
+std::string exactCount(double v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.0f", v);
+  return s;
+}
+
 std::string sci(double v) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -190,15 +230,15 @@ struct AttnPrintCostPass
          << " causal=" << stringifyCausalKind(s->causal) << " window=("
          << s->left << ", " << s->right << ")\n";
       os << "  parameters: " << s->params << "\n";
-      os << "  kv-cache bytes per token: " << int64_t(kvPerToken) << "\n";
-      os << "  kv-cache bytes: " << int64_t(kvBytes) << " ("
+      os << "  kv-cache bytes per token: " << exactCount(kvPerToken) << "\n";
+      os << "  kv-cache bytes: " << exactCount(kvBytes) << " ("
          << human(kvBytes, "B") << ")\n";
       os << "  attention FLOPs: " << sci(flops) << "\n";
       if (s->projFlops > 0)
         os << "  projection FLOPs: " << sci(s->projFlops) << "\n";
-      os << "  materialized scores bytes: " << int64_t(scores) << " ("
+      os << "  materialized scores bytes: " << exactCount(scores) << " ("
          << human(scores, "B") << ")\n";
-      os << "  tiled working set bytes: " << int64_t(tile) << " (one " << bq
+      os << "  tiled working set bytes: " << exactCount(tile) << " (one " << bq
          << "x" << bk << " tile)\n";
 
       totParams += s->params;
@@ -243,18 +283,18 @@ struct AttnPrintCostPass
 
     os << "attn-print-cost: model (" << layers
        << (layers == 1 ? " layer" : " layers") << ")\n";
-    os << "  parameters: " << int64_t(params) << "\n";
-    os << "  weights bytes: " << int64_t(weightBytes) << " ("
+    os << "  parameters: " << exactCount(params) << "\n";
+    os << "  weights bytes: " << exactCount(weightBytes) << " ("
        << human(weightBytes, "B") << ")\n";
-    os << "  kv-cache bytes per token: " << int64_t(kvPerToken) << "\n";
-    os << "  kv-cache bytes: " << int64_t(kvBytes) << " ("
+    os << "  kv-cache bytes per token: " << exactCount(kvPerToken) << "\n";
+    os << "  kv-cache bytes: " << exactCount(kvBytes) << " ("
        << human(kvBytes, "B") << ")\n";
-    os << "  kv-cache bytes if MHA: " << int64_t(totKvMha * L) << " ("
+    os << "  kv-cache bytes if MHA: " << exactCount(totKvMha * L) << " ("
        << human(totKvMha * L, "B") << ")\n";
     os << "  FLOPs: " << sci(flops) << "\n";
-    os << "  materialized scores bytes (one layer): " << int64_t(maxScores)
+    os << "  materialized scores bytes (one layer): " << exactCount(maxScores)
        << " (" << human(maxScores, "B") << ")\n";
-    os << "  tiled working set bytes: " << int64_t(maxTile) << "\n";
+    os << "  tiled working set bytes: " << exactCount(maxTile) << "\n";
     os << "  prefill time: " << llvm::format("%.2f", prefill) << " s at "
        << llvm::format("%g", double(tflops)) << " TFLOP/s\n";
     os << "  decode time per token (KV cache): "
@@ -262,7 +302,7 @@ struct AttnPrintCostPass
        << llvm::format("%g", double(bandwidthTBs)) << " TB/s\n";
     os << "  decode time per token (KV cache + weights): "
        << llvm::format("%.2f", decodeAll * 1e3) << " ms\n";
-    os << "  memory needed (weights + KV cache + tile): " << int64_t(needed)
+    os << "  memory needed (weights + KV cache + tile): " << exactCount(needed)
        << " (" << human(needed, "B") << ")\n";
     os << "  verdict: " << (needed <= device ? "fits" : "does not fit")
        << " in " << llvm::format("%g", double(deviceMemoryGB)) << " GB ("
