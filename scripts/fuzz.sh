@@ -32,7 +32,7 @@ for path in glob.glob("test/**/*.mlir", recursive=True):
 print(f"seeded {n} inputs")
 PY
 # Leaks of MLIR's global registries at exit are not bugs of ours.
-export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1
+export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:allow_user_poisoning=0
 export UBSAN_OPTIONS=print_stacktrace=1
 $B/bin/attn-fuzz $B/corpus -max_total_time="$SECONDS_TO_RUN" -jobs="$JOBS" -workers="$JOBS" \
   -artifact_prefix=$B/crashes/ -max_len=8192 -timeout=60 -rss_limit_mb=4096 \
