@@ -34,7 +34,10 @@ PY
 # Leaks of MLIR's global registries at exit are not bugs of ours.
 export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:allow_user_poisoning=0
 export UBSAN_OPTIONS=print_stacktrace=1
-$B/bin/attn-fuzz $B/corpus -max_total_time="$SECONDS_TO_RUN" -jobs="$JOBS" -workers="$JOBS" \
-  -artifact_prefix=$B/crashes/ -max_len=8192 -timeout=60 -rss_limit_mb=4096 \
-  -dict=scripts/attn.dict 2>&1 | tee $B/fuzz.log | grep -E "^#|CRASH|ERROR|SUMMARY" | tail -20
+# -jobs writes one log per worker into the current directory: run from $B.
+# -close_fd_mask=1: the cost pass prints to stdout for every input.
+(cd $B && ./bin/attn-fuzz corpus -max_total_time="$SECONDS_TO_RUN" -jobs="$JOBS" \
+  -workers="$JOBS" -close_fd_mask=1 -artifact_prefix=crashes/ -max_len=8192 \
+  -timeout=60 -rss_limit_mb=4096 -dict=../scripts/attn.dict > fuzz.log 2>&1) || true
+grep -h -E "^Done|SUMMARY" $B/fuzz-*.log 2>/dev/null
 echo "crashes: $(ls $B/crashes | wc -l) (in $B/crashes)"

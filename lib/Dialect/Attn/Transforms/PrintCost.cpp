@@ -121,13 +121,14 @@ AttentionShape shapeOf(MhaOp op) {
     std::tie(left, right) = std::pair<int64_t, int64_t>{(*w)[0], (*w)[1]};
   int64_t params = 0;
   double projFlops = 0;
-  int64_t tokensQ = x.getDimSize(0) * x.getDimSize(1);
-  int64_t tokensKv = kv.getDimSize(0) * kv.getDimSize(1);
+  double tokensQ = double(x.getDimSize(0)) * double(x.getDimSize(1));
+  double tokensKv = double(kv.getDimSize(0)) * double(kv.getDimSize(1));
   for (Value w : {op.getWq(), op.getWk(), op.getWv(), op.getWo()}) {
     auto t = cast<RankedTensorType>(w.getType());
     params += t.getNumElements();
-    int64_t tokens = (w == op.getWk() || w == op.getWv()) ? tokensKv : tokensQ;
-    projFlops += 2.0 * tokens * t.getDimSize(0) * t.getDimSize(1);
+    double tokens = (w == op.getWk() || w == op.getWv()) ? tokensKv : tokensQ;
+    projFlops +=
+        2.0 * tokens * double(t.getDimSize(0)) * double(t.getDimSize(1));
   }
   for (Value bias : {op.getBq(), op.getBk(), op.getBv(), op.getBo()})
     if (bias)
@@ -196,19 +197,21 @@ struct AttnPrintCostPass
     int count = 0;
     bool dynamic = false;
     getOperation()->walk([&](Operation *op) {
-      std::optional<AttentionShape> s;
-      if (auto sdpa = dyn_cast<SdpaOp>(op))
-        s = shapeOf(sdpa);
-      else if (auto mha = dyn_cast<MhaOp>(op))
-        s = shapeOf(mha);
-      else
+      if (!isa<SdpaOp, MhaOp>(op))
         return;
+      // Checked first: the shape arithmetic is meaningless (and overflows)
+      // on dynamic dimensions.
       if (!hasStaticShapes(op)) {
         op->emitOpError("has a dynamic shape; attn-print-cost needs static "
                         "shapes");
         dynamic = true;
         return;
       }
+      std::optional<AttentionShape> s;
+      if (auto sdpa = dyn_cast<SdpaOp>(op))
+        s = shapeOf(sdpa);
+      else
+        s = shapeOf(cast<MhaOp>(op));
       ++count;
       double kvPerToken = double(s->hkv) * (s->d + s->dv) * s->eltBytes;
       double kvBytes = kvPerToken * s->batch * s->tk;
