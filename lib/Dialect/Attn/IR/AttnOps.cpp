@@ -117,6 +117,21 @@ static LogicalResult verifyMask(Operation *op, RankedTensorType maskType,
 
 static std::optional<APFloat> optFloat(std::optional<APFloat> v) { return v; }
 
+std::pair<std::optional<int64_t>, std::optional<int64_t>>
+attn::getVisibleOffsetRange(CausalKind causal, int64_t left, int64_t right,
+                            int64_t tq, int64_t tk) {
+  std::optional<int64_t> lower, upper;
+  if (causal == CausalKind::top_left)
+    upper = 0;
+  else if (causal == CausalKind::bottom_right)
+    upper = tk - tq;
+  if (right >= 0)
+    upper = upper ? std::min(*upper, tk - tq + right) : tk - tq + right;
+  if (left >= 0)
+    lower = tk - tq - left;
+  return {lower, upper};
+}
+
 //===----------------------------------------------------------------------===//
 // SdpaOp
 //===----------------------------------------------------------------------===//

@@ -49,16 +49,9 @@ double visiblePairs(const AttentionShape &s) {
   }
   // hi(i) = min(tk - 1, i + up), lo(i) = max(0, i + low), with `up`/`low`
   // absent when unbounded.
-  std::optional<int64_t> up, low;
-  int64_t shift = s.tk - s.tq;
-  if (s.causal == CausalKind::top_left)
-    up = 0;
-  else if (s.causal == CausalKind::bottom_right)
-    up = shift;
-  if (s.right >= 0)
-    up = up ? std::min(*up, shift + s.right) : shift + s.right;
-  if (s.left >= 0)
-    low = shift - s.left;
+  std::optional<int64_t> low, up;
+  std::tie(low, up) =
+      getVisibleOffsetRange(s.causal, s.left, s.right, s.tq, s.tk);
   auto count = [&](int64_t i) -> int64_t {
     int64_t hi = up ? std::min(s.tk - 1, i + *up) : s.tk - 1;
     int64_t lo = low ? std::max<int64_t>(0, i + *low) : 0;

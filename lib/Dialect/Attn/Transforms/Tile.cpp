@@ -134,15 +134,9 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
 
     // Visible keys satisfy lower <= j - i <= upper (when set).
     auto [left, right] = op.getWindowBounds();
-    std::optional<int64_t> upper, lower;
-    if (op.getCausal() == CausalKind::top_left)
-      upper = 0;
-    else if (op.getCausal() == CausalKind::bottom_right)
-      upper = tk - tq;
-    if (right >= 0)
-      upper = upper ? std::min(*upper, tk - tq + right) : tk - tq + right;
-    if (left >= 0)
-      lower = tk - tq - left;
+    std::optional<int64_t> lower, upper; // captured by the loop builders
+    std::tie(lower, upper) =
+        getVisibleOffsetRange(op.getCausal(), left, right, tq, tk);
     bool bounded = upper || lower;
 
     SmallVector<Value> outs{

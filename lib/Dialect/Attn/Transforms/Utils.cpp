@@ -65,20 +65,14 @@ Value attn::buildVisibility(OpBuilder &b, Location loc, SdpaOp op, Value i,
     visible =
         visible ? arith::AndIOp::create(b, loc, visible, p).getResult() : p;
   };
-  // Upper bound on j - i: the causal diagonal and the right window extent.
-  std::optional<int64_t> upper;
-  if (op.getCausal() == CausalKind::top_left)
-    upper = 0;
-  else if (op.getCausal() == CausalKind::bottom_right)
-    upper = tk - tq;
-  if (right >= 0)
-    upper = upper ? std::min(*upper, tk - tq + right) : tk - tq + right;
+  auto [lower, upper] =
+      getVisibleOffsetRange(op.getCausal(), left, right, tq, tk);
   if (upper)
     conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, diff(),
                                cst(*upper)));
-  if (left >= 0)
+  if (lower)
     conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, diff(),
-                               cst(tk - tq - left)));
+                               cst(*lower)));
   return visible;
 }
 

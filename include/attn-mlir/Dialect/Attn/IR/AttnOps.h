@@ -21,4 +21,20 @@
 #define GET_OP_CLASSES
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h.inc"
 
+#include <optional>
+#include <utility>
+
+namespace mlir {
+namespace attn {
+/// The keys visible from query i are those with lower <= j - i <= upper,
+/// given the causal alignment and the window (left, right; -1 unbounded) of
+/// a Tq x Tk attention; a bound is absent when that side is unbounded. The
+/// one place that turns the masking attributes into index arithmetic: the
+/// lowerings, the element predicate and the cost model all use it.
+std::pair<std::optional<int64_t>, std::optional<int64_t>>
+getVisibleOffsetRange(CausalKind causal, int64_t left, int64_t right,
+                      int64_t tq, int64_t tk);
+} // namespace attn
+} // namespace mlir
+
 #endif // ATTN_MLIR_DIALECT_ATTN_IR_ATTNOPS_H
