@@ -13,59 +13,23 @@ Usage: python3 benchmarks/bench_cpu.py [--build build] [--quick] [--out FILE.md]
 """
 import argparse
 import os
-import re
-import subprocess
 import sys
 import tempfile
-import time
 
 try:
     import numpy as np
 except ImportError:
     sys.exit("bench_cpu.py needs numpy: pip install numpy")
 
-
-def graph(h, t, d, causal):
-    ty = f"tensor<1x{h}x{t}x{d}xf32>"
-    attr = " {causal = #attn.causal<top_left>}" if causal else ""
-    return (f"func.func @sdpa(%q: {ty}, %k: {ty}, %v: {ty}) -> {ty} {{\n"
-            f"  %o = attn.sdpa %q, %k, %v{attr} : {ty}, {ty}, {ty} -> {ty}\n"
-            f"  return %o : {ty}\n}}\n")
+# The graph builder, the timing and the numpy baseline are the Python
+# package's (attn_mlir.bench), used from this checkout.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from attn_mlir.bench import graph, median_time, numpy_sdpa  # noqa: E402
+from attn_mlir.bench import run_artifact as _run_artifact  # noqa: E402
 
 
 def run_artifact(build, tmp, name, src, flags, iters):
-    mlir = os.path.join(tmp, name + ".mlir")
-    so = os.path.join(tmp, name + ".so")
-    with open(mlir, "w") as f:
-        f.write(src)
-    subprocess.run([os.path.join(build, "bin", "attn-compile"), mlir, "-o", so] + flags,
-                   check=True)
-    out = subprocess.run([os.path.join(build, "bin", "attn-run"), so, "--bench", str(iters)],
-                         check=True, capture_output=True, text=True).stdout
-    ms = float(re.search(r"median ([0-9.]+) ms", out).group(1))
-    above = float(re.search(r"\(([0-9.]+) MiB beyond", out).group(1))
-    return ms, above
-
-
-def numpy_sdpa(q, k, v, causal):
-    s = (q @ np.swapaxes(k, -1, -2)) * (1.0 / np.sqrt(q.shape[-1]))
-    if causal:
-        t = s.shape[-1]
-        s = np.where(np.tril(np.ones((t, t), dtype=bool)), s, -np.inf)
-    s = s - s.max(axis=-1, keepdims=True)
-    p = np.exp(s)
-    p /= p.sum(axis=-1, keepdims=True)
-    return p @ v
-
-
-def median_time(fn, iters):
-    fn()
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
+    return _run_artifact(os.path.join(build, "bin"), tmp, name, src, flags, iters)
 
 
 def main():

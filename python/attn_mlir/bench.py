@@ -13,7 +13,8 @@ import numpy as np
 from ._tools import tools
 
 
-def _graph(h, t, d, causal):
+def graph(h, t, d, causal):
+    """An f32 attn.sdpa graph of shape [1, h, t, d]."""
     ty = f"tensor<1x{h}x{t}x{d}xf32>"
     attr = " {causal = #attn.causal<top_left>}" if causal else ""
     return (f"func.func @sdpa(%q: {ty}, %k: {ty}, %v: {ty}) -> {ty} {{\n"
@@ -21,23 +22,39 @@ def _graph(h, t, d, causal):
             f"  return %o : {ty}\n}}\n")
 
 
-def _run(tmp, src, flags, iters):
-    b = tools()
-    mlir, so = os.path.join(tmp, "g.mlir"), os.path.join(tmp, "g.so")
+def run_artifact(bindir, tmp, name, src, flags, iters):
+    """Compiles `src` with attn-compile `flags` and times it with attn-run:
+    (median ms, MiB of peak memory beyond the inputs and outputs)."""
+    mlir, so = os.path.join(tmp, name + ".mlir"), os.path.join(tmp, name + ".so")
     with open(mlir, "w") as f:
         f.write(src)
-    subprocess.run([os.path.join(b, "attn-compile"), mlir, "-o", so, *flags], check=True)
-    out = subprocess.run([os.path.join(b, "attn-run"), so, "--bench", str(iters)],
+    subprocess.run([os.path.join(bindir, "attn-compile"), mlir, "-o", so, *flags], check=True)
+    out = subprocess.run([os.path.join(bindir, "attn-run"), so, "--bench", str(iters)],
                          check=True, capture_output=True, text=True).stdout
     return (float(re.search(r"median ([0-9.]+) ms", out).group(1)),
             float(re.search(r"\(([0-9.]+) MiB beyond", out).group(1)))
 
 
-def _numpy_sdpa(q, k, v):
-    s = (q @ np.swapaxes(k, -1, -2)) / np.sqrt(q.shape[-1])
+def numpy_sdpa(q, k, v, causal=False):
+    """The BLAS-backed numpy baseline: softmax(Q Kᵀ · scale) V."""
+    s = (q @ np.swapaxes(k, -1, -2)) * (1.0 / np.sqrt(q.shape[-1]))
+    if causal:
+        t = s.shape[-1]
+        s = np.where(np.tril(np.ones((t, t), dtype=bool)), s, -np.inf)
     s -= s.max(-1, keepdims=True)
     p = np.exp(s)
     return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def median_time(fn, iters):
+    """Median wall time of `iters` calls after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
 
 
 def main(argv=None):
@@ -53,14 +70,12 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         for t in seqs:
             flops = 4.0 * h * t * t * d
-            tiled_ms, tiled_mem = _run(tmp, _graph(h, t, d, False), [], 5)
-            ref_ms, ref_mem = _run(tmp, _graph(h, t, d, False), ["--reference"], 1)
+            src = graph(h, t, d, False)
+            tiled_ms, tiled_mem = run_artifact(tools(), tmp, "tiled", src, [], 5)
+            ref_ms, ref_mem = run_artifact(tools(), tmp, "ref", src, ["--reference"], 1)
             q, k, v = (np.random.default_rng(i).standard_normal((1, h, t, d), dtype=np.float32)
                        for i in range(3))
-            _numpy_sdpa(q, k, v)
-            t0 = time.perf_counter()
-            _numpy_sdpa(q, k, v)
-            np_s = time.perf_counter() - t0
+            np_s = median_time(lambda: numpy_sdpa(q, k, v), 1)
             rows.append((t, flops / tiled_ms / 1e6, flops / ref_ms / 1e6, flops / np_s / 1e9,
                          tiled_mem, ref_mem))
             print(f"T={t}: tiled {rows[-1][1]:.1f}, materialized {rows[-1][2]:.1f}, "
