@@ -198,11 +198,18 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
     // Sᵀ = K_blk · Qᵀ, so that both matmuls stream contiguous rows and the
     // row statistics (max, sum over keys) become element-wise updates of
     // vectors over the query rows.
-    Value qT = linalg::TransposeOp::create(
-                   rewriter, loc, qTile,
-                   bld.empty({rewriter.getIndexAttr(d), qs}, elt),
-                   ArrayRef<int64_t>{1, 0})
-                   .getResult()[0];
+    // The scale is folded into Qᵀ, in f32 (one multiply per element of Q
+    // instead of one per score); loops (d, i).
+    double scale = op.getEffectiveScale();
+    Value qT = bld.generic(
+        bld.empty({rewriter.getIndexAttr(d), qs}, f32), ValueRange{qTile},
+        {bld.map(2, {1, 0}), bld.map(2, {0, 1})}, {kPar, kPar},
+        [&](OpBuilder &bb, Location bl, ValueRange a) {
+          Value x = castFloat(bb, bl, a[0], f32);
+          Value c =
+              arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(scale));
+          return arith::MulFOp::create(bb, bl, x, c).getResult();
+        });
 
     Value m0 = bld.filled({qs}, kNegInf);
     Value l0 = bld.filled({qs}, 0.0);
@@ -269,7 +276,11 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
                                                       strides);
             maskMap = AffineMap::get(2, 0, exprs, in.ctx);
           }
+          // Without softcap, mask or predicate the scores are final.
+          bool elementwise = maskTile || op.getSoftcap();
           auto modify = [&](OpBuilder &mb, Location ml, bool predicate) {
+            if (!predicate && !elementwise)
+              return s;
             Builder mbld{mb, ml, mb.getContext()};
             SmallVector<Value> ins{s};
             SmallVector<AffineMap> maps{mbld.map(2, {0, 1})};
@@ -289,8 +300,9 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
                         bb, bl, kb, linalg::IndexOp::create(bb, bl, 0));
                     visible = buildVisibility(bb, bl, op, i, j);
                   }
-                  return applyScoreModifiers(
-                      bb, bl, op, a[0], maskTile ? a[1] : Value(), visible);
+                  return applyScoreModifiers(bb, bl, op, a[0],
+                                             maskTile ? a[1] : Value(), visible,
+                                             /*scale=*/false);
                 });
           };
           Value scores;

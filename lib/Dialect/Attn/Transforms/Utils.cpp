@@ -91,12 +91,13 @@ AffineMap attn::getMaskMap(MLIRContext *ctx, RankedTensorType maskType,
 }
 
 Value attn::applyScoreModifiers(OpBuilder &b, Location loc, SdpaOp op, Value s,
-                                Value maskVal, Value visible) {
+                                Value maskVal, Value visible, bool scale) {
   Type f32 = b.getF32Type();
   auto cstF = [&](double v) {
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, v));
   };
-  s = arith::MulFOp::create(b, loc, s, cstF(op.getEffectiveScale()));
+  if (scale)
+    s = arith::MulFOp::create(b, loc, s, cstF(op.getEffectiveScale()));
   if (auto cap = op.getSoftcap()) {
     double c = cap->convertToDouble();
     Value t = math::TanhOp::create(

@@ -51,11 +51,12 @@ Value buildVisibility(OpBuilder &b, Location loc, SdpaOp op, Value i, Value j);
 AffineMap getMaskMap(MLIRContext *ctx, RankedTensorType maskType,
                      unsigned numLoops, ArrayRef<unsigned> dims);
 
-/// Applies scale, softcap, the mask value and the visibility predicate to an
-/// f32 score. `maskVal` is null without a mask; `visible` is null when every
-/// key is visible.
+/// Applies scale (unless `scale` is false: the caller folded it into Q),
+/// softcap, the mask value and the visibility predicate to an f32 score.
+/// `maskVal` is null without a mask; `visible` is null when every key is
+/// visible.
 Value applyScoreModifiers(OpBuilder &b, Location loc, SdpaOp op, Value s,
-                          Value maskVal, Value visible);
+                          Value maskVal, Value visible, bool scale = true);
 
 } // namespace attn
 } // namespace mlir
