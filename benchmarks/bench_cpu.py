@@ -6,7 +6,8 @@ For f32, B=1, H=8, D in (64, 128), T in (1024, 2048, 4096), causal or not:
     lowering (attn-compile --reference), both timed by `attn-run --bench`;
   - a BLAS-backed numpy implementation, softmax(Q Kᵀ · scale) V;
   - the machine's sgemm rate measured by numpy (2048³) in the same run.
-Then peak memory of the tiled kernel as T grows (B=1, H=1, D=128).
+Then peak memory of the tiled kernel as T grows (B=1, H=1, D=128), and the
+time attn-compile took for each tiled graph.
 
 FLOPs follow attn-print-cost: 4·B·H·T²·D, halved for causal masks.
 Usage: python3 benchmarks/bench_cpu.py [--build build] [--quick] [--out FILE.md]
@@ -49,14 +50,16 @@ def main():
     h = 8
     ts = (1024, 2048) if args.quick else (1024, 2048, 4096)
     rng = np.random.default_rng(0)
+    compile_times = []
     with tempfile.TemporaryDirectory() as tmp:
         for d in (64, 128):
             for t in ts:
                 for causal in (False, True):
                     flops = 4.0 * h * t * t * d * (0.5 if causal else 1.0)
                     src = graph(h, t, d, causal)
-                    tiled_ms, _ = run_artifact(args.build, tmp, "tiled", src, [], 5 if args.quick else 10)
-                    ref_ms, _ = run_artifact(args.build, tmp, "ref", src, ["--reference"], 1)
+                    tiled_ms, _, compile_s = run_artifact(args.build, tmp, "tiled", src, [], 5 if args.quick else 10)
+                    compile_times.append(compile_s)
+                    ref_ms, _, _ = run_artifact(args.build, tmp, "ref", src, ["--reference"], 1)
                     q, k, v = (rng.standard_normal((1, h, t, d), dtype=np.float32) for _ in range(3))
                     np_s = median_time(lambda: numpy_sdpa(q, k, v, causal), 3)
                     gf = flops / (tiled_ms / 1e3) / 1e9
@@ -68,7 +71,7 @@ def main():
         lines += ["", "| T (B=1, H=1, D=128) | tiled: peak memory beyond inputs and outputs "
                   "| materialized: measured | score matrix alone |", "|---|---|---|---|"]
         for t in ((4096, 8192) if args.quick else (4096, 8192, 16384, 32768)):
-            _, above = run_artifact(args.build, tmp, "mem", graph(1, t, 128, False), [], 1)
+            _, above, _ = run_artifact(args.build, tmp, "mem", graph(1, t, 128, False), [], 1)
             ref = "—"
             if t <= 8192:  # the materialized run takes minutes beyond that
                 ref = "%.1f MiB" % run_artifact(args.build, tmp, "memref", graph(1, t, 128, False),
@@ -76,6 +79,9 @@ def main():
             row = f"| {t} | {above:.1f} MiB | {ref} | {t * t * 4 / 2**20:.0f} MiB |"
             lines.append(row)
             print(row, flush=True)
+    lines += ["", f"attn-compile, tiled graphs: {min(compile_times):.2f}-"
+              f"{max(compile_times):.2f} s per graph"]
+    print(lines[-1], flush=True)
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")

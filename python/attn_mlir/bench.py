@@ -24,15 +24,18 @@ def graph(h, t, d, causal):
 
 def run_artifact(bindir, tmp, name, src, flags, iters):
     """Compiles `src` with attn-compile `flags` and times it with attn-run:
-    (median ms, MiB of peak memory beyond the inputs and outputs)."""
+    (median ms, MiB of peak memory beyond the inputs and outputs, seconds
+    that attn-compile took)."""
     mlir, so = os.path.join(tmp, name + ".mlir"), os.path.join(tmp, name + ".so")
     with open(mlir, "w") as f:
         f.write(src)
+    t0 = time.perf_counter()
     subprocess.run([os.path.join(bindir, "attn-compile"), mlir, "-o", so, *flags], check=True)
+    compile_s = time.perf_counter() - t0
     out = subprocess.run([os.path.join(bindir, "attn-run"), so, "--bench", str(iters)],
                          check=True, capture_output=True, text=True).stdout
     return (float(re.search(r"median ([0-9.]+) ms", out).group(1)),
-            float(re.search(r"\(([0-9.]+) MiB beyond", out).group(1)))
+            float(re.search(r"\(([0-9.]+) MiB beyond", out).group(1)), compile_s)
 
 
 def numpy_sdpa(q, k, v, causal=False):
@@ -71,8 +74,8 @@ def main(argv=None):
         for t in seqs:
             flops = 4.0 * h * t * t * d
             src = graph(h, t, d, False)
-            tiled_ms, tiled_mem = run_artifact(tools(), tmp, "tiled", src, [], 5)
-            ref_ms, ref_mem = run_artifact(tools(), tmp, "ref", src, ["--reference"], 1)
+            tiled_ms, tiled_mem, _ = run_artifact(tools(), tmp, "tiled", src, [], 5)
+            ref_ms, ref_mem, _ = run_artifact(tools(), tmp, "ref", src, ["--reference"], 1)
             q, k, v = (np.random.default_rng(i).standard_normal((1, h, t, d), dtype=np.float32)
                        for i in range(3))
             np_s = median_time(lambda: numpy_sdpa(q, k, v), 1)

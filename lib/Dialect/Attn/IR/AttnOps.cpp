@@ -115,8 +115,6 @@ static LogicalResult verifyMask(Operation *op, RankedTensorType maskType,
   return success();
 }
 
-static std::optional<APFloat> optFloat(std::optional<APFloat> v) { return v; }
-
 std::pair<std::optional<int64_t>, std::optional<int64_t>>
 attn::getVisibleOffsetRange(CausalKind causal, int64_t left, int64_t right,
                             int64_t tq, int64_t tk) {
@@ -221,8 +219,7 @@ LogicalResult SdpaOp::verify() {
     if (failed(verifyMask(*this, cast<RankedTensorType>(mask.getType()), elt,
                           {q[0], q[1], q[2], k[2]}, "[B, Hq, Tq, Tk] =")))
       return failure();
-  return verifyAttentionAttrs(*this, optFloat(getScale()),
-                              optFloat(getSoftcap()), getWindow());
+  return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
 }
 
 LogicalResult SdpaOp::canonicalize(SdpaOp op, PatternRewriter &rewriter) {
@@ -380,8 +377,7 @@ LogicalResult MhaOp::verify() {
             {xT.getDimSize(0), hq, xT.getDimSize(1), kvT.getDimSize(1)},
             "[B, Hq, T, S] =")))
       return failure();
-  return verifyAttentionAttrs(*this, optFloat(getScale()),
-                              optFloat(getSoftcap()), getWindow());
+  return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
 }
 
 //===----------------------------------------------------------------------===//

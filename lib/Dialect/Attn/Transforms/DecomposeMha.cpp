@@ -30,10 +30,6 @@ using namespace mlir::attn;
 
 namespace {
 
-void yieldValue(OpBuilder &b, Location loc, Value v) {
-  linalg::YieldOp::create(b, loc, ValueRange{v});
-}
-
 /// `src2d [N, K] @ w [K, C] (+ bias [C])` with f32 accumulation, result in
 /// the element type of `src2d`.
 Value buildProjection(OpBuilder &b, Location loc, Value src2d, Value w,

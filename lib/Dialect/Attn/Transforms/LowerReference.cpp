@@ -32,10 +32,6 @@ using namespace mlir::attn;
 
 namespace {
 
-void yieldValue(OpBuilder &b, Location loc, Value v) {
-  linalg::YieldOp::create(b, loc, ValueRange{v});
-}
-
 using utils::IteratorType;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
@@ -98,13 +94,10 @@ Value expMinusMax(OpBuilder &b, Location loc, Value x, Value m) {
              {id, projMap(ctx, n, rowDims), id},
              SmallVector<IteratorType>(n, IteratorType::parallel),
              [&](OpBuilder &nb, Location nl, ValueRange a) {
-               Value isNegInf =
-                   arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
-                                         a[1], cstF32(nb, nl, kNegInf));
-               Value safe = arith::SelectOp::create(nb, nl, isNegInf,
-                                                    cstF32(nb, nl, 0.0), a[1]);
                Value e = math::ExpOp::create(
-                   nb, nl, arith::SubFOp::create(nb, nl, a[0], safe));
+                   nb, nl,
+                   arith::SubFOp::create(nb, nl, a[0],
+                                         safeRowMax(nb, nl, a[1])));
                yieldValue(nb, nl, e);
              })
       .getResult(0);
@@ -126,12 +119,7 @@ Value normalize(OpBuilder &b, Location loc, Value x, Value l, Type elt) {
              {id, projMap(ctx, n, rowDims), id},
              SmallVector<IteratorType>(n, IteratorType::parallel),
              [&](OpBuilder &nb, Location nl, ValueRange a) {
-               Value zero = cstF32(nb, nl, 0.0);
-               Value empty = arith::CmpFOp::create(
-                   nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
-               Value q = arith::DivFOp::create(nb, nl, a[0], a[1]);
-               Value r = arith::SelectOp::create(nb, nl, empty, zero, q);
-               yieldValue(nb, nl, castFloat(nb, nl, r, elt));
+               yieldValue(nb, nl, normalizeRow(nb, nl, a[0], a[1], elt));
              })
       .getResult(0);
 }
@@ -240,13 +228,7 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
               {id3, id3, id3},
               SmallVector<IteratorType>(3, IteratorType::parallel),
               [&](OpBuilder &b, Location l, ValueRange a) {
-                Value empty = arith::CmpFOp::create(
-                    b, l, arith::CmpFPredicate::OEQ, a[1], cstF32(b, l, 0.0));
-                Value lse = arith::AddFOp::create(
-                    b, l, a[0], math::LogOp::create(b, l, a[1]));
-                yieldValue(b, l,
-                           arith::SelectOp::create(b, l, empty,
-                                                   cstF32(b, l, kNegInf), lse));
+                yieldValue(b, l, rowLogSumExp(b, l, a[0], a[1]));
               })
               .getResult(0));
     }

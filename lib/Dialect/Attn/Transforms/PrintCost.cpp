@@ -188,6 +188,7 @@ struct AttnPrintCostPass
     double totParams = 0, totWeightBytes = 0, totKvPerToken = 0, totKvBytes = 0,
            totKvMha = 0, totFlops = 0, maxScores = 0, maxTile = 0;
     int count = 0;
+    double eltBytesModel = 2;
     bool dynamic = false;
     getOperation()->walk([&](Operation *op) {
       if (!isa<SdpaOp, MhaOp>(op))
@@ -205,7 +206,10 @@ struct AttnPrintCostPass
         s = shapeOf(sdpa);
       else
         s = shapeOf(cast<MhaOp>(op));
-      ++count;
+      // Extra parameters take the element size of the first attention op's
+      // weights, as a model is stored in one precision.
+      if (count++ == 0)
+        eltBytesModel = s->eltBytes;
       double kvPerToken = double(s->hkv) * (s->d + s->dv) * s->eltBytes;
       double kvBytes = kvPerToken * s->batch * s->tk;
       double kvMha =
@@ -253,18 +257,6 @@ struct AttnPrintCostPass
       return;
     }
     double L = static_cast<double>(layers);
-    // Extra parameters take the element size of the attention weights (the
-    // first op's), as a model is stored in one precision.
-    double eltBytesModel = 2;
-    getOperation()->walk([&](Operation *op) {
-      if (auto sdpa = dyn_cast<SdpaOp>(op))
-        eltBytesModel = shapeOf(sdpa).eltBytes;
-      else if (auto mha = dyn_cast<MhaOp>(op))
-        eltBytesModel = shapeOf(mha).eltBytes;
-      else
-        return WalkResult::advance();
-      return WalkResult::interrupt();
-    });
     double params = totParams * L + extraParams;
     double weightBytes = totWeightBytes * L + extraParams * eltBytesModel;
     double kvPerToken = totKvPerToken * L;

@@ -98,16 +98,6 @@ struct Builder {
                })
         .getResult(0);
   }
-  /// (m == -inf) ? 0 : m: the row maximum used for exponentiating, so that a
-  /// fully masked row gives exp(-inf) = 0 instead of exp(-inf + inf) = NaN.
-  static Value safeMax(OpBuilder &nb, Location nl, Value m) {
-    Value negInf =
-        arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(kNegInf));
-    Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
-    Value isNegInf =
-        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, m, negInf);
-    return arith::SelectOp::create(nb, nl, isNegInf, zero, m);
-  }
 };
 
 struct TileSdpa : OpRewritePattern<SdpaOp> {
@@ -362,7 +352,7 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
               {in.map(1, {0}), in.map(1, {0}), in.map(1, {0})}, {kPar},
               [](OpBuilder &bb, Location bl, ValueRange a) {
                 Value mNew = arith::MaximumFOp::create(bb, bl, a[0], a[1]);
-                Value safe = Builder::safeMax(bb, bl, mNew);
+                Value safe = safeRowMax(bb, bl, mNew);
                 return math::ExpOp::create(
                            bb, bl, arith::SubFOp::create(bb, bl, a[0], safe))
                     .getResult();
@@ -379,7 +369,7 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
               in.empty({ks, qs}, f32), ValueRange{scores, mNew},
               {in.map(2, {0, 1}), in.map(2, {1}), in.map(2, {0, 1})},
               {kPar, kPar}, [](OpBuilder &bb, Location bl, ValueRange a) {
-                Value safe = Builder::safeMax(bb, bl, a[1]);
+                Value safe = safeRowMax(bb, bl, a[1]);
                 return math::ExpOp::create(
                            bb, bl, arith::SubFOp::create(bb, bl, a[0], safe))
                     .getResult();
@@ -422,30 +412,16 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
         bld.empty({qs, dvA}, elt), ValueRange{accFin, lFin},
         {bld.map(2, {0, 1}), bld.map(2, {0}), bld.map(2, {0, 1})}, {kPar, kPar},
         [&](OpBuilder &bb, Location bl, ValueRange a) {
-          Value zero = arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(0));
-          Value empty = arith::CmpFOp::create(bb, bl, arith::CmpFPredicate::OEQ,
-                                              a[1], zero);
-          Value q = arith::DivFOp::create(bb, bl, a[0], a[1]);
-          return castFloat(
-              bb, bl, arith::SelectOp::create(bb, bl, empty, zero, q), elt);
+          return normalizeRow(bb, bl, a[0], a[1], elt);
         });
     Value lseTile;
     if (op.getLse())
-      lseTile = bld.generic(
-          bld.empty({qs}, f32), ValueRange{mFin, lFin},
-          {bld.map(1, {0}), bld.map(1, {0}), bld.map(1, {0})}, {kPar},
-          [](OpBuilder &bb, Location bl, ValueRange a) {
-            Value zero =
-                arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(0));
-            Value negInf =
-                arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(kNegInf));
-            Value empty = arith::CmpFOp::create(
-                bb, bl, arith::CmpFPredicate::OEQ, a[1], zero);
-            Value lse = arith::AddFOp::create(
-                bb, bl, a[0], math::LogOp::create(bb, bl, a[1]));
-            return arith::SelectOp::create(bb, bl, empty, negInf, lse)
-                .getResult();
-          });
+      lseTile =
+          bld.generic(bld.empty({qs}, f32), ValueRange{mFin, lFin},
+                      {bld.map(1, {0}), bld.map(1, {0}), bld.map(1, {0})},
+                      {kPar}, [](OpBuilder &bb, Location bl, ValueRange a) {
+                        return rowLogSumExp(bb, bl, a[0], a[1]);
+                      });
 
     rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
     ValueRange shared = forall.getRegionIterArgs();

@@ -33,6 +33,40 @@ Value attn::createFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
       .getResult(0);
 }
 
+void attn::yieldValue(OpBuilder &b, Location loc, Value v) {
+  linalg::YieldOp::create(b, loc, ValueRange{v});
+}
+
+static Value cstF32(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value attn::safeRowMax(OpBuilder &b, Location loc, Value m) {
+  Value isNegInf = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OEQ, m,
+      cstF32(b, loc, -std::numeric_limits<double>::infinity()));
+  return arith::SelectOp::create(b, loc, isNegInf, cstF32(b, loc, 0.0), m);
+}
+
+Value attn::normalizeRow(OpBuilder &b, Location loc, Value x, Value l,
+                         Type elt) {
+  Value zero = cstF32(b, loc, 0.0);
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
+  Value q = arith::DivFOp::create(b, loc, x, l);
+  return castFloat(b, loc, arith::SelectOp::create(b, loc, empty, zero, q),
+                   elt);
+}
+
+Value attn::rowLogSumExp(OpBuilder &b, Location loc, Value m, Value l) {
+  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l,
+                                      cstF32(b, loc, 0.0));
+  Value lse = arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, l));
+  return arith::SelectOp::create(
+      b, loc, empty, cstF32(b, loc, -std::numeric_limits<double>::infinity()),
+      lse);
+}
+
 bool attn::hasStaticShapes(Operation *op) {
   auto isStatic = [](Type t) {
     auto s = dyn_cast<ShapedType>(t);

@@ -51,6 +51,20 @@ Value buildVisibility(OpBuilder &b, Location loc, SdpaOp op, Value i, Value j);
 AffineMap getMaskMap(MLIRContext *ctx, RankedTensorType maskType,
                      unsigned numLoops, ArrayRef<unsigned> dims);
 
+/// `linalg.yield v`.
+void yieldValue(OpBuilder &b, Location loc, Value v);
+
+/// The row maximum used for exponentiating: (m == -inf) ? 0 : m, so that a
+/// fully masked row gives exp(-inf) = 0 instead of exp(-inf + inf) = NaN.
+Value safeRowMax(OpBuilder &b, Location loc, Value m);
+
+/// The normalized output (l == 0) ? 0 : x / l, cast to `elt`: a fully masked
+/// row (l == 0) gives exactly 0.
+Value normalizeRow(OpBuilder &b, Location loc, Value x, Value l, Type elt);
+
+/// The log-sum-exp m + log(l), -inf for a fully masked row (l == 0).
+Value rowLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
+
 /// Applies scale (unless `scale` is false: the caller folded it into Q),
 /// softcap, the mask value and the visibility predicate to an f32 score.
 /// `maskVal` is null without a mask; `visible` is null when every key is
