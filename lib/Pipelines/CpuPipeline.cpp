@@ -62,4 +62,10 @@ void attn::registerPipelines() {
       "(online softmax), bufferize with caller-allocated outputs, OpenMP "
       "over (batch, head, q-block), LLVM",
       buildCpuPipeline);
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "attn-gpu-pipeline",
+      "Lower single-attn.sdpa functions to fused CUDA kernels: the tensor-core "
+      "FlashAttention kernel (attn-gpu-flash), outlining, NVVM, and PTX or "
+      "cubin in a gpu.binary",
+      buildGpuPipeline);
 }

@@ -40,7 +40,45 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 /// loops, OpenMP, math approximations and everything to LLVM.
 void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options);
 
-/// Registers `attn-cpu-pipeline` with attn-opt.
+/// Options of the CUDA pipeline (`attn-opt --attn-gpu-pipeline="..."`).
+struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("Target chip (sm_80, sm_86, sm_89, sm_90)"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features (the PTX ISA version: +ptx80 is the "
+                     "oldest that knows sm_90)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<int64_t> warps{
+      *this, "warps", llvm::cl::desc("Warps per thread block"),
+      llvm::cl::init(4)};
+  PassOptions::Option<int64_t> rowTiles{
+      *this, "row-tiles",
+      llvm::cl::desc("16-row m-tiles per warp (1 or 2)"), llvm::cl::init(1)};
+  PassOptions::Option<int64_t> kvBlock{
+      *this, "kv-block",
+      llvm::cl::desc("Key/value rows per shared-memory tile"),
+      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> stages{
+      *this, "stages",
+      llvm::cl::desc("K/V shared-memory buffers (1 or 2)"), llvm::cl::init(2)};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Kernel format in the gpu.binary: isa (PTX), bin "
+                     "(cubin, needs ptxas), fatbin, llvm (NVVM IR), none "
+                     "(stop before gpu-module-to-binary)"),
+      llvm::cl::init("isa")};
+};
+
+/// attn ops on tensors -> one fused kernel per single-attn.sdpa function:
+/// attn-gpu-flash (gpu.launch of the tensor-core kernel), kernel outlining,
+/// NVVM target, nvgpu/gpu to NVVM, and gpu-module-to-binary. The host
+/// functions keep their gpu.launch_func: the artifact's runtime launches the
+/// kernels through the CUDA driver from the launch description.
+void buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options);
+
+/// Registers `attn-cpu-pipeline` and `attn-gpu-pipeline` with attn-opt.
 void registerPipelines();
 
 } // namespace attn

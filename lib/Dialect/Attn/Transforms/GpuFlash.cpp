@@ -1,0 +1,814 @@
+//===- GpuFlash.cpp - attn.sdpa -> one fused tensor-core kernel -*- C++ -*-===//
+//
+// Rewrites every public function whose body is one attn.sdpa on its
+// arguments into a function on memrefs (results become out-params, the same
+// `void f(in..., out...)` ABI as the CPU target) whose body is a `gpu.launch`
+// of the FlashAttention-2 forward kernel:
+//
+//   grid  (ceil(Tq / BM), Hq, B), block 32·W threads, BM = 16·MT·W rows
+//   Q tile -> shared memory (cp.async), once
+//   for kb over the visible key blocks:            // causal/window skipping
+//     K, V tiles -> shared memory (cp.async, `stages` buffers)
+//     S = Q·Kᵀ          ldmatrix + mma.sync m16n8k16, f32 accumulators
+//     S = scale, softcap, mask; the element predicate only on boundary blocks
+//     row max over the quad (gpu.shuffle xor 1, 2); online rescale
+//     P = exp2(S - m)   kept in registers: the accumulator layout of two
+//                       n8 tiles is the A-operand layout of the next mma
+//     O += P·V          ldmatrix.trans of V + mma.sync
+//   O /= l (0 for fully masked rows), LSE = m·ln2 + ln l (-inf)
+//
+// Each warp owns MT·16 query rows; thread (g = lane/4, t = lane%4) holds rows
+// g and g+8 of each m-tile and columns 2t, 2t+1 of each n8 tile. The whole
+// tile computation is unrolled at compile time so every fragment is an SSA
+// value (registers, never local memory). Scores never leave registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_ATTNGPUFLASHPASS
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+int64_t alignTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/// The static configuration of one kernel.
+struct Config {
+  int64_t warps, mTiles, kvBlock, stages;
+  // Problem.
+  int64_t batch, hq, hkv, tq, tk, d, dv;
+  Type elt;
+  // Derived.
+  int64_t bm, dp, dvp, qStride, kStride, vStride;
+  int64_t qBytes, kBytes, vBytes;
+  int64_t threads() const { return 32 * warps; }
+  int64_t smemBytes() const { return qBytes + kBytes + vBytes; }
+};
+
+/// Index/float helpers over an ImplicitLocOpBuilder.
+struct KB {
+  ImplicitLocOpBuilder &b;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f(double v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, c(y)) : x; }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value mul(Value x, int64_t y) { return arith::MulIOp::create(b, x, c(y)); }
+  Value div(Value x, int64_t y) { return arith::DivUIOp::create(b, x, c(y)); }
+  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, x, c(y)); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+  Value lt(Value x, Value y) { return cmp(arith::CmpIPredicate::slt, x, y); }
+  Value lt(Value x, int64_t y) { return lt(x, c(y)); }
+  Value andI(Value x, Value y) {
+    if (!x)
+      return y;
+    if (!y)
+      return x;
+    return arith::AndIOp::create(b, x, y);
+  }
+  Value sel(Value p, Value x, Value y) {
+    return arith::SelectOp::create(b, p, x, y);
+  }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
+  Value exp2(Value x) { return math::Exp2Op::create(b, x); }
+  Value extract(Value v, ArrayRef<int64_t> pos) {
+    return vector::ExtractOp::create(b, v, pos);
+  }
+  Value vec(VectorType t, ArrayRef<Value> elems) {
+    return vector::FromElementsOp::create(b, t, elems);
+  }
+  /// Rows [first, first + 2) of a vector<4x2xT> as a vector<2x2xT> (the
+  /// two B fragments of an ldmatrix x4; n-D slices do not lower to NVVM).
+  Value rows(Value v, int64_t first, VectorType t) {
+    return vec(t, {extract(v, {first, 0}), extract(v, {first, 1}),
+                   extract(v, {first + 1, 0}), extract(v, {first + 1, 1})});
+  }
+  /// Reduction over the 4 threads of a quad (they share a row).
+  Value quadReduce(Value v, bool isMax) {
+    for (int64_t off : {1, 2}) {
+      Value o = arith::ConstantOp::create(b, b.getI32IntegerAttr(off));
+      Value w = arith::ConstantOp::create(b, b.getI32IntegerAttr(32));
+      Value other =
+          gpu::ShuffleOp::create(b, v, o, w, gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      v = isMax ? fmax(v, other) : fadd(v, other);
+    }
+    return v;
+  }
+};
+
+/// Everything the kernel body needs.
+struct Kernel {
+  ImplicitLocOpBuilder &b;
+  KB k;
+  SdpaOp op;
+  const Config &cfg;
+  Value q, key, val, mask, out, lse;
+  Value qs, ks, vs; // shared-memory views
+  Value tid, lane, warp, g, t, bIdx, h, hk, q0;
+  VectorType accT, aT, bT, bx4T;
+
+  /// Copies rows [row0, row0 + rows) of `src[b, head]` (length T, width
+  /// `width`, padded to `padded`) into `dst[prefix..., r, c]`, zero-filling
+  /// rows past T and columns past width. 16-byte cp.async when the rows are
+  /// 16-byte aligned, element copies otherwise.
+  void copyTile(Value src, Value head, Value row0, int64_t rows, int64_t T,
+                int64_t width, int64_t padded, Value dst,
+                ArrayRef<Value> prefix) {
+    int64_t threads = cfg.threads();
+    if (width % 8 == 0) {
+      int64_t perRow = padded / 8, chunks = rows * perRow;
+      for (int64_t i = 0; i * threads < chunks; ++i) {
+        auto emit = [&]() {
+          Value idx = k.add(tid, i * threads);
+          Value r = k.div(idx, perRow);
+          Value col = k.mul(k.rem(idx, perRow), 8);
+          Value gr = k.add(row0, r);
+          Value valid = k.andI(k.lt(gr, T), k.lt(col, width));
+          Value grc = k.min(gr, k.c(T - 1));
+          Value colc = k.sel(valid, col, k.c(0));
+          Value n = k.sel(valid, k.c(8), k.c(0));
+          SmallVector<Value> di(prefix.begin(), prefix.end());
+          di.append({r, col});
+          nvgpu::DeviceAsyncCopyOp::create(
+              b, dst, di, src, ValueRange{bIdx, head, grc, colc},
+              b.getIndexAttr(8), n, /*bypassL1=*/UnitAttr());
+        };
+        if ((i + 1) * threads <= chunks) {
+          emit();
+        } else {
+          auto guard =
+              scf::IfOp::create(b, k.lt(k.add(tid, i * threads), chunks));
+          OpBuilder::InsertionGuard ig(b);
+          b.setInsertionPointToStart(guard.thenBlock());
+          emit();
+        }
+      }
+      return;
+    }
+    // Unaligned rows (odd widths): plain loads and stores.
+    int64_t elems = rows * padded;
+    Value zero = arith::ConstantOp::create(b, b.getZeroAttr(cfg.elt));
+    auto loop = scf::ForOp::create(b, tid, k.c(elems), k.c(threads));
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value idx = loop.getInductionVar();
+    Value r = k.div(idx, padded), col = k.rem(idx, padded);
+    Value gr = k.add(row0, r);
+    Value valid = k.andI(k.lt(gr, T), k.lt(col, width));
+    Value x = memref::LoadOp::create(
+        b, src,
+        ValueRange{bIdx, head, k.min(gr, k.c(T - 1)),
+                   k.min(col, k.c(width - 1))});
+    SmallVector<Value> di(prefix.begin(), prefix.end());
+    di.append({r, col});
+    memref::StoreOp::create(b, k.sel(valid, x, zero), dst, di);
+  }
+
+  void copyKV(Value kb, Value stage) {
+    Value row0 = k.mul(kb, cfg.kvBlock);
+    copyTile(key, hk, row0, cfg.kvBlock, cfg.tk, cfg.d, cfg.dp, ks, {stage});
+    copyTile(val, hk, row0, cfg.kvBlock, cfg.tk, cfg.dv, cfg.dvp, vs, {stage});
+  }
+
+  /// c + a·b on tensor cores (m16n8k16, f32 accumulate). f16 goes through
+  /// nvgpu.mma.sync; its NVVM lowering has no bf16, whose operands are
+  /// packed i32 registers, so bf16 is emitted as nvvm.mma.sync directly.
+  Value mma(Value a, Value bFrag, Value c) {
+    if (cfg.elt.isF16())
+      return nvgpu::MmaSyncOp::create(b, a, bFrag, c,
+                                      ArrayRef<int64_t>{16, 8, 16});
+    Type i32 = b.getI32Type(), f32 = b.getF32Type();
+    auto packed = [&](Value frag, int64_t n) {
+      SmallVector<Value> regs;
+      for (int64_t i = 0; i < n; ++i) {
+        Value pair = vector::ExtractOp::create(b, frag, ArrayRef<int64_t>{i});
+        Value word = vector::BitCastOp::create(
+            b, VectorType::get({1}, i32), pair);
+        regs.push_back(k.extract(word, {0}));
+      }
+      return regs;
+    };
+    SmallVector<Value> cRegs;
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t e = 0; e < 2; ++e)
+        cRegs.push_back(k.extract(c, {r, e}));
+    auto resT = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                 {f32, f32, f32, f32});
+    Value d = NVVM::MmaOp::create(
+        b, resT, packed(a, 4), packed(bFrag, 2), cRegs,
+        ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, d, i));
+    return k.vec(accT, out);
+  }
+
+  Value commit() {
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+  }
+  void waitAll(Value token) {
+    nvgpu::DeviceAsyncWaitOp::create(b, token, b.getI32IntegerAttr(0));
+  }
+
+  /// The additive or boolean mask at (row, col), broadcast numpy-style.
+  Value maskAt(Value row, Value col) {
+    auto mt = cast<MemRefType>(mask.getType());
+    int64_t rank = mt.getRank();
+    Value full[4] = {bIdx, h, k.min(row, k.c(cfg.tq - 1)),
+                     k.min(col, k.c(cfg.tk - 1))};
+    SmallVector<Value> idx;
+    for (int64_t i = 0; i < rank; ++i)
+      idx.push_back(mt.getDimSize(i) == 1 ? k.c(0) : full[4 - rank + i]);
+    return memref::LoadOp::create(b, mask, idx);
+  }
+
+  /// Scores (mma accumulators) -> log2-domain logits with every modifier
+  /// applied; `predicate` adds the causal/window/bounds test.
+  SmallVector<Value> logits(ArrayRef<Value> s, Value kv0, bool predicate) {
+    int64_t nTiles = cfg.kvBlock / 8;
+    double scale = op.getEffectiveScale();
+    bool natural = op.getSoftcap() || mask;
+    auto [left, right] = op.getWindowBounds();
+    auto [lower, upper] =
+        getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
+    Value negInf = k.f(kNegInf);
+    Value cScale = k.f(natural ? scale : scale * kLog2e);
+    SmallVector<Value> res;
+    for (int64_t mt = 0; mt < cfg.mTiles; ++mt) {
+      for (int64_t j = 0; j < nTiles; ++j) {
+        Value frag = s[mt * nTiles + j];
+        SmallVector<Value> elems;
+        for (int64_t r = 0; r < 2; ++r) {
+          Value row = k.add(q0, k.add(k.mul(warp, 16 * cfg.mTiles),
+                                      k.add(g, mt * 16 + r * 8)));
+          for (int64_t e = 0; e < 2; ++e) {
+            Value col = k.add(kv0, k.add(k.mul(t, 2), j * 8 + e));
+            Value x = k.fmul(k.extract(frag, {r, e}), cScale);
+            if (auto cap = op.getSoftcap()) {
+              double c = cap->convertToDouble();
+              x = k.fmul(math::TanhOp::create(b, k.fmul(x, k.f(1.0 / c))),
+                         k.f(c));
+            }
+            if (mask) {
+              Value m = maskAt(row, col);
+              if (m.getType().isInteger(1))
+                x = k.sel(m, x, negInf);
+              else
+                x = k.fadd(x, arith::ExtFOp::create(b, b.getF32Type(), m));
+            }
+            if (natural)
+              x = k.fmul(x, k.f(kLog2e));
+            if (predicate) {
+              Value visible;
+              Value d = k.sub(col, row);
+              if (upper)
+                visible = k.andI(visible, k.cmp(arith::CmpIPredicate::sle, d,
+                                                k.c(*upper)));
+              if (lower)
+                visible = k.andI(visible, k.cmp(arith::CmpIPredicate::sge, d,
+                                                k.c(*lower)));
+              if (cfg.tk % cfg.kvBlock != 0)
+                visible = k.andI(visible, k.lt(col, cfg.tk));
+              if (visible)
+                x = k.sel(visible, x, negInf);
+            }
+            elems.push_back(x);
+          }
+        }
+        res.push_back(k.vec(accT, elems));
+      }
+    }
+    return res;
+  }
+
+  /// Whether the block [q0, q0+BM) x [kv0, kv0+BN) contains an invisible
+  /// element (null when no block ever can).
+  Value needsPredicate(Value kv0) {
+    auto [left, right] = op.getWindowBounds();
+    auto [lower, upper] =
+        getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
+    Value qLast = k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1));
+    Value any;
+    auto orI = [&](Value p) {
+      any = any ? arith::OrIOp::create(b, any, p).getResult() : p;
+    };
+    // Some j - i > upper: the largest is (kv0 + BN - 1) - q0.
+    if (upper)
+      orI(k.cmp(arith::CmpIPredicate::sgt,
+                k.sub(k.add(kv0, cfg.kvBlock - 1), q0), k.c(*upper)));
+    // Some j - i < lower: the smallest is kv0 - qLast.
+    if (lower)
+      orI(k.cmp(arith::CmpIPredicate::slt, k.sub(kv0, qLast), k.c(*lower)));
+    if (cfg.tk % cfg.kvBlock != 0)
+      orI(k.cmp(arith::CmpIPredicate::sgt, k.add(kv0, cfg.kvBlock),
+                k.c(cfg.tk)));
+    return any;
+  }
+
+  void build() {
+    MLIRContext *ctx = b.getContext();
+    Type f32 = b.getF32Type();
+    accT = VectorType::get({2, 2}, f32);
+    aT = VectorType::get({4, 2}, cfg.elt);
+    bT = VectorType::get({2, 2}, cfg.elt);
+    bx4T = VectorType::get({4, 2}, cfg.elt);
+    int64_t nTiles = cfg.kvBlock / 8, dvTiles = cfg.dvp / 8;
+    int64_t mT = cfg.mTiles;
+
+    // Shared memory: Q [BM, D+8], K [stages, BN, D+8], V [stages, BN, Dv+8].
+    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    Value smem = gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                           MemRefLayoutAttrInterface(), wg));
+    auto view = [&](ArrayRef<int64_t> shape, int64_t offset) -> Value {
+      return memref::ViewOp::create(
+          b, MemRefType::get(shape, cfg.elt, MemRefLayoutAttrInterface(), wg),
+          smem, k.c(offset), ValueRange{});
+    };
+    qs = view({cfg.bm, cfg.qStride}, 0);
+    ks = view({cfg.stages, cfg.kvBlock, cfg.kStride}, cfg.qBytes);
+    vs = view({cfg.stages, cfg.kvBlock, cfg.vStride}, cfg.qBytes + cfg.kBytes);
+
+    lane = k.rem(tid, 32);
+    warp = k.div(tid, 32);
+    g = k.div(lane, 4);
+    t = k.rem(lane, 4);
+    hk = k.div(h, cfg.hq / cfg.hkv);
+
+    // ldmatrix row/column of this lane (see the fragment layouts above).
+    Value lane16 = k.rem(lane, 16), lane8 = k.rem(lane, 8);
+    Value half = k.mul(k.div(lane, 16), 8);       // 0 or 8 by lane/16
+    Value quarter = k.mul(k.rem(k.div(lane, 8), 2), 8); // 0 or 8 by (lane/8)%2
+    Value qRow = k.add(k.mul(warp, 16 * mT), lane16);
+    Value kRow = k.add(half, lane8);
+    Value vRow = k.add(quarter, lane8);
+
+    // The key blocks any row of this query block can see.
+    auto [left, right] = op.getWindowBounds();
+    auto [lower, upper] =
+        getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
+    Value qLast = k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1));
+    Value jFirst = lower ? k.max(k.add(q0, *lower), k.c(0)) : k.c(0);
+    Value jLast = upper ? k.min(k.add(qLast, *upper), k.c(cfg.tk - 1))
+                        : k.c(cfg.tk - 1);
+    Value kbBegin = k.div(jFirst, cfg.kvBlock);
+    Value kbEnd = k.sel(k.lt(jLast, jFirst), kbBegin,
+                        k.add(arith::DivSIOp::create(b, jLast,
+                                                     k.c(cfg.kvBlock)),
+                              1));
+
+    // Prologue: Q (and the first K/V stage) in flight.
+    copyTile(q, h, q0, cfg.bm, cfg.tq, cfg.d, cfg.dp, qs, {});
+    if (cfg.stages == 2) {
+      auto first = scf::IfOp::create(b, k.lt(kbBegin, kbEnd));
+      OpBuilder::InsertionGuard ig(b);
+      b.setInsertionPointToStart(first.thenBlock());
+      copyKV(kbBegin, k.c(0));
+    }
+    commit();
+
+    // Loop state: m (log2 domain) and partial l per row, O fragments.
+    SmallVector<Value> init;
+    for (int64_t i = 0; i < 2 * mT; ++i)
+      init.push_back(k.f(kNegInf));
+    for (int64_t i = 0; i < 2 * mT; ++i)
+      init.push_back(k.f(0.0));
+    Value zeroAcc = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(accT, b.getF32FloatAttr(0.0)));
+    for (int64_t i = 0; i < mT * dvTiles; ++i)
+      init.push_back(zeroAcc);
+
+    auto loop = scf::ForOp::create(b, kbBegin, kbEnd, k.c(1), init);
+    {
+      OpBuilder::InsertionGuard ig(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value kb = loop.getInductionVar();
+      auto iter = loop.getRegionIterArgs();
+      SmallVector<Value> m(iter.begin(), iter.begin() + 2 * mT);
+      SmallVector<Value> l(iter.begin() + 2 * mT, iter.begin() + 4 * mT);
+      SmallVector<Value> acc(iter.begin() + 4 * mT, iter.end());
+
+      Value stage = k.c(0);
+      if (cfg.stages == 2) {
+        stage = k.rem(k.sub(kb, kbBegin), 2);
+        waitAll(commit());
+        gpu::BarrierOp::create(b);
+        // Prefetch the next block into the other buffer.
+        Value next = k.add(kb, 1);
+        auto pf = scf::IfOp::create(b, k.lt(next, kbEnd));
+        {
+          OpBuilder::InsertionGuard ig2(b);
+          b.setInsertionPointToStart(pf.thenBlock());
+          copyKV(next, k.sub(k.c(1), stage));
+        }
+        commit();
+      } else {
+        copyKV(kb, stage);
+        waitAll(commit());
+        gpu::BarrierOp::create(b);
+      }
+
+      // S = Q·Kᵀ.
+      SmallVector<Value> s(mT * nTiles, zeroAcc);
+      for (int64_t kstep = 0; kstep < cfg.dp / 16; ++kstep) {
+        SmallVector<Value> aFrag;
+        for (int64_t mt = 0; mt < mT; ++mt)
+          aFrag.push_back(nvgpu::LdMatrixOp::create(
+              b, aT, qs,
+              ValueRange{k.add(qRow, mt * 16), k.add(half, kstep * 16)},
+              false, 4));
+        for (int64_t np = 0; np < nTiles / 2; ++np) {
+          Value bq = nvgpu::LdMatrixOp::create(
+              b, bx4T, ks,
+              ValueRange{stage, k.add(kRow, np * 16),
+                         k.add(quarter, kstep * 16)},
+              false, 4);
+          for (int64_t x = 0; x < 2; ++x) {
+            Value bFrag = k.rows(bq, 2 * x, bT);
+            for (int64_t mt = 0; mt < mT; ++mt) {
+              Value &c = s[mt * nTiles + 2 * np + x];
+              c = mma(aFrag[mt], bFrag, c);
+            }
+          }
+        }
+      }
+
+      // Modifiers; the element predicate only where the block needs it.
+      Value kv0 = k.mul(kb, cfg.kvBlock);
+      SmallVector<Value> x;
+      if (Value pred = needsPredicate(kv0)) {
+        SmallVector<Type> types(s.size(), accT);
+        auto ifOp = scf::IfOp::create(b, types, pred, /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard ig2(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          scf::YieldOp::create(b, logits(s, kv0, true));
+          b.setInsertionPointToStart(ifOp.elseBlock());
+          scf::YieldOp::create(b, logits(s, kv0, false));
+        }
+        x.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+      } else {
+        x = logits(s, kv0, false);
+      }
+
+      // Online softmax per row (2 rows per m-tile and thread).
+      SmallVector<Value> newM, newL, alphaVec;
+      SmallVector<Value> p(x.size());
+      for (int64_t mt = 0; mt < mT; ++mt) {
+        SmallVector<Value> alpha(2);
+        SmallVector<SmallVector<Value>> pe(nTiles);
+        for (int64_t r = 0; r < 2; ++r) {
+          Value mx;
+          for (int64_t j = 0; j < nTiles; ++j)
+            for (int64_t e = 0; e < 2; ++e) {
+              Value v = k.extract(x[mt * nTiles + j], {r, e});
+              mx = mx ? k.fmax(mx, v) : v;
+            }
+          mx = k.quadReduce(mx, /*isMax=*/true);
+          Value mOld = m[mt * 2 + r];
+          Value mNew = k.fmax(mOld, mx);
+          // A row with nothing visible yet keeps m = -inf; subtract 0.
+          Value mUse = k.sel(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                                   mNew, k.f(kNegInf)),
+                             k.f(0.0), mNew);
+          alpha[r] = k.exp2(k.fsub(mOld, mUse));
+          Value sum;
+          for (int64_t j = 0; j < nTiles; ++j)
+            for (int64_t e = 0; e < 2; ++e) {
+              Value pv =
+                  k.exp2(k.fsub(k.extract(x[mt * nTiles + j], {r, e}), mUse));
+              pe[j].push_back(pv);
+              sum = sum ? k.fadd(sum, pv) : pv;
+            }
+          newM.push_back(mNew);
+          newL.push_back(k.fadd(k.fmul(l[mt * 2 + r], alpha[r]), sum));
+        }
+        for (int64_t j = 0; j < nTiles; ++j)
+          p[mt * nTiles + j] = k.vec(
+              VectorType::get({2, 2}, cfg.elt),
+              {arith::TruncFOp::create(b, cfg.elt, pe[j][0]),
+               arith::TruncFOp::create(b, cfg.elt, pe[j][1]),
+               arith::TruncFOp::create(b, cfg.elt, pe[j][2]),
+               arith::TruncFOp::create(b, cfg.elt, pe[j][3])});
+        alphaVec.push_back(
+            k.vec(accT, {alpha[0], alpha[0], alpha[1], alpha[1]}));
+      }
+      for (int64_t mt = 0; mt < mT; ++mt)
+        for (int64_t j = 0; j < dvTiles; ++j) {
+          Value &a = acc[mt * dvTiles + j];
+          a = k.fmul(a, alphaVec[mt]);
+        }
+
+      // O += P·V: P of key step kk is n8 tiles 2kk and 2kk+1.
+      for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
+        SmallVector<Value> aFrag;
+        for (int64_t mt = 0; mt < mT; ++mt) {
+          Value p0 = p[mt * nTiles + 2 * kk], p1 = p[mt * nTiles + 2 * kk + 1];
+          aFrag.push_back(k.vec(
+              aT, {k.extract(p0, {0, 0}), k.extract(p0, {0, 1}),
+                   k.extract(p0, {1, 0}), k.extract(p0, {1, 1}),
+                   k.extract(p1, {0, 0}), k.extract(p1, {0, 1}),
+                   k.extract(p1, {1, 0}), k.extract(p1, {1, 1})}));
+        }
+        for (int64_t dp = 0; dp < cfg.dvp / 16; ++dp) {
+          Value bv = nvgpu::LdMatrixOp::create(
+              b, bx4T, vs,
+              ValueRange{stage, k.add(vRow, kk * 16), k.add(half, dp * 16)},
+              true, 4);
+          for (int64_t x2 = 0; x2 < 2; ++x2) {
+            Value bFrag = k.rows(bv, 2 * x2, bT);
+            for (int64_t mt = 0; mt < mT; ++mt) {
+              Value &a = acc[mt * dvTiles + 2 * dp + x2];
+              a = mma(aFrag[mt], bFrag, a);
+            }
+          }
+        }
+      }
+      if (cfg.stages == 1)
+        gpu::BarrierOp::create(b);
+
+      SmallVector<Value> yields(newM);
+      yields.append(newL);
+      yields.append(acc);
+      scf::YieldOp::create(b, yields);
+    }
+    // Nothing may still be in flight when the kernel ends.
+    waitAll(commit());
+
+    // Epilogue: complete the row sums, normalize, store O and the LSE.
+    auto results = loop.getResults();
+    Value zero = k.f(0.0);
+    for (int64_t mt = 0; mt < mT; ++mt)
+      for (int64_t r = 0; r < 2; ++r) {
+        Value mRow = results[mt * 2 + r];
+        Value lRow = k.quadReduce(results[2 * mT + mt * 2 + r], false);
+        Value empty =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lRow, zero);
+        Value inv = k.sel(empty, zero,
+                          arith::DivFOp::create(b, k.f(1.0), lRow));
+        Value row = k.add(q0, k.add(k.mul(warp, 16 * mT),
+                                    k.add(g, mt * 16 + r * 8)));
+        auto inRange = scf::IfOp::create(b, k.lt(row, cfg.tq));
+        OpBuilder::InsertionGuard ig(b);
+        b.setInsertionPointToStart(inRange.thenBlock());
+        for (int64_t j = 0; j < dvTiles; ++j) {
+          Value frag = results[4 * mT + mt * dvTiles + j];
+          Value col = k.add(k.mul(t, 2), j * 8);
+          Value v0 = arith::TruncFOp::create(
+              b, cfg.elt, k.fmul(k.extract(frag, {r, 0}), inv));
+          Value v1 = arith::TruncFOp::create(
+              b, cfg.elt, k.fmul(k.extract(frag, {r, 1}), inv));
+          if (j * 8 + 8 <= cfg.dv && cfg.dv % 2 == 0) {
+            vector::StoreOp::create(
+                b, k.vec(VectorType::get({2}, cfg.elt), {v0, v1}), out,
+                ValueRange{bIdx, h, row, col});
+            continue;
+          }
+          // A partial tile: element stores guarded by the width.
+          for (int64_t e = 0; e < 2; ++e) {
+            Value c = k.add(col, e);
+            auto inCol = scf::IfOp::create(b, k.lt(c, cfg.dv));
+            OpBuilder::InsertionGuard ig2(b);
+            b.setInsertionPointToStart(inCol.thenBlock());
+            memref::StoreOp::create(b, e ? v1 : v0, out,
+                                    ValueRange{bIdx, h, row, c});
+          }
+        }
+        if (lse) {
+          auto first = scf::IfOp::create(
+              b, k.cmp(arith::CmpIPredicate::eq, t, k.c(0)));
+          OpBuilder::InsertionGuard ig2(b);
+          b.setInsertionPointToStart(first.thenBlock());
+          Value v = k.fadd(k.fmul(mRow, k.f(kLn2)), math::LogOp::create(b, lRow));
+          v = k.sel(empty, k.f(kNegInf), v);
+          memref::StoreOp::create(b, v, lse, ValueRange{bIdx, h, row});
+        }
+      }
+  }
+};
+
+/// Shared memory per block (bytes) the chip allows with opt-in.
+int64_t sharedMemoryLimit(StringRef chip) {
+  if (chip == "sm_80" || chip == "sm_87")
+    return 166912;
+  if (chip == "sm_86" || chip == "sm_89" || chip.starts_with("sm_12"))
+    return 101376;
+  if (chip.starts_with("sm_90") || chip.starts_with("sm_10"))
+    return 232448;
+  return 49152;
+}
+
+struct AttnGpuFlashPass
+    : public attn::impl::AttnGpuFlashPassBase<AttnGpuFlashPass> {
+  using Base::Base;
+
+  LogicalResult convert(func::FuncOp func, SdpaOp op) {
+    auto qT = op.getQuery().getType(), kT = op.getKey().getType(),
+         vT = op.getValue().getType();
+    Type elt = qT.getElementType();
+    if (!elt.isF16() && !elt.isBF16())
+      return op.emitError("the CUDA kernel takes f16 or bf16 inputs (tensor "
+                          "cores, f32 accumulation), found ")
+             << elt << ": cast the inputs, or compile f32 graphs for the CPU "
+                       "(--target=cpu)";
+    Config cfg;
+    cfg.warps = warps;
+    cfg.mTiles = rowTiles;
+    cfg.kvBlock = kvBlock;
+    cfg.stages = stages;
+    cfg.batch = qT.getDimSize(0);
+    cfg.hq = qT.getDimSize(1);
+    cfg.tq = qT.getDimSize(2);
+    cfg.d = qT.getDimSize(3);
+    cfg.hkv = kT.getDimSize(1);
+    cfg.tk = kT.getDimSize(2);
+    cfg.dv = vT.getDimSize(3);
+    cfg.elt = elt;
+    cfg.bm = 16 * cfg.mTiles * cfg.warps;
+    cfg.dp = alignTo(cfg.d, 16);
+    cfg.dvp = alignTo(cfg.dv, 16);
+    if (cfg.dp > 256 || cfg.dvp > 256)
+      return op.emitError("the CUDA kernel supports head dimensions up to "
+                          "256, found D = ")
+             << cfg.d << ", Dv = " << cfg.dv;
+    // Rows padded by 16 bytes: ldmatrix rows of a warp then hit distinct
+    // banks.
+    cfg.qStride = cfg.dp + 8;
+    cfg.kStride = cfg.dp + 8;
+    cfg.vStride = cfg.dvp + 8;
+    int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
+    cfg.qBytes = cfg.bm * cfg.qStride * bytes;
+    cfg.kBytes = cfg.stages * cfg.kvBlock * cfg.kStride * bytes;
+    cfg.vBytes = cfg.stages * cfg.kvBlock * cfg.vStride * bytes;
+    if (cfg.smemBytes() > sharedMemoryLimit(chip))
+      return op.emitError("the kernel needs ")
+             << cfg.smemBytes() << " bytes of shared memory per block, more "
+             << "than " << chip << " allows (" << sharedMemoryLimit(chip)
+             << "): lower kv-block, stages or warps";
+
+    // The new signature: inputs, then the results as out-params.
+    OpBuilder ob(func);
+    SmallVector<Type> argTypes;
+    for (Type t : func.getArgumentTypes()) {
+      auto rt = cast<RankedTensorType>(t);
+      argTypes.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
+    }
+    for (Type t : func.getResultTypes()) {
+      auto rt = cast<RankedTensorType>(t);
+      argTypes.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
+    }
+    auto newFunc = func::FuncOp::create(ob, func.getLoc(), func.getName(),
+                                        ob.getFunctionType(argTypes, {}));
+    newFunc->setAttr("attn.kernel_config",
+                     ob.getDictionaryAttr({
+                         ob.getNamedAttr("warps", ob.getI64IntegerAttr(warps)),
+                         ob.getNamedAttr("row_tiles",
+                                         ob.getI64IntegerAttr(rowTiles)),
+                         ob.getNamedAttr("kv_block",
+                                         ob.getI64IntegerAttr(kvBlock)),
+                         ob.getNamedAttr("stages",
+                                         ob.getI64IntegerAttr(stages)),
+                     }));
+    Block *entry = newFunc.addEntryBlock();
+    ImplicitLocOpBuilder b(op.getLoc(), entry, entry->begin());
+    KB k{b};
+    int64_t nIn = func.getNumArguments();
+    Value gx = k.c((cfg.tq + cfg.bm - 1) / cfg.bm), gy = k.c(cfg.hq),
+          gz = k.c(cfg.batch), bx = k.c(cfg.threads()), one = k.c(1);
+    Value smemSize =
+        arith::ConstantOp::create(b, b.getI32IntegerAttr(cfg.smemBytes()));
+    auto launch = gpu::LaunchOp::create(
+        b, gx, gy, gz, bx, one, one, smemSize, nullptr, ValueRange{},
+        TypeRange{}, TypeRange{}, nullptr, nullptr, nullptr,
+        FlatSymbolRefAttr::get(b.getContext(),
+                               (func.getName() + "_kernels").str()),
+        FlatSymbolRefAttr::get(b.getContext(),
+                               (func.getName() + "_kernel").str()));
+    func::ReturnOp::create(b);
+    {
+      b.setInsertionPointToStart(&launch.getBody().front());
+      Kernel kern{b, k, op, cfg};
+      kern.q = entry->getArgument(0);
+      kern.key = entry->getArgument(1);
+      kern.val = entry->getArgument(2);
+      if (op.getMask())
+        kern.mask = entry->getArgument(3);
+      kern.out = entry->getArgument(nIn);
+      if (op.getLse())
+        kern.lse = entry->getArgument(nIn + 1);
+      kern.tid = launch.getThreadIds().x;
+      kern.q0 = k.mul(launch.getBlockIds().x, cfg.bm);
+      kern.h = launch.getBlockIds().y;
+      kern.bIdx = launch.getBlockIds().z;
+      kern.build();
+      gpu::TerminatorOp::create(b);
+    }
+    func.erase();
+    return success();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (warps < 1 || warps > 16 || (rowTiles != 1 && rowTiles != 2) ||
+        kvBlock < 16 || kvBlock % 16 != 0 || kvBlock > 256 ||
+        (stages != 1 && stages != 2)) {
+      module.emitError("attn-gpu-flash: invalid options: warps must be in "
+                       "[1, 16], row-tiles 1 or 2, kv-block a multiple of 16 "
+                       "in [16, 256], stages 1 or 2");
+      return signalPassFailure();
+    }
+    SmallVector<std::pair<func::FuncOp, SdpaOp>> work;
+    bool failedAny = false;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      Block &body = func.getBody().front();
+      bool hasAttn = false;
+      func.walk([&](Operation *o) {
+        if (isa<AttnDialect>(o->getDialect()))
+          hasAttn = true;
+      });
+      if (!hasAttn)
+        continue;
+      auto sdpa = dyn_cast<SdpaOp>(body.front());
+      bool single = sdpa && std::next(body.begin(), 2) == body.end() &&
+                    llvm::equal(sdpa->getOperands(), func.getArguments()) &&
+                    llvm::equal(body.getTerminator()->getOperands(),
+                                sdpa->getResults());
+      if (!single || func.isPrivate()) {
+        func.emitError("the CUDA target compiles public functions whose body "
+                       "is one attn.sdpa on the function's arguments, in "
+                       "order; attn.mha, attn.softmax and composite graphs "
+                       "run on the CPU target (--target=cpu)");
+        failedAny = true;
+        continue;
+      }
+      if (!llvm::all_of(func.getArgumentTypes(),
+                        [](Type t) {
+                          return cast<ShapedType>(t).hasStaticShape();
+                        }) ||
+          !llvm::all_of(func.getResultTypes(), [](Type t) {
+            return cast<ShapedType>(t).hasStaticShape();
+          })) {
+        func.emitError("the CUDA target needs static shapes");
+        failedAny = true;
+        continue;
+      }
+      work.push_back({func, sdpa});
+    }
+    if (failedAny)
+      return signalPassFailure();
+    if (work.empty())
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(module.getContext()));
+    for (auto [func, sdpa] : work)
+      if (failed(convert(func, sdpa)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
