@@ -356,7 +356,8 @@ Error attn::rt::writeNpy(const std::string &path, const Tensor &t) {
 //===----------------------------------------------------------------------===//
 
 Error attn::rt::parseMetadata(const std::string &text,
-                              std::vector<EntryInfo> &out) {
+                              std::vector<EntryInfo> &out,
+                              std::string *target) {
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line) || line != "attn-mlir-artifact 1")
@@ -369,9 +370,42 @@ Error attn::rt::parseMetadata(const std::string &text,
     if (key == "target") {
       std::string t;
       ls >> t;
-      if (t != "cpu")
+      if (t != "cpu" && t != "cuda")
         return {"the artifact was built for target '" + t +
-                "'; this runtime runs 'cpu' artifacts"};
+                "'; this runtime runs 'cpu' and 'cuda' artifacts"};
+      if (target)
+        *target = t;
+    } else if (key == "kernel") {
+      if (out.empty())
+        return {"malformed metadata: kernel before entry"};
+      KernelInfo &k = out.back().kernel;
+      ls >> k.name;
+      std::string kv;
+      while (ls >> kv) {
+        size_t eq = kv.find('=');
+        std::string f = kv.substr(0, eq), v = kv.substr(eq + 1);
+        if (f == "grid" || f == "block") {
+          int64_t *dst = f == "grid" ? k.grid : k.block;
+          if (std::sscanf(v.c_str(), "%lld,%lld,%lld",
+                          reinterpret_cast<long long *>(&dst[0]),
+                          reinterpret_cast<long long *>(&dst[1]),
+                          reinterpret_cast<long long *>(&dst[2])) != 3)
+            return {"malformed metadata: kernel " + f + " '" + v + "'"};
+        } else if (f == "smem") {
+          k.sharedBytes = std::atoll(v.c_str());
+        } else if (f == "image") {
+          k.image = v;
+        } else if (f == "format") {
+          k.format = v;
+        } else if (f == "size") {
+          k.imageSize = std::atoll(v.c_str());
+        } else if (f == "args") {
+          std::stringstream ss(v);
+          std::string item;
+          while (std::getline(ss, item, ','))
+            k.args.push_back(std::atoi(item.c_str()));
+        }
+      }
     } else if (key == "entry") {
       EntryInfo e;
       ls >> e.name;
@@ -439,8 +473,27 @@ Error Artifact::load(const std::string &path, std::unique_ptr<Artifact> &out) {
     return {"'" + path +
             "' is not an attn-mlir artifact (no "
             "attn_mlir_metadata symbol)"};
-  if (Error e = parseMetadata(meta, art->entries_))
+  if (Error e = parseMetadata(meta, art->entries_, &art->target_))
     return {"'" + path + "': " + e.message};
+  if (art->target_ == "cuda") {
+    for (const EntryInfo &e : art->entries_) {
+      const KernelInfo &k = e.kernel;
+      size_t nargs = e.inputs.size() + e.outputs.size();
+      bool argsOk = !k.args.empty();
+      for (int a : k.args)
+        argsOk = argsOk && a >= 0 && static_cast<size_t>(a) < nargs;
+      if (k.name.empty() || k.image.empty() || k.imageSize <= 0 || !argsOk ||
+          (k.format != "cubin" && k.format != "ptx") || k.sharedBytes < 0)
+        return {"'" + path + "': entry '" + e.name +
+                "' has no valid kernel record"};
+      const void *img = dlsym(handle, k.image.c_str());
+      if (!img)
+        return {"'" + path + "': kernel image '" + k.image + "' is missing"};
+      art->images_.push_back(img);
+    }
+    out = std::move(art);
+    return {};
+  }
   for (const EntryInfo &e : art->entries_) {
     void *fn = dlsym(handle, e.name.c_str());
     if (!fn)
@@ -456,6 +509,11 @@ Artifact::~Artifact() {
     dlclose(handle_);
 }
 
+const void *Artifact::image(const EntryInfo &entry) const {
+  size_t index = &entry - entries_.data();
+  return index < images_.size() ? images_[index] : nullptr;
+}
+
 const EntryInfo *Artifact::find(const std::string &name) const {
   for (const EntryInfo &e : entries_)
     if (e.name == name)
@@ -465,6 +523,10 @@ const EntryInfo *Artifact::find(const std::string &name) const {
 
 Error Artifact::call(const EntryInfo &entry, const std::vector<Tensor> &inputs,
                      std::vector<Tensor> &outputs) const {
+  if (target_ != "cpu")
+    return {"'" + entry.name + "' is a " + target_ +
+            " kernel: run it on the device (attn-run --device " + target_ +
+            ")"};
   size_t index = &entry - entries_.data();
   std::vector<void *> ptrs;
   for (const Tensor &t : inputs)

@@ -15,6 +15,8 @@
 #include "attn-mlir/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -42,6 +44,8 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <map>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -53,19 +57,36 @@ static cl::opt<std::string> outputFile("o", cl::Required,
                                        cl::value_desc("file"), cl::cat(cat));
 static cl::opt<std::string>
     target("target", cl::init("cpu"),
-           cl::desc("Target: cpu (the only one available so far)"),
+           cl::desc("Target: cpu (this machine, OpenMP) or cuda (fused "
+                    "tensor-core kernels for NVIDIA GPUs)"),
            cl::cat(cat));
-enum class Emit { Tiled, LLVMDialect, LLVMIR, Object, SharedObject };
+enum class Emit {
+  Tiled,
+  LLVMDialect,
+  LLVMIR,
+  Object,
+  PTX,
+  Cubin,
+  SharedObject
+};
 static cl::opt<Emit> emit(
     "emit", cl::init(Emit::SharedObject), cl::desc("What to write"),
     cl::values(clEnumValN(Emit::Tiled, "tiled",
-                          "MLIR after decomposition and tiling (attn-tile)"),
+                          "MLIR after decomposition and tiling (attn-tile); "
+                          "cuda: the kernel as a gpu.launch (attn-gpu-flash)"),
                clEnumValN(Emit::LLVMDialect, "llvm-dialect",
-                          "MLIR in the LLVM dialect, after the whole pipeline"),
-               clEnumValN(Emit::LLVMIR, "llvm-ir", "LLVM IR with the metadata"),
+                          "MLIR in the LLVM dialect, after the whole pipeline "
+                          "(cuda: NVVM kernels, before serialization)"),
+               clEnumValN(Emit::LLVMIR, "llvm-ir",
+                          "LLVM IR with the metadata (cpu)"),
                clEnumValN(Emit::Object, "obj",
-                          "the optimized object file of the kernels (no "
+                          "the optimized object file of the kernels (cpu; no "
                           "support code, not linked)"),
+               clEnumValN(Emit::PTX, "ptx",
+                          "the PTX of the kernel (cuda, one entry)"),
+               clEnumValN(Emit::Cubin, "cubin",
+                          "the cubin of the kernel, assembled by ptxas "
+                          "(cuda, one entry)"),
                clEnumValN(Emit::SharedObject, "so",
                           "the shared object (default)")),
     cl::cat(cat));
@@ -82,6 +103,40 @@ static cl::opt<int64_t> kvBlock("kv-block", cl::init(128),
 static cl::opt<bool> noParallel("no-parallel",
                                 cl::desc("Run on one core (no OpenMP)"),
                                 cl::cat(cat));
+static cl::opt<std::string>
+    chip("chip", cl::init("sm_90"),
+         cl::desc("cuda: the GPU to compile for (sm_80, sm_86, sm_89, sm_90)"),
+         cl::cat(cat));
+static cl::opt<std::string> ptxFeatures(
+    "ptx-features", cl::init("+ptx80"),
+    cl::desc("cuda: PTX ISA features (+ptx80: PTX 8.0, the oldest with "
+             "sm_90; CUDA 12 drivers and newer load it)"),
+    cl::cat(cat));
+static cl::opt<int64_t> warps("warps", cl::init(4),
+                              cl::desc("cuda: warps per thread block"),
+                              cl::cat(cat));
+static cl::opt<int64_t>
+    rowTiles("row-tiles", cl::init(1),
+             cl::desc("cuda: 16-row m-tiles per warp (1 or 2); a block "
+                      "covers 16 x row-tiles x warps query rows"),
+             cl::cat(cat));
+static cl::opt<int64_t> stages(
+    "stages", cl::init(2),
+    cl::desc("cuda: K/V shared-memory buffers (2: the next tile's copy "
+             "overlaps the math)"),
+    cl::cat(cat));
+enum class KernelFormat { Auto, Cubin, PTX };
+static cl::opt<KernelFormat> kernelFormat(
+    "kernel-format", cl::init(KernelFormat::Auto),
+    cl::desc("cuda: how kernels are embedded in the artifact"),
+    cl::values(clEnumValN(KernelFormat::Auto, "auto",
+                          "cubin when ptxas is found, else PTX (default)"),
+               clEnumValN(KernelFormat::Cubin, "cubin",
+                          "machine code for --chip (needs ptxas)"),
+               clEnumValN(KernelFormat::PTX, "ptx",
+                          "PTX, compiled by the driver at load time (runs "
+                          "on --chip and newer GPUs)")),
+    cl::cat(cat));
 static cl::opt<bool>
     printIR("print-ir-after-all",
             cl::desc("Print the IR after every pass of the pipeline to stderr"),
@@ -118,14 +173,16 @@ static std::string mhaOperandName(attn::MhaOp op, Value v) {
 
 /// Describes every public function; fails with a diagnostic on anything the
 /// runtime cannot call.
-static LogicalResult describe(ModuleOp module, std::string &out) {
-  llvm::raw_string_ostream os(out);
-  os << "attn-mlir-artifact 1\ntarget cpu\n";
+static LogicalResult
+describe(ModuleOp module,
+         std::vector<std::pair<std::string, std::string>> &chunks) {
   int entries = 0;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal())
       continue;
     ++entries;
+    chunks.push_back({func.getName().str(), ""});
+    llvm::raw_string_ostream os(chunks.back().second);
     os << "entry " << func.getName() << "\n";
     // A graph that is one attention op on the function's arguments, in
     // order, can be checked by attn-run against its fp64 reference.
@@ -210,8 +267,86 @@ static LogicalResult describe(ModuleOp module, std::string &out) {
   if (entries == 0)
     return module.emitError("no public function to compile: declare the "
                             "graph as a public func.func");
-  os << "end\n";
   return success();
+}
+
+/// The kernel record of every public function after the GPU pipeline: its
+/// gpu.launch_func (constant grid, block and shared memory) and the bytes
+/// of its gpu.binary, which become the global `attn_mlir_image_<i>`.
+static LogicalResult
+describeKernels(ModuleOp module, bool ptx,
+                std::map<std::string, std::string> &lines,
+                std::vector<std::pair<std::string, std::string>> &images) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isPrivate() || func.isExternal())
+      continue;
+    SmallVector<gpu::LaunchFuncOp> launches;
+    func.walk([&](gpu::LaunchFuncOp l) { launches.push_back(l); });
+    if (launches.size() != 1)
+      return func.emitError("expected one kernel launch after the GPU "
+                            "pipeline, found ")
+             << launches.size();
+    gpu::LaunchFuncOp launch = launches.front();
+    auto constant = [](Value v) -> std::optional<int64_t> {
+      APInt value;
+      if (v && matchPattern(v, m_ConstantInt(&value)))
+        return value.getSExtValue();
+      return std::nullopt;
+    };
+    auto dims = {launch.getGridSizeX(),  launch.getGridSizeY(),
+                 launch.getGridSizeZ(),  launch.getBlockSizeX(),
+                 launch.getBlockSizeY(), launch.getBlockSizeZ()};
+    SmallVector<int64_t> d;
+    for (Value v : dims) {
+      auto c = constant(v);
+      if (!c)
+        return launch.emitError("the launch configuration must be constant");
+      d.push_back(*c);
+    }
+    int64_t smem = 0;
+    if (Value s = launch.getDynamicSharedMemorySize()) {
+      auto c = constant(s);
+      if (!c)
+        return launch.emitError("the shared memory size must be constant");
+      smem = *c;
+    }
+    std::string args;
+    for (Value operand : launch.getKernelOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner()->getParentOp() != func)
+        return launch.emitError("kernel operands must be function arguments");
+      args += (args.empty() ? "" : ",") + std::to_string(arg.getArgNumber());
+    }
+    auto binary = SymbolTable::lookupNearestSymbolFrom<gpu::BinaryOp>(
+        launch, launch.getKernelModuleName());
+    if (!binary || binary.getObjects().size() != 1)
+      return launch.emitError("no serialized kernel (gpu.binary) for ")
+             << launch.getKernelModuleName();
+    auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+    std::string bytes = object.getObject().getValue().str();
+    if (ptx)
+      bytes.push_back('\0'); // cuModuleLoadData reads PTX as a C string
+    std::string symbol = "attn_mlir_image_" + std::to_string(images.size());
+    std::string line;
+    llvm::raw_string_ostream os(line);
+    os << "kernel " << launch.getKernelName().getValue() << " grid=" << d[0]
+       << "," << d[1] << "," << d[2] << " block=" << d[3] << "," << d[4] << ","
+       << d[5] << " smem=" << smem << " args=" << args << " image=" << symbol
+       << " format=" << (ptx ? "ptx" : "cubin") << " size=" << bytes.size()
+       << "\n";
+    lines[func.getName().str()] = line;
+    images.push_back({symbol, std::move(bytes)});
+  }
+  return success();
+}
+
+static bool findPtxas() {
+  if (const char *cuda = std::getenv("CUDA_ROOT"))
+    if (llvm::sys::fs::can_execute(std::string(cuda) + "/bin/ptxas"))
+      return true;
+  if (llvm::sys::fs::can_execute("/usr/local/cuda/bin/ptxas"))
+    return true;
+  return static_cast<bool>(llvm::sys::findProgramByName("ptxas"));
 }
 
 /// C support code linked into every artifact: the strided copy that MLIR's
@@ -290,14 +425,46 @@ int main(int argc, char **argv) {
       "buffers); the string symbol `attn_mlir_metadata` describes them.\n"
       "Run the result with attn-run.\n");
 
-  if (target != "cpu") {
-    if (target == "cuda")
-      return fail("--target=cuda is not available yet: only the CPU backend "
-                  "is built (see README, Status)");
-    return fail("unknown --target '" + target + "' (expected: cpu)");
-  }
+  bool cuda = target == "cuda";
+  if (target != "cpu" && !cuda)
+    return fail("unknown --target '" + target + "' (expected: cpu or cuda)");
   if (qBlock < 1 || kvBlock < 1)
     return fail("--q-block and --kv-block must be >= 1");
+  auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
+  if (cuda) {
+    if (reference || noParallel || given(qBlock))
+      return fail(std::string(reference     ? "--reference"
+                              : noParallel ? "--no-parallel"
+                                           : "--q-block") +
+                  " is a CPU option; on --target=cuda a block covers 16 x "
+                  "--row-tiles x --warps query rows");
+    if (emit == Emit::LLVMIR || emit == Emit::Object)
+      return fail("--emit=llvm-ir and --emit=obj are CPU outputs; for "
+                  "--target=cuda use tiled, llvm-dialect, ptx, cubin or so");
+    if (!llvm::StringRef(chip).starts_with("sm_"))
+      return fail("--chip expects an sm_XY name such as sm_80 or sm_90, "
+                  "found '" + chip + "'");
+  } else {
+    for (const cl::Option *o :
+         std::initializer_list<const cl::Option *>{&chip, &ptxFeatures, &warps,
+                                                   &rowTiles, &stages,
+                                                   &kernelFormat})
+      if (given(*o))
+        return fail("--" + o->ArgStr.str() + " is a --target=cuda option");
+    if (emit == Emit::PTX || emit == Emit::Cubin)
+      return fail("--emit=ptx and --emit=cubin need --target=cuda");
+  }
+  bool ptxas = cuda && findPtxas();
+  if (cuda && (kernelFormat == KernelFormat::Cubin || emit == Emit::Cubin) &&
+      !ptxas)
+    return fail("a cubin needs ptxas (CUDA toolkit), which is not installed "
+                "here: use --kernel-format=ptx, or set CUDA_ROOT");
+  bool embedPtx = kernelFormat == KernelFormat::PTX ||
+                  (kernelFormat == KernelFormat::Auto && !ptxas);
+  if (emit == Emit::PTX)
+    embedPtx = true;
+  if (emit == Emit::Cubin)
+    embedPtx = false;
 
   // The CPU pipeline is assembled from registered passes by name.
   registerAllPasses();
@@ -322,9 +489,12 @@ int main(int argc, char **argv) {
   if (!module)
     return fail("could not parse '" + inputFile + "'");
 
-  std::string metadata;
-  if (failed(describe(*module, metadata)))
+  std::vector<std::pair<std::string, std::string>> chunks;
+  if (failed(describe(*module, chunks)))
     return 1;
+  if (cuda && (emit == Emit::PTX || emit == Emit::Cubin) && chunks.size() != 1)
+    return fail("--emit=ptx and --emit=cubin write one kernel; the module has " +
+                std::to_string(chunks.size()) + " public functions");
 
   PassManager pm(&context);
   if (printIR) {
@@ -335,7 +505,29 @@ int main(int argc, char **argv) {
                         /*printModuleScope=*/true,
                         /*printAfterOnlyOnChange=*/false);
   }
-  if (emit == Emit::Tiled) {
+  if (cuda) {
+    attn::GpuPipelineOptions options;
+    options.chip = chip;
+    options.features = ptxFeatures;
+    options.warps = warps;
+    options.rowTiles = rowTiles;
+    options.kvBlock = given(kvBlock) ? kvBlock.getValue() : 64;
+    options.stages = stages;
+    options.format = embedPtx ? "isa" : "bin";
+    if (emit == Emit::Tiled) {
+      attn::AttnGpuFlashPassOptions flash;
+      flash.warps = options.warps;
+      flash.rowTiles = options.rowTiles;
+      flash.kvBlock = options.kvBlock;
+      flash.stages = options.stages;
+      flash.chip = options.chip;
+      pm.addPass(attn::createAttnGpuFlashPass(flash));
+    } else {
+      if (emit == Emit::LLVMDialect)
+        options.format = "none";
+      attn::buildGpuPipeline(pm, options);
+    }
+  } else if (emit == Emit::Tiled) {
     pm.addPass(attn::createAttnDecomposeMhaPass());
     if (!reference)
       pm.addPass(
@@ -362,7 +554,70 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  std::string metadata = std::string("attn-mlir-artifact 1\ntarget ") +
+                         (cuda ? "cuda" : "cpu") + "\n";
+  std::map<std::string, std::string> kernelLines;
+  std::vector<std::pair<std::string, std::string>> images;
+  if (cuda &&
+      failed(describeKernels(*module, embedPtx, kernelLines, images)))
+    return 1;
+  for (auto &[name, text] : chunks)
+    metadata += text + kernelLines[name];
+  metadata += "end\n";
+
+  if (emit == Emit::PTX || emit == Emit::Cubin) {
+    auto out = openOutputFile(outputFile, &errorMessage);
+    if (!out)
+      return fail(errorMessage);
+    std::string &bytes = images.front().second;
+    if (emit == Emit::PTX)
+      bytes.pop_back(); // the C-string terminator
+    out->os() << bytes;
+    out->keep();
+    return 0;
+  }
+
   llvm::LLVMContext llvmContext;
+  if (cuda) {
+    // A data-only shared object: the metadata and one image per entry.
+    llvm::Module data("attn-cuda", llvmContext);
+    auto addGlobal = [&](llvm::StringRef name, llvm::StringRef bytes) {
+      auto *init = llvm::ConstantDataArray::getString(llvmContext, bytes,
+                                                      /*AddNull=*/false);
+      auto *g = new llvm::GlobalVariable(data, init->getType(), true,
+                                         llvm::GlobalValue::ExternalLinkage,
+                                         init, name);
+      g->setAlignment(llvm::Align(16));
+    };
+    addGlobal("attn_mlir_metadata", metadata + std::string(1, '\0'));
+    for (auto &[symbol, bytes] : images)
+      addGlobal(symbol, bytes);
+    llvm::SmallString<128> llPath;
+    int fd;
+    if (llvm::sys::fs::createTemporaryFile("attn-cuda", "ll", fd, llPath))
+      return fail("cannot create a temporary file");
+    {
+      llvm::raw_fd_ostream llOut(fd, /*shouldClose=*/true);
+      data.print(llOut, nullptr);
+    }
+    std::string tmp = outputFile + ".tmp";
+    std::vector<llvm::StringRef> args{clangPath, "-shared", "-fPIC",
+                                      "-Wno-override-module", llPath, "-o",
+                                      tmp};
+    std::string clangError;
+    int rc = llvm::sys::ExecuteAndWait(clangPath, args, std::nullopt, {}, 0,
+                                       0, &clangError);
+    llvm::sys::fs::remove(llPath);
+    if (rc != 0) {
+      llvm::sys::fs::remove(tmp);
+      return fail("linking with '" + clangPath + "' failed" +
+                  (clangError.empty() ? "" : ": " + clangError));
+    }
+    if (auto ec = llvm::sys::fs::rename(tmp, outputFile))
+      return fail("cannot write '" + outputFile + "': " + ec.message());
+    return 0;
+  }
+
   auto llvmModule = translateModuleToLLVMIR(*module, llvmContext, "attn");
   if (!llvmModule)
     return fail("translation to LLVM IR failed");

@@ -39,6 +39,12 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
                         the verdict; exit 1 when it fails
   --bench N             run N timed iterations after one warm-up; print the
                         median time, GFLOP/s and peak memory
+  --device cpu|cuda[:N] where to run (default: the artifact's target). CUDA
+                        artifacts run on GPU N (default 0) through the
+                        driver API, loaded at run time (libcuda.so.1, or
+                        $ATTN_CUDA_DRIVER); outputs are poisoned with NaN
+                        before the launch, so unwritten elements fail --check;
+                        --bench times launches with CUDA events
   --compile-flags "..." extra attn-compile flags when given a .mlir
   --list                print the entries of the artifact and exit
   -h, --help            this help
@@ -112,7 +118,7 @@ static double visiblePairs(const EntryInfo &e) {
 
 int main(int argc, char **argv) {
   double rssStart = procStatusMiB("VmRSS");
-  std::string artifactPath, entryName, outputDir, compileFlags;
+  std::string artifactPath, entryName, outputDir, compileFlags, device;
   std::map<std::string, std::string> inputFiles;
   uint64_t seed = 0;
   bool check = false, list = false;
@@ -169,6 +175,9 @@ int main(int argc, char **argv) {
       if (*end || v.empty() || bench < 1 || bench > 100000)
         return fail("--bench expects a count in [1, 100000], found '" + v +
                     "'");
+    } else if (key == "--device") {
+      if (!value(device))
+        return fail("--device needs cpu or cuda[:N]");
     } else if (key == "--compile-flags") {
       if (!value(compileFlags))
         return fail("--compile-flags needs a string");
@@ -212,6 +221,25 @@ int main(int argc, char **argv) {
     std::remove(tmpSo.c_str()); // already mapped
   if (err)
     return fail(err.message);
+
+  if (device.empty())
+    device = art->target();
+  int ordinal = 0;
+  if (device.rfind("cuda:", 0) == 0) {
+    char *end;
+    std::string n = device.substr(5);
+    ordinal = static_cast<int>(std::strtol(n.c_str(), &end, 10));
+    if (n.empty() || *end || ordinal < 0)
+      return fail("--device expects cpu, cuda or cuda:N, found '" + device +
+                  "'");
+    device = "cuda";
+  }
+  if (device != "cpu" && device != "cuda")
+    return fail("--device expects cpu, cuda or cuda:N, found '" + device + "'");
+  if (device != art->target())
+    return fail("the artifact was built for target '" + art->target() +
+                "'; it cannot run on --device " + device +
+                " (recompile with attn-compile --target=" + device + ")");
 
   if (list) {
     for (const EntryInfo &e : art->entries()) {
@@ -311,8 +339,16 @@ int main(int argc, char **argv) {
   for (const Tensor &t : outputs)
     ioMiB += t.data.size() / 1048576.0;
 
-  if (Error e = art->call(*entry, inputs, outputs))
+  std::unique_ptr<CudaSession> cuda;
+  if (device == "cuda") {
+    if (Error e = CudaSession::open(ordinal, cuda))
+      return fail(e.message);
+    std::printf("device %s\n", cuda->describe().c_str());
+    if (Error e = cuda->run(*art, *entry, inputs, outputs))
+      return fail(e.message);
+  } else if (Error e = art->call(*entry, inputs, outputs)) {
     return fail(e.message);
+  }
 
   if (!outputDir.empty()) {
     if (stat(outputDir.c_str(), &st) != 0 && mkdir(outputDir.c_str(), 0755))
@@ -345,7 +381,23 @@ int main(int argc, char **argv) {
     }
   }
 
-  if (bench > 0) {
+  if (bench > 0 && cuda) {
+    std::vector<double> ms;
+    if (Error e = cuda->bench(*entry, bench, ms))
+      return fail(e.message);
+    std::sort(ms.begin(), ms.end());
+    double median = ms[ms.size() / 2];
+    std::printf("bench %s: median %.4f ms over %ld launches (min %.4f ms, "
+                "CUDA events)",
+                entry->name.c_str(), median, bench, ms[0]);
+    if (entry->op.kind == "sdpa") {
+      const auto &q = entry->inputs[0].shape;
+      double dv = entry->outputs[0].shape[3];
+      double flops = 2.0 * q[0] * q[1] * visiblePairs(*entry) * (q[3] + dv);
+      std::printf(", %.3g TFLOP/s", flops / (median * 1e-3) / 1e12);
+    }
+    std::printf("\n");
+  } else if (bench > 0) {
     std::vector<double> times;
     for (long it = 0; it < bench; ++it) {
       auto t0 = std::chrono::steady_clock::now();

@@ -56,10 +56,22 @@ struct OpInfo {
   int64_t windowLeft = -1, windowRight = -1;
 };
 
+/// The launch of a CUDA entry's kernel (artifacts of target cuda).
+struct KernelInfo {
+  std::string name;           ///< kernel symbol in the image
+  std::string image;          ///< artifact symbol holding the image bytes
+  std::string format;         ///< "cubin" or "ptx"
+  int64_t imageSize = 0;
+  int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  int64_t sharedBytes = 0;
+  std::vector<int> args;      ///< kernel argument i = entry argument args[i]
+};
+
 struct EntryInfo {
   std::string name;
   std::vector<ArgInfo> inputs, outputs;
   OpInfo op;
+  KernelInfo kernel; ///< target cuda only
 };
 
 /// A loaded artifact (dlopen'ed shared object + its metadata).
@@ -68,6 +80,10 @@ public:
   static Error load(const std::string &path, std::unique_ptr<Artifact> &out);
   ~Artifact();
   const std::vector<EntryInfo> &entries() const { return entries_; }
+  /// "cpu" or "cuda".
+  const std::string &target() const { return target_; }
+  /// The kernel image of a CUDA entry (cubin or NUL-terminated PTX).
+  const void *image(const EntryInfo &entry) const;
   const EntryInfo *find(const std::string &name) const;
   /// Calls the entry with one pointer per input then per output.
   Error call(const EntryInfo &entry, const std::vector<Tensor> &inputs,
@@ -75,11 +91,38 @@ public:
 
 private:
   void *handle_ = nullptr;
+  std::string target_ = "cpu";
   std::vector<EntryInfo> entries_;
+  std::vector<const void *> images_;
   std::vector<void *> fns_;
 };
 
-Error parseMetadata(const std::string &text, std::vector<EntryInfo> &out);
+Error parseMetadata(const std::string &text, std::vector<EntryInfo> &out,
+                    std::string *target = nullptr);
+
+/// A CUDA device driven through the driver API, which is loaded with dlopen
+/// (`libcuda.so.1`, or $ATTN_CUDA_DRIVER) when a session opens: nothing
+/// needs CUDA to build or to run on the CPU. Every driver call is checked
+/// and failures name the driver's error.
+class CudaSession {
+public:
+  /// Loads the driver and makes device `ordinal` current.
+  static Error open(int ordinal, std::unique_ptr<CudaSession> &out);
+  ~CudaSession();
+  /// "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)".
+  std::string describe() const;
+  /// Uploads the inputs, poisons the outputs (all bits set: NaN), launches
+  /// the entry's kernel once and downloads the outputs.
+  Error run(const Artifact &art, const EntryInfo &entry,
+            const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs);
+  /// Times `iters` launches (after run()) with CUDA events; milliseconds.
+  Error bench(const EntryInfo &entry, long iters, std::vector<double> &ms);
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
 
 /// fp64 reference of the entry's op on `inputs` (each output in double).
 Error reference(const EntryInfo &entry, const std::vector<Tensor> &inputs,

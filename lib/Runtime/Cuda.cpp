@@ -1,0 +1,362 @@
+//===- Cuda.cpp - CUDA driver API through dlopen ----------------*- C++ -*-===//
+//
+// The CUDA part of the runtime. The driver (libcuda.so.1) is opened with
+// dlopen when a session starts, so the runtime builds without CUDA and runs
+// CPU artifacts on machines without it. The few driver types used are
+// declared here (their ABI is stable: handles are pointers, CUdeviceptr is
+// 64-bit, CUresult an int).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-mlir/Runtime/Runtime.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <string>
+
+using namespace attn::rt;
+
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+using CUstream = struct CUstream_st *;
+using CUevent = struct CUevent_st *;
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr int kAttrComputeMajor = 75, kAttrComputeMinor = 76,
+              kAttrSmCount = 16, kAttrMaxSharedOptin = 97;
+constexpr int kFuncAttrMaxDynamicShared = 8;
+
+/// Names of the errors a user is likely to meet, for drivers (or stubs)
+/// whose cuGetErrorName itself fails.
+const char *fallbackErrorName(CUresult r) {
+  switch (r) {
+  case 1: return "CUDA_ERROR_INVALID_VALUE";
+  case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
+  case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+  case 34: return "CUDA_ERROR_STUB_LIBRARY";
+  case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+  case 100: return "CUDA_ERROR_NO_DEVICE";
+  case 101: return "CUDA_ERROR_INVALID_DEVICE";
+  case 200: return "CUDA_ERROR_INVALID_IMAGE";
+  case 209: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+  case 218: return "CUDA_ERROR_INVALID_PTX";
+  case 222: return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+  case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+  case 701: return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+  default: return "CUDA error";
+  }
+}
+
+struct Driver {
+  void *lib = nullptr;
+#define ATTN_CU_FN(name, ...) CUresult (*name)(__VA_ARGS__) = nullptr;
+#define ATTN_CU_FNS(X)                                                         \
+  X(cuInit, unsigned)                                                          \
+  X(cuDeviceGetCount, int *)                                                   \
+  X(cuDeviceGet, CUdevice *, int)                                              \
+  X(cuDeviceGetName, char *, int, CUdevice)                                    \
+  X(cuDeviceGetAttribute, int *, int, CUdevice)                                \
+  X(cuDeviceTotalMem_v2, size_t *, CUdevice)                                   \
+  X(cuDevicePrimaryCtxRetain, CUcontext *, CUdevice)                           \
+  X(cuDevicePrimaryCtxRelease_v2, CUdevice)                                    \
+  X(cuCtxSetCurrent, CUcontext)                                                \
+  X(cuCtxSynchronize)                                                          \
+  X(cuModuleLoadData, CUmodule *, const void *)                                \
+  X(cuModuleUnload, CUmodule)                                                  \
+  X(cuModuleGetFunction, CUfunction *, CUmodule, const char *)                 \
+  X(cuFuncSetAttribute, CUfunction, int, int)                                  \
+  X(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned,        \
+    unsigned, unsigned, unsigned, CUstream, void **, void **)                  \
+  X(cuMemAlloc_v2, CUdeviceptr *, size_t)                                      \
+  X(cuMemFree_v2, CUdeviceptr)                                                 \
+  X(cuMemcpyHtoD_v2, CUdeviceptr, const void *, size_t)                        \
+  X(cuMemcpyDtoH_v2, void *, CUdeviceptr, size_t)                              \
+  X(cuMemsetD8_v2, CUdeviceptr, unsigned char, size_t)                         \
+  X(cuStreamCreate, CUstream *, unsigned)                                      \
+  X(cuStreamDestroy_v2, CUstream)                                              \
+  X(cuStreamSynchronize, CUstream)                                             \
+  X(cuEventCreate, CUevent *, unsigned)                                        \
+  X(cuEventRecord, CUevent, CUstream)                                          \
+  X(cuEventSynchronize, CUevent)                                               \
+  X(cuEventElapsedTime, float *, CUevent, CUevent)                             \
+  X(cuEventDestroy_v2, CUevent)                                                \
+  X(cuGetErrorName, CUresult, const char **)
+  ATTN_CU_FNS(ATTN_CU_FN)
+#undef ATTN_CU_FN
+
+  std::string errorName(CUresult r) const {
+    const char *name = nullptr;
+    if (cuGetErrorName && cuGetErrorName(r, &name) == CUDA_SUCCESS && name)
+      return name;
+    return fallbackErrorName(r);
+  }
+  Error check(CUresult r, const char *what) const {
+    if (r == CUDA_SUCCESS)
+      return {};
+    std::string msg = std::string(what) + " failed: " + errorName(r) + " (" +
+                      std::to_string(r) + ")";
+    if (r == 2)
+      msg += ": the device is out of memory";
+    else if (r == 100)
+      msg += ": no CUDA device is visible (check the driver and "
+             "CUDA_VISIBLE_DEVICES)";
+    else if (r == 34 || r == 35)
+      msg += ": this is not a working CUDA driver (a stub library, or a "
+             "driver older than the toolkit)";
+    else if (r == 209 || r == 218 || r == 222)
+      msg += ": the kernel was built for another chip or a newer PTX "
+             "version; recompile with attn-compile --chip=<this GPU's sm_XY>";
+    return {msg};
+  }
+
+  Error load() {
+    const char *path = std::getenv("ATTN_CUDA_DRIVER");
+    std::string name = path && *path ? path : "libcuda.so.1";
+    lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      return {"no CUDA driver: cannot load '" + name + "' (" + dlerror() +
+              "); this machine has no NVIDIA driver, run CPU artifacts "
+              "(--target=cpu) here"};
+#define ATTN_CU_SYM(fn, ...)                                                   \
+  fn = reinterpret_cast<decltype(fn)>(dlsym(lib, #fn));                        \
+  if (!fn)                                                                     \
+    return {"the CUDA driver '" + name + "' lacks " #fn};
+    ATTN_CU_FNS(ATTN_CU_SYM)
+#undef ATTN_CU_SYM
+    return {};
+  }
+};
+
+struct Buffer {
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+};
+
+} // namespace
+
+struct CudaSession::Impl {
+  Driver cu;
+  CUdevice device = 0;
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  std::string name;
+  int major = 0, minor = 0, sms = 0, maxShared = 0;
+  size_t totalMem = 0;
+  // State of the last run(), reused by bench().
+  const EntryInfo *entry = nullptr;
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  std::vector<Buffer> buffers;
+
+  void release() {
+    for (Buffer &b : buffers)
+      if (b.ptr)
+        cu.cuMemFree_v2(b.ptr);
+    buffers.clear();
+    if (module)
+      cu.cuModuleUnload(module);
+    module = nullptr;
+    fn = nullptr;
+    entry = nullptr;
+  }
+
+  Error launch() {
+    const KernelInfo &k = entry->kernel;
+    std::vector<CUdeviceptr> ptrs;
+    for (int a : k.args)
+      ptrs.push_back(buffers[a].ptr);
+    std::vector<void *> params;
+    for (CUdeviceptr &p : ptrs)
+      params.push_back(&p);
+    return cu.check(cu.cuLaunchKernel(
+                        fn, k.grid[0], k.grid[1], k.grid[2], k.block[0],
+                        k.block[1], k.block[2], k.sharedBytes, stream,
+                        params.data(), nullptr),
+                    "cuLaunchKernel");
+  }
+};
+
+Error CudaSession::open(int ordinal, std::unique_ptr<CudaSession> &out) {
+  auto s = std::unique_ptr<CudaSession>(new CudaSession());
+  s->impl_ = std::make_unique<Impl>();
+  Impl &im = *s->impl_;
+  Driver &cu = im.cu;
+  if (Error e = cu.load())
+    return e;
+  if (Error e = cu.check(cu.cuInit(0), "cuInit"))
+    return e;
+  int count = 0;
+  if (Error e = cu.check(cu.cuDeviceGetCount(&count), "cuDeviceGetCount"))
+    return e;
+  if (count == 0)
+    return {"no CUDA device: the driver loaded but sees no GPU (check "
+            "CUDA_VISIBLE_DEVICES)"};
+  if (ordinal < 0 || ordinal >= count)
+    return {"no CUDA device " + std::to_string(ordinal) + ": this machine has " +
+            std::to_string(count) + " (0 to " + std::to_string(count - 1) + ")"};
+  if (Error e = cu.check(cu.cuDeviceGet(&im.device, ordinal), "cuDeviceGet"))
+    return e;
+  char name[256] = {0};
+  if (Error e = cu.check(cu.cuDeviceGetName(name, sizeof(name) - 1, im.device),
+                         "cuDeviceGetName"))
+    return e;
+  im.name = name;
+  if (Error e = cu.check(cu.cuDeviceGetAttribute(&im.major, kAttrComputeMajor,
+                                                 im.device),
+                         "cuDeviceGetAttribute"))
+    return e;
+  if (Error e = cu.check(cu.cuDeviceGetAttribute(&im.minor, kAttrComputeMinor,
+                                                 im.device),
+                         "cuDeviceGetAttribute"))
+    return e;
+  if (Error e = cu.check(
+          cu.cuDeviceGetAttribute(&im.sms, kAttrSmCount, im.device),
+          "cuDeviceGetAttribute"))
+    return e;
+  if (Error e = cu.check(cu.cuDeviceGetAttribute(&im.maxShared,
+                                                 kAttrMaxSharedOptin, im.device),
+                         "cuDeviceGetAttribute"))
+    return e;
+  if (Error e = cu.check(cu.cuDeviceTotalMem_v2(&im.totalMem, im.device),
+                         "cuDeviceTotalMem"))
+    return e;
+  if (Error e = cu.check(cu.cuDevicePrimaryCtxRetain(&im.ctx, im.device),
+                         "cuDevicePrimaryCtxRetain"))
+    return e;
+  if (Error e = cu.check(cu.cuCtxSetCurrent(im.ctx), "cuCtxSetCurrent"))
+    return e;
+  if (Error e = cu.check(cu.cuStreamCreate(&im.stream, 0), "cuStreamCreate"))
+    return e;
+  out = std::move(s);
+  return {};
+}
+
+CudaSession::~CudaSession() {
+  if (!impl_ || !impl_->ctx)
+    return;
+  impl_->release();
+  if (impl_->stream)
+    impl_->cu.cuStreamDestroy_v2(impl_->stream);
+  impl_->cu.cuDevicePrimaryCtxRelease_v2(impl_->device);
+}
+
+std::string CudaSession::describe() const {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "%s (sm_%d%d, %d SMs, %.1f GiB)",
+                impl_->name.c_str(), impl_->major, impl_->minor, impl_->sms,
+                impl_->totalMem / 1073741824.0);
+  return buf;
+}
+
+Error CudaSession::run(const Artifact &art, const EntryInfo &entry,
+                       const std::vector<Tensor> &inputs,
+                       std::vector<Tensor> &outputs) {
+  Impl &im = *impl_;
+  Driver &cu = im.cu;
+  im.release();
+  const KernelInfo &k = entry.kernel;
+  if (k.sharedBytes > im.maxShared)
+    return {"the kernel of '" + entry.name + "' needs " +
+            std::to_string(k.sharedBytes) +
+            " bytes of shared memory per block; " + im.name + " allows " +
+            std::to_string(im.maxShared) +
+            ": recompile with a smaller --kv-block or --stages=1"};
+  const void *image = art.image(entry);
+  if (!image)
+    return {"the artifact has no kernel image for '" + entry.name + "'"};
+  if (Error e = cu.check(cu.cuModuleLoadData(&im.module, image),
+                         "cuModuleLoadData"))
+    return {e.message + " (loading the " + k.format + " of '" + entry.name +
+            "')"};
+  if (Error e = cu.check(
+          cu.cuModuleGetFunction(&im.fn, im.module, k.name.c_str()),
+          "cuModuleGetFunction"))
+    return e;
+  if (Error e = cu.check(cu.cuFuncSetAttribute(im.fn, kFuncAttrMaxDynamicShared,
+                                               static_cast<int>(k.sharedBytes)),
+                         "cuFuncSetAttribute"))
+    return e;
+  im.entry = &entry;
+
+  // Device buffers in entry-argument order: inputs, then outputs.
+  std::vector<const Tensor *> all;
+  for (const Tensor &t : inputs)
+    all.push_back(&t);
+  for (Tensor &t : outputs)
+    all.push_back(&t);
+  for (const Tensor *t : all) {
+    Buffer b;
+    b.bytes = t->data.size();
+    if (Error e = cu.check(cu.cuMemAlloc_v2(&b.ptr, b.bytes ? b.bytes : 1),
+                           "cuMemAlloc"))
+      return {e.message + " (allocating " + std::to_string(b.bytes) +
+              " bytes)"};
+    im.buffers.push_back(b);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (Error e = cu.check(cu.cuMemcpyHtoD_v2(im.buffers[i].ptr,
+                                              inputs[i].data.data(),
+                                              inputs[i].data.size()),
+                           "cuMemcpyHtoD"))
+      return e;
+  // Poison the outputs: an element the kernel forgets to write reads NaN.
+  for (size_t i = inputs.size(); i < all.size(); ++i)
+    if (Error e = cu.check(
+            cu.cuMemsetD8_v2(im.buffers[i].ptr, 0xff, im.buffers[i].bytes),
+            "cuMemsetD8"))
+      return e;
+  if (Error e = im.launch())
+    return e;
+  if (Error e = cu.check(cu.cuStreamSynchronize(im.stream),
+                         "the kernel (cuStreamSynchronize)"))
+    return e;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const Buffer &b = im.buffers[inputs.size() + o];
+    if (Error e = cu.check(
+            cu.cuMemcpyDtoH_v2(outputs[o].data.data(), b.ptr, b.bytes),
+            "cuMemcpyDtoH"))
+      return e;
+  }
+  return {};
+}
+
+Error CudaSession::bench(const EntryInfo &entry, long iters,
+                         std::vector<double> &ms) {
+  Impl &im = *impl_;
+  Driver &cu = im.cu;
+  if (im.entry != &entry)
+    return {"internal error: bench before run"};
+  CUevent start = nullptr, stop = nullptr;
+  if (Error e = cu.check(cu.cuEventCreate(&start, 0), "cuEventCreate"))
+    return e;
+  if (Error e = cu.check(cu.cuEventCreate(&stop, 0), "cuEventCreate"))
+    return e;
+  Error err;
+  for (int w = 0; w < 3 && !err; ++w) // warm-up
+    err = im.launch();
+  for (long i = 0; i < iters && !err; ++i) {
+    err = cu.check(cu.cuEventRecord(start, im.stream), "cuEventRecord");
+    if (!err)
+      err = im.launch();
+    if (!err)
+      err = cu.check(cu.cuEventRecord(stop, im.stream), "cuEventRecord");
+    if (!err)
+      err = cu.check(cu.cuEventSynchronize(stop), "cuEventSynchronize");
+    float t = 0;
+    if (!err)
+      err = cu.check(cu.cuEventElapsedTime(&t, start, stop),
+                     "cuEventElapsedTime");
+    ms.push_back(t);
+  }
+  cu.cuEventDestroy_v2(start);
+  cu.cuEventDestroy_v2(stop);
+  return err;
+}

@@ -1,0 +1,106 @@
+/* A stand-in for libcuda.so.1 that exercises the runtime's driver paths on
+   machines without a GPU. FAKE_CUDA selects the behaviour:
+     nodevice  cuInit fails with CUDA_ERROR_NO_DEVICE (100)
+     stub      every call fails with CUDA_ERROR_STUB_LIBRARY (34), including
+               cuGetErrorName (the runtime must name the error itself)
+     zero      cuInit succeeds, cuDeviceGetCount reports 0 devices
+     oom       cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY (2)
+     smallsmem the device allows 48 KiB of shared memory per block
+     noop      everything succeeds; a launch is printed and computes nothing
+   Device memory is host memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+static const char *mode(void) {
+  const char *m = getenv("FAKE_CUDA");
+  return m ? m : "noop";
+}
+static int is(const char *m) { return strcmp(mode(), m) == 0; }
+#define STUB if (is("stub")) return 34
+
+CUresult cuGetErrorName(CUresult r, const char **name) {
+  STUB;
+  *name = r == 100 ? "CUDA_ERROR_NO_DEVICE"
+                   : r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_UNKNOWN";
+  return 0;
+}
+CUresult cuInit(unsigned f) {
+  STUB;
+  return is("nodevice") ? 100 : 0;
+}
+CUresult cuDeviceGetCount(int *n) { *n = is("zero") ? 0 : 1; return 0; }
+CUresult cuDeviceGet(int *d, int i) { *d = i; return 0; }
+CUresult cuDeviceGetName(char *s, int n, int d) {
+  snprintf(s, n, "Fake GPU");
+  return 0;
+}
+CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
+  *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 16 ? 132
+     : attr == 97 ? (is("smallsmem") ? 49152 : 232448) : 0;
+  return 0;
+}
+CUresult cuDeviceTotalMem_v2(size_t *b, int d) { *b = 1ull << 30; return 0; }
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)1; return 0; }
+CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
+CUresult cuCtxSetCurrent(void *c) { return 0; }
+CUresult cuCtxSynchronize(void) { return 0; }
+static char kernelName[256];
+static const char *image;
+CUresult cuModuleLoadData(void **m, const void *img) {
+  const char *p = img;
+  int elf = p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F';
+  int ptx = strstr(p, ".visible .entry") != NULL;
+  fprintf(stderr, "fake-cuda: module %s\n", elf ? "cubin" : ptx ? "ptx" : "?");
+  if (!elf && !ptx)
+    return 200; /* CUDA_ERROR_INVALID_IMAGE */
+  image = p;
+  *m = (void *)1;
+  return 0;
+}
+CUresult cuModuleUnload(void *m) { return 0; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+  snprintf(kernelName, sizeof(kernelName), "%s", name);
+  *f = (void *)1;
+  return 0;
+}
+CUresult cuFuncSetAttribute(void *f, int attr, int v) { return 0; }
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+                        unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                        void *stream, void **params, void **extra) {
+  int n = 0;
+  while (params && params[n] && n < 16)
+    ++n;
+  fprintf(stderr,
+          "fake-cuda: launch %s grid %ux%ux%u block %ux%ux%u smem %u\n",
+          kernelName, gx, gy, gz, bx, by, bz, smem);
+  return 0;
+}
+CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
+  if (is("oom"))
+    return 2;
+  *p = (unsigned long long)(size_t)malloc(n);
+  return 0;
+}
+CUresult cuMemFree_v2(unsigned long long p) { free((void *)(size_t)p); return 0; }
+CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
+  memcpy((void *)(size_t)d, s, n);
+  return 0;
+}
+CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) {
+  memcpy(d, (void *)(size_t)s, n);
+  return 0;
+}
+CUresult cuMemsetD8_v2(unsigned long long d, unsigned char v, size_t n) {
+  memset((void *)(size_t)d, v, n);
+  return 0;
+}
+CUresult cuStreamCreate(void **s, unsigned f) { *s = (void *)1; return 0; }
+CUresult cuStreamDestroy_v2(void *s) { return 0; }
+CUresult cuStreamSynchronize(void *s) { return 0; }
+CUresult cuEventCreate(void **e, unsigned f) { *e = (void *)1; return 0; }
+CUresult cuEventRecord(void *e, void *s) { return 0; }
+CUresult cuEventSynchronize(void *e) { return 0; }
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) { *ms = 0.5f; return 0; }
+CUresult cuEventDestroy_v2(void *e) { return 0; }
