@@ -40,6 +40,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # `ptxas`: the CUDA assembler is installed (PTX tests assemble and check).
 if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")):
     config.available_features.add("ptxas")
+config.substitutions.append(("%ptxas", os.path.join(config.cuda_root, "bin", "ptxas")))
 
 # `cuda-device`: a GPU and its driver are present (end-to-end GPU tests).
 if shutil.which("nvidia-smi") and lit.util.which("nvidia-smi"):

@@ -35,8 +35,11 @@ void attn::buildGpuPipeline(OpPassManager &pm,
      << "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
      << "attn-nvvm-extern-shared,canonicalize,cse,"
      << "reconcile-unrealized-casts)";
+  // The toolkit is named explicitly: without it gpu-module-to-binary looks
+  // for libdevice through $PATH and silently leaves __nv_* calls unresolved.
   if (options.format != "none")
-    os << ",gpu-module-to-binary{format=" << options.format << "}";
+    os << ",gpu-module-to-binary{format=" << options.format
+       << " toolkit=" << options.cudaPath << "}";
   if (failed(parsePassPipeline(os.str(), pm, llvm::errs())))
     llvm::report_fatal_error("attn-mlir: malformed built-in GPU pipeline");
 }

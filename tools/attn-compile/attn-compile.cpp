@@ -340,13 +340,17 @@ describeKernels(ModuleOp module, bool ptx,
   return success();
 }
 
-static bool findPtxas() {
-  if (const char *cuda = std::getenv("CUDA_ROOT"))
-    if (llvm::sys::fs::can_execute(std::string(cuda) + "/bin/ptxas"))
-      return true;
-  if (llvm::sys::fs::can_execute("/usr/local/cuda/bin/ptxas"))
-    return true;
-  return static_cast<bool>(llvm::sys::findProgramByName("ptxas"));
+/// The CUDA toolkit: $CUDA_ROOT, else /usr/local/cuda, else the directory
+/// above the ptxas on $PATH ("" when none is found).
+static std::string findCudaRoot() {
+  if (const char *cuda = std::getenv("CUDA_ROOT"); cuda && *cuda)
+    return cuda;
+  if (llvm::sys::fs::exists("/usr/local/cuda/nvvm/libdevice"))
+    return "/usr/local/cuda";
+  if (auto ptxas = llvm::sys::findProgramByName("ptxas"))
+    return llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
+        .str();
+  return "";
 }
 
 /// C support code linked into every artifact: the strided copy that MLIR's
@@ -454,7 +458,15 @@ int main(int argc, char **argv) {
     if (emit == Emit::PTX || emit == Emit::Cubin)
       return fail("--emit=ptx and --emit=cubin need --target=cuda");
   }
-  bool ptxas = cuda && findPtxas();
+  std::string cudaRoot = cuda ? findCudaRoot() : "";
+  if (cuda && !llvm::sys::fs::exists(cudaRoot +
+                                     "/nvvm/libdevice/libdevice.10.bc"))
+    return fail("the CUDA target needs the CUDA toolkit's libdevice "
+                "(nvvm/libdevice/libdevice.10.bc) to compile kernels; none "
+                "found under '" +
+                cudaRoot + "': install the toolkit or set CUDA_ROOT");
+  bool ptxas =
+      cuda && llvm::sys::fs::can_execute(cudaRoot + "/bin/ptxas");
   if (cuda && (kernelFormat == KernelFormat::Cubin || emit == Emit::Cubin) &&
       !ptxas)
     return fail("a cubin needs ptxas (CUDA toolkit), which is not installed "
@@ -477,6 +489,9 @@ int main(int argc, char **argv) {
   registry.insert<attn::AttnDialect>();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Diagnostics point at the user's source; no dump of the op in generic
+  // form after each.
+  context.printOpOnDiagnostic(false);
 
   std::string errorMessage;
   auto file = openInputFile(inputFile, &errorMessage);
@@ -514,6 +529,7 @@ int main(int argc, char **argv) {
     options.kvBlock = given(kvBlock) ? kvBlock.getValue() : 64;
     options.stages = stages;
     options.format = embedPtx ? "isa" : "bin";
+    options.cudaPath = cudaRoot;
     if (emit == Emit::Tiled) {
       attn::AttnGpuFlashPassOptions flash;
       flash.warps = options.warps;

@@ -251,6 +251,16 @@ int main(int argc, char **argv) {
       for (const ArgInfo &a : e.outputs)
         std::printf("  out %-8s %-4s %s\n", a.name.c_str(), dtypeName(a.dtype),
                     formatShape(a.shape).c_str());
+      if (art->target() == "cuda") {
+        const KernelInfo &k = e.kernel;
+        std::printf("  kernel %s (%s, %lld bytes): grid %lldx%lldx%lld, "
+                    "block %lldx%lldx%lld, %lld bytes of shared memory\n",
+                    k.name.c_str(), k.format.c_str(), (long long)k.imageSize,
+                    (long long)k.grid[0], (long long)k.grid[1],
+                    (long long)k.grid[2], (long long)k.block[0],
+                    (long long)k.block[1], (long long)k.block[2],
+                    (long long)k.sharedBytes);
+      }
     }
     return 0;
   }

@@ -63,6 +63,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   PassOptions::Option<int64_t> stages{
       *this, "stages",
       llvm::cl::desc("K/V shared-memory buffers (1 or 2)"), llvm::cl::init(2)};
+  PassOptions::Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("CUDA toolkit: ptxas for cubins, libdevice for the "
+                     "math functions kernels call"),
+      llvm::cl::init("/usr/local/cuda")};
   PassOptions::Option<std::string> format{
       *this, "format",
       llvm::cl::desc("Kernel format in the gpu.binary: isa (PTX), bin "
