@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 APT_PACKAGES = libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
                clang-22 libomp-22-dev ninja-build cmake
 
-.PHONY: all deps pydeps configure build check check-sanitize fuzz demo bench docs clean
+.PHONY: gpu-artifacts all deps pydeps configure build check check-sanitize fuzz demo bench docs clean
 
 all: build
 
@@ -74,6 +74,11 @@ docs: build
 	ninja -C $(BUILD) mlir-doc
 	cp $(BUILD)/docs/Dialects/AttnOps.md $(BUILD)/docs/Dialects/AttnDialect.md docs/
 	cp $(BUILD)/docs/AttnPasses.md docs/
+
+# Artifacts for tools/gpu-check.sh (the device check), built here: the CUDA
+# correctness matrix and the FlashAttention benchmark grid as sm_90 cubins.
+gpu-artifacts: build
+	ATTN_MLIR_BIN=$(abspath $(BUILD))/bin scripts/build-gpu-artifacts.sh gpu-artifacts sm_90
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds, on a machine with attn-compile and the CUDA toolkit (no GPU
+# needed), everything tools/gpu-check.sh runs on a GPU machine that has no
+# LLVM/MLIR: the correctness matrix (test/Integration/cuda) and the
+# FlashAttention benchmark grid (f16, B*T = 16k tokens, H*D = 2048,
+# D = 64/128, T = 1k..16k, causal and not), as cubins for --chip.
+#   scripts/build-gpu-artifacts.sh [OUT_DIR=gpu-artifacts] [CHIP=sm_90]
+set -euo pipefail
+out=${1:-gpu-artifacts}
+chip=${2:-sm_90}
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${ATTN_MLIR_BIN:-$here/build/bin}
+rm -rf "$out"; mkdir -p "$out/check" "$out/bench"
+for f in "$here"/test/Integration/cuda/*.mlir; do
+  flags=$(grep -o 'target=cuda[^"]*' "$f" | sed 's/target=cuda//')
+  "$bin/attn-compile" "$f" --target=cuda --chip="$chip" $flags \
+    -o "$out/check/$(basename "$f" .mlir).so"
+done
+for d in 64 128; do
+  h=$((2048 / d))
+  for t in 1024 2048 4096 8192 16384; do
+    b=$((16384 / t))
+    for causal in none top_left; do
+      ty="tensor<${b}x${h}x${t}x${d}xf16>"
+      name="sdpa-d${d}-t${t}-${causal}"
+      cat > "$out/bench/$name.mlir" <<MLIR
+func.func @attn(%q: $ty, %k: $ty, %v: $ty) -> $ty {
+  %o = attn.sdpa %q, %k, %v {causal = #attn.causal<$causal>} : $ty, $ty, $ty -> $ty
+  return %o : $ty
+}
+MLIR
+      "$bin/attn-compile" "$out/bench/$name.mlir" --target=cuda \
+        --chip="$chip" -o "$out/bench/$name.so"
+    done
+  done
+done
+echo "wrote $(ls "$out"/check/*.so | wc -l) check and" \
+     "$(ls "$out"/bench/*.so | wc -l) bench artifacts to $out"
