@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Writes test/Integration/cuda/*.mlir: the correctness matrix of the CUDA
-kernel (MHA/GQA/MQA, masks, both causal alignments with Tq < Tk and Tq > Tk,
-windows, softcap, odd lengths and head dimensions, Dv != D, f16/bf16, LSE,
-kernel options). Each runs `attn-run --device cuda --check` against the fp64
-reference and needs a GPU (REQUIRES: cuda-device)."""
+"""Writes the correctness matrix of the CUDA kernel (MHA/GQA/MQA, masks,
+both causal alignments with Tq < Tk and Tq > Tk, windows, softcap, odd
+lengths and head dimensions, Dv != D, f16/bf16, LSE, kernel options) twice:
+- test/Integration/cuda/*.mlir run `attn-run --device cuda --check` against
+  the fp64 reference and need a GPU (REQUIRES: cuda-device);
+- test/Integration/cuda-emulated/*.mlir run the same kernels' IR through
+  attn-gpu-emulate (the CPU interpreter of the GPU ops) with the same check,
+  everywhere."""
 import os
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test",
-                    "Integration", "cuda")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test",
+                    "Integration")
+HERE = os.path.join(ROOT, "cuda")
+EMULATED = os.path.join(ROOT, "cuda-emulated")
 
 # name, B, Hq, Hkv, Tq, Tk, D, Dv, dtype, attrs, mask, lse, flags
 CASES = [
@@ -39,6 +44,7 @@ CASES = [
 
 def main():
     os.makedirs(HERE, exist_ok=True)
+    os.makedirs(EMULATED, exist_ok=True)
     for (name, b, hq, hkv, tq, tk, d, dv, dt, attrs, mask, lse,
          flags) in CASES:
         q = f"tensor<{b}x{hq}x{tq}x{d}x{dt}>"
@@ -67,6 +73,13 @@ func.func @attn({args}) -> ({results}) {{
 """
         with open(os.path.join(HERE, name + ".mlir"), "w") as f:
             f.write(text)
+        if "kernel-format" in flags:
+            continue  # the emulator runs the IR: the format does not matter
+        emulated = text.replace("// REQUIRES: cuda-device\n", "").replace(
+            f'attn-run %s --device cuda --check --seed 7 --compile-flags="--target=cuda{flags}"',
+            f"attn-gpu-emulate %s --seed 7{flags}")
+        with open(os.path.join(EMULATED, name + ".mlir"), "w") as f:
+            f.write(emulated)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,927 @@
+//===- attn-gpu-emulate.cpp - run the CUDA kernel's IR on the CPU -*- C++ -*-===//
+//
+// Executes the kernel that attn-gpu-flash generates, at the level of its
+// IR (gpu / nvgpu / nvvm / vector / scf / arith / math / memref ops), on the
+// CPU: the threads of a block run in lockstep, warp-collective operations
+// (ldmatrix, mma.sync, shuffles) exchange data between the 32 lanes as the
+// PTX ISA defines them, cp.async copies land in shared memory only when a
+// wait retires their group, and outputs start poisoned with NaN. The result
+// is compared with the runtime's fp64 reference, as `attn-run --check` does.
+//
+// What it checks without a GPU: the fragment layouts the generator assumes
+// against the ISA's (independently written here), the index arithmetic,
+// masking, online softmax, the cp.async group discipline (a read before its
+// wait sees stale data) and that every output element is written. What it
+// cannot check: races between warps (lockstep hides a missing barrier),
+// timing, and the NVVM/PTX backend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-mlir/Dialect/Attn/IR/AttnDialect.h"
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Runtime/Runtime.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <random>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+namespace rt = ::attn::rt;
+
+static cl::OptionCategory cat("attn-gpu-emulate options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<graph.mlir>"), cl::cat(cat));
+static cl::opt<int64_t> warps("warps", cl::init(4), cl::desc("Warps per block"),
+                              cl::cat(cat));
+static cl::opt<int64_t> rowTiles("row-tiles", cl::init(1),
+                                 cl::desc("16-row m-tiles per warp"),
+                                 cl::cat(cat));
+static cl::opt<int64_t> kvBlock("kv-block", cl::init(64),
+                                cl::desc("Keys per shared-memory tile"),
+                                cl::cat(cat));
+static cl::opt<int64_t> stages("stages", cl::init(2),
+                               cl::desc("K/V shared-memory buffers"),
+                               cl::cat(cat));
+static cl::opt<uint64_t> seed("seed", cl::init(0),
+                              cl::desc("Seed of the random inputs"),
+                              cl::cat(cat));
+
+namespace {
+
+/// One SSA value of one thread: integers (index, i1, i32, packed bf16x2) in
+/// `i`, floats and float vectors (at most 8 elements) in `f`.
+struct Val {
+  int64_t i = 0;
+  float f[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+};
+
+/// A dense row-major view of a byte buffer.
+struct View {
+  uint8_t *base = nullptr;
+  int64_t bytes = 0;
+  SmallVector<int64_t> shape;
+  Type elt;
+  int64_t size() const { return elt.isF32() ? 4 : elt.isInteger(1) ? 1 : 2; }
+  int64_t linear(ArrayRef<int64_t> idx) const {
+    int64_t l = 0;
+    for (auto [i, n] : llvm::zip(idx, shape)) {
+      if (i < 0 || i >= n)
+        throw std::runtime_error("index out of bounds");
+      l = l * n + i;
+    }
+    return l;
+  }
+  uint8_t *at(int64_t linear) const {
+    if (linear < 0 || (linear + 1) * size() > bytes)
+      throw std::runtime_error("access out of the buffer");
+    return base + linear * size();
+  }
+};
+
+float toFloat(Type t, const uint8_t *p) {
+  if (t.isF32()) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  if (t.isF16()) {
+    _Float16 x;
+    std::memcpy(&x, &h, 2);
+    return static_cast<float>(x);
+  }
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// f32 -> bf16 bits, round to nearest even, NaN stays NaN.
+uint32_t bf16Bits(float v) {
+  uint32_t x;
+  std::memcpy(&x, &v, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return (x >> 16) | 0x40;
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+
+float bf16FromBits(uint32_t h) {
+  uint32_t bits = (h & 0xffffu) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// Rounds to the float type (round to nearest even), as a float.
+float roundTo(Type t, float v) {
+  if (t.isF16())
+    return static_cast<float>(static_cast<_Float16>(v));
+  if (t.isBF16())
+    return bf16FromBits(bf16Bits(v));
+  return v;
+}
+
+void fromFloat(Type t, float v, uint8_t *p) {
+  if (t.isF32()) {
+    std::memcpy(p, &v, 4);
+  } else if (t.isF16()) {
+    _Float16 x = static_cast<_Float16>(v);
+    std::memcpy(p, &x, 2);
+  } else {
+    uint16_t h = static_cast<uint16_t>(bf16Bits(v));
+    std::memcpy(p, &h, 2);
+  }
+}
+
+int64_t numElements(Type t) {
+  if (auto v = dyn_cast<VectorType>(t))
+    return v.getNumElements();
+  return 1;
+}
+
+struct Copy {
+  int view;
+  int64_t dst;
+  int srcView;
+  int64_t src;
+  int64_t n, srcN;
+};
+
+class Emulator {
+public:
+  Emulator(gpu::LaunchOp launch, std::vector<View> args)
+      : launch(launch), views(std::move(args)) {}
+
+  void run() {
+    auto getConst = [](Value v) {
+      APInt a;
+      if (!matchPattern(v, m_ConstantInt(&a)))
+        throw std::runtime_error("non-constant launch size");
+      return a.getSExtValue();
+    };
+    int64_t grid[3] = {getConst(launch.getGridSizeX()),
+                       getConst(launch.getGridSizeY()),
+                       getConst(launch.getGridSizeZ())};
+    threads = getConst(launch.getBlockSizeX());
+    if (getConst(launch.getBlockSizeY()) != 1 ||
+        getConst(launch.getBlockSizeZ()) != 1 || threads % 32)
+      throw std::runtime_error("expected a 1-D block of whole warps");
+    smemBytes = launch.getDynamicSharedMemorySize()
+                    ? getConst(launch.getDynamicSharedMemorySize())
+                    : 0;
+    // Number every value the body defines or uses.
+    Block &body = launch.getBody().front();
+    launch.getBody().walk([&](Block *b) {
+      for (BlockArgument a : b->getArguments())
+        id(a);
+    });
+    launch.getBody().walk([&](Operation *op) {
+      for (Value r : op->getResults())
+        id(r);
+      for (Value o : op->getOperands())
+        id(o);
+    });
+    regs.assign(ids.size() * threads, Val());
+    // Values from above the launch: the function's memref arguments.
+    auto func = launch->getParentOfType<func::FuncOp>();
+    for (auto [i, a] : llvm::enumerate(func.getArguments()))
+      if (ids.count(a))
+        for (int64_t t = 0; t < threads; ++t)
+          at(a, t).i = static_cast<int64_t>(i);
+    std::vector<uint8_t> smem(smemBytes);
+    for (int64_t z = 0; z < grid[2]; ++z)
+      for (int64_t y = 0; y < grid[1]; ++y)
+        for (int64_t x = 0; x < grid[0]; ++x) {
+          std::fill(smem.begin(), smem.end(), 0xA5); // garbage, not zeros
+          smemView = View{smem.data(), smemBytes, {smemBytes},
+                          IntegerType::get(launch.getContext(), 8)};
+          views.resize(numArgViews());
+          pending.assign(threads, {});
+          open.assign(threads, {});
+          int64_t block[3] = {x, y, z};
+          for (int64_t t = 0; t < threads; ++t) {
+            for (int d = 0; d < 3; ++d) {
+              at(body.getArgument(d), t).i = block[d];       // block id
+              at(body.getArgument(3 + d), t).i = d ? 0 : t;  // thread id
+              at(body.getArgument(6 + d), t).i = grid[d];    // grid size
+              at(body.getArgument(9 + d), t).i = d ? 1 : threads;
+            }
+          }
+          std::vector<char> mask(threads, 1);
+          runBlock(body, mask);
+        }
+  }
+
+  size_t numArgViews() const {
+    return launch->getParentOfType<func::FuncOp>().getNumArguments();
+  }
+
+private:
+  gpu::LaunchOp launch;
+  std::vector<View> views;
+  View smemView;
+  int64_t threads = 0, smemBytes = 0;
+  DenseMap<Value, unsigned> ids;
+  std::vector<Val> regs;
+  std::vector<std::deque<std::vector<Copy>>> pending;
+  std::vector<std::vector<Copy>> open;
+
+  unsigned id(Value v) {
+    auto it = ids.find(v);
+    if (it != ids.end())
+      return it->second;
+    unsigned n = ids.size();
+    ids[v] = n;
+    return n;
+  }
+  Val &at(Value v, int64_t t) { return regs[ids.lookup(v) * threads + t]; }
+  const View &view(Value v, int64_t t) {
+    int64_t h = at(v, t).i;
+    return h == -1 ? smemView : views.at(h);
+  }
+  SmallVector<int64_t> indices(ValueRange vs, int64_t t) {
+    SmallVector<int64_t> r;
+    for (Value v : vs)
+      r.push_back(at(v, t).i);
+    return r;
+  }
+
+  template <typename F> void forEach(const std::vector<char> &mask, F f) {
+    for (int64_t t = 0; t < threads; ++t)
+      if (mask[t])
+        f(t);
+  }
+
+  void runBlock(Block &block, const std::vector<char> &mask) {
+    for (Operation &op : block)
+      runOp(&op, mask);
+  }
+
+  void retire(int64_t t, int64_t keep) {
+    while (static_cast<int64_t>(pending[t].size()) > keep) {
+      for (const Copy &c : pending[t].front()) {
+        const View &d = c.view == -1 ? smemView : views.at(c.view);
+        const View &s = views.at(c.srcView);
+        for (int64_t e = 0; e < c.n; ++e) {
+          float v = e < c.srcN ? toFloat(s.elt, s.at(c.src + e)) : 0.0f;
+          fromFloat(d.elt, v, d.at(c.dst + e));
+        }
+      }
+      pending[t].pop_front();
+    }
+  }
+
+  void runOp(Operation *op, const std::vector<char> &mask) {
+    Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
+    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      Val v;
+      if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+        v.i = i.getValue().getSExtValue();
+      else if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+        v.f[0] = f.getValueAsDouble();
+      else if (auto d = dyn_cast<DenseElementsAttr>(c.getValue());
+               d && d.isSplat())
+        for (int k = 0; k < numElements(rt); ++k)
+          v.f[k] = d.getSplatValue<APFloat>().convertToDouble();
+      else
+        throw std::runtime_error("unsupported constant");
+      forEach(mask, [&](int64_t t) { at(c, t) = v; });
+      return;
+    }
+    auto intBin = [&](auto fn) {
+      forEach(mask, [&](int64_t t) {
+        at(op->getResult(0), t).i =
+            fn(at(op->getOperand(0), t).i, at(op->getOperand(1), t).i);
+      });
+    };
+    if (isa<arith::AddIOp>(op))
+      return intBin([](int64_t a, int64_t b) { return a + b; });
+    if (isa<arith::SubIOp>(op))
+      return intBin([](int64_t a, int64_t b) { return a - b; });
+    if (isa<arith::MulIOp>(op))
+      return intBin([](int64_t a, int64_t b) { return a * b; });
+    if (isa<arith::DivUIOp>(op))
+      return intBin([](int64_t a, int64_t b) {
+        return static_cast<int64_t>(uint64_t(a) / uint64_t(b));
+      });
+    if (isa<arith::RemUIOp>(op))
+      return intBin([](int64_t a, int64_t b) {
+        return static_cast<int64_t>(uint64_t(a) % uint64_t(b));
+      });
+    if (isa<arith::DivSIOp>(op))
+      return intBin([](int64_t a, int64_t b) { return a / b; });
+    if (isa<arith::MinSIOp>(op))
+      return intBin([](int64_t a, int64_t b) { return std::min(a, b); });
+    if (isa<arith::MaxSIOp>(op))
+      return intBin([](int64_t a, int64_t b) { return std::max(a, b); });
+    if (isa<arith::AndIOp>(op))
+      return intBin([](int64_t a, int64_t b) { return a & b; });
+    if (isa<arith::OrIOp>(op))
+      return intBin([](int64_t a, int64_t b) { return a | b; });
+    if (auto c = dyn_cast<arith::CmpIOp>(op)) {
+      auto p = c.getPredicate();
+      return intBin([p](int64_t a, int64_t b) -> int64_t {
+        switch (p) {
+        case arith::CmpIPredicate::eq: return a == b;
+        case arith::CmpIPredicate::ne: return a != b;
+        case arith::CmpIPredicate::slt: return a < b;
+        case arith::CmpIPredicate::sle: return a <= b;
+        case arith::CmpIPredicate::sgt: return a > b;
+        case arith::CmpIPredicate::sge: return a >= b;
+        case arith::CmpIPredicate::ult: return uint64_t(a) < uint64_t(b);
+        case arith::CmpIPredicate::ule: return uint64_t(a) <= uint64_t(b);
+        case arith::CmpIPredicate::ugt: return uint64_t(a) > uint64_t(b);
+        case arith::CmpIPredicate::uge: return uint64_t(a) >= uint64_t(b);
+        }
+        return 0;
+      });
+    }
+    if (auto s = dyn_cast<arith::SelectOp>(op)) {
+      forEach(mask, [&](int64_t t) {
+        at(s, t) = at(s.getCondition(), t).i ? at(s.getTrueValue(), t)
+                                              : at(s.getFalseValue(), t);
+      });
+      return;
+    }
+    auto fBin = [&](auto fn) {
+      int64_t n = numElements(rt);
+      forEach(mask, [&](int64_t t) {
+        Val &r = at(op->getResult(0), t);
+        const Val &a = at(op->getOperand(0), t), &b = at(op->getOperand(1), t);
+        Val out;
+        for (int64_t k = 0; k < n; ++k)
+          out.f[k] = fn(a.f[k], b.f[k]);
+        r = out;
+      });
+    };
+    if (isa<arith::AddFOp>(op))
+      return fBin([](float a, float b) { return a + b; });
+    if (isa<arith::SubFOp>(op))
+      return fBin([](float a, float b) { return a - b; });
+    if (isa<arith::MulFOp>(op))
+      return fBin([](float a, float b) { return a * b; });
+    if (isa<arith::DivFOp>(op))
+      return fBin([](float a, float b) { return a / b; });
+    if (isa<arith::MaxNumFOp>(op))
+      return fBin([](float a, float b) { return std::fmax(a, b); });
+    if (auto c = dyn_cast<arith::CmpFOp>(op)) {
+      if (c.getPredicate() != arith::CmpFPredicate::OEQ)
+        throw std::runtime_error("unsupported cmpf predicate");
+      forEach(mask, [&](int64_t t) {
+        at(c, t).i = at(c.getLhs(), t).f[0] == at(c.getRhs(), t).f[0];
+      });
+      return;
+    }
+    if (isa<arith::ExtFOp>(op)) {
+      forEach(mask, [&](int64_t t) { at(op->getResult(0), t) = at(op->getOperand(0), t); });
+      return;
+    }
+    if (auto tr = dyn_cast<arith::TruncFOp>(op)) {
+      Type elt = getElementTypeOrSelf(rt);
+      int64_t n = numElements(rt);
+      forEach(mask, [&](int64_t t) {
+        Val v = at(tr.getIn(), t);
+        for (int64_t k = 0; k < n; ++k)
+          v.f[k] = roundTo(elt, v.f[k]);
+        at(tr, t) = v;
+      });
+      return;
+    }
+    auto fUn = [&](auto fn) {
+      forEach(mask, [&](int64_t t) {
+        at(op->getResult(0), t).f[0] = fn(at(op->getOperand(0), t).f[0]);
+      });
+    };
+    if (isa<math::Exp2Op>(op))
+      return fUn([](float x) { return std::exp2(x); });
+    if (isa<math::TanhOp>(op))
+      return fUn([](float x) { return std::tanh(x); });
+    if (isa<math::LogOp>(op))
+      return fUn([](float x) { return std::log(x); });
+
+    if (auto e = dyn_cast<vector::ExtractOp>(op)) {
+      auto src = cast<VectorType>(e.getSource().getType());
+      SmallVector<int64_t> pos(e.getStaticPosition());
+      int64_t row = 1;
+      for (int64_t d = pos.size(); d < src.getRank(); ++d)
+        row *= src.getDimSize(d);
+      int64_t lin = 0;
+      for (auto [k, p] : llvm::enumerate(pos))
+        lin = lin * src.getDimSize(k) + p;
+      lin *= row;
+      bool intSrc = src.getElementType().isInteger(32);
+      forEach(mask, [&](int64_t t) {
+        const Val &s = at(e.getSource(), t);
+        Val r;
+        if (intSrc)
+          r.i = s.i;
+        else
+          for (int64_t k = 0; k < row; ++k)
+            r.f[k] = s.f[lin + k];
+        at(e, t) = r;
+      });
+      return;
+    }
+    if (auto fe = dyn_cast<vector::FromElementsOp>(op)) {
+      forEach(mask, [&](int64_t t) {
+        Val r;
+        for (auto [k, v] : llvm::enumerate(fe.getElements()))
+          r.f[k] = at(v, t).f[0];
+        at(fe, t) = r;
+      });
+      return;
+    }
+    if (auto bc = dyn_cast<vector::BitCastOp>(op)) {
+      if (!bc.getSourceVectorType().getElementType().isBF16())
+        throw std::runtime_error("unsupported bitcast");
+      forEach(mask, [&](int64_t t) {
+        const Val &s = at(bc.getSource(), t);
+        at(bc, t).i = static_cast<int64_t>(bf16Bits(s.f[0]) |
+                                           (bf16Bits(s.f[1]) << 16));
+      });
+      return;
+    }
+    if (auto st = dyn_cast<vector::StoreOp>(op)) {
+      int64_t n = st.getVectorType().getNumElements();
+      forEach(mask, [&](int64_t t) {
+        const View &v = view(st.getBase(), t);
+        int64_t l = v.linear(indices(st.getIndices(), t));
+        for (int64_t k = 0; k < n; ++k)
+          fromFloat(v.elt, at(st.getValueToStore(), t).f[k], v.at(l + k));
+      });
+      return;
+    }
+    if (auto dyn = dyn_cast<gpu::DynamicSharedMemoryOp>(op)) {
+      forEach(mask, [&](int64_t t) { at(dyn, t).i = -1; });
+      return;
+    }
+    if (auto vw = dyn_cast<memref::ViewOp>(op)) {
+      // One handle per (op, block): every thread computes the same view.
+      auto type = cast<MemRefType>(vw.getType());
+      int64_t offset = -1;
+      forEach(mask, [&](int64_t t) {
+        int64_t o = at(vw.getByteShift(), t).i;
+        if (offset == -1)
+          offset = o;
+        else if (o != offset)
+          throw std::runtime_error("divergent memref.view");
+      });
+      View v;
+      v.base = smemView.base + offset;
+      v.bytes = smemView.bytes - offset;
+      v.shape.assign(type.getShape().begin(), type.getShape().end());
+      v.elt = type.getElementType();
+      int64_t need = v.size();
+      for (int64_t n : v.shape)
+        need *= n;
+      if (need > v.bytes)
+        throw std::runtime_error("memref.view beyond the shared memory");
+      views.push_back(v);
+      int64_t h = views.size() - 1;
+      forEach(mask, [&](int64_t t) { at(vw, t).i = h; });
+      return;
+    }
+    if (auto ld = dyn_cast<memref::LoadOp>(op)) {
+      forEach(mask, [&](int64_t t) {
+        const View &v = view(ld.getMemRef(), t);
+        const uint8_t *p = v.at(v.linear(indices(ld.getIndices(), t)));
+        Val r;
+        if (v.elt.isInteger(1))
+          r.i = *p != 0;
+        else
+          r.f[0] = toFloat(v.elt, p);
+        at(ld, t) = r;
+      });
+      return;
+    }
+    if (auto stO = dyn_cast<memref::StoreOp>(op)) {
+      forEach(mask, [&](int64_t t) {
+        const View &v = view(stO.getMemRef(), t);
+        fromFloat(v.elt, at(stO.getValueToStore(), t).f[0],
+                  v.at(v.linear(indices(stO.getIndices(), t))));
+      });
+      return;
+    }
+    if (isa<gpu::BarrierOp, gpu::TerminatorOp>(op))
+      return; // lockstep: every thread has reached this point
+    if (auto sh = dyn_cast<gpu::ShuffleOp>(op)) {
+      if (sh.getMode() != gpu::ShuffleMode::XOR)
+        throw std::runtime_error("unsupported shuffle mode");
+      std::vector<Val> out(threads);
+      forEach(mask, [&](int64_t t) {
+        int64_t partner = t ^ at(sh.getOffset(), t).i;
+        if (!mask[partner])
+          throw std::runtime_error("shuffle with an inactive lane");
+        out[t] = at(sh.getValue(), partner);
+      });
+      forEach(mask, [&](int64_t t) {
+        at(sh.getShuffleResult(), t) = out[t];
+        at(sh.getValid(), t).i = 1;
+      });
+      return;
+    }
+    if (auto cp = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
+      forEach(mask, [&](int64_t t) {
+        const View &s = view(cp.getSrc(), t);
+        const View &d = view(cp.getDst(), t);
+        Copy c;
+        c.view = at(cp.getDst(), t).i;
+        c.dst = d.linear(indices(cp.getDstIndices(), t));
+        c.srcView = at(cp.getSrc(), t).i;
+        c.src = s.linear(indices(cp.getSrcIndices(), t));
+        c.n = cp.getDstElements().getZExtValue();
+        c.srcN = cp.getSrcElements() ? at(cp.getSrcElements(), t).i : c.n;
+        if (c.srcN > 0)
+          s.at(c.src + c.srcN - 1); // the bytes read must exist
+        d.at(c.dst + c.n - 1);
+        open[t].push_back(c);
+      });
+      return;
+    }
+    if (isa<nvgpu::DeviceAsyncCreateGroupOp>(op)) {
+      forEach(mask, [&](int64_t t) {
+        pending[t].push_back(std::move(open[t]));
+        open[t].clear();
+      });
+      return;
+    }
+    if (auto w = dyn_cast<nvgpu::DeviceAsyncWaitOp>(op)) {
+      int64_t keep = w.getNumGroups() ? *w.getNumGroups() : 0;
+      forEach(mask, [&](int64_t t) { retire(t, keep); });
+      return;
+    }
+    if (auto lm = dyn_cast<nvgpu::LdMatrixOp>(op))
+      return ldmatrix(lm, mask);
+    if (auto mma = dyn_cast<nvgpu::MmaSyncOp>(op))
+      return mmaF16(mma, mask);
+    if (auto mma = dyn_cast<NVVM::MmaOp>(op))
+      return mmaBf16(mma, mask);
+    if (auto ev = dyn_cast<LLVM::ExtractValueOp>(op)) {
+      int64_t p = ev.getPosition()[0];
+      forEach(mask, [&](int64_t t) {
+        Val r;
+        r.f[0] = at(ev.getContainer(), t).f[p];
+        at(ev, t) = r;
+      });
+      return;
+    }
+    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      std::vector<char> thenMask(threads, 0), elseMask(threads, 0);
+      forEach(mask, [&](int64_t t) {
+        (at(ifOp.getCondition(), t).i ? thenMask : elseMask)[t] = 1;
+      });
+      auto branch = [&](Region &r, const std::vector<char> &m) {
+        if (r.empty() || std::none_of(m.begin(), m.end(), [](char c) { return c; }))
+          return;
+        runBlock(r.front(), m);
+        auto yield = cast<scf::YieldOp>(r.front().getTerminator());
+        for (auto [res, y] : llvm::zip(ifOp.getResults(), yield.getOperands()))
+          forEach(m, [&](int64_t t) { at(res, t) = at(y, t); });
+      };
+      branch(ifOp.getThenRegion(), thenMask);
+      branch(ifOp.getElseRegion(), elseMask);
+      return;
+    }
+    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+      int64_t lb = 0, ub = 0, step = 1;
+      bool first = true;
+      forEach(mask, [&](int64_t t) {
+        int64_t l = at(forOp.getLowerBound(), t).i,
+                u = at(forOp.getUpperBound(), t).i,
+                s = at(forOp.getStep(), t).i;
+        if (first) {
+          lb = l, ub = u, step = s, first = false;
+        } else if (l != lb || u != ub || s != step) {
+          // Thread-dependent bounds (the element-copy loop): run per thread.
+          lb = ub = 0, step = 0;
+        }
+      });
+      Block &body = *forOp.getBody();
+      auto iterArgs = forOp.getRegionIterArgs();
+      for (auto [a, init] : llvm::zip(iterArgs, forOp.getInitArgs()))
+        forEach(mask, [&](int64_t t) { at(a, t) = at(init, t); });
+      auto yield = cast<scf::YieldOp>(body.getTerminator());
+      auto iterate = [&](int64_t l, int64_t u, int64_t s,
+                         const std::vector<char> &m) {
+        for (int64_t iv = l; iv < u; iv += s) {
+          forEach(m, [&](int64_t t) { at(forOp.getInductionVar(), t).i = iv; });
+          runBlock(body, m);
+          std::vector<Val> next;
+          for (Value y : yield.getOperands())
+            for (int64_t t = 0; t < threads; ++t)
+              next.push_back(at(y, t));
+          for (auto [k, a] : llvm::enumerate(iterArgs))
+            forEach(m, [&](int64_t t) { at(a, t) = next[k * threads + t]; });
+        }
+      };
+      if (step != 0) {
+        iterate(lb, ub, step, mask);
+      } else {
+        if (!iterArgs.empty())
+          throw std::runtime_error("divergent loop with iter_args");
+        forEach(mask, [&](int64_t t) {
+          std::vector<char> one(threads, 0);
+          one[t] = 1;
+          iterate(at(forOp.getLowerBound(), t).i,
+                  at(forOp.getUpperBound(), t).i, at(forOp.getStep(), t).i,
+                  one);
+        });
+      }
+      for (auto [res, a] : llvm::zip(forOp.getResults(), iterArgs))
+        forEach(mask, [&](int64_t t) { at(res, t) = at(a, t); });
+      return;
+    }
+    if (isa<scf::YieldOp>(op))
+      return;
+    throw std::runtime_error("the emulator does not know '" +
+                             op->getName().getStringRef().str() + "'");
+  }
+
+  void requireWarps(const std::vector<char> &mask, const char *what) {
+    for (int64_t t = 0; t < threads; ++t)
+      if (!mask[t])
+        throw std::runtime_error(std::string(what) +
+                                 " with inactive lanes (all 32 must run it)");
+  }
+
+  /// ldmatrix (PTX ISA): lanes 8i..8i+7 give the row addresses of matrix i;
+  /// lane l receives, from each matrix, row l/4, columns 2(l%4) and
+  /// 2(l%4)+1 — or, transposed, column l/4 of rows 2(l%4) and 2(l%4)+1.
+  void ldmatrix(nvgpu::LdMatrixOp lm, const std::vector<char> &mask) {
+    requireWarps(mask, "ldmatrix");
+    int64_t tiles = lm.getNumTiles();
+    bool trans = lm.getTranspose();
+    for (int64_t w = 0; w < threads; w += 32) {
+      const View &v = view(lm.getSrcMemref(), w);
+      std::vector<int64_t> rowStart(32);
+      for (int64_t l = 0; l < 32; ++l)
+        if (l < 8 * tiles)
+          rowStart[l] = v.linear(indices(lm.getIndices(), w + l));
+      for (int64_t l = 0; l < 32; ++l) {
+        Val r;
+        for (int64_t i = 0; i < tiles; ++i)
+          for (int64_t e = 0; e < 2; ++e) {
+            int64_t row = trans ? 2 * (l % 4) + e : l / 4;
+            int64_t col = trans ? l / 4 : 2 * (l % 4) + e;
+            r.f[2 * i + e] = toFloat(v.elt, v.at(rowStart[8 * i + row] + col));
+          }
+        at(lm, w + l) = r;
+      }
+    }
+  }
+
+  /// mma.sync m16n8k16 (PTX ISA fragment layouts), g = lane/4, t = lane%4:
+  /// A regs (a0,a1) row g cols 2t,2t+1; (a2,a3) row g+8; (a4,a5) row g cols
+  /// 2t+8,2t+9; (a6,a7) row g+8 cols 2t+8,2t+9. B (b0,b1) rows 2t,2t+1 col
+  /// g; (b2,b3) rows 2t+8,2t+9 col g. C/D (c0,c1) row g cols 2t,2t+1;
+  /// (c2,c3) row g+8.
+  template <typename GetA, typename GetB, typename GetC, typename SetD>
+  void mma(const std::vector<char> &mask, GetA getA, GetB getB, GetC getC,
+           SetD setD) {
+    requireWarps(mask, "mma.sync");
+    for (int64_t w = 0; w < threads; w += 32) {
+      float A[16][16], B[16][8], C[16][8];
+      for (int64_t l = 0; l < 32; ++l) {
+        int64_t g = l / 4, t = l % 4;
+        float a[8], b[4], c[4];
+        getA(w + l, a);
+        getB(w + l, b);
+        getC(w + l, c);
+        for (int e = 0; e < 2; ++e) {
+          A[g][2 * t + e] = a[e];
+          A[g + 8][2 * t + e] = a[2 + e];
+          A[g][2 * t + 8 + e] = a[4 + e];
+          A[g + 8][2 * t + 8 + e] = a[6 + e];
+          B[2 * t + e][g] = b[e];
+          B[2 * t + 8 + e][g] = b[2 + e];
+          C[g][2 * t + e] = c[e];
+          C[g + 8][2 * t + e] = c[2 + e];
+        }
+      }
+      for (int64_t l = 0; l < 32; ++l) {
+        int64_t g = l / 4, t = l % 4;
+        float d[4];
+        for (int r = 0; r < 2; ++r)
+          for (int e = 0; e < 2; ++e) {
+            int64_t row = g + 8 * r, col = 2 * t + e;
+            double acc = C[row][col];
+            for (int k = 0; k < 16; ++k)
+              acc += double(A[row][k]) * double(B[k][col]);
+            d[2 * r + e] = static_cast<float>(acc);
+          }
+        setD(w + l, d);
+      }
+    }
+  }
+
+  void mmaF16(nvgpu::MmaSyncOp op, const std::vector<char> &mask) {
+    mma(
+        mask,
+        [&](int64_t t, float *a) {
+          std::memcpy(a, at(op.getMatrixA(), t).f, 8 * sizeof(float));
+        },
+        [&](int64_t t, float *b) {
+          std::memcpy(b, at(op.getMatrixB(), t).f, 4 * sizeof(float));
+        },
+        [&](int64_t t, float *c) {
+          std::memcpy(c, at(op.getMatrixC(), t).f, 4 * sizeof(float));
+        },
+        [&](int64_t t, float *d) {
+          Val r;
+          std::memcpy(r.f, d, 4 * sizeof(float));
+          at(op.getRes(), t) = r;
+        });
+  }
+
+  void mmaBf16(NVVM::MmaOp op, const std::vector<char> &mask) {
+    auto unpack = [&](ValueRange regs, int64_t t, float *out) {
+      for (auto [k, r] : llvm::enumerate(regs)) {
+        uint32_t bits = static_cast<uint32_t>(at(r, t).i);
+        out[2 * k] = bf16FromBits(bits & 0xffff);
+        out[2 * k + 1] = bf16FromBits(bits >> 16);
+      }
+    };
+    mma(
+        mask, [&](int64_t t, float *a) { unpack(op.getOperandA(), t, a); },
+        [&](int64_t t, float *b) { unpack(op.getOperandB(), t, b); },
+        [&](int64_t t, float *c) {
+          for (auto [k, r] : llvm::enumerate(op.getOperandC()))
+            c[k] = at(r, t).f[0];
+        },
+        [&](int64_t t, float *d) {
+          Val r;
+          std::memcpy(r.f, d, 4 * sizeof(float));
+          at(op.getRes(), t) = r;
+        });
+  }
+};
+
+rt::DType toDType(Type t) {
+  if (t.isF16())
+    return rt::DType::F16;
+  if (t.isBF16())
+    return rt::DType::BF16;
+  if (t.isInteger(1))
+    return rt::DType::Bool;
+  return rt::DType::F32;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(cat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "attn-gpu-emulate: run the CUDA kernel of a single-attn.sdpa graph on "
+      "the CPU, by interpreting the IR that attn-gpu-flash generates (warp "
+      "collectives as the PTX ISA defines them), and check it against the "
+      "fp64 reference like attn-run --check. For machines without a GPU.\n");
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registry.insert<mlir::attn::AttnDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  context.printOpOnDiagnostic(false);
+  std::string err;
+  auto file = openInputFile(inputFile, &err);
+  if (!file) {
+    llvm::errs() << "attn-gpu-emulate: error: " << err << "\n";
+    return 2;
+  }
+  llvm::SourceMgr sm;
+  sm.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sm, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sm, &context);
+  if (!module)
+    return 2;
+
+  // The op's semantics and shapes, for the reference, before lowering.
+  rt::EntryInfo entry;
+  mlir::attn::SdpaOp sdpa;
+  module->walk([&](mlir::attn::SdpaOp op) { sdpa = op; });
+  if (!sdpa) {
+    llvm::errs() << "attn-gpu-emulate: error: no attn.sdpa in the input\n";
+    return 2;
+  }
+  entry.name = "emulated";
+  const char *names[] = {"q", "k", "v", "mask"};
+  for (auto [i, v] : llvm::enumerate(sdpa->getOperands())) {
+    auto t = cast<RankedTensorType>(v.getType());
+    entry.inputs.push_back({names[i], toDType(t.getElementType()),
+                            std::vector<int64_t>(t.getShape().begin(),
+                                                 t.getShape().end())});
+  }
+  for (auto [i, v] : llvm::enumerate(sdpa->getResults())) {
+    auto t = cast<RankedTensorType>(v.getType());
+    entry.outputs.push_back({i ? "lse" : "output", toDType(t.getElementType()),
+                             std::vector<int64_t>(t.getShape().begin(),
+                                                  t.getShape().end())});
+  }
+  entry.op.kind = "sdpa";
+  entry.op.scale = sdpa.getEffectiveScale();
+  entry.op.causal = mlir::attn::stringifyCausalKind(sdpa.getCausal()).str();
+  std::tie(entry.op.windowLeft, entry.op.windowRight) = sdpa.getWindowBounds();
+  entry.op.softcap =
+      sdpa.getSoftcap() ? sdpa.getSoftcap()->convertToDouble() : 0.0;
+
+  PassManager pm(&context);
+  mlir::attn::AttnGpuFlashPassOptions options;
+  options.warps = warps;
+  options.rowTiles = rowTiles;
+  options.kvBlock = kvBlock;
+  options.stages = stages;
+  pm.addPass(mlir::attn::createAttnGpuFlashPass(options));
+  if (failed(pm.run(*module)))
+    return 2;
+  gpu::LaunchOp launch;
+  module->walk([&](gpu::LaunchOp l) { launch = l; });
+  if (!launch) {
+    llvm::errs() << "attn-gpu-emulate: error: no kernel was generated\n";
+    return 2;
+  }
+
+  // Inputs as attn-run makes them; outputs poisoned with NaN.
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::bernoulli_distribution keep(0.75);
+  std::vector<rt::Tensor> inputs, outputs;
+  std::vector<View> views;
+  for (const rt::ArgInfo &a : entry.inputs) {
+    rt::Tensor t;
+    t.dtype = a.dtype;
+    t.shape = a.shape;
+    t.data.resize(t.numElements() * rt::dtypeSize(t.dtype));
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.set(i, a.dtype == rt::DType::Bool ? keep(rng) : normal(rng));
+    inputs.push_back(std::move(t));
+  }
+  for (const rt::ArgInfo &a : entry.outputs) {
+    rt::Tensor t;
+    t.dtype = a.dtype;
+    t.shape = a.shape;
+    t.data.assign(t.numElements() * rt::dtypeSize(t.dtype), 0xff);
+    outputs.push_back(std::move(t));
+  }
+  auto func = launch->getParentOfType<func::FuncOp>();
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+    rt::Tensor &t = i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
+    auto mt = cast<MemRefType>(type);
+    views.push_back(View{t.data.data(), static_cast<int64_t>(t.data.size()),
+                         SmallVector<int64_t>(mt.getShape()),
+                         mt.getElementType()});
+  }
+  try {
+    Emulator(launch, views).run();
+  } catch (const std::exception &e) {
+    llvm::errs() << "attn-gpu-emulate: error: the kernel failed: " << e.what()
+                 << "\n";
+    return 2;
+  }
+
+  std::vector<std::vector<double>> ref, naive;
+  if (rt::Error e = rt::reference(entry, inputs, ref)) {
+    llvm::errs() << "attn-gpu-emulate: error: " << e.message << "\n";
+    return 2;
+  }
+  bool lowp = entry.inputs[0].dtype != rt::DType::F32;
+  if (lowp)
+    rt::reference(entry, inputs, naive, /*roundLikeDtype=*/true);
+  int status = 0;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    rt::CheckResult r =
+        rt::compare(outputs[o], ref[o], lowp ? &naive[o] : nullptr);
+    llvm::outs() << "check " << entry.outputs[o].name << ": max abs error "
+                 << llvm::format("%.3e", r.maxError) << " (tolerance "
+                 << llvm::format("%.3e", r.tolerance) << ") "
+                 << (r.ok ? "PASS" : "FAIL") << "\n";
+    if (!r.ok)
+      status = 1;
+  }
+  return status;
+}
