@@ -37,6 +37,13 @@ CASES = [
     ("opts-f16", 1, 4, 4, 200, 200, 64, 64, "f16",
      "{causal = #attn.causal<top_left>}", None, True,
      " --warps=8 --row-tiles=2 --kv-block=32 --stages=1"),
+    ("f32-simt-gqa-causal-br", 1, 4, 2, 70, 150, 64, 64, "f32",
+     "{causal = #attn.causal<bottom_right>}", None, True, ""),
+    ("f32-simt-odd-dims-mask-window", 2, 2, 1, 33, 47, 59, 40, "f32",
+     "{window = array<i64: 9, 3>, softcap = 15.0 : f32}", "float", True, ""),
+    ("f32-simt-d128-bool-mask-tq-gt-tk", 1, 2, 2, 90, 40, 128, 128, "f32",
+     "{causal = #attn.causal<bottom_right>}", "i1", True,
+     " --warps=8 --kv-block=32 --stages=1"),
     ("ptx-jit-f16", 1, 2, 2, 100, 100, 64, 64, "f16", "", None, False,
      " --kernel-format=ptx"),
 ]

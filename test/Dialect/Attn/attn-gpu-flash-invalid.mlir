@@ -3,14 +3,6 @@
 
 // OPT: attn-gpu-flash: invalid options: warps must be in [1, 16], row-tiles 1 or 2, kv-block a multiple of 16 in [16, 256], stages 1 or 2
 
-func.func @f32(%q: tensor<1x1x16x16xf32>, %k: tensor<1x1x16x16xf32>, %v: tensor<1x1x16x16xf32>) -> tensor<1x1x16x16xf32> {
-  // expected-error @+1 {{the CUDA kernel takes f16 or bf16 inputs (tensor cores, f32 accumulation), found 'f32': cast the inputs, or compile f32 graphs for the CPU (--target=cpu)}}
-  %o = attn.sdpa %q, %k, %v : tensor<1x1x16x16xf32>, tensor<1x1x16x16xf32>, tensor<1x1x16x16xf32> -> tensor<1x1x16x16xf32>
-  return %o : tensor<1x1x16x16xf32>
-}
-
-// -----
-
 // expected-error @+1 {{the CUDA target compiles public functions whose body is one attn.sdpa on the function's arguments, in order; attn.mha, attn.softmax and composite graphs run on the CPU target (--target=cpu)}}
 func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
   %y = attn.softmax %x : tensor<4x8xf16>

@@ -136,6 +136,31 @@ func.func @odd_dims(%q: tensor<1x1x33x59xf16>, %k: tensor<1x1x47x59xf16>, %v: te
 
 // -----
 
+// f32: the SIMT kernel (tensor cores would round to tf32). One warp per
+// query row (4 rows per block: grid 8 x 2 x 1), lane l holds columns l and
+// l + 32 of the row; K and V (2 stages x 64 keys x 64 f32 = 32 KiB each) by
+// 16-byte cp.async chunks of 4 floats; a key loop inside
+// the block loop with a 5-step butterfly sum per score.
+// CHECK-LABEL: func.func @f32_simt(
+// CHECK-DAG: %[[SMEM:.*]] = arith.constant 65536 : i32
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c8, %{{.*}} = %c2, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c128, {{.*}}) dynamic_shared_memory_size %[[SMEM]]
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK-NOT: nvgpu.ldmatrix
+// CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %{{.*}}[{{.*}}], 4, %{{.*}} : memref<1x2x64x64xf32> to memref<2x64x64xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (f32, f32, f32, f32)
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK: math.exp2
+// CHECK: memref.store %{{.*}}, %arg3[{{.*}}] : memref<1x2x30x64xf32>
+func.func @f32_simt(%q: tensor<1x2x30x64xf32>, %k: tensor<1x2x64x64xf32>, %v: tensor<1x2x64x64xf32>) -> tensor<1x2x30x64xf32> {
+  %o = attn.sdpa %q, %k, %v {causal = #attn.causal<top_left>} : tensor<1x2x30x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32> -> tensor<1x2x30x64xf32>
+  return %o : tensor<1x2x30x64xf32>
+}
+
+// -----
+
 // Functions without attn ops are left alone.
 // CHECK-LABEL: func.func @other
 // CHECK-NOT: gpu.launch

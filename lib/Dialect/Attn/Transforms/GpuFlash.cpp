@@ -153,23 +153,25 @@ struct Kernel {
                 int64_t width, int64_t padded, Value dst,
                 ArrayRef<Value> prefix) {
     int64_t threads = cfg.threads();
-    if (width % 8 == 0) {
-      int64_t perRow = padded / 8, chunks = rows * perRow;
+    // 16-byte chunks: 8 f16/bf16 or 4 f32 elements.
+    int64_t vec = 16 / (cfg.elt.getIntOrFloatBitWidth() / 8);
+    if (width % vec == 0) {
+      int64_t perRow = padded / vec, chunks = rows * perRow;
       for (int64_t i = 0; i * threads < chunks; ++i) {
         auto emit = [&]() {
           Value idx = k.add(tid, i * threads);
           Value r = k.div(idx, perRow);
-          Value col = k.mul(k.rem(idx, perRow), 8);
+          Value col = k.mul(k.rem(idx, perRow), vec);
           Value gr = k.add(row0, r);
           Value valid = k.andI(k.lt(gr, T), k.lt(col, width));
           Value grc = k.min(gr, k.c(T - 1));
           Value colc = k.sel(valid, col, k.c(0));
-          Value n = k.sel(valid, k.c(8), k.c(0));
+          Value n = k.sel(valid, k.c(vec), k.c(0));
           SmallVector<Value> di(prefix.begin(), prefix.end());
           di.append({r, col});
           nvgpu::DeviceAsyncCopyOp::create(
               b, dst, di, src, ValueRange{bIdx, head, grc, colc},
-              b.getIndexAttr(8), n, /*bypassL1=*/UnitAttr());
+              b.getIndexAttr(vec), n, /*bypassL1=*/UnitAttr());
         };
         if ((i + 1) * threads <= chunks) {
           emit();
@@ -348,7 +350,199 @@ struct Kernel {
     return any;
   }
 
+  /// The f32 kernel: no tensor cores (their f32 mode is tf32, too coarse
+  /// for f32's tolerance). One warp per query row; lane l holds elements
+  /// l, l+32, ... of the Q row and of the output; K and V tiles are staged
+  /// in shared memory as in the tensor-core kernel; each key's score is a
+  /// warp-wide butterfly sum, and the online softmax runs per key.
+  void buildSimt() {
+    MLIRContext *ctx = b.getContext();
+    Type f32 = b.getF32Type();
+    int64_t qRegs = cfg.dp / 32, vRegs = cfg.dvp / 32;
+    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    Value smem = gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                           MemRefLayoutAttrInterface(), wg));
+    auto view = [&](ArrayRef<int64_t> shape, int64_t offset) -> Value {
+      return memref::ViewOp::create(
+          b, MemRefType::get(shape, f32, MemRefLayoutAttrInterface(), wg), smem,
+          k.c(offset), ValueRange{});
+    };
+    ks = view({cfg.stages, cfg.kvBlock, cfg.kStride}, 0);
+    vs = view({cfg.stages, cfg.kvBlock, cfg.vStride}, cfg.kBytes);
+    lane = k.rem(tid, 32);
+    warp = k.div(tid, 32);
+    hk = k.div(h, cfg.hq / cfg.hkv);
+    Value row = k.add(q0, warp);
+    Value rowc = k.min(row, k.c(cfg.tq - 1));
+
+    // This lane's slice of the Q row (zero past D).
+    Value zero = k.f(0.0);
+    SmallVector<Value> qv;
+    for (int64_t i = 0; i < qRegs; ++i) {
+      Value col = k.add(lane, i * 32);
+      Value x = memref::LoadOp::create(
+          b, q, ValueRange{bIdx, h, rowc, k.min(col, k.c(cfg.d - 1))});
+      qv.push_back(k.sel(k.lt(col, cfg.d), x, zero));
+    }
+
+    auto [left, right] = op.getWindowBounds();
+    auto [lower, upper] =
+        getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
+    Value qLast = k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1));
+    Value jFirst = lower ? k.max(k.add(q0, *lower), k.c(0)) : k.c(0);
+    Value jLast = upper ? k.min(k.add(qLast, *upper), k.c(cfg.tk - 1))
+                        : k.c(cfg.tk - 1);
+    Value kbBegin = k.div(jFirst, cfg.kvBlock);
+    Value kbEnd = k.sel(
+        k.lt(jLast, jFirst), kbBegin,
+        k.add(arith::DivSIOp::create(b, jLast, k.c(cfg.kvBlock)), 1));
+    if (cfg.stages == 2) {
+      auto first = scf::IfOp::create(b, k.lt(kbBegin, kbEnd));
+      OpBuilder::InsertionGuard ig(b);
+      b.setInsertionPointToStart(first.thenBlock());
+      copyKV(kbBegin, k.c(0));
+    }
+    commit();
+
+    SmallVector<Value> init{k.f(kNegInf), k.f(0.0)};
+    for (int64_t i = 0; i < vRegs; ++i)
+      init.push_back(zero);
+    auto loop = scf::ForOp::create(b, kbBegin, kbEnd, k.c(1), init);
+    {
+      OpBuilder::InsertionGuard ig(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value kb = loop.getInductionVar();
+      Value stage = k.c(0);
+      if (cfg.stages == 2) {
+        stage = k.rem(k.sub(kb, kbBegin), 2);
+        waitAll(commit());
+        gpu::BarrierOp::create(b);
+        Value next = k.add(kb, 1);
+        auto pf = scf::IfOp::create(b, k.lt(next, kbEnd));
+        {
+          OpBuilder::InsertionGuard ig2(b);
+          b.setInsertionPointToStart(pf.thenBlock());
+          copyKV(next, k.sub(k.c(1), stage));
+        }
+        commit();
+      } else {
+        copyKV(kb, stage);
+        waitAll(commit());
+        gpu::BarrierOp::create(b);
+      }
+      Value kv0 = k.mul(kb, cfg.kvBlock);
+      // Keys of the block, one at a time.
+      auto keys = scf::ForOp::create(b, k.c(0), k.c(cfg.kvBlock), k.c(1),
+                                     loop.getRegionIterArgs());
+      {
+        OpBuilder::InsertionGuard ig2(b);
+        b.setInsertionPointToStart(keys.getBody());
+        Value j = keys.getInductionVar();
+        auto it = keys.getRegionIterArgs();
+        Value partial;
+        for (int64_t i = 0; i < qRegs; ++i) {
+          Value kx = memref::LoadOp::create(
+              b, ks, ValueRange{stage, j, k.add(lane, i * 32)});
+          Value prod = k.fmul(qv[i], kx);
+          partial = partial ? k.fadd(partial, prod) : prod;
+        }
+        for (int64_t off : {16, 8, 4, 2, 1}) {
+          Value o = arith::ConstantOp::create(b, b.getI32IntegerAttr(off));
+          Value w = arith::ConstantOp::create(b, b.getI32IntegerAttr(32));
+          partial = k.fadd(partial, gpu::ShuffleOp::create(
+                                        b, partial, o, w, gpu::ShuffleMode::XOR)
+                                        .getShuffleResult());
+        }
+        Value col = k.add(kv0, j);
+        Value t = scoreToLogit(partial, row, col, lower, upper);
+        Value mOld = it[0];
+        Value mNew = k.fmax(mOld, t);
+        Value mUse = k.sel(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                                 mNew, k.f(kNegInf)),
+                           k.f(0.0), mNew);
+        Value alpha = k.exp2(k.fsub(mOld, mUse));
+        Value p = k.exp2(k.fsub(t, mUse));
+        SmallVector<Value> next{mNew, k.fadd(k.fmul(it[1], alpha), p)};
+        for (int64_t i = 0; i < vRegs; ++i) {
+          Value vx = memref::LoadOp::create(
+              b, vs, ValueRange{stage, j, k.add(lane, i * 32)});
+          next.push_back(k.fadd(k.fmul(it[2 + i], alpha), k.fmul(p, vx)));
+        }
+        scf::YieldOp::create(b, next);
+      }
+      if (cfg.stages == 1)
+        gpu::BarrierOp::create(b);
+      scf::YieldOp::create(b, keys.getResults());
+    }
+    waitAll(commit());
+
+    auto res = loop.getResults();
+    Value lRow = res[1];
+    Value empty =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lRow, zero);
+    Value inv = k.sel(empty, zero, arith::DivFOp::create(b, k.f(1.0), lRow));
+    auto inRange = scf::IfOp::create(b, k.lt(row, cfg.tq));
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(inRange.thenBlock());
+    for (int64_t i = 0; i < vRegs; ++i) {
+      Value col = k.add(lane, i * 32);
+      auto inCol = scf::IfOp::create(b, k.lt(col, cfg.dv));
+      OpBuilder::InsertionGuard ig2(b);
+      b.setInsertionPointToStart(inCol.thenBlock());
+      memref::StoreOp::create(b, k.fmul(res[2 + i], inv), out,
+                              ValueRange{bIdx, h, row, col});
+    }
+    if (lse) {
+      auto first = scf::IfOp::create(
+          b, k.cmp(arith::CmpIPredicate::eq, lane, k.c(0)));
+      OpBuilder::InsertionGuard ig2(b);
+      b.setInsertionPointToStart(first.thenBlock());
+      Value v = k.fadd(k.fmul(res[0], k.f(kLn2)), math::LogOp::create(b, lRow));
+      v = k.sel(empty, k.f(kNegInf), v);
+      memref::StoreOp::create(b, v, lse, ValueRange{bIdx, h, row});
+    }
+  }
+
+  /// One raw score -> its log2-domain logit with every modifier and the
+  /// visibility of (row, col) applied.
+  Value scoreToLogit(Value s, Value row, Value col,
+                     std::optional<int64_t> lower,
+                     std::optional<int64_t> upper) {
+    bool natural = op.getSoftcap() || mask;
+    double scale = op.getEffectiveScale();
+    Value negInf = k.f(kNegInf);
+    Value x = k.fmul(s, k.f(natural ? scale : scale * kLog2e));
+    if (auto cap = op.getSoftcap()) {
+      double c = cap->convertToDouble();
+      x = k.fmul(math::TanhOp::create(b, k.fmul(x, k.f(1.0 / c))), k.f(c));
+    }
+    if (mask) {
+      Value m = maskAt(row, col);
+      if (m.getType().isInteger(1))
+        x = k.sel(m, x, negInf);
+      else
+        x = k.fadd(x, cfg.elt == m.getType()
+                          ? m
+                          : arith::ExtFOp::create(b, b.getF32Type(), m)
+                                .getResult());
+    }
+    if (natural)
+      x = k.fmul(x, k.f(kLog2e));
+    Value visible = k.lt(col, cfg.tk);
+    Value d = k.sub(col, row);
+    if (upper)
+      visible = k.andI(visible,
+                       k.cmp(arith::CmpIPredicate::sle, d, k.c(*upper)));
+    if (lower)
+      visible = k.andI(visible,
+                       k.cmp(arith::CmpIPredicate::sge, d, k.c(*lower)));
+    return k.sel(visible, x, negInf);
+  }
+
   void build() {
+    if (cfg.elt.isF32())
+      return buildSimt();
     MLIRContext *ctx = b.getContext();
     Type f32 = b.getF32Type();
     accT = VectorType::get({2, 2}, f32);
@@ -649,11 +843,7 @@ struct AttnGpuFlashPass
     auto qT = op.getQuery().getType(), kT = op.getKey().getType(),
          vT = op.getValue().getType();
     Type elt = qT.getElementType();
-    if (!elt.isF16() && !elt.isBF16())
-      return op.emitError("the CUDA kernel takes f16 or bf16 inputs (tensor "
-                          "cores, f32 accumulation), found ")
-             << elt << ": cast the inputs, or compile f32 graphs for the CPU "
-                       "(--target=cpu)";
+    bool simt = elt.isF32();
     Config cfg;
     cfg.warps = warps;
     cfg.mTiles = rowTiles;
@@ -667,20 +857,23 @@ struct AttnGpuFlashPass
     cfg.tk = kT.getDimSize(2);
     cfg.dv = vT.getDimSize(3);
     cfg.elt = elt;
-    cfg.bm = 16 * cfg.mTiles * cfg.warps;
-    cfg.dp = alignTo(cfg.d, 16);
-    cfg.dvp = alignTo(cfg.dv, 16);
+    // f32 (SIMT): one warp per query row, rows split over the 32 lanes.
+    cfg.bm = simt ? cfg.warps : 16 * cfg.mTiles * cfg.warps;
+    cfg.dp = alignTo(cfg.d, simt ? 32 : 16);
+    cfg.dvp = alignTo(cfg.dv, simt ? 32 : 16);
     if (cfg.dp > 256 || cfg.dvp > 256)
       return op.emitError("the CUDA kernel supports head dimensions up to "
                           "256, found D = ")
              << cfg.d << ", Dv = " << cfg.dv;
     // Rows padded by 16 bytes: ldmatrix rows of a warp then hit distinct
     // banks.
-    cfg.qStride = cfg.dp + 8;
-    cfg.kStride = cfg.dp + 8;
-    cfg.vStride = cfg.dvp + 8;
+    // f32 rows are read by consecutive lanes: no padding needed.
+    int64_t pad = simt ? 0 : 8;
+    cfg.qStride = cfg.dp + pad;
+    cfg.kStride = cfg.dp + pad;
+    cfg.vStride = cfg.dvp + pad;
     int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
-    cfg.qBytes = cfg.bm * cfg.qStride * bytes;
+    cfg.qBytes = simt ? 0 : cfg.bm * cfg.qStride * bytes;
     cfg.kBytes = cfg.stages * cfg.kvBlock * cfg.kStride * bytes;
     cfg.vBytes = cfg.stages * cfg.kvBlock * cfg.vStride * bytes;
     if (cfg.smemBytes() > sharedMemoryLimit(chip))

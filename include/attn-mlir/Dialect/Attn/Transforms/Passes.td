@@ -176,8 +176,13 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
     The tile computation is unrolled at compile time, so every fragment is
     an SSA value that lives in registers. The result is meant for
     `gpu-kernel-outlining` and the NVVM pipeline (`attn-gpu-pipeline`).
-    Only f16/bf16 inputs with static shapes and head dimensions up to 256
-    are supported; anything else is a diagnostic.
+
+    f32 inputs take a SIMT kernel instead (the tensor cores' f32 mode is
+    tf32, too coarse for f32's tolerance): one warp per query row, lane `l`
+    holding elements `l, l+32, ...` of the Q and output rows, the same
+    staged K/V tiles, a warp butterfly sum per score and the online softmax
+    per key. Static shapes and head dimensions up to 256; anything else is a
+    diagnostic.
   }];
   let options = [
     Option<"warps", "warps", "int64_t", /*default=*/"4",
