@@ -10,7 +10,7 @@ out=${1:-gpu-artifacts}
 chip=${2:-sm_90}
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${ATTN_MLIR_BIN:-$here/build/bin}
-rm -rf "$out"; mkdir -p "$out/check" "$out/bench"
+rm -rf "$out"; mkdir -p "$out/check" "$out/bench" "$out/variants"
 for f in "$here"/test/Integration/cuda/*.mlir; do
   flags=$(grep -o 'target=cuda[^"]*' "$f" | sed 's/target=cuda//')
   "$bin/attn-compile" "$f" --target=cuda --chip="$chip" $flags \
@@ -34,5 +34,21 @@ MLIR
     done
   done
 done
-echo "wrote $(ls "$out"/check/*.so | wc -l) check and" \
-     "$(ls "$out"/bench/*.so | wc -l) bench artifacts to $out"
+# Kernel configurations at T = 4096 (B = 4), to pick defaults on the GPU:
+# warps x row-tiles x kv-block x stages (all assemble without spills).
+for d in 64 128; do
+  for causal in none top_left; do
+    src="$out/bench/sdpa-d${d}-t4096-${causal}.mlir"
+    for cfg in "w4-rt1-kv64-s2:--warps=4 --row-tiles=1 --kv-block=64 --stages=2" \
+               "w4-rt1-kv32-s2:--warps=4 --row-tiles=1 --kv-block=32 --stages=2" \
+               "w4-rt2-kv32-s2:--warps=4 --row-tiles=2 --kv-block=32 --stages=2" \
+               "w8-rt1-kv64-s2:--warps=8 --row-tiles=1 --kv-block=64 --stages=2" \
+               "w4-rt1-kv64-s1:--warps=4 --row-tiles=1 --kv-block=64 --stages=1"; do
+      name=${cfg%%:*}
+      "$bin/attn-compile" "$src" --target=cuda --chip="$chip" ${cfg#*:} \
+        -o "$out/variants/sdpa-d${d}-t4096-${causal}-${name}.so"
+    done
+  done
+done
+echo "wrote $(ls "$out"/check/*.so | wc -l) check, $(ls "$out"/bench/*.so | wc -l)" \
+     "bench and $(ls "$out"/variants/*.so | wc -l) variant artifacts to $out"

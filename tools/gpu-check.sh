@@ -111,4 +111,18 @@ for d in (64, 128):
 PY
 say ""
 say "ratio = SDPA time / attn-mlir time (1.0 = as fast as PyTorch's flash backend)."
+
+# 4. Kernel configurations (T = 4096, B = 4), same run.
+say ""
+say "## Kernel configurations (T = 4096, B = 4)"
+say ""
+say "| artifact | median ms | TFLOP/s |"
+say "| --- | --- | --- |"
+for so in "$art"/variants/*.so; do
+  [ -e "$so" ] || continue
+  line=$(timeout 60 "$run" "$so" --device cuda --bench 30 2>&1 | grep '^bench')
+  ms=$(echo "$line" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+  tf=$(echo "$line" | sed -n 's/.*, \([0-9.e+]*\) TFLOP\/s.*/\1/p')
+  say "| $(basename "$so" .so) | ${ms:--} | ${tf:--} |"
+done
 [ $fails -eq 0 ]

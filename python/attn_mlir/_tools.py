@@ -91,6 +91,66 @@ class Artifact:
         return outs
 
 
+_NPY_DESCR = {"f32": "<f4", "f16": "<f2", "bf16": "<V2", "bool": "|b1"}
+
+
+def save_npy(path, arr, dt):
+    """Writes `arr` as .npy in the runtime's dialect (bf16 as '<V2')."""
+    arr = np.ascontiguousarray(arr)
+    header = ("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }"
+              % (_NPY_DESCR[dt], "".join(f"{d}," for d in arr.shape)))
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little"))
+        f.write(header.encode())
+        f.write(arr.tobytes())
+
+
+def load_npy(path, dt):
+    arr = np.load(path)
+    return arr.view(_np_dtype(dt)) if dt == "bf16" else arr
+
+
+class CudaArtifact:
+    """A CUDA artifact, run through `attn-run --device cuda` (the runtime
+    that owns the CUDA driver): inputs and outputs travel as .npy files."""
+
+    def __init__(self, path, bindir):
+        self.path = path
+        self.bindir = bindir
+        proc = subprocess.run([os.path.join(bindir, "attn-run"), path, "--list"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr.strip())
+        self.entries = {}
+        cur = None
+        for line in proc.stdout.splitlines():
+            parts = line.split()
+            if parts and parts[0] == "entry":
+                cur = self.entries.setdefault(parts[1], {"in": [], "out": []})
+            elif parts and parts[0] in ("in", "out"):
+                shape = tuple(int(s) for s in " ".join(parts[3:]).strip("[]").split(","))
+                cur[parts[0]].append((parts[1], parts[2], shape))
+
+    def __call__(self, entry, inputs):
+        info = self.entries[entry]
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [os.path.join(self.bindir, "attn-run"), self.path, "--entry", entry,
+                   "--device", "cuda", "--output-dir", tmp]
+            for arr, (name, dt, shape) in zip(inputs, info["in"]):
+                if tuple(arr.shape) != shape:
+                    raise ValueError(f"input {name}: expected shape {shape}, got {arr.shape}")
+                path = os.path.join(tmp, name + ".in.npy")
+                save_npy(path, arr, dt)
+                cmd += ["--input", f"{name}={path}"]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError("attn-run --device cuda failed: " +
+                                   proc.stderr.strip().replace("attn-run: error: ", ""))
+            return [load_npy(os.path.join(tmp, name + ".npy"), dt)
+                    for name, dt, _ in info["out"]]
+
+
 def _np_dtype(name):
     return {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16),
             "bf16": BF16, "bool": np.dtype(np.bool_)}[name]
@@ -113,9 +173,11 @@ def _parse_metadata(text):
 _loaded = {}
 
 
-def compile_graph(mlir, extra_flags=()):
-    """Compiles MLIR text once per (text, flags, compiler) into the disk
-    cache and returns the loaded Artifact."""
+def compile_graph(mlir, extra_flags=(), device="cpu"):
+    """Compiles MLIR text once per (text, flags, compiler, device) into the
+    disk cache and returns the loaded Artifact (CudaArtifact for cuda)."""
+    if device == "cuda":
+        extra_flags = (*extra_flags, "--target=cuda")
     bindir = tools()
     compiler = os.path.join(bindir, "attn-compile")
     key = hashlib.sha256(
@@ -135,6 +197,6 @@ def compile_graph(mlir, extra_flags=()):
             os.unlink(src)
         if proc.returncode != 0:
             raise RuntimeError("attn-compile failed:\n" + proc.stderr.strip())
-    art = Artifact(so)
+    art = CudaArtifact(so, bindir) if device == "cuda" else Artifact(so)
     _loaded[key] = art
     return art

@@ -84,9 +84,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     the float32 log-sum-exp [B, Hq, Tq] too with return_lse=True. A fully
     masked row gives 0 (LSE -inf). The graph is compiled once per shapes,
     dtypes and options and cached on disk.
+
+    device="cuda" runs the fused CUDA kernel (GPU 0) through attn-run: the
+    arrays travel to and from the GPU as .npy files, so it suits checking
+    and experiments more than tight loops; without a GPU it raises a
+    RuntimeError that says so.
     """
-    if device != "cpu":
-        raise NotImplementedError(f"device={device!r}: only the CPU backend is built")
+    if device not in ("cpu", "cuda"):
+        raise NotImplementedError(f"device={device!r}: the backends are 'cpu' and 'cuda'")
     if dropout_p != 0.0:
         raise NotImplementedError("dropout_p != 0 is not supported (attn_mlir is for inference)")
     q, k, v = (np.asarray(x) for x in (query, key, value))
@@ -134,7 +139,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     mlir = (f"func.func @sdpa({', '.join(args)}) -> ({results}) {{\n"
             f"  {lhs} = attn.sdpa %q, %k, %v{mask_txt}{attrs} : {qt}, {kt}, {vt} -> {results}\n"
             f"  return {ret}\n}}\n")
-    art = compile_graph(mlir)
+    art = compile_graph(mlir, device=device)
     inputs = [q, k, v] + ([mask] if mask is not None else [])
     outs = art("sdpa", inputs)
     if unbatched:

@@ -113,7 +113,7 @@ def test_compiled_once_per_signature(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("args,kw,exc,msg", [
     ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"dropout_p": 0.1}, NotImplementedError, "dropout"),
-    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"device": "cuda"}, NotImplementedError, "CPU"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"device": "tpu"}, NotImplementedError, "'cpu' and 'cuda'"),
     ((np.zeros((1, 4, 4, 8), np.float32), np.zeros((1, 2, 4, 8), np.float32),
       np.zeros((1, 2, 4, 8), np.float32)), {}, ValueError, "enable_gqa"),
     ((np.zeros((1, 3, 4, 8), np.float32), np.zeros((1, 2, 4, 8), np.float32),

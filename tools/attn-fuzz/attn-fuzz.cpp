@@ -1,7 +1,8 @@
 //===- attn-fuzz.cpp - libFuzzer target for the attn compiler ---*- C++ -*-===//
 //
 // Parses the input as MLIR with every dialect the pipelines use, verifies
-// it, and runs what verifies through the attn passes and the whole CPU
+// it, and runs what verifies through the attn passes, the GPU kernel
+// generator with its NVVM lowering, and the whole CPU
 // pipeline to the LLVM dialect (tiled, then materialized). Diagnostics are
 // expected and swallowed; a crash, an assertion or a sanitizer report is a
 // bug. Seed it with test/**/*.mlir split at `// -----` (scripts/fuzz.sh).
@@ -73,5 +74,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   runPipeline(*module, ctx, /*tiled=*/true);
   runPipeline(*module, ctx, /*tiled=*/false);
+  {
+    // The CUDA kernel generator and the NVVM lowering (no serialization:
+    // that needs the CUDA toolkit and only runs LLVM's NVPTX backend).
+    OwningOpRef<ModuleOp> clone = module->clone();
+    PassManager pm(&ctx);
+    attn::GpuPipelineOptions options;
+    options.format = "none";
+    options.kvBlock = 32;
+    attn::buildGpuPipeline(pm, options);
+    (void)pm.run(*clone);
+  }
   return 0;
 }

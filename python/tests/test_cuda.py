@@ -1,0 +1,78 @@
+"""device="cuda": the fused CUDA kernel through attn-run. Without a GPU the
+plumbing is checked with the stand-in driver of the lit suite (it computes
+nothing, so the NaN-poisoned outputs come back); with a GPU the result is
+checked against the fp64 reference."""
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import attn_mlir
+from attn_mlir import _tools, reference
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+rng = np.random.default_rng(5)
+
+
+def has_gpu():
+    return shutil.which("nvidia-smi") is not None and subprocess.run(
+        ["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def fake_driver(tmp_path, monkeypatch):
+    so = tmp_path / "fake-libcuda.so"
+    cc = shutil.which("clang-22") or shutil.which("clang") or shutil.which("cc")
+    src = os.path.join(ROOT, "test", "Tools", "Inputs", "fake-libcuda.c")
+    subprocess.run([cc, "-shared", "-fPIC", src, "-o", str(so)], check=True)
+    monkeypatch.setenv("ATTN_CUDA_DRIVER", str(so))
+    monkeypatch.setenv("FAKE_CUDA", "noop")
+    monkeypatch.setattr(_tools, "_loaded", {})
+    return so
+
+
+def test_no_driver(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTN_CUDA_DRIVER", str(tmp_path / "missing.so"))
+    q = rng.standard_normal((1, 2, 16, 64)).astype(np.float16)
+    with pytest.raises(RuntimeError, match="no CUDA driver"):
+        attn_mlir.scaled_dot_product_attention(q, q, q, device="cuda")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_round_trip_with_stand_in_driver(fake_driver, dtype):
+    dt = np.float16 if dtype == "float16" else _tools.BF16
+    q = rng.standard_normal((1, 4, 24, 64)).astype(dt)
+    k = rng.standard_normal((1, 2, 40, 64)).astype(dt)
+    out, lse = attn_mlir.scaled_dot_product_attention(
+        q, k, k, is_causal=True, enable_gqa=True, return_lse=True, device="cuda")
+    assert out.shape == (1, 4, 24, 64) and out.dtype == dt
+    assert lse.shape == (1, 4, 24) and lse.dtype == np.float32
+    # The stand-in driver runs no kernel: every element is the poison.
+    assert np.isnan(out.astype(np.float32)).all() and np.isnan(lse).all()
+
+
+def test_out_of_memory_is_an_error(fake_driver, monkeypatch):
+    monkeypatch.setenv("FAKE_CUDA", "oom")
+    q = rng.standard_normal((1, 1, 8, 64)).astype(np.float16)
+    with pytest.raises(RuntimeError, match="CUDA_ERROR_OUT_OF_MEMORY"):
+        attn_mlir.scaled_dot_product_attention(q, q, q, device="cuda")
+
+
+@pytest.mark.skipif(not has_gpu(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_matches_reference_on_gpu(dtype):
+    dt = {"float16": np.float16, "bfloat16": _tools.BF16,
+          "float32": np.float32}[dtype]
+    q = rng.standard_normal((2, 4, 100, 64)).astype(dt)
+    k = rng.standard_normal((2, 2, 130, 64)).astype(dt)
+    v = rng.standard_normal((2, 2, 130, 64)).astype(dt)
+    out = attn_mlir.scaled_dot_product_attention(
+        q, k, v, is_causal=True, causal_alignment="bottom_right",
+        enable_gqa=True, device="cuda")
+    ref = reference.sdpa(q.astype(np.float64), k.astype(np.float64),
+                         v.astype(np.float64), is_causal=True,
+                         causal_alignment="bottom_right", enable_gqa=True)
+    tol = 1e-4 if dt == np.float32 else 2e-2
+    assert np.max(np.abs(out.astype(np.float64) - ref)) < tol
