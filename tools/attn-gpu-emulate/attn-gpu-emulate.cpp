@@ -600,8 +600,10 @@ private:
           return;
         runBlock(r.front(), m);
         auto yield = cast<scf::YieldOp>(r.front().getTerminator());
-        for (auto [res, y] : llvm::zip(ifOp.getResults(), yield.getOperands()))
+        for (auto pair : llvm::zip(ifOp.getResults(), yield.getOperands())) {
+          Value res = std::get<0>(pair), y = std::get<1>(pair);
           forEach(m, [&](int64_t t) { at(res, t) = at(y, t); });
+        }
       };
       branch(ifOp.getThenRegion(), thenMask);
       branch(ifOp.getElseRegion(), elseMask);
@@ -623,8 +625,10 @@ private:
       });
       Block &body = *forOp.getBody();
       auto iterArgs = forOp.getRegionIterArgs();
-      for (auto [a, init] : llvm::zip(iterArgs, forOp.getInitArgs()))
+      for (auto pair : llvm::zip(iterArgs, forOp.getInitArgs())) {
+        Value a = std::get<0>(pair), init = std::get<1>(pair);
         forEach(mask, [&](int64_t t) { at(a, t) = at(init, t); });
+      }
       auto yield = cast<scf::YieldOp>(body.getTerminator());
       auto iterate = [&](int64_t l, int64_t u, int64_t s,
                          const std::vector<char> &m) {
@@ -635,8 +639,11 @@ private:
           for (Value y : yield.getOperands())
             for (int64_t t = 0; t < threads; ++t)
               next.push_back(at(y, t));
-          for (auto [k, a] : llvm::enumerate(iterArgs))
+          for (auto it : llvm::enumerate(iterArgs)) {
+            size_t k = it.index();
+            Value a = it.value();
             forEach(m, [&](int64_t t) { at(a, t) = next[k * threads + t]; });
+          }
         }
       };
       if (step != 0) {
@@ -652,8 +659,10 @@ private:
                   one);
         });
       }
-      for (auto [res, a] : llvm::zip(forOp.getResults(), iterArgs))
+      for (auto pair : llvm::zip(forOp.getResults(), iterArgs)) {
+        Value res = std::get<0>(pair), a = std::get<1>(pair);
         forEach(mask, [&](int64_t t) { at(res, t) = at(a, t); });
+      }
       return;
     }
     if (isa<scf::YieldOp>(op))

@@ -140,10 +140,11 @@ struct Kernel {
   KB k;
   SdpaOp op;
   const Config &cfg;
-  Value q, key, val, mask, out, lse;
-  Value qs, ks, vs; // shared-memory views
-  Value tid, lane, warp, g, t, bIdx, h, hk, q0;
-  VectorType accT, aT, bT, bx4T;
+  Value q = {}, key = {}, val = {}, mask = {}, out = {}, lse = {};
+  Value qs = {}, ks = {}, vs = {}; // shared-memory views
+  Value tid = {}, lane = {}, warp = {}, g = {}, t = {}, bIdx = {}, h = {},
+        hk = {}, q0 = {};
+  VectorType accT = {}, aT = {}, bT = {}, bx4T = {};
 
   /// Copies rows [row0, row0 + rows) of `src[b, head]` (length T, width
   /// `width`, padded to `padded`) into `dst[prefix..., r, c]`, zero-filling
