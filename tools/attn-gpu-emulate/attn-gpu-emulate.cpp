@@ -10,10 +10,12 @@
 //
 // What it checks without a GPU: the fragment layouts the generator assumes
 // against the ISA's (independently written here), the index arithmetic,
-// masking, online softmax, the cp.async group discipline (a read before its
-// wait sees stale data) and that every output element is written. What it
-// cannot check: races between warps (lockstep hides a missing barrier),
-// timing, and the NVVM/PTX backend.
+// masking, online softmax, the cp.async group discipline (a read while a
+// copy to the bytes is in flight is an error), shared-memory races between
+// barriers (a byte read or written by one thread after another thread wrote
+// it, or written after another thread read it, with no barrier in between)
+// and that every output element is written. What it cannot check: timing,
+// and the NVVM/PTX backend.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +47,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <deque>
 #include <random>
 
@@ -66,6 +69,11 @@ static cl::opt<int64_t> kvBlock("kv-block", cl::init(64),
 static cl::opt<int64_t> stages("stages", cl::init(2),
                                cl::desc("K/V shared-memory buffers"),
                                cl::cat(cat));
+static cl::opt<bool> runOnly(
+    "run-only",
+    cl::desc("Interpret the gpu.launch already in the input (no attn-gpu-flash, "
+             "no reference check) on random inputs; report what goes wrong"),
+    cl::cat(cat));
 static cl::opt<uint64_t> seed("seed", cl::init(0),
                               cl::desc("Seed of the random inputs"),
                               cl::cat(cat));
@@ -213,11 +221,25 @@ public:
       if (ids.count(a))
         for (int64_t t = 0; t < threads; ++t)
           at(a, t).i = static_cast<int64_t>(i);
+    // Constants defined above the launch and used in it.
+    {
+      std::vector<char> all(threads, 1);
+      SmallVector<Value> above;
+      for (auto &entry : ids)
+        if (auto c = entry.first.getDefiningOp<arith::ConstantOp>();
+            c && !launch->isProperAncestor(c))
+          above.push_back(entry.first);
+      for (Value v : above)
+        runOp(v.getDefiningOp(), all);
+    }
     std::vector<uint8_t> smem(smemBytes);
     for (int64_t z = 0; z < grid[2]; ++z)
       for (int64_t y = 0; y < grid[1]; ++y)
         for (int64_t x = 0; x < grid[0]; ++x) {
           std::fill(smem.begin(), smem.end(), 0xA5); // garbage, not zeros
+          owner.assign(smemBytes, -1);
+          reader.assign(smemBytes, -1);
+          inflight.assign(smemBytes, 0);
           smemView = View{smem.data(), smemBytes, {smemBytes},
                           IntegerType::get(launch.getContext(), 8)};
           views.resize(numArgViews());
@@ -249,6 +271,52 @@ private:
   DenseMap<Value, unsigned> ids;
   std::vector<Val> regs;
   std::vector<std::deque<std::vector<Copy>>> pending;
+  // Shared-memory hazards between barriers, per byte: the thread that wrote
+  // it (-1: published by a barrier), the thread(s) that read it (-1 none,
+  // -2 several) and the cp.async copies in flight to it.
+  std::vector<int32_t> owner, reader, inflight;
+
+  bool inShared(const uint8_t *p) const {
+    return smemView.base && p >= smemView.base &&
+           p < smemView.base + smemView.bytes;
+  }
+  [[noreturn]] void race(const std::string &what, int64_t t,
+                         const uint8_t *p) const {
+    throw std::runtime_error(
+        what + " (thread " + std::to_string(t) + ", shared memory byte " +
+        std::to_string(p - smemView.base) + ")");
+  }
+  /// A read by thread t: the bytes must have no copy in flight and must
+  /// not have been written by another thread since the last barrier.
+  void sharedRead(int64_t t, const uint8_t *p, int64_t n) {
+    if (!inShared(p))
+      return;
+    for (int64_t i = 0, o = p - smemView.base; i < n; ++i, ++o) {
+      if (inflight[o])
+        race("read of shared memory while a cp.async to it is in flight "
+             "(missing wait)", t, p);
+      if (owner[o] != -1 && owner[o] != t)
+        race("read of shared memory written by thread " +
+                 std::to_string(owner[o]) + " with no barrier in between",
+             t, p);
+      reader[o] = reader[o] == -1 || reader[o] == t ? t : -2;
+    }
+  }
+  /// A write (or the issue of a cp.async) by thread t: no other thread may
+  /// have read or written the bytes since the last barrier.
+  void sharedWrite(int64_t t, const uint8_t *p, int64_t n) {
+    if (!inShared(p))
+      return;
+    for (int64_t i = 0, o = p - smemView.base; i < n; ++i, ++o) {
+      if (reader[o] != -1 && reader[o] != t)
+        race("write to shared memory that another thread read since the "
+             "last barrier", t, p);
+      if (owner[o] != -1 && owner[o] != t)
+        race("write to shared memory that thread " + std::to_string(owner[o]) +
+                 " wrote since the last barrier", t, p);
+      owner[o] = t;
+    }
+  }
   std::vector<std::vector<Copy>> open;
 
   unsigned id(Value v) {
@@ -289,7 +357,11 @@ private:
         const View &s = views.at(c.srcView);
         for (int64_t e = 0; e < c.n; ++e) {
           float v = e < c.srcN ? toFloat(s.elt, s.at(c.src + e)) : 0.0f;
-          fromFloat(d.elt, v, d.at(c.dst + e));
+          uint8_t *dp = d.at(c.dst + e);
+          fromFloat(d.elt, v, dp);
+          if (inShared(dp))
+            for (int64_t b = 0; b < d.size(); ++b)
+              --inflight[dp - smemView.base + b];
         }
       }
       pending[t].pop_front();
@@ -472,7 +544,10 @@ private:
         const View &v = view(st.getBase(), t);
         int64_t l = v.linear(indices(st.getIndices(), t));
         for (int64_t k = 0; k < n; ++k)
+        {
+          sharedWrite(t, v.at(l + k), v.size());
           fromFloat(v.elt, at(st.getValueToStore(), t).f[k], v.at(l + k));
+        }
       });
       return;
     }
@@ -510,6 +585,7 @@ private:
       forEach(mask, [&](int64_t t) {
         const View &v = view(ld.getMemRef(), t);
         const uint8_t *p = v.at(v.linear(indices(ld.getIndices(), t)));
+        sharedRead(t, p, v.size());
         Val r;
         if (v.elt.isInteger(1))
           r.i = *p != 0;
@@ -522,13 +598,22 @@ private:
     if (auto stO = dyn_cast<memref::StoreOp>(op)) {
       forEach(mask, [&](int64_t t) {
         const View &v = view(stO.getMemRef(), t);
+        sharedWrite(t, v.at(v.linear(indices(stO.getIndices(), t))), v.size());
         fromFloat(v.elt, at(stO.getValueToStore(), t).f[0],
                   v.at(v.linear(indices(stO.getIndices(), t))));
       });
       return;
     }
-    if (isa<gpu::BarrierOp, gpu::TerminatorOp>(op))
-      return; // lockstep: every thread has reached this point
+    if (isa<gpu::BarrierOp>(op)) {
+      if (std::count(mask.begin(), mask.end(), 1) != threads)
+        throw std::runtime_error("gpu.barrier reached by only some threads");
+      // Everything written before is visible to everyone after.
+      std::fill(owner.begin(), owner.end(), -1);
+      std::fill(reader.begin(), reader.end(), -1);
+      return;
+    }
+    if (isa<gpu::TerminatorOp>(op))
+      return;
     if (auto sh = dyn_cast<gpu::ShuffleOp>(op)) {
       if (sh.getMode() != gpu::ShuffleMode::XOR)
         throw std::runtime_error("unsupported shuffle mode");
@@ -560,6 +645,12 @@ private:
           s.at(c.src + c.srcN - 1); // the bytes read must exist
         d.at(c.dst + c.n - 1);
         open[t].push_back(c);
+        // The copy may land any time from now: a write for hazards.
+        uint8_t *dp = d.at(c.dst);
+        sharedWrite(t, dp, c.n * d.size());
+        if (inShared(dp))
+          for (int64_t b = 0; b < c.n * d.size(); ++b)
+            ++inflight[dp - smemView.base + b];
       });
       return;
     }
@@ -697,7 +788,11 @@ private:
           for (int64_t e = 0; e < 2; ++e) {
             int64_t row = trans ? 2 * (l % 4) + e : l / 4;
             int64_t col = trans ? l / 4 : 2 * (l % 4) + e;
-            r.f[2 * i + e] = toFloat(v.elt, v.at(rowStart[8 * i + row] + col));
+          {
+            const uint8_t *p = v.at(rowStart[8 * i + row] + col);
+            sharedRead(w + l, p, v.size());
+            r.f[2 * i + e] = toFloat(v.elt, p);
+          }
           }
         at(lm, w + l) = r;
       }
@@ -829,6 +924,45 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sm, &context);
   if (!module)
     return 2;
+
+  if (runOnly) {
+    gpu::LaunchOp launch;
+    module->walk([&](gpu::LaunchOp l) { launch = l; });
+    if (!launch) {
+      llvm::errs() << "attn-gpu-emulate: error: no gpu.launch in the input\n";
+      return 2;
+    }
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::vector<std::vector<uint8_t>> buffers;
+    std::vector<View> views;
+    for (Type type : launch->getParentOfType<func::FuncOp>().getArgumentTypes()) {
+      auto mt = dyn_cast<MemRefType>(type);
+      if (!mt || !mt.hasStaticShape()) {
+        llvm::errs() << "attn-gpu-emulate: error: kernel arguments must be "
+                        "static memrefs\n";
+        return 2;
+      }
+      View v{nullptr, 0, SmallVector<int64_t>(mt.getShape()),
+             mt.getElementType()};
+      buffers.emplace_back(mt.getNumElements() * v.size());
+      v.base = buffers.back().data();
+      v.bytes = buffers.back().size();
+      for (int64_t i = 0; i < mt.getNumElements(); ++i)
+        if (!v.elt.isInteger(1))
+          fromFloat(v.elt, normal(rng), v.at(i));
+      views.push_back(v);
+    }
+    try {
+      Emulator(launch, views).run();
+    } catch (const std::exception &e) {
+      llvm::errs() << "attn-gpu-emulate: error: the kernel failed: "
+                   << e.what() << "\n";
+      return 1;
+    }
+    llvm::outs() << "the kernel ran to completion\n";
+    return 0;
+  }
 
   // The op's semantics and shapes, for the reference, before lowering.
   rt::EntryInfo entry;
