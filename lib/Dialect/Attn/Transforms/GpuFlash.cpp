@@ -145,6 +145,8 @@ struct Kernel {
   Value tid = {}, lane = {}, warp = {}, g = {}, t = {}, bIdx = {}, h = {},
         hk = {}, q0 = {};
   VectorType accT = {}, aT = {}, bT = {}, bx4T = {};
+  // Key j is visible from query i iff lower <= j - i <= upper.
+  std::optional<int64_t> lower = {}, upper = {};
 
   /// Copies rows [row0, row0 + rows) of `src[b, head]` (length T, width
   /// `width`, padded to `padded`) into `dst[prefix..., r, c]`, zero-filling
@@ -268,17 +270,50 @@ struct Kernel {
     return memref::LoadOp::create(b, mask, idx);
   }
 
-  /// Scores (mma accumulators) -> log2-domain logits with every modifier
-  /// applied; `predicate` adds the causal/window/bounds test.
+  /// One raw score of (row, col) -> its log2-domain logit: scale, softcap,
+  /// mask, and with `predicate` the causal/window/length test (-inf when
+  /// not visible).
+  Value scoreToLogit(Value s, Value row, Value col, bool predicate) {
+    bool natural = op.getSoftcap() || mask;
+    double scale = op.getEffectiveScale();
+    Value negInf = k.f(kNegInf);
+    // Without softcap or mask, scale and log2(e) fold into one multiply.
+    Value x = k.fmul(s, k.f(natural ? scale : scale * kLog2e));
+    if (auto cap = op.getSoftcap()) {
+      double c = cap->convertToDouble();
+      x = k.fmul(math::TanhOp::create(b, k.fmul(x, k.f(1.0 / c))), k.f(c));
+    }
+    if (mask) {
+      Value m = maskAt(row, col);
+      if (m.getType().isInteger(1))
+        x = k.sel(m, x, negInf);
+      else
+        x = k.fadd(x, m.getType().isF32()
+                          ? m
+                          : arith::ExtFOp::create(b, b.getF32Type(), m)
+                                .getResult());
+    }
+    if (natural)
+      x = k.fmul(x, k.f(kLog2e));
+    if (!predicate)
+      return x;
+    Value visible;
+    Value d = k.sub(col, row);
+    if (upper)
+      visible =
+          k.andI(visible, k.cmp(arith::CmpIPredicate::sle, d, k.c(*upper)));
+    if (lower)
+      visible =
+          k.andI(visible, k.cmp(arith::CmpIPredicate::sge, d, k.c(*lower)));
+    // Keys past Tk exist only in a partial last block.
+    if (cfg.tk % cfg.kvBlock != 0)
+      visible = k.andI(visible, k.lt(col, cfg.tk));
+    return visible ? k.sel(visible, x, negInf) : x;
+  }
+
+  /// Scores (mma accumulator fragments) -> log2-domain logit fragments.
   SmallVector<Value> logits(ArrayRef<Value> s, Value kv0, bool predicate) {
     int64_t nTiles = cfg.kvBlock / 8;
-    double scale = op.getEffectiveScale();
-    bool natural = op.getSoftcap() || mask;
-    auto [left, right] = op.getWindowBounds();
-    auto [lower, upper] =
-        getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
-    Value negInf = k.f(kNegInf);
-    Value cScale = k.f(natural ? scale : scale * kLog2e);
     SmallVector<Value> res;
     for (int64_t mt = 0; mt < cfg.mTiles; ++mt) {
       for (int64_t j = 0; j < nTiles; ++j) {
@@ -289,36 +324,8 @@ struct Kernel {
                                       k.add(g, mt * 16 + r * 8)));
           for (int64_t e = 0; e < 2; ++e) {
             Value col = k.add(kv0, k.add(k.mul(t, 2), j * 8 + e));
-            Value x = k.fmul(k.extract(frag, {r, e}), cScale);
-            if (auto cap = op.getSoftcap()) {
-              double c = cap->convertToDouble();
-              x = k.fmul(math::TanhOp::create(b, k.fmul(x, k.f(1.0 / c))),
-                         k.f(c));
-            }
-            if (mask) {
-              Value m = maskAt(row, col);
-              if (m.getType().isInteger(1))
-                x = k.sel(m, x, negInf);
-              else
-                x = k.fadd(x, arith::ExtFOp::create(b, b.getF32Type(), m));
-            }
-            if (natural)
-              x = k.fmul(x, k.f(kLog2e));
-            if (predicate) {
-              Value visible;
-              Value d = k.sub(col, row);
-              if (upper)
-                visible = k.andI(visible, k.cmp(arith::CmpIPredicate::sle, d,
-                                                k.c(*upper)));
-              if (lower)
-                visible = k.andI(visible, k.cmp(arith::CmpIPredicate::sge, d,
-                                                k.c(*lower)));
-              if (cfg.tk % cfg.kvBlock != 0)
-                visible = k.andI(visible, k.lt(col, cfg.tk));
-              if (visible)
-                x = k.sel(visible, x, negInf);
-            }
-            elems.push_back(x);
+            elems.push_back(
+                scoreToLogit(k.extract(frag, {r, e}), row, col, predicate));
           }
         }
         res.push_back(k.vec(accT, elems));
@@ -330,9 +337,6 @@ struct Kernel {
   /// Whether the block [q0, q0+BM) x [kv0, kv0+BN) contains an invisible
   /// element (null when no block ever can).
   Value needsPredicate(Value kv0) {
-    auto [left, right] = op.getWindowBounds();
-    auto [lower, upper] =
-        getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
     Value qLast = k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1));
     Value any;
     auto orI = [&](Value p) {
@@ -349,6 +353,57 @@ struct Kernel {
       orI(k.cmp(arith::CmpIPredicate::sgt, k.add(kv0, cfg.kvBlock),
                 k.c(cfg.tk)));
     return any;
+  }
+
+  /// The key blocks that any row of this query block can see:
+  /// [kbBegin, kbEnd), empty when none.
+  std::pair<Value, Value> visibleBlocks() {
+    Value qLast = k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1));
+    Value jFirst = lower ? k.max(k.add(q0, *lower), k.c(0)) : k.c(0);
+    Value jLast = upper ? k.min(k.add(qLast, *upper), k.c(cfg.tk - 1))
+                        : k.c(cfg.tk - 1);
+    Value kbBegin = k.div(jFirst, cfg.kvBlock);
+    Value kbEnd = k.sel(
+        k.lt(jLast, jFirst), kbBegin,
+        k.add(arith::DivSIOp::create(b, jLast, k.c(cfg.kvBlock)), 1));
+    return {kbBegin, kbEnd};
+  }
+
+  /// With two stages, the first K/V block is in flight before the loop;
+  /// closes the prologue's copy group either way.
+  void prologueKV(Value kbBegin, Value kbEnd) {
+    if (cfg.stages == 2) {
+      auto first = scf::IfOp::create(b, k.lt(kbBegin, kbEnd));
+      OpBuilder::InsertionGuard ig(b);
+      b.setInsertionPointToStart(first.thenBlock());
+      copyKV(kbBegin, k.c(0));
+    }
+    commit();
+  }
+
+  /// The top of key block kb: its K/V tile resident and visible to every
+  /// thread; with two stages, the next block's copy is issued into the
+  /// other buffer so it overlaps this block's math. Returns the stage.
+  Value stageBlock(Value kb, Value kbBegin, Value kbEnd) {
+    if (cfg.stages == 1) {
+      Value stage = k.c(0);
+      copyKV(kb, stage);
+      waitAll(commit());
+      gpu::BarrierOp::create(b);
+      return stage;
+    }
+    Value stage = k.rem(k.sub(kb, kbBegin), 2);
+    waitAll(commit());
+    gpu::BarrierOp::create(b);
+    Value next = k.add(kb, 1);
+    auto pf = scf::IfOp::create(b, k.lt(next, kbEnd));
+    {
+      OpBuilder::InsertionGuard ig(b);
+      b.setInsertionPointToStart(pf.thenBlock());
+      copyKV(next, k.sub(k.c(1), stage));
+    }
+    commit();
+    return stage;
   }
 
   /// The f32 kernel: no tensor cores (their f32 mode is tf32, too coarse
@@ -387,24 +442,8 @@ struct Kernel {
       qv.push_back(k.sel(k.lt(col, cfg.d), x, zero));
     }
 
-    auto [left, right] = op.getWindowBounds();
-    auto [lower, upper] =
-        getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
-    Value qLast = k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1));
-    Value jFirst = lower ? k.max(k.add(q0, *lower), k.c(0)) : k.c(0);
-    Value jLast = upper ? k.min(k.add(qLast, *upper), k.c(cfg.tk - 1))
-                        : k.c(cfg.tk - 1);
-    Value kbBegin = k.div(jFirst, cfg.kvBlock);
-    Value kbEnd = k.sel(
-        k.lt(jLast, jFirst), kbBegin,
-        k.add(arith::DivSIOp::create(b, jLast, k.c(cfg.kvBlock)), 1));
-    if (cfg.stages == 2) {
-      auto first = scf::IfOp::create(b, k.lt(kbBegin, kbEnd));
-      OpBuilder::InsertionGuard ig(b);
-      b.setInsertionPointToStart(first.thenBlock());
-      copyKV(kbBegin, k.c(0));
-    }
-    commit();
+    auto [kbBegin, kbEnd] = visibleBlocks();
+    prologueKV(kbBegin, kbEnd);
 
     SmallVector<Value> init{k.f(kNegInf), k.f(0.0)};
     for (int64_t i = 0; i < vRegs; ++i)
@@ -414,24 +453,7 @@ struct Kernel {
       OpBuilder::InsertionGuard ig(b);
       b.setInsertionPointToStart(loop.getBody());
       Value kb = loop.getInductionVar();
-      Value stage = k.c(0);
-      if (cfg.stages == 2) {
-        stage = k.rem(k.sub(kb, kbBegin), 2);
-        waitAll(commit());
-        gpu::BarrierOp::create(b);
-        Value next = k.add(kb, 1);
-        auto pf = scf::IfOp::create(b, k.lt(next, kbEnd));
-        {
-          OpBuilder::InsertionGuard ig2(b);
-          b.setInsertionPointToStart(pf.thenBlock());
-          copyKV(next, k.sub(k.c(1), stage));
-        }
-        commit();
-      } else {
-        copyKV(kb, stage);
-        waitAll(commit());
-        gpu::BarrierOp::create(b);
-      }
+      Value stage = stageBlock(kb, kbBegin, kbEnd);
       Value kv0 = k.mul(kb, cfg.kvBlock);
       // Keys of the block, one at a time.
       auto keys = scf::ForOp::create(b, k.c(0), k.c(cfg.kvBlock), k.c(1),
@@ -456,7 +478,9 @@ struct Kernel {
                                         .getShuffleResult());
         }
         Value col = k.add(kv0, j);
-        Value t = scoreToLogit(partial, row, col, lower, upper);
+        // Every key of the block is tested: the SIMT path has no fragment
+        // layout to specialize.
+        Value t = scoreToLogit(partial, row, col, /*predicate=*/true);
         Value mOld = it[0];
         Value mNew = k.fmax(mOld, t);
         Value mUse = k.sel(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
@@ -505,43 +529,10 @@ struct Kernel {
     }
   }
 
-  /// One raw score -> its log2-domain logit with every modifier and the
-  /// visibility of (row, col) applied.
-  Value scoreToLogit(Value s, Value row, Value col,
-                     std::optional<int64_t> lower,
-                     std::optional<int64_t> upper) {
-    bool natural = op.getSoftcap() || mask;
-    double scale = op.getEffectiveScale();
-    Value negInf = k.f(kNegInf);
-    Value x = k.fmul(s, k.f(natural ? scale : scale * kLog2e));
-    if (auto cap = op.getSoftcap()) {
-      double c = cap->convertToDouble();
-      x = k.fmul(math::TanhOp::create(b, k.fmul(x, k.f(1.0 / c))), k.f(c));
-    }
-    if (mask) {
-      Value m = maskAt(row, col);
-      if (m.getType().isInteger(1))
-        x = k.sel(m, x, negInf);
-      else
-        x = k.fadd(x, cfg.elt == m.getType()
-                          ? m
-                          : arith::ExtFOp::create(b, b.getF32Type(), m)
-                                .getResult());
-    }
-    if (natural)
-      x = k.fmul(x, k.f(kLog2e));
-    Value visible = k.lt(col, cfg.tk);
-    Value d = k.sub(col, row);
-    if (upper)
-      visible = k.andI(visible,
-                       k.cmp(arith::CmpIPredicate::sle, d, k.c(*upper)));
-    if (lower)
-      visible = k.andI(visible,
-                       k.cmp(arith::CmpIPredicate::sge, d, k.c(*lower)));
-    return k.sel(visible, x, negInf);
-  }
-
   void build() {
+    auto [left, right] = op.getWindowBounds();
+    std::tie(lower, upper) =
+        getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
     if (cfg.elt.isF32())
       return buildSimt();
     MLIRContext *ctx = b.getContext();
@@ -582,28 +573,11 @@ struct Kernel {
     Value vRow = k.add(quarter, lane8);
 
     // The key blocks any row of this query block can see.
-    auto [left, right] = op.getWindowBounds();
-    auto [lower, upper] =
-        getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
-    Value qLast = k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1));
-    Value jFirst = lower ? k.max(k.add(q0, *lower), k.c(0)) : k.c(0);
-    Value jLast = upper ? k.min(k.add(qLast, *upper), k.c(cfg.tk - 1))
-                        : k.c(cfg.tk - 1);
-    Value kbBegin = k.div(jFirst, cfg.kvBlock);
-    Value kbEnd = k.sel(k.lt(jLast, jFirst), kbBegin,
-                        k.add(arith::DivSIOp::create(b, jLast,
-                                                     k.c(cfg.kvBlock)),
-                              1));
+    auto [kbBegin, kbEnd] = visibleBlocks();
 
     // Prologue: Q (and the first K/V stage) in flight.
     copyTile(q, h, q0, cfg.bm, cfg.tq, cfg.d, cfg.dp, qs, {});
-    if (cfg.stages == 2) {
-      auto first = scf::IfOp::create(b, k.lt(kbBegin, kbEnd));
-      OpBuilder::InsertionGuard ig(b);
-      b.setInsertionPointToStart(first.thenBlock());
-      copyKV(kbBegin, k.c(0));
-    }
-    commit();
+    prologueKV(kbBegin, kbEnd);
 
     // Loop state: m (log2 domain) and partial l per row, O fragments.
     SmallVector<Value> init;
@@ -626,25 +600,7 @@ struct Kernel {
       SmallVector<Value> l(iter.begin() + 2 * mT, iter.begin() + 4 * mT);
       SmallVector<Value> acc(iter.begin() + 4 * mT, iter.end());
 
-      Value stage = k.c(0);
-      if (cfg.stages == 2) {
-        stage = k.rem(k.sub(kb, kbBegin), 2);
-        waitAll(commit());
-        gpu::BarrierOp::create(b);
-        // Prefetch the next block into the other buffer.
-        Value next = k.add(kb, 1);
-        auto pf = scf::IfOp::create(b, k.lt(next, kbEnd));
-        {
-          OpBuilder::InsertionGuard ig2(b);
-          b.setInsertionPointToStart(pf.thenBlock());
-          copyKV(next, k.sub(k.c(1), stage));
-        }
-        commit();
-      } else {
-        copyKV(kb, stage);
-        waitAll(commit());
-        gpu::BarrierOp::create(b);
-      }
+      Value stage = stageBlock(kb, kbBegin, kbEnd);
 
       // S = Q·Kᵀ.
       SmallVector<Value> s(mT * nTiles, zeroAcc);
