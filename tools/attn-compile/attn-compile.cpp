@@ -423,11 +423,17 @@ int main(int argc, char **argv) {
       argc, argv,
       "attn-compile: compile attn graphs into a self-contained shared "
       "object\n\n"
-      "  attn-compile graph.mlir -o graph.so [--target=cpu] [--emit=...]\n\n"
-      "Each public func.func on static tensors becomes the C entry point\n"
+      "  attn-compile graph.mlir -o graph.so [--target=cpu|cuda] "
+      "[--emit=...]\n\n"
+      "cpu: each public func.func on static tensors becomes the C entry "
+      "point\n"
       "`void name(const T *inputs..., T *outputs...)` (dense row-major\n"
-      "buffers); the string symbol `attn_mlir_metadata` describes them.\n"
-      "Run the result with attn-run.\n");
+      "buffers), optimized for this machine.\n"
+      "cuda: each public func.func whose body is one attn.sdpa becomes one\n"
+      "fused kernel (tensor cores for f16/bf16, SIMT for f32) for --chip,\n"
+      "embedded as cubin (ptxas) or PTX with its launch description.\n"
+      "The string symbol `attn_mlir_metadata` describes the entries. Run the\n"
+      "result with attn-run (--device cuda for GPU artifacts).\n");
 
   bool cuda = target == "cuda";
   if (target != "cpu" && !cuda)
