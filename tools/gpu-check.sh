@@ -3,6 +3,7 @@
 # no LLVM/MLIR and no network. Builds the runtime (attn-run) from source,
 # runs the correctness matrix with --check against the fp64 reference, and
 # benchmarks the FlashAttention grid against PyTorch SDPA (flash backend)
+# and Triton's fused attention (where the installed Triton has it), all
 # measured in the same run. Writes one report.
 #   tools/gpu-check.sh ARTIFACTS_DIR REPORT_DIR
 # ARTIFACTS_DIR comes from scripts/build-gpu-artifacts.sh (run where
@@ -76,8 +77,13 @@ try:
 except Exception as e:  # no torch: report ours alone
     torch = None
     print(f"(PyTorch unavailable: {e})")
-print("| D | T | causal | attn-mlir ms | TFLOP/s | SDPA flash ms | TFLOP/s | ratio |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+triton_attention = None
+try:  # Triton's fused attention op, where this Triton version still has it
+    from triton.ops import attention as triton_attention
+except Exception as e:
+    print(f"(Triton attention unavailable: {type(e).__name__}: {e})")
+print("| D | T | causal | attn-mlir ms | TFLOP/s | SDPA flash ms | TFLOP/s | ratio | Triton ms |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for d in (64, 128):
     h = 2048 // d
     for t in (1024, 2048, 4096, 8192, 16384):
@@ -86,7 +92,7 @@ for d in (64, 128):
             name = f"sdpa-d{d}-t{t}-{causal}"
             flops = 4.0 * b * h * t * t * d * (0.5 if causal != "none" else 1.0)
             mine = ours.get(name)
-            ref = None
+            ref = tri = None
             if torch is not None:
                 q, k, v = (torch.randn(b, h, t, d, device="cuda",
                                        dtype=torch.float16) for _ in range(3))
@@ -103,11 +109,29 @@ for d in (64, 128):
                         times.append(s.elapsed_time(e))
                 times.sort()
                 ref = times[len(times) // 2]
+                tri = None
+                if triton_attention is not None:
+                    try:
+                        g = lambda: triton_attention(q, k, v, causal != "none",
+                                                     d ** -0.5)
+                        for _ in range(3):
+                            g()
+                        tt = []
+                        for _ in range(30):
+                            s, e = (torch.cuda.Event(enable_timing=True)
+                                    for _ in range(2))
+                            s.record(); g(); e.record(); e.synchronize()
+                            tt.append(s.elapsed_time(e))
+                        tt.sort()
+                        tri = tt[len(tt) // 2]
+                    except Exception as e:
+                        print(f"(Triton failed at D={d} T={t}: {e})")
                 del q, k, v
             tf = lambda ms: f"{flops / (ms * 1e-3) / 1e12:.1f}" if ms else "-"
             ratio = f"{ref / mine:.2f}" if mine and ref else "-"
             print(f"| {d} | {t} | {causal} | {mine or '-'} | {tf(mine)} | "
-                  f"{f'{ref:.4f}' if ref else '-'} | {tf(ref)} | {ratio} |")
+                  f"{f'{ref:.4f}' if ref else '-'} | {tf(ref)} | {ratio} | "
+                  f"{f'{tri:.4f}' if tri else '-'} |")
 PY
 say ""
 say "ratio = SDPA time / attn-mlir time (1.0 = as fast as PyTorch's flash backend)."
