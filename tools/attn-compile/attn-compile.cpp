@@ -97,9 +97,11 @@ static cl::opt<bool> reference(
     cl::cat(cat));
 static cl::opt<int64_t> qBlock("q-block", cl::init(64),
                                cl::desc("Query rows per tile"), cl::cat(cat));
-static cl::opt<int64_t> kvBlock("kv-block", cl::init(128),
-                                cl::desc("Key/value rows per tile"),
-                                cl::cat(cat));
+static cl::opt<int64_t> kvBlock(
+    "kv-block", cl::init(128),
+    cl::desc("Key/value rows per tile (cpu: default 128; cuda: default the "
+             "largest of 64, 32, 16 that fits the chip's shared memory)"),
+    cl::cat(cat));
 static cl::opt<bool> noParallel("no-parallel",
                                 cl::desc("Run on one core (no OpenMP)"),
                                 cl::cat(cat));
@@ -532,7 +534,8 @@ int main(int argc, char **argv) {
     options.features = ptxFeatures;
     options.warps = warps;
     options.rowTiles = rowTiles;
-    options.kvBlock = given(kvBlock) ? kvBlock.getValue() : 64;
+    // Not given: the pass picks the largest tile that fits the chip.
+    options.kvBlock = given(kvBlock) ? kvBlock.getValue() : 0;
     options.stages = stages;
     options.format = embedPtx ? "isa" : "bin";
     options.cudaPath = cudaRoot;

@@ -63,8 +63,10 @@ static cl::opt<int64_t> warps("warps", cl::init(4), cl::desc("Warps per block"),
 static cl::opt<int64_t> rowTiles("row-tiles", cl::init(1),
                                  cl::desc("16-row m-tiles per warp"),
                                  cl::cat(cat));
-static cl::opt<int64_t> kvBlock("kv-block", cl::init(64),
-                                cl::desc("Keys per shared-memory tile"),
+static cl::opt<int64_t> kvBlock(
+    "kv-block", cl::init(0),
+    cl::desc("Keys per shared-memory tile (0: the largest of 64, 32, 16 "
+             "that fits sm_90)"),
                                 cl::cat(cat));
 static cl::opt<int64_t> stages("stages", cl::init(2),
                                cl::desc("K/V shared-memory buffers"),

@@ -58,8 +58,9 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("16-row m-tiles per warp (1 or 2)"), llvm::cl::init(1)};
   PassOptions::Option<int64_t> kvBlock{
       *this, "kv-block",
-      llvm::cl::desc("Key/value rows per shared-memory tile"),
-      llvm::cl::init(64)};
+      llvm::cl::desc("Key/value rows per shared-memory tile (0: the largest "
+                     "of 64, 32, 16 that fits the chip)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> stages{
       *this, "stages",
       llvm::cl::desc("K/V shared-memory buffers (1 or 2)"), llvm::cl::init(2)};

@@ -1,7 +1,7 @@
 // RUN: attn-opt %s --attn-gpu-flash -split-input-file -verify-diagnostics
 // RUN: not attn-opt %s --attn-gpu-flash="kv-block=24" -split-input-file 2>&1 | FileCheck %s --check-prefix=OPT
 
-// OPT: attn-gpu-flash: invalid options: warps must be in [1, 16], row-tiles 1 or 2, kv-block a multiple of 16 in [16, 256], stages 1 or 2
+// OPT: attn-gpu-flash: invalid options: warps must be in [1, 16], row-tiles 1 or 2, kv-block 0 (auto) or a multiple of 16 in [16, 256], stages 1 or 2
 
 // expected-error @+1 {{the CUDA target compiles public functions whose body is one attn.sdpa on the function's arguments, in order; attn.mha, attn.softmax and composite graphs run on the CPU target (--target=cpu)}}
 func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {

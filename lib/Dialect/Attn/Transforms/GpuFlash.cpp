@@ -831,8 +831,16 @@ struct AttnGpuFlashPass
     cfg.vStride = cfg.dvp + pad;
     int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
     cfg.qBytes = simt ? 0 : cfg.bm * cfg.qStride * bytes;
-    cfg.kBytes = cfg.stages * cfg.kvBlock * cfg.kStride * bytes;
-    cfg.vBytes = cfg.stages * cfg.kvBlock * cfg.vStride * bytes;
+    auto size = [&](int64_t block) {
+      cfg.kvBlock = block;
+      cfg.kBytes = cfg.stages * block * cfg.kStride * bytes;
+      cfg.vBytes = cfg.stages * block * cfg.vStride * bytes;
+    };
+    // kv-block 0 (auto): the largest of 64, 32, 16 keys that fits the chip.
+    size(kvBlock ? kvBlock.getValue() : 64);
+    for (int64_t block : {32, 16})
+      if (!kvBlock && cfg.smemBytes() > sharedMemoryLimit(chip))
+        size(block);
     if (cfg.smemBytes() > sharedMemoryLimit(chip))
       return op.emitError("the kernel needs ")
              << cfg.smemBytes() << " bytes of shared memory per block, more "
@@ -858,7 +866,7 @@ struct AttnGpuFlashPass
                          ob.getNamedAttr("row_tiles",
                                          ob.getI64IntegerAttr(rowTiles)),
                          ob.getNamedAttr("kv_block",
-                                         ob.getI64IntegerAttr(kvBlock)),
+                                         ob.getI64IntegerAttr(cfg.kvBlock)),
                          ob.getNamedAttr("stages",
                                          ob.getI64IntegerAttr(stages)),
                      }));
@@ -903,11 +911,12 @@ struct AttnGpuFlashPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (warps < 1 || warps > 16 || (rowTiles != 1 && rowTiles != 2) ||
-        kvBlock < 16 || kvBlock % 16 != 0 || kvBlock > 256 ||
+        (kvBlock != 0 &&
+         (kvBlock < 16 || kvBlock % 16 != 0 || kvBlock > 256)) ||
         (stages != 1 && stages != 2)) {
       module.emitError("attn-gpu-flash: invalid options: warps must be in "
-                       "[1, 16], row-tiles 1 or 2, kv-block a multiple of 16 "
-                       "in [16, 256], stages 1 or 2");
+                       "[1, 16], row-tiles 1 or 2, kv-block 0 (auto) or a "
+                       "multiple of 16 in [16, 256], stages 1 or 2");
       return signalPassFailure();
     }
     SmallVector<std::pair<func::FuncOp, SdpaOp>> work;

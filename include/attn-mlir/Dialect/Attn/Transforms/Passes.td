@@ -189,8 +189,9 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
            "Warps per thread block">,
     Option<"rowTiles", "row-tiles", "int64_t", /*default=*/"1",
            "16-row m-tiles per warp (1 or 2)">,
-    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"64",
-           "Key/value rows per shared-memory tile (multiple of 16)">,
+    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
+           "Key/value rows per shared-memory tile (multiple of 16); 0 picks "
+           "the largest of 64, 32, 16 that fits the chip's shared memory">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "K/V shared-memory buffers: 2 overlaps the next copy with the "
            "math, 1 does not">,
