@@ -435,6 +435,13 @@ private:
         return 0;
       });
     }
+    if (isa<arith::IndexCastOp>(op)) {
+      // index and i64 share one representation here.
+      forEach(mask, [&](int64_t t) {
+        at(op->getResult(0), t) = at(op->getOperand(0), t);
+      });
+      return;
+    }
     if (auto s = dyn_cast<arith::SelectOp>(op)) {
       forEach(mask, [&](int64_t t) {
         at(s, t) = at(s.getCondition(), t).i ? at(s.getTrueValue(), t)

@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 
@@ -120,9 +121,11 @@ struct KB {
     return vec(t, {extract(v, {first, 0}), extract(v, {first, 1}),
                    extract(v, {first + 1, 0}), extract(v, {first + 1, 1})});
   }
-  /// Reduction over the 4 threads of a quad (they share a row).
-  Value quadReduce(Value v, bool isMax) {
-    for (int64_t off : {1, 2}) {
+  /// Butterfly reduction over the lanes that differ in the bits of
+  /// `offsets` (max or sum): {1, 2} is the quad that shares an mma row,
+  /// {16, 8, 4, 2, 1} the whole warp.
+  Value xorReduce(Value v, ArrayRef<int64_t> offsets, bool isMax) {
+    for (int64_t off : offsets) {
       Value o = arith::ConstantOp::create(b, b.getI32IntegerAttr(off));
       Value w = arith::ConstantOp::create(b, b.getI32IntegerAttr(32));
       Value other =
@@ -141,10 +144,12 @@ struct Kernel {
   SdpaOp op;
   const Config &cfg;
   Value q = {}, key = {}, val = {}, mask = {}, out = {}, lse = {};
-  Value qs = {}, ks = {}, vs = {}; // shared-memory views
+  Value smem = {}, qs = {}, ks = {}, vs = {}; // shared memory and views
   Value tid = {}, lane = {}, warp = {}, g = {}, t = {}, bIdx = {}, h = {},
         hk = {}, q0 = {};
-  VectorType accT = {}, aT = {}, bT = {}, bx4T = {};
+  // f32 accumulators vector<2x2>; A operands and ldmatrix x4 results
+  // vector<4x2>, B operands vector<2x2>, of the element type.
+  VectorType accT = {}, aT = {}, bT = {};
   // Key j is visible from query i iff lower <= j - i <= upper.
   std::optional<int64_t> lower = {}, upper = {};
 
@@ -270,45 +275,27 @@ struct Kernel {
     return memref::LoadOp::create(b, mask, idx);
   }
 
-  /// One raw score of (row, col) -> its log2-domain logit: scale, softcap,
-  /// mask, and with `predicate` the causal/window/length test (-inf when
-  /// not visible).
+  /// One raw score of (row, col) -> its log2-domain logit: the shared
+  /// score modifiers (scale, softcap, mask), and with `predicate` the
+  /// causal/window/length test (-inf when not visible).
   Value scoreToLogit(Value s, Value row, Value col, bool predicate) {
-    bool natural = op.getSoftcap() || mask;
-    double scale = op.getEffectiveScale();
-    Value negInf = k.f(kNegInf);
+    Location loc = b.getLoc();
     // Without softcap or mask, scale and log2(e) fold into one multiply.
-    Value x = k.fmul(s, k.f(natural ? scale : scale * kLog2e));
-    if (auto cap = op.getSoftcap()) {
-      double c = cap->convertToDouble();
-      x = k.fmul(math::TanhOp::create(b, k.fmul(x, k.f(1.0 / c))), k.f(c));
-    }
-    if (mask) {
-      Value m = maskAt(row, col);
-      if (m.getType().isInteger(1))
-        x = k.sel(m, x, negInf);
-      else
-        x = k.fadd(x, m.getType().isF32()
-                          ? m
-                          : arith::ExtFOp::create(b, b.getF32Type(), m)
-                                .getResult());
-    }
-    if (natural)
-      x = k.fmul(x, k.f(kLog2e));
-    if (!predicate)
-      return x;
+    bool natural = op.getSoftcap() || mask;
+    if (!natural)
+      s = k.fmul(s, k.f(op.getEffectiveScale() * kLog2e));
     Value visible;
-    Value d = k.sub(col, row);
-    if (upper)
-      visible =
-          k.andI(visible, k.cmp(arith::CmpIPredicate::sle, d, k.c(*upper)));
-    if (lower)
-      visible =
-          k.andI(visible, k.cmp(arith::CmpIPredicate::sge, d, k.c(*lower)));
-    // Keys past Tk exist only in a partial last block.
-    if (cfg.tk % cfg.kvBlock != 0)
-      visible = k.andI(visible, k.lt(col, cfg.tk));
-    return visible ? k.sel(visible, x, negInf) : x;
+    if (predicate) {
+      visible = buildVisibility(b, loc, op, row, col);
+      // Keys past Tk exist only in a partial last block.
+      if (cfg.tk % cfg.kvBlock != 0)
+        visible = k.andI(visible, k.lt(col, cfg.tk));
+    }
+    Value x = applyScoreModifiers(b, loc, op, s,
+                                  mask ? maskAt(row, col) : Value(), visible,
+                                  /*scale=*/natural);
+    // -inf stays -inf.
+    return natural ? k.fmul(x, k.f(kLog2e)) : x;
   }
 
   /// Scores (mma accumulator fragments) -> log2-domain logit fragments.
@@ -406,29 +393,34 @@ struct Kernel {
     return stage;
   }
 
+  /// LSE[b, h, row] from the log2-domain row maximum and the row sum
+  /// (-inf for a fully masked row).
+  void storeLse(Value m2, Value l, Value row) {
+    Value v = rowLogSumExp(b, b.getLoc(), k.fmul(m2, k.f(kLn2)), l);
+    memref::StoreOp::create(b, v, lse, ValueRange{bIdx, h, row});
+  }
+
+  /// The dynamic shared memory as a [shape] array of `elt` from byte
+  /// `offset`.
+  Value sharedView(ArrayRef<int64_t> shape, Type elt, int64_t offset) {
+    auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
+                                         gpu::AddressSpace::Workgroup);
+    if (!smem)
+      smem = gpu::DynamicSharedMemoryOp::create(
+          b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                             MemRefLayoutAttrInterface(), wg));
+    return memref::ViewOp::create(
+        b, MemRefType::get(shape, elt, MemRefLayoutAttrInterface(), wg), smem,
+        k.c(offset), ValueRange{});
+  }
+
   /// The f32 kernel: no tensor cores (their f32 mode is tf32, too coarse
   /// for f32's tolerance). One warp per query row; lane l holds elements
   /// l, l+32, ... of the Q row and of the output; K and V tiles are staged
   /// in shared memory as in the tensor-core kernel; each key's score is a
   /// warp-wide butterfly sum, and the online softmax runs per key.
   void buildSimt() {
-    MLIRContext *ctx = b.getContext();
-    Type f32 = b.getF32Type();
     int64_t qRegs = cfg.dp / 32, vRegs = cfg.dvp / 32;
-    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    Value smem = gpu::DynamicSharedMemoryOp::create(
-        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                           MemRefLayoutAttrInterface(), wg));
-    auto view = [&](ArrayRef<int64_t> shape, int64_t offset) -> Value {
-      return memref::ViewOp::create(
-          b, MemRefType::get(shape, f32, MemRefLayoutAttrInterface(), wg), smem,
-          k.c(offset), ValueRange{});
-    };
-    ks = view({cfg.stages, cfg.kvBlock, cfg.kStride}, 0);
-    vs = view({cfg.stages, cfg.kvBlock, cfg.vStride}, cfg.kBytes);
-    lane = k.rem(tid, 32);
-    warp = k.div(tid, 32);
-    hk = k.div(h, cfg.hq / cfg.hkv);
     Value row = k.add(q0, warp);
     Value rowc = k.min(row, k.c(cfg.tq - 1));
 
@@ -470,22 +462,14 @@ struct Kernel {
           Value prod = k.fmul(qv[i], kx);
           partial = partial ? k.fadd(partial, prod) : prod;
         }
-        for (int64_t off : {16, 8, 4, 2, 1}) {
-          Value o = arith::ConstantOp::create(b, b.getI32IntegerAttr(off));
-          Value w = arith::ConstantOp::create(b, b.getI32IntegerAttr(32));
-          partial = k.fadd(partial, gpu::ShuffleOp::create(
-                                        b, partial, o, w, gpu::ShuffleMode::XOR)
-                                        .getShuffleResult());
-        }
+        partial = k.xorReduce(partial, {16, 8, 4, 2, 1}, /*isMax=*/false);
         Value col = k.add(kv0, j);
         // Every key of the block is tested: the SIMT path has no fragment
         // layout to specialize.
         Value t = scoreToLogit(partial, row, col, /*predicate=*/true);
         Value mOld = it[0];
         Value mNew = k.fmax(mOld, t);
-        Value mUse = k.sel(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
-                                                 mNew, k.f(kNegInf)),
-                           k.f(0.0), mNew);
+        Value mUse = safeRowMax(b, b.getLoc(), mNew);
         Value alpha = k.exp2(k.fsub(mOld, mUse));
         Value p = k.exp2(k.fsub(t, mUse));
         SmallVector<Value> next{mNew, k.fadd(k.fmul(it[1], alpha), p)};
@@ -523,9 +507,7 @@ struct Kernel {
           b, k.cmp(arith::CmpIPredicate::eq, lane, k.c(0)));
       OpBuilder::InsertionGuard ig2(b);
       b.setInsertionPointToStart(first.thenBlock());
-      Value v = k.fadd(k.fmul(res[0], k.f(kLn2)), math::LogOp::create(b, lRow));
-      v = k.sel(empty, k.f(kNegInf), v);
-      memref::StoreOp::create(b, v, lse, ValueRange{bIdx, h, row});
+      storeLse(res[0], lRow, row);
     }
   }
 
@@ -533,36 +515,28 @@ struct Kernel {
     auto [left, right] = op.getWindowBounds();
     std::tie(lower, upper) =
         getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
+    // Shared memory: Q [BM, D+pad] (tensor cores only), K [stages, BN,
+    // D+pad], V [stages, BN, Dv+pad].
+    if (cfg.qBytes)
+      qs = sharedView({cfg.bm, cfg.qStride}, cfg.elt, 0);
+    ks = sharedView({cfg.stages, cfg.kvBlock, cfg.kStride}, cfg.elt,
+                    cfg.qBytes);
+    vs = sharedView({cfg.stages, cfg.kvBlock, cfg.vStride}, cfg.elt,
+                    cfg.qBytes + cfg.kBytes);
+    lane = k.rem(tid, 32);
+    warp = k.div(tid, 32);
+    hk = k.div(h, cfg.hq / cfg.hkv);
     if (cfg.elt.isF32())
       return buildSimt();
-    MLIRContext *ctx = b.getContext();
     Type f32 = b.getF32Type();
     accT = VectorType::get({2, 2}, f32);
     aT = VectorType::get({4, 2}, cfg.elt);
     bT = VectorType::get({2, 2}, cfg.elt);
-    bx4T = VectorType::get({4, 2}, cfg.elt);
     int64_t nTiles = cfg.kvBlock / 8, dvTiles = cfg.dvp / 8;
     int64_t mT = cfg.mTiles;
 
-    // Shared memory: Q [BM, D+8], K [stages, BN, D+8], V [stages, BN, Dv+8].
-    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    Value smem = gpu::DynamicSharedMemoryOp::create(
-        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                           MemRefLayoutAttrInterface(), wg));
-    auto view = [&](ArrayRef<int64_t> shape, int64_t offset) -> Value {
-      return memref::ViewOp::create(
-          b, MemRefType::get(shape, cfg.elt, MemRefLayoutAttrInterface(), wg),
-          smem, k.c(offset), ValueRange{});
-    };
-    qs = view({cfg.bm, cfg.qStride}, 0);
-    ks = view({cfg.stages, cfg.kvBlock, cfg.kStride}, cfg.qBytes);
-    vs = view({cfg.stages, cfg.kvBlock, cfg.vStride}, cfg.qBytes + cfg.kBytes);
-
-    lane = k.rem(tid, 32);
-    warp = k.div(tid, 32);
     g = k.div(lane, 4);
     t = k.rem(lane, 4);
-    hk = k.div(h, cfg.hq / cfg.hkv);
 
     // ldmatrix row/column of this lane (see the fragment layouts above).
     Value lane16 = k.rem(lane, 16), lane8 = k.rem(lane, 8);
@@ -613,7 +587,7 @@ struct Kernel {
               false, 4));
         for (int64_t np = 0; np < nTiles / 2; ++np) {
           Value bq = nvgpu::LdMatrixOp::create(
-              b, bx4T, ks,
+              b, aT, ks,
               ValueRange{stage, k.add(kRow, np * 16),
                          k.add(quarter, kstep * 16)},
               false, 4);
@@ -658,13 +632,11 @@ struct Kernel {
               Value v = k.extract(x[mt * nTiles + j], {r, e});
               mx = mx ? k.fmax(mx, v) : v;
             }
-          mx = k.quadReduce(mx, /*isMax=*/true);
+          mx = k.xorReduce(mx, {1, 2}, /*isMax=*/true);
           Value mOld = m[mt * 2 + r];
           Value mNew = k.fmax(mOld, mx);
           // A row with nothing visible yet keeps m = -inf; subtract 0.
-          Value mUse = k.sel(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
-                                                   mNew, k.f(kNegInf)),
-                             k.f(0.0), mNew);
+          Value mUse = safeRowMax(b, b.getLoc(), mNew);
           alpha[r] = k.exp2(k.fsub(mOld, mUse));
           Value sum;
           for (int64_t j = 0; j < nTiles; ++j)
@@ -679,7 +651,7 @@ struct Kernel {
         }
         for (int64_t j = 0; j < nTiles; ++j)
           p[mt * nTiles + j] = k.vec(
-              VectorType::get({2, 2}, cfg.elt),
+              bT,
               {arith::TruncFOp::create(b, cfg.elt, pe[j][0]),
                arith::TruncFOp::create(b, cfg.elt, pe[j][1]),
                arith::TruncFOp::create(b, cfg.elt, pe[j][2]),
@@ -706,7 +678,7 @@ struct Kernel {
         }
         for (int64_t dp = 0; dp < cfg.dvp / 16; ++dp) {
           Value bv = nvgpu::LdMatrixOp::create(
-              b, bx4T, vs,
+              b, aT, vs,
               ValueRange{stage, k.add(vRow, kk * 16), k.add(half, dp * 16)},
               true, 4);
           for (int64_t x2 = 0; x2 < 2; ++x2) {
@@ -735,7 +707,8 @@ struct Kernel {
     for (int64_t mt = 0; mt < mT; ++mt)
       for (int64_t r = 0; r < 2; ++r) {
         Value mRow = results[mt * 2 + r];
-        Value lRow = k.quadReduce(results[2 * mT + mt * 2 + r], false);
+        Value lRow = k.xorReduce(results[2 * mT + mt * 2 + r], {1, 2},
+                                   /*isMax=*/false);
         Value empty =
             arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lRow, zero);
         Value inv = k.sel(empty, zero,
@@ -773,9 +746,7 @@ struct Kernel {
               b, k.cmp(arith::CmpIPredicate::eq, t, k.c(0)));
           OpBuilder::InsertionGuard ig2(b);
           b.setInsertionPointToStart(first.thenBlock());
-          Value v = k.fadd(k.fmul(mRow, k.f(kLn2)), math::LogOp::create(b, lRow));
-          v = k.sel(empty, k.f(kNegInf), v);
-          memref::StoreOp::create(b, v, lse, ValueRange{bIdx, h, row});
+          storeLse(mRow, lRow, row);
         }
       }
   }
@@ -945,13 +916,8 @@ struct AttnGpuFlashPass
         failedAny = true;
         continue;
       }
-      if (!llvm::all_of(func.getArgumentTypes(),
-                        [](Type t) {
-                          return cast<ShapedType>(t).hasStaticShape();
-                        }) ||
-          !llvm::all_of(func.getResultTypes(), [](Type t) {
-            return cast<ShapedType>(t).hasStaticShape();
-          })) {
+      // The op's operands and results are the function's.
+      if (!hasStaticShapes(sdpa)) {
         func.emitError("the CUDA target needs static shapes");
         failedAny = true;
         continue;
