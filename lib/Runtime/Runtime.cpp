@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <fstream>
 #include <limits>
+#include <random>
 #include <sstream>
 
 using namespace attn::rt;
@@ -789,4 +790,63 @@ Error attn::rt::reference(const EntryInfo &entry,
           "arguments; "
           "the runtime has no reference for it (use --check only on such "
           "graphs)"};
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs and --check, shared by attn-run and attn-gpu-emulate
+//===----------------------------------------------------------------------===//
+
+struct InputGenerator::State {
+  explicit State(uint64_t seed) : rng(seed) {}
+  std::mt19937_64 rng;
+  std::normal_distribution<double> normal{0.0, 1.0};
+  std::bernoulli_distribution keep{0.75};
+};
+
+InputGenerator::InputGenerator(uint64_t seed)
+    : state_(std::make_unique<State>(seed)) {}
+InputGenerator::~InputGenerator() = default;
+
+Tensor InputGenerator::make(const ArgInfo &a, const OpInfo &op) {
+  Tensor t;
+  t.dtype = a.dtype;
+  t.shape = a.shape;
+  t.data.resize(t.numElements() * dtypeSize(t.dtype));
+  // Layer weights are scaled by 1/sqrt(fan-in) (biases by 0.1) so that
+  // activations stay unit-normal, as the tolerance rule assumes.
+  double scale = 1.0;
+  if (op.kind == "mha" && a.name.size() == 2 && a.name[0] == 'w')
+    scale = 1.0 / std::sqrt(static_cast<double>(a.shape[0]));
+  else if (op.kind == "mha" && a.name.size() == 2 && a.name[0] == 'b')
+    scale = 0.1;
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.set(i, a.dtype == DType::Bool ? state_->keep(state_->rng)
+                                    : scale * state_->normal(state_->rng));
+  return t;
+}
+
+Error attn::rt::checkOutputs(const EntryInfo &entry,
+                             const std::vector<Tensor> &inputs,
+                             const std::vector<Tensor> &outputs,
+                             std::vector<CheckResult> &results) {
+  std::vector<std::vector<double>> ref, naive;
+  if (Error e = reference(entry, inputs, ref))
+    return e;
+  bool lowp = entry.inputs[0].dtype != DType::F32;
+  if (lowp)
+    reference(entry, inputs, naive, /*roundLikeDtype=*/true);
+  results.clear();
+  for (size_t o = 0; o < outputs.size(); ++o)
+    results.push_back(compare(outputs[o], ref[o], lowp ? &naive[o] : nullptr));
+  return {};
+}
+
+std::string attn::rt::formatCheck(const std::string &name,
+                                  const CheckResult &r) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "check %s: max abs error %.3e (tolerance %.3e) %s",
+                name.c_str(), r.maxError, r.tolerance,
+                r.ok ? "PASS" : "FAIL");
+  return buf;
 }

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn-mlir/Artifact/Metadata.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnDialect.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
@@ -41,7 +42,6 @@
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -894,15 +894,6 @@ private:
   }
 };
 
-rt::DType toDType(Type t) {
-  if (t.isF16())
-    return rt::DType::F16;
-  if (t.isBF16())
-    return rt::DType::BF16;
-  if (t.isInteger(1))
-    return rt::DType::Bool;
-  return rt::DType::F32;
-}
 
 } // namespace
 
@@ -973,34 +964,34 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  // The op's semantics and shapes, for the reference, before lowering.
-  rt::EntryInfo entry;
-  mlir::attn::SdpaOp sdpa;
-  module->walk([&](mlir::attn::SdpaOp op) { sdpa = op; });
-  if (!sdpa) {
+  // The entry as an artifact would describe it (names, shapes, attention
+  // semantics), read back by the runtime's parser: the same reference as
+  // attn-run --check.
+  bool hasSdpa = false;
+  module->walk([&](mlir::attn::SdpaOp) { hasSdpa = true; });
+  if (!hasSdpa) {
     llvm::errs() << "attn-gpu-emulate: error: no attn.sdpa in the input\n";
     return 2;
   }
-  entry.name = "emulated";
-  const char *names[] = {"q", "k", "v", "mask"};
-  for (auto [i, v] : llvm::enumerate(sdpa->getOperands())) {
-    auto t = cast<RankedTensorType>(v.getType());
-    entry.inputs.push_back({names[i], toDType(t.getElementType()),
-                            std::vector<int64_t>(t.getShape().begin(),
-                                                 t.getShape().end())});
+  std::vector<std::pair<std::string, std::string>> chunks;
+  if (failed(mlir::attn::describeEntries(*module, chunks)))
+    return 2;
+  std::string metadata = "attn-mlir-artifact 1\ntarget cpu\n";
+  for (auto &chunk : chunks)
+    metadata += chunk.second;
+  std::vector<rt::EntryInfo> entries;
+  if (rt::Error e = rt::parseMetadata(metadata + "end\n", entries)) {
+    llvm::errs() << "attn-gpu-emulate: error: " << e.message << "\n";
+    return 2;
   }
-  for (auto [i, v] : llvm::enumerate(sdpa->getResults())) {
-    auto t = cast<RankedTensorType>(v.getType());
-    entry.outputs.push_back({i ? "lse" : "output", toDType(t.getElementType()),
-                             std::vector<int64_t>(t.getShape().begin(),
-                                                  t.getShape().end())});
+  auto sdpaEntry = llvm::find_if(
+      entries, [](const rt::EntryInfo &e) { return e.op.kind == "sdpa"; });
+  if (sdpaEntry == entries.end()) {
+    llvm::errs() << "attn-gpu-emulate: error: no public function is one "
+                    "attn.sdpa on its arguments\n";
+    return 2;
   }
-  entry.op.kind = "sdpa";
-  entry.op.scale = sdpa.getEffectiveScale();
-  entry.op.causal = mlir::attn::stringifyCausalKind(sdpa.getCausal()).str();
-  std::tie(entry.op.windowLeft, entry.op.windowRight) = sdpa.getWindowBounds();
-  entry.op.softcap =
-      sdpa.getSoftcap() ? sdpa.getSoftcap()->convertToDouble() : 0.0;
+  const rt::EntryInfo &entry = *sdpaEntry;
 
   PassManager pm(&context);
   mlir::attn::AttnGpuFlashPassOptions options;
@@ -1019,20 +1010,11 @@ int main(int argc, char **argv) {
   }
 
   // Inputs as attn-run makes them; outputs poisoned with NaN.
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::bernoulli_distribution keep(0.75);
+  rt::InputGenerator random(seed);
   std::vector<rt::Tensor> inputs, outputs;
   std::vector<View> views;
-  for (const rt::ArgInfo &a : entry.inputs) {
-    rt::Tensor t;
-    t.dtype = a.dtype;
-    t.shape = a.shape;
-    t.data.resize(t.numElements() * rt::dtypeSize(t.dtype));
-    for (int64_t i = 0; i < t.numElements(); ++i)
-      t.set(i, a.dtype == rt::DType::Bool ? keep(rng) : normal(rng));
-    inputs.push_back(std::move(t));
-  }
+  for (const rt::ArgInfo &a : entry.inputs)
+    inputs.push_back(random.make(a, entry.op));
   for (const rt::ArgInfo &a : entry.outputs) {
     rt::Tensor t;
     t.dtype = a.dtype;
@@ -1056,23 +1038,15 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  std::vector<std::vector<double>> ref, naive;
-  if (rt::Error e = rt::reference(entry, inputs, ref)) {
+  std::vector<rt::CheckResult> results;
+  if (rt::Error e = rt::checkOutputs(entry, inputs, outputs, results)) {
     llvm::errs() << "attn-gpu-emulate: error: " << e.message << "\n";
     return 2;
   }
-  bool lowp = entry.inputs[0].dtype != rt::DType::F32;
-  if (lowp)
-    rt::reference(entry, inputs, naive, /*roundLikeDtype=*/true);
   int status = 0;
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    rt::CheckResult r =
-        rt::compare(outputs[o], ref[o], lowp ? &naive[o] : nullptr);
-    llvm::outs() << "check " << entry.outputs[o].name << ": max abs error "
-                 << llvm::format("%.3e", r.maxError) << " (tolerance "
-                 << llvm::format("%.3e", r.tolerance) << ") "
-                 << (r.ok ? "PASS" : "FAIL") << "\n";
-    if (!r.ok)
+  for (size_t o = 0; o < results.size(); ++o) {
+    llvm::outs() << rt::formatCheck(entry.outputs[o].name, results[o]) << "\n";
+    if (!results[o].ok)
       status = 1;
   }
   return status;

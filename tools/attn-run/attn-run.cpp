@@ -116,6 +116,14 @@ static double visiblePairs(const EntryInfo &e) {
   return pairs;
 }
 
+/// FLOPs of an attn.sdpa entry by the FlashAttention count: two matmuls
+/// over the visible (query, key) pairs.
+static double sdpaFlops(const EntryInfo &e) {
+  const auto &q = e.inputs[0].shape;
+  double dv = e.outputs[0].shape[3];
+  return 2.0 * q[0] * q[1] * visiblePairs(e) * (q[3] + dv);
+}
+
 int main(int argc, char **argv) {
   double rssStart = procStatusMiB("VmRSS");
   std::string artifactPath, entryName, outputDir, compileFlags, device;
@@ -303,9 +311,7 @@ int main(int argc, char **argv) {
                 std::to_string(static_cast<long long>(totalBytes / 1e9)) +
                 " GB; this machine has " +
                 std::to_string(static_cast<long long>(physical / 1e9)) + " GB");
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::bernoulli_distribution keep(0.75);
+  InputGenerator random(seed);
   std::vector<Tensor> inputs;
   for (const ArgInfo &a : entry->inputs) {
     Tensor t;
@@ -319,19 +325,7 @@ int main(int argc, char **argv) {
                     ", expected " + dtypeName(a.dtype) + " " +
                     formatShape(a.shape));
     } else {
-      t.dtype = a.dtype;
-      t.shape = a.shape;
-      t.data.resize(t.numElements() * dtypeSize(t.dtype));
-      // Layer weights are scaled by 1/sqrt(fan-in) (biases by 0.1) so that
-      // activations stay unit-normal, as the tolerance rule assumes.
-      double scale = 1.0;
-      if (entry->op.kind == "mha" && a.name.size() == 2 && a.name[0] == 'w')
-        scale = 1.0 / std::sqrt(static_cast<double>(a.shape[0]));
-      else if (entry->op.kind == "mha" && a.name.size() == 2 &&
-               a.name[0] == 'b')
-        scale = 0.1;
-      for (int64_t i = 0; i < t.numElements(); ++i)
-        t.set(i, a.dtype == DType::Bool ? keep(rng) : scale * normal(rng));
+      t = random.make(a, entry->op);
     }
     inputs.push_back(std::move(t));
   }
@@ -375,18 +369,13 @@ int main(int argc, char **argv) {
 
   int status = 0;
   if (check) {
-    std::vector<std::vector<double>> ref, naive;
-    if (Error e = reference(*entry, inputs, ref))
+    std::vector<CheckResult> results;
+    if (Error e = checkOutputs(*entry, inputs, outputs, results))
       return fail(e.message);
-    bool lowp = entry->inputs[0].dtype != DType::F32;
-    if (lowp)
-      reference(*entry, inputs, naive, /*roundLikeDtype=*/true);
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      CheckResult r = compare(outputs[o], ref[o], lowp ? &naive[o] : nullptr);
-      std::printf("check %s: max abs error %.3e (tolerance %.3e) %s\n",
-                  entry->outputs[o].name.c_str(), r.maxError, r.tolerance,
-                  r.ok ? "PASS" : "FAIL");
-      if (!r.ok)
+    for (size_t o = 0; o < results.size(); ++o) {
+      std::printf("%s\n",
+                  formatCheck(entry->outputs[o].name, results[o]).c_str());
+      if (!results[o].ok)
         status = 1;
     }
   }
@@ -400,12 +389,8 @@ int main(int argc, char **argv) {
     std::printf("bench %s: median %.4f ms over %ld launches (min %.4f ms, "
                 "CUDA events)",
                 entry->name.c_str(), median, bench, ms[0]);
-    if (entry->op.kind == "sdpa") {
-      const auto &q = entry->inputs[0].shape;
-      double dv = entry->outputs[0].shape[3];
-      double flops = 2.0 * q[0] * q[1] * visiblePairs(*entry) * (q[3] + dv);
-      std::printf(", %.3g TFLOP/s", flops / (median * 1e-3) / 1e12);
-    }
+    if (entry->op.kind == "sdpa")
+      std::printf(", %.3g TFLOP/s", sdpaFlops(*entry) / (median * 1e-3) / 1e12);
     std::printf("\n");
   } else if (bench > 0) {
     std::vector<double> times;
@@ -419,12 +404,8 @@ int main(int argc, char **argv) {
     double median = times[times.size() / 2];
     std::printf("bench %s: median %.3f ms over %ld runs (min %.3f ms)",
                 entry->name.c_str(), median * 1e3, bench, times[0] * 1e3);
-    if (entry->op.kind == "sdpa") {
-      const auto &q = entry->inputs[0].shape;
-      double dv = entry->outputs[0].shape[3];
-      double flops = 2.0 * q[0] * q[1] * visiblePairs(*entry) * (q[3] + dv);
-      std::printf(", %.1f GFLOP/s", flops / median / 1e9);
-    }
+    if (entry->op.kind == "sdpa")
+      std::printf(", %.1f GFLOP/s", sdpaFlops(*entry) / median / 1e9);
     // Peak memory of the process beyond its start-up footprint and the
     // input/output buffers: what the kernel itself needed.
     double peak = peakRssMiB();

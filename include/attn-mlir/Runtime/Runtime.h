@@ -138,6 +138,29 @@ struct CheckResult {
   bool ok = false;
 };
 
+/// Seeded random inputs as attn-run makes them for arguments not read from
+/// files: normal values (attn.mha weights scaled by 1/sqrt(fan-in), biases
+/// by 0.1), boolean masks 3 of 4 true. One stream: arguments draw in order.
+class InputGenerator {
+public:
+  explicit InputGenerator(uint64_t seed);
+  ~InputGenerator();
+  Tensor make(const ArgInfo &arg, const OpInfo &op);
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// `--check`: every output of `entry` against the fp64 reference, with
+/// the naive low-precision evaluation for the f16/bf16 tolerance.
+Error checkOutputs(const EntryInfo &entry, const std::vector<Tensor> &inputs,
+                   const std::vector<Tensor> &outputs,
+                   std::vector<CheckResult> &results);
+
+/// "check NAME: max abs error E (tolerance T) PASS|FAIL".
+std::string formatCheck(const std::string &name, const CheckResult &r);
+
 /// Compares `got` with the fp64 reference `ref`; NaN matches NaN only. The
 /// tolerance is 1e-4 for f32 outputs and 2x the error of the same formula
 /// computed naively in the input precision (`naive`) + 1e-5 for f16/bf16,
