@@ -64,12 +64,14 @@ for so in "$art"/bench/*.so; do
 done
 PYTHONUNBUFFERED=1 timeout 240 python3 - "$ours" <<'PY' 2>>"$log" | tee -a "$report"
 import re, sys
-ours = {}
+# One row per benchmark artifact (the grid is scripts/build-gpu-artifacts.sh's):
+# "sdpa-d<D>-t<T>-<causal> <attn-run bench line>".
+rows = []
 for line in open(sys.argv[1]):
     name = line.split()[0]
+    d, t, causal = re.match(r"sdpa-d(\d+)-t(\d+)-(\w+)$", name).groups()
     m = re.search(r"median ([0-9.]+) ms", line)
-    if m:
-        ours[name] = float(m.group(1))
+    rows.append((int(d), int(t), causal, float(m.group(1)) if m else None))
 try:
     import torch
     import torch.nn.functional as F
@@ -82,56 +84,44 @@ try:  # Triton's fused attention op, where this Triton version still has it
     from triton.ops import attention as triton_attention
 except Exception as e:
     print(f"(Triton attention unavailable: {type(e).__name__}: {e})")
+
+
+def median_ms(fn, warmup=5, runs=30):
+    """Median of `runs` CUDA-event timings of fn() after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        s, e = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        s.record(); fn(); e.record(); e.synchronize()
+        times.append(s.elapsed_time(e))
+    return sorted(times)[len(times) // 2]
+
+
 print("| D | T | causal | attn-mlir ms | TFLOP/s | SDPA flash ms | TFLOP/s | ratio | Triton ms |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-for d in (64, 128):
-    h = 2048 // d
-    for t in (1024, 2048, 4096, 8192, 16384):
-        b = 16384 // t
-        for causal in ("none", "top_left"):
-            name = f"sdpa-d{d}-t{t}-{causal}"
-            flops = 4.0 * b * h * t * t * d * (0.5 if causal != "none" else 1.0)
-            mine = ours.get(name)
-            ref = tri = None
-            if torch is not None:
-                q, k, v = (torch.randn(b, h, t, d, device="cuda",
-                                       dtype=torch.float16) for _ in range(3))
-                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                    f = lambda: F.scaled_dot_product_attention(
-                        q, k, v, is_causal=causal != "none")
-                    for _ in range(5):
-                        f()
-                    times = []
-                    for _ in range(30):
-                        s, e = (torch.cuda.Event(enable_timing=True)
-                                for _ in range(2))
-                        s.record(); f(); e.record(); e.synchronize()
-                        times.append(s.elapsed_time(e))
-                times.sort()
-                ref = times[len(times) // 2]
-                tri = None
-                if triton_attention is not None:
-                    try:
-                        g = lambda: triton_attention(q, k, v, causal != "none",
-                                                     d ** -0.5)
-                        for _ in range(3):
-                            g()
-                        tt = []
-                        for _ in range(30):
-                            s, e = (torch.cuda.Event(enable_timing=True)
-                                    for _ in range(2))
-                            s.record(); g(); e.record(); e.synchronize()
-                            tt.append(s.elapsed_time(e))
-                        tt.sort()
-                        tri = tt[len(tt) // 2]
-                    except Exception as e:
-                        print(f"(Triton failed at D={d} T={t}: {e})")
-                del q, k, v
-            tf = lambda ms: f"{flops / (ms * 1e-3) / 1e12:.1f}" if ms else "-"
-            ratio = f"{ref / mine:.2f}" if mine and ref else "-"
-            print(f"| {d} | {t} | {causal} | {mine or '-'} | {tf(mine)} | "
-                  f"{f'{ref:.4f}' if ref else '-'} | {tf(ref)} | {ratio} | "
-                  f"{f'{tri:.4f}' if tri else '-'} |")
+for d, t, causal, mine in sorted(rows, key=lambda r: (r[0], r[1], r[2])):
+    h, b = 2048 // d, 16384 // t  # H*D = 2048, B*T = 16k
+    flops = 4.0 * b * h * t * t * d * (0.5 if causal != "none" else 1.0)
+    ref = tri = None
+    if torch is not None:
+        q, k, v = (torch.randn(b, h, t, d, device="cuda", dtype=torch.float16)
+                   for _ in range(3))
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            ref = median_ms(lambda: F.scaled_dot_product_attention(
+                q, k, v, is_causal=causal != "none"))
+        if triton_attention is not None:
+            try:
+                tri = median_ms(lambda: triton_attention(
+                    q, k, v, causal != "none", d ** -0.5))
+            except Exception as e:
+                print(f"(Triton failed at D={d} T={t}: {e})")
+        del q, k, v
+    tf = lambda ms: f"{flops / (ms * 1e-3) / 1e12:.1f}" if ms else "-"
+    ratio = f"{ref / mine:.2f}" if mine and ref else "-"
+    print(f"| {d} | {t} | {causal} | {mine or '-'} | {tf(mine)} | "
+          f"{f'{ref:.4f}' if ref else '-'} | {tf(ref)} | {ratio} | "
+          f"{f'{tri:.4f}' if tri else '-'} |")
 PY
 say ""
 say "ratio = SDPA time / attn-mlir time (1.0 = as fast as PyTorch's flash backend)."

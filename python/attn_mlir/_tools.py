@@ -68,22 +68,12 @@ class Artifact:
     def __init__(self, path):
         self.path = path
         self._lib = ctypes.CDLL(path)
-        meta = ctypes.cast(
-            ctypes.addressof(ctypes.c_char.in_dll(self._lib, "attn_mlir_metadata")),
-            ctypes.c_char_p).value.decode()
-        self.entries = _parse_metadata(meta)
+        self.entries = _read_entries(self._lib)
 
     def __call__(self, entry, inputs):
-        info = self.entries[entry]
-        if len(inputs) != len(info["in"]):
-            raise ValueError(f"{entry} takes {len(info['in'])} inputs, got {len(inputs)}")
-        args = []
-        for arr, (name, dt, shape) in zip(inputs, info["in"]):
-            if tuple(arr.shape) != shape:
-                raise ValueError(f"input {name}: expected shape {shape}, got {arr.shape}")
-            args.append(arr)
+        info = _checked_entry(self.entries, entry, inputs)
         outs = [np.empty(shape, dtype=_np_dtype(dt)) for _, dt, shape in info["out"]]
-        arrays = [np.ascontiguousarray(a) for a in args] + outs
+        arrays = [np.ascontiguousarray(a) for a in inputs] + outs
         fn = getattr(self._lib, entry)
         fn.restype = None
         fn.argtypes = [ctypes.c_void_p] * len(arrays)
@@ -118,28 +108,16 @@ class CudaArtifact:
     def __init__(self, path, bindir):
         self.path = path
         self.bindir = bindir
-        proc = subprocess.run([os.path.join(bindir, "attn-run"), path, "--list"],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr.strip())
-        self.entries = {}
-        cur = None
-        for line in proc.stdout.splitlines():
-            parts = line.split()
-            if parts and parts[0] == "entry":
-                cur = self.entries.setdefault(parts[1], {"in": [], "out": []})
-            elif parts and parts[0] in ("in", "out"):
-                shape = tuple(int(s) for s in " ".join(parts[3:]).strip("[]").split(","))
-                cur[parts[0]].append((parts[1], parts[2], shape))
+        # The artifact holds data only (kernel images, metadata): loading it
+        # needs no CUDA.
+        self.entries = _read_entries(ctypes.CDLL(path))
 
     def __call__(self, entry, inputs):
-        info = self.entries[entry]
+        info = _checked_entry(self.entries, entry, inputs)
         with tempfile.TemporaryDirectory() as tmp:
             cmd = [os.path.join(self.bindir, "attn-run"), self.path, "--entry", entry,
                    "--device", "cuda", "--output-dir", tmp]
-            for arr, (name, dt, shape) in zip(inputs, info["in"]):
-                if tuple(arr.shape) != shape:
-                    raise ValueError(f"input {name}: expected shape {shape}, got {arr.shape}")
+            for arr, (name, dt, _) in zip(inputs, info["in"]):
                 path = os.path.join(tmp, name + ".in.npy")
                 save_npy(path, arr, dt)
                 cmd += ["--input", f"{name}={path}"]
@@ -154,6 +132,26 @@ class CudaArtifact:
 def _np_dtype(name):
     return {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16),
             "bf16": BF16, "bool": np.dtype(np.bool_)}[name]
+
+
+def _read_entries(lib):
+    """The entries described by a loaded artifact's attn_mlir_metadata."""
+    meta = ctypes.cast(
+        ctypes.addressof(ctypes.c_char.in_dll(lib, "attn_mlir_metadata")),
+        ctypes.c_char_p).value.decode()
+    return _parse_metadata(meta)
+
+
+def _checked_entry(entries, entry, inputs):
+    """The entry's description, after checking the number and shapes of the
+    inputs against it."""
+    info = entries[entry]
+    if len(inputs) != len(info["in"]):
+        raise ValueError(f"{entry} takes {len(info['in'])} inputs, got {len(inputs)}")
+    for arr, (name, _, shape) in zip(inputs, info["in"]):
+        if tuple(arr.shape) != shape:
+            raise ValueError(f"input {name}: expected shape {shape}, got {arr.shape}")
+    return info
 
 
 def _parse_metadata(text):
