@@ -329,7 +329,10 @@ private:
     ids[v] = n;
     return n;
   }
-  Val &at(Value v, int64_t t) { return regs[ids.lookup(v) * threads + t]; }
+  /// The registers of `v`, one per thread: look up once per op, not once
+  /// per thread.
+  Val *row(Value v) { return &regs[ids.lookup(v) * threads]; }
+  Val &at(Value v, int64_t t) { return row(v)[t]; }
   const View &view(Value v, int64_t t) {
     int64_t h = at(v, t).i;
     return h == -1 ? smemView : views.at(h);
@@ -388,10 +391,9 @@ private:
       return;
     }
     auto intBin = [&](auto fn) {
-      forEach(mask, [&](int64_t t) {
-        at(op->getResult(0), t).i =
-            fn(at(op->getOperand(0), t).i, at(op->getOperand(1), t).i);
-      });
+      Val *r = row(op->getResult(0)), *a = row(op->getOperand(0)),
+          *b = row(op->getOperand(1));
+      forEach(mask, [&](int64_t t) { r[t].i = fn(a[t].i, b[t].i); });
     };
     if (isa<arith::AddIOp>(op))
       return intBin([](int64_t a, int64_t b) { return a + b; });
@@ -443,21 +445,20 @@ private:
       return;
     }
     if (auto s = dyn_cast<arith::SelectOp>(op)) {
-      forEach(mask, [&](int64_t t) {
-        at(s, t) = at(s.getCondition(), t).i ? at(s.getTrueValue(), t)
-                                              : at(s.getFalseValue(), t);
-      });
+      Val *r = row(s), *c = row(s.getCondition()), *x = row(s.getTrueValue()),
+          *y = row(s.getFalseValue());
+      forEach(mask, [&](int64_t t) { r[t] = c[t].i ? x[t] : y[t]; });
       return;
     }
     auto fBin = [&](auto fn) {
       int64_t n = numElements(rt);
+      Val *r = row(op->getResult(0)), *a = row(op->getOperand(0)),
+          *b = row(op->getOperand(1));
       forEach(mask, [&](int64_t t) {
-        Val &r = at(op->getResult(0), t);
-        const Val &a = at(op->getOperand(0), t), &b = at(op->getOperand(1), t);
         Val out;
         for (int64_t k = 0; k < n; ++k)
-          out.f[k] = fn(a.f[k], b.f[k]);
-        r = out;
+          out.f[k] = fn(a[t].f[k], b[t].f[k]);
+        r[t] = out;
       });
     };
     if (isa<arith::AddFOp>(op))
@@ -494,9 +495,8 @@ private:
       return;
     }
     auto fUn = [&](auto fn) {
-      forEach(mask, [&](int64_t t) {
-        at(op->getResult(0), t).f[0] = fn(at(op->getOperand(0), t).f[0]);
-      });
+      Val *r = row(op->getResult(0)), *a = row(op->getOperand(0));
+      forEach(mask, [&](int64_t t) { r[t].f[0] = fn(a[t].f[0]); });
     };
     if (isa<math::Exp2Op>(op))
       return fUn([](float x) { return std::exp2(x); });
@@ -508,32 +508,36 @@ private:
     if (auto e = dyn_cast<vector::ExtractOp>(op)) {
       auto src = cast<VectorType>(e.getSource().getType());
       SmallVector<int64_t> pos(e.getStaticPosition());
-      int64_t row = 1;
+      int64_t width = 1;
       for (int64_t d = pos.size(); d < src.getRank(); ++d)
-        row *= src.getDimSize(d);
+        width *= src.getDimSize(d);
       int64_t lin = 0;
       for (auto [k, p] : llvm::enumerate(pos))
         lin = lin * src.getDimSize(k) + p;
-      lin *= row;
+      lin *= width;
       bool intSrc = src.getElementType().isInteger(32);
+      Val *res = row(e), *in = row(e.getSource());
       forEach(mask, [&](int64_t t) {
-        const Val &s = at(e.getSource(), t);
         Val r;
         if (intSrc)
-          r.i = s.i;
+          r.i = in[t].i;
         else
-          for (int64_t k = 0; k < row; ++k)
-            r.f[k] = s.f[lin + k];
-        at(e, t) = r;
+          for (int64_t k = 0; k < width; ++k)
+            r.f[k] = in[t].f[lin + k];
+        res[t] = r;
       });
       return;
     }
     if (auto fe = dyn_cast<vector::FromElementsOp>(op)) {
+      SmallVector<Val *> elems;
+      for (Value v : fe.getElements())
+        elems.push_back(row(v));
+      Val *res = row(fe);
       forEach(mask, [&](int64_t t) {
         Val r;
-        for (auto [k, v] : llvm::enumerate(fe.getElements()))
-          r.f[k] = at(v, t).f[0];
-        at(fe, t) = r;
+        for (auto [k, in] : llvm::enumerate(elems))
+          r.f[k] = in[t].f[0];
+        res[t] = r;
       });
       return;
     }
@@ -813,9 +817,9 @@ private:
   /// 2t+8,2t+9; (a6,a7) row g+8 cols 2t+8,2t+9. B (b0,b1) rows 2t,2t+1 col
   /// g; (b2,b3) rows 2t+8,2t+9 col g. C/D (c0,c1) row g cols 2t,2t+1;
   /// (c2,c3) row g+8.
-  template <typename GetA, typename GetB, typename GetC, typename SetD>
+  template <typename GetA, typename GetB, typename GetC>
   void mma(const std::vector<char> &mask, GetA getA, GetB getB, GetC getC,
-           SetD setD) {
+           Value result) {
     requireWarps(mask, "mma.sync");
     for (int64_t w = 0; w < threads; w += 32) {
       float A[16][16], B[16][8], C[16][8];
@@ -847,7 +851,9 @@ private:
               acc += double(A[row][k]) * double(B[k][col]);
             d[2 * r + e] = static_cast<float>(acc);
           }
-        setD(w + l, d);
+        Val r;
+        std::memcpy(r.f, d, sizeof(d));
+        at(result, w + l) = r;
       }
     }
   }
@@ -864,11 +870,7 @@ private:
         [&](int64_t t, float *c) {
           std::memcpy(c, at(op.getMatrixC(), t).f, 4 * sizeof(float));
         },
-        [&](int64_t t, float *d) {
-          Val r;
-          std::memcpy(r.f, d, 4 * sizeof(float));
-          at(op.getRes(), t) = r;
-        });
+        op.getRes());
   }
 
   void mmaBf16(NVVM::MmaOp op, const std::vector<char> &mask) {
@@ -886,11 +888,7 @@ private:
           for (auto [k, r] : llvm::enumerate(op.getOperandC()))
             c[k] = at(r, t).f[0];
         },
-        [&](int64_t t, float *d) {
-          Val r;
-          std::memcpy(r.f, d, 4 * sizeof(float));
-          at(op.getRes(), t) = r;
-        });
+        op.getRes());
   }
 };
 
