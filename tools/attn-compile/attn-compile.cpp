@@ -295,6 +295,62 @@ static int fail(const Twine &msg) {
   return 1;
 }
 
+/// A constant global `name` holding `bytes` (NUL-terminated by default:
+/// the metadata and PTX are read as C strings), 16-byte aligned.
+static void addConstantBytes(llvm::Module &m, llvm::StringRef name,
+                             llvm::StringRef bytes, bool nulTerminate = true) {
+  auto *init = llvm::ConstantDataArray::getString(m.getContext(), bytes,
+                                                  nulTerminate);
+  auto *g = new llvm::GlobalVariable(m, init->getType(), /*isConstant=*/true,
+                                     llvm::GlobalValue::ExternalLinkage, init,
+                                     name);
+  g->setAlignment(llvm::Align(16));
+}
+
+/// Compiles `module` (plus the C support code when `support`) with clang:
+/// `clang flags... module.ll [support.c] post... -o output`. Written to
+/// `output.tmp` and renamed, so a failure never leaves half an artifact.
+static int buildWithClang(const llvm::Module &module,
+                          const std::vector<std::string> &flags,
+                          const std::vector<std::string> &post, bool support) {
+  llvm::SmallString<128> llPath, cPath;
+  int fd, cFd;
+  if (llvm::sys::fs::createTemporaryFile("attn", "ll", fd, llPath) ||
+      (support &&
+       llvm::sys::fs::createTemporaryFile("attn-support", "c", cFd, cPath)))
+    return fail("cannot create a temporary file");
+  {
+    llvm::raw_fd_ostream llOut(fd, /*shouldClose=*/true);
+    module.print(llOut, nullptr);
+  }
+  if (support) {
+    llvm::raw_fd_ostream cOut(cFd, /*shouldClose=*/true);
+    cOut << kSupportSource;
+  }
+  std::string tmp = outputFile + ".tmp";
+  std::vector<llvm::StringRef> args{clangPath, "-Wno-override-module"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.push_back(llPath);
+  if (support)
+    args.push_back(cPath);
+  args.insert(args.end(), post.begin(), post.end());
+  args.insert(args.end(), {"-o", tmp});
+  std::string clangError;
+  int rc = llvm::sys::ExecuteAndWait(clangPath, args, std::nullopt, {}, 0, 0,
+                                     &clangError);
+  llvm::sys::fs::remove(llPath);
+  if (support)
+    llvm::sys::fs::remove(cPath);
+  if (rc != 0) {
+    llvm::sys::fs::remove(tmp);
+    return fail("linking with '" + clangPath + "' failed" +
+                (clangError.empty() ? "" : ": " + clangError));
+  }
+  if (auto ec = llvm::sys::fs::rename(tmp, outputFile))
+    return fail("cannot write '" + outputFile + "': " + ec.message());
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   cl::HideUnrelatedOptions(cat);
@@ -483,41 +539,10 @@ int main(int argc, char **argv) {
   if (cuda) {
     // A data-only shared object: the metadata and one image per entry.
     llvm::Module data("attn-cuda", llvmContext);
-    auto addGlobal = [&](llvm::StringRef name, llvm::StringRef bytes) {
-      auto *init = llvm::ConstantDataArray::getString(llvmContext, bytes,
-                                                      /*AddNull=*/false);
-      auto *g = new llvm::GlobalVariable(data, init->getType(), true,
-                                         llvm::GlobalValue::ExternalLinkage,
-                                         init, name);
-      g->setAlignment(llvm::Align(16));
-    };
-    addGlobal("attn_mlir_metadata", metadata + std::string(1, '\0'));
+    addConstantBytes(data, "attn_mlir_metadata", metadata);
     for (auto &[symbol, bytes] : images)
-      addGlobal(symbol, bytes);
-    llvm::SmallString<128> llPath;
-    int fd;
-    if (llvm::sys::fs::createTemporaryFile("attn-cuda", "ll", fd, llPath))
-      return fail("cannot create a temporary file");
-    {
-      llvm::raw_fd_ostream llOut(fd, /*shouldClose=*/true);
-      data.print(llOut, nullptr);
-    }
-    std::string tmp = outputFile + ".tmp";
-    std::vector<llvm::StringRef> args{clangPath, "-shared", "-fPIC",
-                                      "-Wno-override-module", llPath, "-o",
-                                      tmp};
-    std::string clangError;
-    int rc = llvm::sys::ExecuteAndWait(clangPath, args, std::nullopt, {}, 0,
-                                       0, &clangError);
-    llvm::sys::fs::remove(llPath);
-    if (rc != 0) {
-      llvm::sys::fs::remove(tmp);
-      return fail("linking with '" + clangPath + "' failed" +
-                  (clangError.empty() ? "" : ": " + clangError));
-    }
-    if (auto ec = llvm::sys::fs::rename(tmp, outputFile))
-      return fail("cannot write '" + outputFile + "': " + ec.message());
-    return 0;
+      addConstantBytes(data, symbol, bytes, /*nulTerminate=*/false);
+    return buildWithClang(data, {"-shared", "-fPIC"}, {}, /*support=*/false);
   }
 
   auto llvmModule = translateModuleToLLVMIR(*module, llvmContext, "attn");
@@ -532,10 +557,7 @@ int main(int argc, char **argv) {
     fn.addFnAttr("prefer-vector-width", "512");
     fn.addFnAttr("min-legal-vector-width", "512");
   }
-  auto *init = llvm::ConstantDataArray::getString(llvmContext, metadata);
-  new llvm::GlobalVariable(*llvmModule, init->getType(), /*isConstant=*/true,
-                           llvm::GlobalValue::ExternalLinkage, init,
-                           "attn_mlir_metadata");
+  addConstantBytes(*llvmModule, "attn_mlir_metadata", metadata);
 
   if (emit == Emit::LLVMIR) {
     auto out = openOutputFile(outputFile, &errorMessage);
@@ -547,46 +569,17 @@ int main(int argc, char **argv) {
   }
 
   // Optimize and link with clang: O3 for this machine, vectorized exp from
-  // glibc's libmvec, OpenMP from LLVM's libomp. Written to a temporary file
-  // and renamed, so a failure never leaves half an artifact.
-  llvm::SmallString<128> llPath, cPath, tmpSo;
-  int fd, cFd;
-  if (llvm::sys::fs::createTemporaryFile("attn", "ll", fd, llPath) ||
-      llvm::sys::fs::createTemporaryFile("attn-support", "c", cFd, cPath))
-    return fail("cannot create a temporary file");
-  {
-    llvm::raw_fd_ostream llOut(fd, /*shouldClose=*/true);
-    llvmModule->print(llOut, nullptr);
-    llvm::raw_fd_ostream cOut(cFd, /*shouldClose=*/true);
-    cOut << kSupportSource;
+  // glibc's libmvec, OpenMP from LLVM's libomp.
+  std::vector<std::string> flags{"-O3", "-march=native", "-fveclib=libmvec",
+                                 "-fPIC"};
+  if (emit == Emit::Object) {
+    flags.push_back("-c");
+    return buildWithClang(*llvmModule, flags, {}, /*support=*/false);
   }
-  tmpSo = outputFile;
-  tmpSo += ".tmp";
   std::string libDir = llvm::sys::path::parent_path(
                            llvm::sys::path::parent_path(clangPath.getValue()))
                            .str() +
                        "/lib";
-  std::string rpath = "-Wl,-rpath," + libDir;
-  std::vector<llvm::StringRef> args{clangPath,       "-O3",
-                                    "-march=native", "-fveclib=libmvec",
-                                    "-fPIC",         "-Wno-override-module"};
-  if (emit == Emit::Object) {
-    args.insert(args.end(), {"-c", llPath, "-o", tmpSo});
-  } else {
-    args.insert(args.end(), {"-shared", "-fopenmp", rpath, llPath, cPath, "-lm",
-                             "-o", tmpSo});
-  }
-  std::string clangError;
-  int rc = llvm::sys::ExecuteAndWait(clangPath, args, std::nullopt, {}, 0, 0,
-                                     &clangError);
-  llvm::sys::fs::remove(llPath);
-  llvm::sys::fs::remove(cPath);
-  if (rc != 0) {
-    llvm::sys::fs::remove(tmpSo);
-    return fail("linking with '" + clangPath + "' failed" +
-                (clangError.empty() ? "" : ": " + clangError));
-  }
-  if (auto ec = llvm::sys::fs::rename(tmpSo, outputFile))
-    return fail("cannot write '" + outputFile + "': " + ec.message());
-  return 0;
+  flags.insert(flags.end(), {"-shared", "-fopenmp", "-Wl,-rpath," + libDir});
+  return buildWithClang(*llvmModule, flags, {"-lm"}, /*support=*/true);
 }
