@@ -155,6 +155,10 @@ struct CudaSession::Impl {
   CUmodule module = nullptr;
   CUfunction fn = nullptr;
   std::vector<Buffer> buffers;
+  // The launch's kernel arguments (device pointers) and the pointers to
+  // them that cuLaunchKernel takes, built once per run().
+  std::vector<CUdeviceptr> argPtrs;
+  std::vector<void *> params;
 
   void release() {
     for (Buffer &b : buffers)
@@ -166,16 +170,14 @@ struct CudaSession::Impl {
     module = nullptr;
     fn = nullptr;
     entry = nullptr;
+    argPtrs.clear();
+    params.clear();
   }
 
+  /// Launches the loaded kernel on the buffers; nothing else runs on the
+  /// host between bench()'s events.
   Error launch() {
     const KernelInfo &k = entry->kernel;
-    std::vector<CUdeviceptr> ptrs;
-    for (int a : k.args)
-      ptrs.push_back(buffers[a].ptr);
-    std::vector<void *> params;
-    for (CUdeviceptr &p : ptrs)
-      params.push_back(&p);
     return cu.check(cu.cuLaunchKernel(
                         fn, k.grid[0], k.grid[1], k.grid[2], k.block[0],
                         k.block[1], k.block[2], k.sharedBytes, stream,
@@ -209,22 +211,13 @@ Error CudaSession::open(int ordinal, std::unique_ptr<CudaSession> &out) {
                          "cuDeviceGetName"))
     return e;
   im.name = name;
-  if (Error e = cu.check(cu.cuDeviceGetAttribute(&im.major, kAttrComputeMajor,
-                                                 im.device),
-                         "cuDeviceGetAttribute"))
-    return e;
-  if (Error e = cu.check(cu.cuDeviceGetAttribute(&im.minor, kAttrComputeMinor,
-                                                 im.device),
-                         "cuDeviceGetAttribute"))
-    return e;
-  if (Error e = cu.check(
-          cu.cuDeviceGetAttribute(&im.sms, kAttrSmCount, im.device),
-          "cuDeviceGetAttribute"))
-    return e;
-  if (Error e = cu.check(cu.cuDeviceGetAttribute(&im.maxShared,
-                                                 kAttrMaxSharedOptin, im.device),
-                         "cuDeviceGetAttribute"))
-    return e;
+  for (auto [dst, attr] : {std::pair<int *, int>{&im.major, kAttrComputeMajor},
+                           {&im.minor, kAttrComputeMinor},
+                           {&im.sms, kAttrSmCount},
+                           {&im.maxShared, kAttrMaxSharedOptin}})
+    if (Error e = cu.check(cu.cuDeviceGetAttribute(dst, attr, im.device),
+                           "cuDeviceGetAttribute"))
+      return e;
   if (Error e = cu.check(cu.cuDeviceTotalMem_v2(&im.totalMem, im.device),
                          "cuDeviceTotalMem"))
     return e;
@@ -313,6 +306,10 @@ Error CudaSession::run(const Artifact &art, const EntryInfo &entry,
             cu.cuMemsetD8_v2(im.buffers[i].ptr, 0xff, im.buffers[i].bytes),
             "cuMemsetD8"))
       return e;
+  for (int a : k.args)
+    im.argPtrs.push_back(im.buffers[a].ptr);
+  for (CUdeviceptr &p : im.argPtrs)
+    im.params.push_back(&p);
   if (Error e = im.launch())
     return e;
   if (Error e = cu.check(cu.cuStreamSynchronize(im.stream),
