@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 using namespace attn::rt;
 
@@ -356,6 +357,25 @@ Error attn::rt::writeNpy(const std::string &path, const Tensor &t) {
 // Artifacts
 //===----------------------------------------------------------------------===//
 
+/// Comma-separated integers ("1,2,-3").
+static std::vector<int64_t> parseInts(const std::string &text) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    out.push_back(std::atoll(item.c_str()));
+  return out;
+}
+
+/// Calls f(key, value) for each remaining "key=value" word of a record.
+template <typename F> static void forEachField(std::istringstream &ls, F f) {
+  std::string kv;
+  while (ls >> kv) {
+    size_t eq = kv.find('=');
+    f(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
+  }
+}
+
 Error attn::rt::parseMetadata(const std::string &text,
                               std::vector<EntryInfo> &out,
                               std::string *target) {
@@ -381,17 +401,14 @@ Error attn::rt::parseMetadata(const std::string &text,
         return {"malformed metadata: kernel before entry"};
       KernelInfo &k = out.back().kernel;
       ls >> k.name;
-      std::string kv;
-      while (ls >> kv) {
-        size_t eq = kv.find('=');
-        std::string f = kv.substr(0, eq), v = kv.substr(eq + 1);
+      Error bad;
+      forEachField(ls, [&](const std::string &f, const std::string &v) {
         if (f == "grid" || f == "block") {
-          int64_t *dst = f == "grid" ? k.grid : k.block;
-          if (std::sscanf(v.c_str(), "%lld,%lld,%lld",
-                          reinterpret_cast<long long *>(&dst[0]),
-                          reinterpret_cast<long long *>(&dst[1]),
-                          reinterpret_cast<long long *>(&dst[2])) != 3)
-            return {"malformed metadata: kernel " + f + " '" + v + "'"};
+          std::vector<int64_t> dims = parseInts(v);
+          if (dims.size() != 3)
+            bad = {"malformed metadata: kernel " + f + " '" + v + "'"};
+          else
+            std::copy(dims.begin(), dims.end(), f == "grid" ? k.grid : k.block);
         } else if (f == "smem") {
           k.sharedBytes = std::atoll(v.c_str());
         } else if (f == "image") {
@@ -401,12 +418,12 @@ Error attn::rt::parseMetadata(const std::string &text,
         } else if (f == "size") {
           k.imageSize = std::atoll(v.c_str());
         } else if (f == "args") {
-          std::stringstream ss(v);
-          std::string item;
-          while (std::getline(ss, item, ','))
-            k.args.push_back(std::atoi(item.c_str()));
+          for (int64_t a : parseInts(v))
+            k.args.push_back(static_cast<int>(a));
         }
-      }
+      });
+      if (bad)
+        return bad;
     } else if (key == "entry") {
       EntryInfo e;
       ls >> e.name;
@@ -419,20 +436,14 @@ Error attn::rt::parseMetadata(const std::string &text,
       ls >> a.name >> dt >> shape;
       if (!parseDType(dt, a.dtype))
         return {"malformed metadata: dtype '" + dt + "'"};
-      std::stringstream ss(shape);
-      std::string item;
-      while (std::getline(ss, item, ','))
-        a.shape.push_back(std::atoll(item.c_str()));
+      a.shape = parseInts(shape);
       (key == "in" ? out.back().inputs : out.back().outputs).push_back(a);
     } else if (key == "op") {
       if (out.empty())
         return {"malformed metadata: op before entry"};
       OpInfo &op = out.back().op;
       ls >> op.kind;
-      std::string kv;
-      while (ls >> kv) {
-        size_t eq = kv.find('=');
-        std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+      forEachField(ls, [&](const std::string &k, const std::string &v) {
         if (k == "scale")
           op.scale = std::atof(v.c_str());
         else if (k == "softcap")
@@ -445,11 +456,12 @@ Error attn::rt::parseMetadata(const std::string &text,
           op.kvHeads = std::atoll(v.c_str());
         else if (k == "causal")
           op.causal = v;
-        else if (k == "window")
-          std::sscanf(v.c_str(), "%lld,%lld",
-                      reinterpret_cast<long long *>(&op.windowLeft),
-                      reinterpret_cast<long long *>(&op.windowRight));
-      }
+        else if (k == "window") {
+          std::vector<int64_t> w = parseInts(v);
+          if (w.size() == 2)
+            std::tie(op.windowLeft, op.windowRight) = std::pair(w[0], w[1]);
+        }
+      });
     } else if (key == "end") {
       ended = true;
       break;
