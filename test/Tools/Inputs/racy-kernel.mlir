@@ -1,6 +1,7 @@
 // A two-warp kernel: thread t copies in[t] to shared memory, then reads the
 // element of thread 63 - t. Without the barrier that is a race: the
-// emulator must say so (RACE), with it the kernel runs (OK).
+// emulator must say so (RACE), with it the kernel runs (OK). STORE-BACK
+// marks where the WAR case writes the value back to shared memory.
 func.func @racy(%in: memref<64xf32>, %out: memref<64xf32>) {
   %c1 = arith.constant 1 : index
   %c64 = arith.constant 64 : index
@@ -18,6 +19,7 @@ func.func @racy(%in: memref<64xf32>, %out: memref<64xf32>) {
     %other = arith.subi %c63, %tx : index
     %y = memref.load %s[%other] : memref<64xf32, #gpu.address_space<workgroup>>
     memref.store %y, %out[%tx] : memref<64xf32>
+    // STORE-BACK
     gpu.terminator
   }
   return
