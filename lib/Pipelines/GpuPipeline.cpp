@@ -15,21 +15,103 @@
 #include "attn-mlir/Pipelines/Pipelines.h"
 
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 
+/// The PTX ISA versions LLVM 22's NVPTX backend knows (`+ptxNN` features);
+/// CUDA 13's ptxas reads all of them up to 9.0.
+static constexpr unsigned kPtxVersions[] = {
+    32, 40, 41, 42, 43, 50, 60, 61, 62, 63, 64, 65, 70, 71, 72, 73,
+    74, 75, 76, 77, 78, 80, 81, 82, 83, 84, 85, 86, 87, 88, 90};
+
+/// "PTX 7.8 (+ptx78)".
+static std::string describePtx(unsigned version) {
+  return "PTX " + std::to_string(version / 10) + "." +
+         std::to_string(version % 10) + " (+ptx" + std::to_string(version) +
+         ")";
+}
+
+static llvm::Error makeError(const Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// The one PTX version that an LLVM-style feature list of `+ptxNN` items
+/// selects.
+static llvm::Expected<unsigned> parsePtxFeatures(StringRef features) {
+  std::optional<unsigned> version;
+  SmallVector<StringRef> items;
+  features.split(items, ',');
+  for (StringRef item : items) {
+    unsigned v;
+    StringRef digits = item.trim();
+    if (!digits.consume_front("+ptx") || digits.getAsInteger(10, v) ||
+        !llvm::is_contained(kPtxVersions, v))
+      return makeError("invalid PTX features '" + features +
+                       "': expected +ptxNN with NN one of " +
+                       llvm::join(llvm::map_range(kPtxVersions,
+                                                  [](unsigned n) {
+                                                    return std::to_string(n);
+                                                  }),
+                                  ", ") +
+                       ", found '" + item + "'");
+    if (version && *version != v)
+      return makeError("invalid PTX features '" + features +
+                       "': expected one PTX version, found " +
+                       describePtx(*version) + " and " + describePtx(v));
+    version = v;
+  }
+  return *version;
+}
+
+llvm::Expected<std::string> attn::resolveCudaTarget(StringRef chipName,
+                                                    StringRef features) {
+  const CudaChip *chip = lookupCudaChip(chipName);
+  if (!chip)
+    return makeError(describeUnsupportedCudaChip(chipName));
+  if (features.empty())
+    return "+ptx" + std::to_string(chip->minPtx);
+  llvm::Expected<unsigned> version = parsePtxFeatures(features);
+  if (!version)
+    return version.takeError();
+  if (*version < chip->minPtx)
+    return makeError("PTX features '" + features + "' select " +
+                     describePtx(*version) + ", older than " + chip->name +
+                     " supports: expected at least " +
+                     describePtx(chip->minPtx));
+  return features.str();
+}
+
+LogicalResult GpuPipelineOptions::parseFromString(StringRef options,
+                                                  raw_ostream &errorStream) {
+  if (failed(PassPipelineOptions::parseFromString(options, errorStream)))
+    return failure();
+  llvm::Expected<std::string> resolved = resolveCudaTarget(chip, features);
+  if (!resolved) {
+    errorStream << "attn-gpu-pipeline: " << llvm::toString(resolved.takeError())
+                << "\n";
+    return failure();
+  }
+  return success();
+}
+
 void attn::buildGpuPipeline(OpPassManager &pm,
                             const GpuPipelineOptions &options) {
+  llvm::Expected<std::string> features =
+      resolveCudaTarget(options.chip, options.features);
+  if (!features)
+    llvm::report_fatal_error("attn-mlir: unchecked GPU pipeline options: " +
+                             Twine(llvm::toString(features.takeError())));
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "attn-gpu-flash{warps=" << options.warps
      << " row-tiles=" << options.rowTiles << " kv-block=" << options.kvBlock
      << " stages=" << options.stages << " chip=" << options.chip << "},"
      << "gpu-kernel-outlining,"
-     << "nvvm-attach-target{chip=" << options.chip
-     << " features=" << options.features << " O=3},"
+     << "nvvm-attach-target{chip=" << options.chip << " features=" << *features
+     << " O=3},"
      << "gpu.module(convert-nvgpu-to-nvvm,canonicalize,cse,"
      << "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
      << "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"

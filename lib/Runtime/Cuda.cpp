@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <unistd.h>
 #include <string>
 
 using namespace attn::rt;
@@ -120,6 +121,12 @@ struct Driver {
   Error load() {
     const char *path = std::getenv("ATTN_CUDA_DRIVER");
     std::string name = path && *path ? path : "libcuda.so.1";
+    // A library named by path is checked first: dlopen of a truncated
+    // one dies of SIGBUS. (The system's libcuda.so.1 is trusted.)
+    SharedObject so;
+    if (path && *path && access(path, F_OK) == 0)
+      if (Error e = inspectSharedObject(name, so, /*withSymbols=*/false))
+        return {"ATTN_CUDA_DRIVER: " + e.message};
     lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return {"no CUDA driver: cannot load '" + name + "' (" + dlerror() +

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <cerrno>
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -31,20 +34,6 @@ const char *attn::rt::dtypeName(DType t) {
 
 size_t attn::rt::dtypeSize(DType t) {
   return t == DType::F32 ? 4 : t == DType::Bool ? 1 : 2;
-}
-
-static bool parseDType(const std::string &s, DType &t) {
-  if (s == "f32")
-    t = DType::F32;
-  else if (s == "f16")
-    t = DType::F16;
-  else if (s == "bf16")
-    t = DType::BF16;
-  else if (s == "bool")
-    t = DType::Bool;
-  else
-    return false;
-  return true;
 }
 
 std::string attn::rt::formatShape(const std::vector<int64_t> &shape) {
@@ -138,19 +127,57 @@ static double roundTo(DType t, double v) {
 
 double attn::rt::roundToDType(DType t, double v) { return roundTo(t, v); }
 
+static double absErr(double a, double b) {
+  if ((std::isnan(a) && std::isnan(b)) || a == b)
+    return 0.0;
+  double e = std::fabs(a - b);
+  return std::isnan(e) ? INFINITY : e;
+}
+
+/// The relative criterion: per row (the last dimension), the largest error
+/// against the largest magnitude the row's values are made of. An absolute
+/// tolerance alone passes small outputs that are 1% off (f32 row sums that
+/// stall at 2^24 keys). The tolerance is 1e-3 for f32; for f16/bf16 twice
+/// the naive evaluation's, + 4 ulp of the dtype.
+static void compareRelative(const Tensor &got, const std::vector<double> &ref,
+                            const std::vector<double> *naive,
+                            const std::vector<double> &scale, CheckResult &r) {
+  int64_t n = got.numElements();
+  int64_t row = got.shape.empty() ? 1 : std::max<int64_t>(1, got.shape.back());
+  double naiveRel = 0;
+  for (int64_t r0 = 0; r0 + row <= n; r0 += row) {
+    double err = 0, naiveErr = 0, mag = 0;
+    for (int64_t i = r0; i < r0 + row; ++i) {
+      err = std::max(err, absErr(got.get(i), ref[i]));
+      if (naive)
+        naiveErr = std::max(naiveErr, absErr((*naive)[i], ref[i]));
+      mag = std::max(mag, std::fabs(scale[i]));
+    }
+    // Rows made of nothing (fully masked: exactly 0) or of subnormal
+    // magnitudes have only the absolute criterion.
+    if (!(mag > 1e-30) || !std::isfinite(mag))
+      continue;
+    r.maxRelError = std::max(r.maxRelError, err / mag);
+    if (std::isfinite(naiveErr))
+      naiveRel = std::max(naiveRel, naiveErr / mag);
+  }
+  double ulp = got.dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
+  r.relTolerance = got.dtype == DType::F32 || !naive
+                       ? 1e-3
+                       : 2 * naiveRel + 4 * ulp;
+}
+
 CheckResult attn::rt::compare(const Tensor &got, const std::vector<double> &ref,
-                              const std::vector<double> *naive) {
+                              const std::vector<double> *naive,
+                              const std::vector<double> *scale) {
   CheckResult r;
   double rounding = 0, naiveErr = 0;
-  auto absErr = [](double a, double b) {
-    if ((std::isnan(a) && std::isnan(b)) || a == b)
-      return 0.0;
-    double e = std::fabs(a - b);
-    return std::isnan(e) ? INFINITY : e;
-  };
   for (int64_t i = 0; i < got.numElements(); ++i) {
     double want = ref[i];
-    r.maxError = std::max(r.maxError, absErr(got.get(i), want));
+    // The correctly rounded result is exact, also when it overflows (an
+    // LSE beyond the f32 range is inf).
+    if (got.get(i) != roundTo(got.dtype, want))
+      r.maxError = std::max(r.maxError, absErr(got.get(i), want));
     double round =
         std::isfinite(want) ? std::fabs(roundTo(got.dtype, want) - want) : 0.0;
     if (std::isfinite(round))
@@ -164,6 +191,10 @@ CheckResult attn::rt::compare(const Tensor &got, const std::vector<double> &ref,
                     ? 1e-4 + 2 * rounding
                     : 2 * std::max(naiveErr, rounding) + 1e-5;
   r.ok = r.maxError <= r.tolerance;
+  if (scale) {
+    compareRelative(got, ref, naive, *scale, r);
+    r.ok = r.ok && r.maxRelError <= r.relTolerance;
+  }
   return r;
 }
 
@@ -235,12 +266,84 @@ static const char *npyDescr(DType t) {
   return "";
 }
 
-Error attn::rt::readNpy(const std::string &path, Tensor &out) {
-  std::ifstream in(path, std::ios::binary);
+/// The dtype of a .npy descr, or an error naming it.
+static Error npyDType(const std::string &descr, DType &t) {
+  if (descr == "<f4" || descr == "=f4")
+    t = DType::F32;
+  else if (descr == "<f2" || descr == "=f2")
+    t = DType::F16;
+  else if (descr == "<V2" || descr == "|V2" || descr == "bfloat16")
+    t = DType::BF16;
+  else if (descr == "|b1")
+    t = DType::Bool;
+  else
+    return {"unsupported dtype '" + descr +
+            "' (expected little-endian float32, float16, bfloat16 or bool)"};
+  return {};
+}
+
+/// The dtype, order and shape of a .npy header dictionary.
+static Error parseNpyHeader(const std::string &header, Tensor &out) {
+  auto field = [&](const std::string &key) -> std::string {
+    size_t k = header.find("'" + key + "'");
+    if (k == std::string::npos)
+      return "";
+    size_t colon = header.find(':', k);
+    return colon == std::string::npos ? "" : header.substr(colon + 1);
+  };
+  std::string descr = field("descr"), order = field("fortran_order"),
+              shape = field("shape");
+  if (descr.empty() || order.empty() || shape.empty())
+    return {"malformed header"};
+  size_t q1 = descr.find('\''), q2 = descr.find('\'', q1 + 1);
+  if (q1 == std::string::npos || q2 == std::string::npos)
+    return {"malformed descr"};
+  if (Error e = npyDType(descr.substr(q1 + 1, q2 - q1 - 1), out.dtype))
+    return e;
+  if (order.find("True") < order.find(','))
+    return {"Fortran-ordered arrays are not supported; save with "
+            "np.ascontiguousarray"};
+  size_t open = shape.find('('), close = shape.find(')');
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    return {"malformed shape"};
+  out.shape.clear();
+  std::stringstream ss(shape.substr(open + 1, close - open - 1));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(std::remove(item.begin(), item.end(), ' '), item.end());
+    if (item.empty())
+      continue;
+    char *end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (*end != '\0' || v < 0 || v > (1LL << 40) || !std::isdigit(item[0]))
+      return {"bad dimension '" + item + "'"};
+    out.shape.push_back(v);
+  }
+  return {};
+}
+
+/// The byte count of `shape` x `elementSize` when it is at most `limit`.
+static bool byteCount(const std::vector<int64_t> &shape, uint64_t elementSize,
+                      uint64_t limit, uint64_t &bytes) {
+  bytes = elementSize;
+  for (int64_t d : shape) {
+    if (d != 0 && bytes > limit / static_cast<uint64_t>(d))
+      return false;
+    bytes *= static_cast<uint64_t>(d);
+  }
+  return bytes <= limit;
+}
+
+Error attn::rt::readNpy(const std::string &path, Tensor &out,
+                        const ArgInfo *expect) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
     return {"cannot open '" + path + "'"};
+  std::streamoff fileSize = in.tellg();
+  in.seekg(0);
   char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+  if (fileSize < 0 || !in.read(magic, 8) ||
+      std::memcmp(magic, "\x93NUMPY", 6) != 0)
     return {"'" + path + "' is not a .npy file (bad magic)"};
   uint32_t headerLen = 0;
   if (magic[6] == 1) {
@@ -260,68 +363,36 @@ Error attn::rt::readNpy(const std::string &path, Tensor &out) {
   std::string header(headerLen, '\0');
   if (!in.read(header.data(), headerLen))
     return {"'" + path + "': truncated header"};
-  auto field = [&](const std::string &key) -> std::string {
-    size_t k = header.find("'" + key + "'");
-    if (k == std::string::npos)
-      return "";
-    size_t colon = header.find(':', k);
-    return colon == std::string::npos ? "" : header.substr(colon + 1);
-  };
-  std::string descr = field("descr"), order = field("fortran_order"),
-              shape = field("shape");
-  if (descr.empty() || order.empty() || shape.empty())
-    return {"'" + path + "': malformed header"};
-  size_t q1 = descr.find('\''), q2 = descr.find('\'', q1 + 1);
-  if (q1 == std::string::npos || q2 == std::string::npos)
-    return {"'" + path + "': malformed descr"};
-  descr = descr.substr(q1 + 1, q2 - q1 - 1);
-  if (descr == "<f4" || descr == "=f4")
-    out.dtype = DType::F32;
-  else if (descr == "<f2" || descr == "=f2")
-    out.dtype = DType::F16;
-  else if (descr == "<V2" || descr == "|V2" || descr == "bfloat16")
-    out.dtype = DType::BF16;
-  else if (descr == "|b1")
-    out.dtype = DType::Bool;
-  else
-    return {"'" + path + "': unsupported dtype '" + descr +
-            "' (expected float32, float16, bfloat16 or bool)"};
-  if (order.find("True") < order.find(','))
-    return {"'" + path +
-            "': Fortran-ordered arrays are not supported; save "
-            "with np.ascontiguousarray"};
-  size_t open = shape.find('('), close = shape.find(')');
-  if (open == std::string::npos || close == std::string::npos)
-    return {"'" + path + "': malformed shape"};
-  out.shape.clear();
-  std::stringstream ss(shape.substr(open + 1, close - open - 1));
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(std::remove(item.begin(), item.end(), ' '), item.end());
-    if (item.empty())
-      continue;
-    char *end = nullptr;
-    long long v = std::strtoll(item.c_str(), &end, 10);
-    if (*end != '\0' || v < 0 || v > (1LL << 40))
-      return {"'" + path + "': bad dimension '" + item + "'"};
-    out.shape.push_back(v);
-  }
-  double bytes = static_cast<double>(dtypeSize(out.dtype));
-  for (int64_t d : out.shape)
-    bytes *= static_cast<double>(d);
-  if (bytes > 64e9)
+  if (Error e = parseNpyHeader(header, out))
+    return {"'" + path + "': " + e.message};
+  // The header is checked against what is expected and against the file
+  // before anything is allocated.
+  if (expect && (out.dtype != expect->dtype || out.shape != expect->shape))
+    return {"'" + path + "' is " + dtypeName(out.dtype) + " " +
+            formatShape(out.shape) + ", expected " + dtypeName(expect->dtype) +
+            " " + formatShape(expect->shape)};
+  uint64_t have = static_cast<uint64_t>(fileSize) - in.tellg(), want = 0;
+  if (!byteCount(out.shape, dtypeSize(out.dtype), uint64_t(1) << 62, want))
     return {"'" + path + "': " + formatShape(out.shape) +
             " is too large to load"};
-  out.data.resize(static_cast<size_t>(bytes));
+  if (want != have)
+    return {"'" + path + "': " +
+            std::string(want < have ? "trailing" : "truncated") +
+            " data (expected " + std::to_string(want) + " bytes for " +
+            formatShape(out.shape) + ", the file has " + std::to_string(have) +
+            ")"};
+  out.data.resize(static_cast<size_t>(want));
   if (!in.read(reinterpret_cast<char *>(out.data.data()),
-               static_cast<std::streamsize>(out.data.size())))
-    return {"'" + path + "': truncated data (expected " +
-            std::to_string(out.data.size()) + " bytes for " +
-            formatShape(out.shape) + ")"};
+               static_cast<std::streamsize>(want)))
+    return {"'" + path + "': cannot read the data"};
   return {};
 }
 
-Error attn::rt::writeNpy(const std::string &path, const Tensor &t) {
+/// Writes `t` as .npy to a new temporary next to `path` (created with
+/// O_EXCL: never through a file or link someone planted) and returns its
+/// name in `tmp`.
+static Error writeNpyTemp(const std::string &path, const Tensor &t,
+                          std::string &tmp) {
   std::string shape = "(";
   for (int64_t d : t.shape)
     shape += std::to_string(d) + ",";
@@ -333,186 +404,110 @@ Error attn::rt::writeNpy(const std::string &path, const Tensor &t) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out)
-      return {"cannot write '" + tmp + "'"};
-    uint16_t len = static_cast<uint16_t>(header.size());
-    out.write("\x93NUMPY\x01\x00", 8);
-    out.write(reinterpret_cast<const char *>(&len), 2);
-    out.write(header.data(), header.size());
-    out.write(reinterpret_cast<const char *>(t.data.data()), t.data.size());
-    if (!out)
-      return {"error writing '" + tmp + "'"};
+  std::vector<char> name(path.begin(), path.end());
+  for (char c : std::string(".tmp.XXXXXX"))
+    name.push_back(c);
+  name.push_back('\0');
+  int fd = mkstemp(name.data());
+  if (fd < 0)
+    return {"cannot create a file next to '" + path +
+            "': " + std::strerror(errno)};
+  tmp = name.data();
+  uint16_t len = static_cast<uint16_t>(header.size());
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes.append(reinterpret_cast<const char *>(&len), 2);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char *>(t.data.data()), t.data.size());
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0 && errno != EINTR)
+      break;
+    done += n > 0 ? static_cast<size_t>(n) : 0;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  bool ok = done == bytes.size() && ::fchmod(fd, 0644) == 0;
+  if (::close(fd) != 0 || !ok) {
     std::remove(tmp.c_str());
-    return {"cannot rename '" + tmp + "' to '" + path + "'"};
+    return {"error writing '" + path + "': " + std::strerror(errno)};
   }
   return {};
+}
+
+Error attn::rt::writeNpys(
+    const std::vector<std::pair<std::string, const Tensor *>> &files) {
+  // What would make a rename fail is refused before anything is written.
+  for (const auto &file : files) {
+    struct stat st;
+    if (lstat(file.first.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return {"cannot write '" + file.first +
+              "': it exists and is not a regular file"};
+  }
+  std::vector<std::string> temps;
+  auto removeTemps = [&] {
+    for (const std::string &t : temps)
+      std::remove(t.c_str());
+  };
+  for (const auto &[path, tensor] : files) {
+    std::string tmp;
+    if (Error e = writeNpyTemp(path, *tensor, tmp)) {
+      removeTemps();
+      return e;
+    }
+    temps.push_back(tmp);
+  }
+  for (size_t i = 0; i < files.size(); ++i)
+    if (std::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
+      std::string why = std::strerror(errno);
+      removeTemps();
+      return {"cannot write '" + files[i].first + "': " + why};
+    }
+  return {};
+}
+
+Error attn::rt::writeNpy(const std::string &path, const Tensor &t) {
+  return writeNpys({{path, &t}});
 }
 
 //===----------------------------------------------------------------------===//
 // Artifacts
 //===----------------------------------------------------------------------===//
 
-/// Comma-separated integers ("1,2,-3").
-static std::vector<int64_t> parseInts(const std::string &text) {
-  std::vector<int64_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    out.push_back(std::atoll(item.c_str()));
-  return out;
-}
-
-/// Calls f(key, value) for each remaining "key=value" word of a record.
-template <typename F> static void forEachField(std::istringstream &ls, F f) {
-  std::string kv;
-  while (ls >> kv) {
-    size_t eq = kv.find('=');
-    f(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
-  }
-}
-
-Error attn::rt::parseMetadata(const std::string &text,
-                              std::vector<EntryInfo> &out,
-                              std::string *target) {
-  std::istringstream in(text);
-  std::string line;
-  if (!std::getline(in, line) || line != "attn-mlir-artifact 1")
-    return {"not an attn-mlir artifact of a known version"};
-  bool ended = false;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::string key;
-    ls >> key;
-    if (key == "target") {
-      std::string t;
-      ls >> t;
-      if (t != "cpu" && t != "cuda")
-        return {"the artifact was built for target '" + t +
-                "'; this runtime runs 'cpu' and 'cuda' artifacts"};
-      if (target)
-        *target = t;
-    } else if (key == "kernel") {
-      if (out.empty())
-        return {"malformed metadata: kernel before entry"};
-      KernelInfo &k = out.back().kernel;
-      ls >> k.name;
-      Error bad;
-      forEachField(ls, [&](const std::string &f, const std::string &v) {
-        if (f == "grid" || f == "block") {
-          std::vector<int64_t> dims = parseInts(v);
-          if (dims.size() != 3)
-            bad = {"malformed metadata: kernel " + f + " '" + v + "'"};
-          else
-            std::copy(dims.begin(), dims.end(), f == "grid" ? k.grid : k.block);
-        } else if (f == "smem") {
-          k.sharedBytes = std::atoll(v.c_str());
-        } else if (f == "image") {
-          k.image = v;
-        } else if (f == "format") {
-          k.format = v;
-        } else if (f == "size") {
-          k.imageSize = std::atoll(v.c_str());
-        } else if (f == "args") {
-          for (int64_t a : parseInts(v))
-            k.args.push_back(static_cast<int>(a));
-        }
-      });
-      if (bad)
-        return bad;
-    } else if (key == "entry") {
-      EntryInfo e;
-      ls >> e.name;
-      out.push_back(e);
-    } else if (key == "in" || key == "out") {
-      if (out.empty())
-        return {"malformed metadata: argument before entry"};
-      ArgInfo a;
-      std::string dt, shape;
-      ls >> a.name >> dt >> shape;
-      if (!parseDType(dt, a.dtype))
-        return {"malformed metadata: dtype '" + dt + "'"};
-      a.shape = parseInts(shape);
-      (key == "in" ? out.back().inputs : out.back().outputs).push_back(a);
-    } else if (key == "op") {
-      if (out.empty())
-        return {"malformed metadata: op before entry"};
-      OpInfo &op = out.back().op;
-      ls >> op.kind;
-      forEachField(ls, [&](const std::string &k, const std::string &v) {
-        if (k == "scale")
-          op.scale = std::atof(v.c_str());
-        else if (k == "softcap")
-          op.softcap = std::atof(v.c_str());
-        else if (k == "temperature")
-          op.temperature = std::atof(v.c_str());
-        else if (k == "heads")
-          op.heads = std::atoll(v.c_str());
-        else if (k == "kv_heads")
-          op.kvHeads = std::atoll(v.c_str());
-        else if (k == "causal")
-          op.causal = v;
-        else if (k == "window") {
-          std::vector<int64_t> w = parseInts(v);
-          if (w.size() == 2)
-            std::tie(op.windowLeft, op.windowRight) = std::pair(w[0], w[1]);
-        }
-      });
-    } else if (key == "end") {
-      ended = true;
-      break;
-    } else if (!key.empty()) {
-      return {"malformed metadata: unknown record '" + key + "'"};
-    }
-  }
-  if (!ended)
-    return {"malformed metadata: missing end record"};
-  return {};
+/// dladdr's view: the base address of the object that holds `p`.
+static const void *objectBase(const void *p) {
+  Dl_info info;
+  return p && dladdr(p, &info) ? info.dli_fbase : nullptr;
 }
 
 Error Artifact::load(const std::string &path, std::unique_ptr<Artifact> &out) {
-  std::string p = path.find('/') == std::string::npos ? "./" + path : path;
-  void *handle = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    return {"cannot load artifact '" + path + "': " + dlerror()};
   auto art = std::unique_ptr<Artifact>(new Artifact());
-  art->handle_ = handle;
-  auto *meta = static_cast<const char *>(dlsym(handle, "attn_mlir_metadata"));
-  if (!meta)
-    return {"'" + path +
-            "' is not an attn-mlir artifact (no "
-            "attn_mlir_metadata symbol)"};
-  if (Error e = parseMetadata(meta, art->entries_, &art->target_))
-    return {"'" + path + "': " + e.message};
-  if (art->target_ == "cuda") {
-    for (const EntryInfo &e : art->entries_) {
-      const KernelInfo &k = e.kernel;
-      size_t nargs = e.inputs.size() + e.outputs.size();
-      bool argsOk = !k.args.empty();
-      for (int a : k.args)
-        argsOk = argsOk && a >= 0 && static_cast<size_t>(a) < nargs;
-      if (k.name.empty() || k.image.empty() || k.imageSize <= 0 || !argsOk ||
-          (k.format != "cubin" && k.format != "ptx") || k.sharedBytes < 0)
-        return {"'" + path + "': entry '" + e.name +
-                "' has no valid kernel record"};
-      const void *img = dlsym(handle, k.image.c_str());
-      if (!img)
-        return {"'" + path + "': kernel image '" + k.image + "' is missing"};
-      art->images_.push_back(img);
-    }
-    out = std::move(art);
+  // Everything that can be checked without running the artifact's code.
+  if (Error e = checkArtifactFile(path, art->entries_, art->target_))
+    return e;
+  std::string p = path.find('/') == std::string::npos ? "./" + path : path;
+  art->handle_ = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!art->handle_)
+    return {"cannot load artifact '" + path + "': " + dlerror()};
+  const void *meta = dlsym(art->handle_, "attn_mlir_metadata");
+  const void *base = objectBase(meta);
+  // Each symbol must come from the artifact itself, not a dependency.
+  auto own = [&](const std::string &name, const char *what,
+                 const void *&sym) -> Error {
+    sym = dlsym(art->handle_, name.c_str());
+    if (!sym || objectBase(sym) != base)
+      return {"'" + path + "': " + what + " '" + name +
+              "' is not defined in the artifact"};
     return {};
-  }
+  };
   for (const EntryInfo &e : art->entries_) {
-    void *fn = dlsym(handle, e.name.c_str());
-    if (!fn)
-      return {"'" + path + "': entry '" + e.name + "' is missing"};
-    art->fns_.push_back(fn);
+    const void *sym = nullptr;
+    bool cuda = art->target_ == "cuda";
+    if (Error err = own(cuda ? e.kernel.image : e.name,
+                        cuda ? "kernel image" : "entry", sym))
+      return err;
+    (cuda ? art->images_ : art->fns_).push_back(const_cast<void *>(sym));
   }
+  if (!base)
+    return {"'" + path + "': its metadata cannot be located"};
   out = std::move(art);
   return {};
 }
@@ -598,8 +593,12 @@ Error Artifact::call(const EntryInfo &entry, const std::vector<Tensor> &inputs,
 // fp64 reference: the formula, materialized, row by row
 //===----------------------------------------------------------------------===//
 
+/// `scale`, when given, receives for each output element the magnitude it
+/// is made of, sum_j p_j |v_j| (the condition of the weighted sum), which
+/// the relative criterion of --check measures errors against.
 static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
-                           std::vector<std::vector<double>> &out, bool lowp) {
+                           std::vector<std::vector<double>> &out, bool lowp,
+                           std::vector<double> *scale = nullptr) {
   const Tensor &q = in[0], &k = in[1], &v = in[2];
   const Tensor *mask = in.size() > 3 ? &in[3] : nullptr;
   int64_t B = q.shape[0], Hq = q.shape[1], Tq = q.shape[2], D = q.shape[3];
@@ -613,6 +612,8 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
   out[0].assign(B * Hq * Tq * Dv, 0.0);
   if (out.size() > 1)
     out[1].assign(B * Hq * Tq, 0.0);
+  if (scale)
+    scale->assign(B * Hq * Tq * Dv, 0.0);
   std::vector<double> s(Tk);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h)
@@ -669,8 +670,12 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
           double p = r(s[j] / l);
           if (p == 0)
             continue;
-          for (int64_t d = 0; d < Dv; ++d)
-            o[d] += p * v.get(((b * Hkv + g) * Tk + j) * Dv + d);
+          for (int64_t d = 0; d < Dv; ++d) {
+            double x = v.get(((b * Hkv + g) * Tk + j) * Dv + d);
+            o[d] += p * x;
+            if (scale)
+              (*scale)[((b * Hq + h) * Tq + i) * Dv + d] += p * std::fabs(x);
+          }
         }
         if (lowp)
           for (int64_t d = 0; d < Dv; ++d)
@@ -790,11 +795,19 @@ static Error softmaxReference(const EntryInfo &e, const std::vector<Tensor> &in,
 Error attn::rt::reference(const EntryInfo &entry,
                           const std::vector<Tensor> &inputs,
                           std::vector<std::vector<double>> &outputs,
-                          bool roundLikeDtype) {
+                          bool roundLikeDtype,
+                          std::vector<std::vector<double>> *scales) {
+  if (scales)
+    scales->assign(entry.outputs.size(), {});
   if (entry.op.kind == "sdpa")
-    return sdpaReference(entry, inputs, outputs, roundLikeDtype);
-  if (entry.op.kind == "softmax")
-    return softmaxReference(entry, inputs, outputs, roundLikeDtype);
+    return sdpaReference(entry, inputs, outputs, roundLikeDtype,
+                         scales ? &(*scales)[0] : nullptr);
+  if (entry.op.kind == "softmax") {
+    Error e = softmaxReference(entry, inputs, outputs, roundLikeDtype);
+    if (scales && !e)
+      (*scales)[0] = outputs[0]; // a sum of positive terms
+    return e;
+  }
   if (entry.op.kind == "mha")
     return mhaReference(entry, inputs, outputs, roundLikeDtype);
   return {"entry '" + entry.name +
@@ -841,24 +854,30 @@ Error attn::rt::checkOutputs(const EntryInfo &entry,
                              const std::vector<Tensor> &inputs,
                              const std::vector<Tensor> &outputs,
                              std::vector<CheckResult> &results) {
-  std::vector<std::vector<double>> ref, naive;
-  if (Error e = reference(entry, inputs, ref))
+  std::vector<std::vector<double>> ref, naive, scales;
+  if (Error e = reference(entry, inputs, ref, false, &scales))
     return e;
   bool lowp = entry.inputs[0].dtype != DType::F32;
   if (lowp)
     reference(entry, inputs, naive, /*roundLikeDtype=*/true);
   results.clear();
   for (size_t o = 0; o < outputs.size(); ++o)
-    results.push_back(compare(outputs[o], ref[o], lowp ? &naive[o] : nullptr));
+    results.push_back(compare(outputs[o], ref[o], lowp ? &naive[o] : nullptr,
+                              scales[o].empty() ? nullptr : &scales[o]));
   return {};
 }
 
 std::string attn::rt::formatCheck(const std::string &name,
                                   const CheckResult &r) {
-  char buf[256];
-  std::snprintf(buf, sizeof(buf),
-                "check %s: max abs error %.3e (tolerance %.3e) %s",
-                name.c_str(), r.maxError, r.tolerance,
-                r.ok ? "PASS" : "FAIL");
+  char buf[512];
+  int n = std::snprintf(buf, sizeof(buf),
+                        "check %s: max abs error %.3e (tolerance %.3e)",
+                        name.c_str(), r.maxError, r.tolerance);
+  if (r.relTolerance > 0 && n > 0 && n < int(sizeof(buf)))
+    n += std::snprintf(buf + n, sizeof(buf) - n,
+                       ", max relative error %.3e (tolerance %.3e)",
+                       r.maxRelError, r.relTolerance);
+  if (n > 0 && n < int(sizeof(buf)))
+    std::snprintf(buf + n, sizeof(buf) - n, " %s", r.ok ? "PASS" : "FAIL");
   return buf;
 }

@@ -1,22 +1,25 @@
-"""Finding attn-compile, compiling graphs to cached artifacts, calling them."""
+"""Finding attn-compile, compiling graphs to cached artifacts, calling them;
+the checks of user arguments shared by the public functions."""
+import contextlib
 import ctypes
+import functools
 import hashlib
+import math
+import numbers
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
+import threading
+import warnings
 
 import numpy as np
 
-try:
-    import ml_dtypes
-    BF16 = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - ml_dtypes is a dependency
-    BF16 = None
+import ml_dtypes
 
-_DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
-if BF16 is not None:
-    _DTYPES[BF16] = "bf16"
+BF16 = np.dtype(ml_dtypes.bfloat16)
+_DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", BF16: "bf16"}
 
 
 class ToolsNotFoundError(RuntimeError):
@@ -33,6 +36,83 @@ def mlir_elt(dtype):
             f"unsupported dtype {dtype}: attn_mlir computes in float32, "
             "float16 or bfloat16 (ml_dtypes.bfloat16)")
     return _DTYPES[dtype]
+
+
+# The largest window extent accepted: the i64 attribute holds it and the
+# fp64 reference adds it to positions without overflowing int64.
+WINDOW_MAX = 2 ** 62
+
+
+def _found(x):
+    return f"{x!r} ({type(x).__name__})"
+
+
+def _is_bool(x):
+    return isinstance(x, (bool, np.bool_))
+
+
+def check_number(name, x, *, f32=True, zero_ok=False):
+    """`x` as a float, after checking it is a real number (int, float, numpy
+    integer or floating; not bool), finite, > 0 (>= 0 with zero_ok) and, with
+    f32, representable as float32 (finite and nonzero once rounded)."""
+    expected = "a finite real number " + (">= 0" if zero_ok else "> 0")
+    if f32:
+        expected += " representable as float32 (|x| <= 3.4028235e38, not rounding to 0)"
+    if not isinstance(x, numbers.Real) or _is_bool(x):
+        raise ValueError(f"{name} must be {expected}, got {_found(x)}")
+    try:
+        v = float(x)
+    except OverflowError:
+        v = math.inf
+    ok = math.isfinite(v) and (v > 0 or (zero_ok and v == 0))
+    if ok and f32 and v != 0:
+        with np.errstate(over="ignore", under="ignore"):
+            r = np.float32(v)
+        ok = bool(np.isfinite(r)) and r != 0
+    if not ok:
+        raise ValueError(f"{name} must be {expected}, got {_found(x)}")
+    return v
+
+
+def check_int(name, x, lo, hi=None, note=""):
+    """`x` as an int, after checking it is a Python or numpy integer (not
+    bool) in [lo, hi]."""
+    if (isinstance(x, numbers.Integral) and not _is_bool(x) and int(x) >= lo
+            and (hi is None or int(x) <= hi)):
+        return int(x)
+    span = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+    raise ValueError(f"{name} must be an int {span}{note}, got {_found(x)}")
+
+
+def check_bool(name, x):
+    """`x` as a bool, after checking it is a bool or numpy bool."""
+    if not _is_bool(x):
+        raise ValueError(f"{name} must be a bool (True or False), got {_found(x)}")
+    return bool(x)
+
+
+def native(x):
+    """`x` as an array in the machine's byte order (big-endian arrays are
+    converted, not refused)."""
+    a = np.asarray(x)
+    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
+
+
+def cast_checked(name, a, dtype):
+    """`a` cast to the float dtype `dtype`; a ValueError when a finite value
+    becomes infinite (beyond the dtype's range). inf, -inf and NaN pass."""
+    dtype = np.dtype(dtype)
+    if a.dtype == dtype:
+        return a
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = a.astype(dtype)
+    bad = np.isfinite(a) & ~np.isfinite(out)
+    if bad.any():
+        top = float(ml_dtypes.finfo(dtype).max)
+        raise ValueError(f"{name} must hold values within the finite range of {dtype.name} "
+                         f"(|x| <= {top:g}) or +-inf/NaN, got {float(a[bad].flat[0])!r} "
+                         f"(of {a.dtype.name}), which becomes inf in {dtype.name}")
+    return out
 
 
 def tools():
@@ -55,11 +135,76 @@ def tools():
         "holds attn-compile (e.g. build/bin), or put it on PATH")
 
 
+class CacheError(RuntimeError):
+    """The artifact cache directory is not safe to use."""
+
+
+def _not_private(st):
+    """Why a file or directory with lstat `st` may hold what someone else
+    wrote (not ours, or writable by group or others), or None."""
+    if st.st_uid != os.geteuid():
+        return f"it is owned by uid {st.st_uid}, not by you (uid {os.geteuid()})"
+    if st.st_mode & 0o022:
+        return f"it is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
 def cache_dir():
-    d = os.environ.get("ATTN_MLIR_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "attn_mlir")
-    os.makedirs(d, exist_ok=True)
+    """The artifact cache, $ATTN_MLIR_CACHE or ~/.cache/attn_mlir, created
+    with mode 0700. The artifacts in it are code run as you: a CacheError
+    unless it is a directory (not a symbolic link) of yours that only you
+    can write."""
+    d = os.path.abspath(os.environ.get("ATTN_MLIR_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "attn_mlir"))
+    with contextlib.suppress(FileExistsError):
+        os.makedirs(d, mode=0o700, exist_ok=True)
+    st = os.lstat(d)
+    reason = ("it is a symbolic link" if stat.S_ISLNK(st.st_mode) else
+              "it is not a directory" if not stat.S_ISDIR(st.st_mode) else _not_private(st))
+    if reason:
+        raise CacheError(
+            f"refusing the artifact cache {d}: {reason}. Compiled artifacts are loaded "
+            f"and run as you, so the cache must be yours alone: `chmod 700 {d}` (and "
+            "own it), or set ATTN_MLIR_CACHE to a private directory")
     return d
+
+
+@functools.lru_cache(maxsize=None)
+def _load_capi(path):
+    lib = ctypes.CDLL(path)
+    lib.attn_rt_check_artifact.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.attn_rt_check_artifact.restype = ctypes.c_int
+    return lib
+
+
+def _capi():
+    """The runtime's C API, libattn_runtime_capi.so in <bindir>/../lib,
+    loaded once."""
+    path = os.path.normpath(os.path.join(tools(), "..", "lib", "libattn_runtime_capi.so"))
+    if not os.path.isfile(path):
+        raise ToolsNotFoundError(
+            f"{path} not found: it is built with the tools (`make` at the top of the "
+            "repository); attn_mlir checks every artifact with it before loading it")
+    return _load_capi(path)
+
+
+def artifact_problem(path):
+    """Why the artifact file at `path` must not be loaded, or None: it must
+    be a regular file (not a symbolic link), yours, writable by you only,
+    and a complete, well-formed attn-mlir artifact (attn_rt_check_artifact)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "it does not exist"
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file"
+    reason = _not_private(st)
+    if reason:
+        return reason
+    err = ctypes.create_string_buffer(4096)
+    if _capi().attn_rt_check_artifact(os.fsencode(path), err, len(err)) == 0:
+        return None
+    return err.value.decode(errors="replace") or "it is not a valid attn-mlir artifact"
 
 
 class Artifact:
@@ -168,12 +313,22 @@ def _parse_metadata(text):
     return entries
 
 
-_loaded = {}
+_loaded = {}  # key -> loaded artifact, in this process
+_key_locks = {}
+_key_locks_guard = threading.Lock()
+
+
+def _key_lock(key):
+    with _key_locks_guard:
+        return _key_locks.setdefault(key, threading.Lock())
 
 
 def compile_graph(mlir, extra_flags=(), device="cpu"):
     """Compiles MLIR text once per (text, flags, compiler, device) into the
-    disk cache and returns the loaded Artifact (CudaArtifact for cuda)."""
+    disk cache and returns the loaded Artifact (CudaArtifact for cuda).
+    Thread-safe: concurrent callers of one key compile it once per process;
+    processes sharing the cache each compile to a private file and rename
+    it into place, so none sees another's half-written artifact."""
     if device == "cuda":
         extra_flags = (*extra_flags, "--target=cuda")
     bindir = tools()
@@ -181,20 +336,55 @@ def compile_graph(mlir, extra_flags=(), device="cpu"):
     key = hashlib.sha256(
         (mlir + "\0" + " ".join(extra_flags) + "\0" + compiler + "\0" +
          str(os.path.getmtime(compiler))).encode()).hexdigest()[:24]
-    if key in _loaded:
-        return _loaded[key]
-    so = os.path.join(cache_dir(), key + ".so")
-    if not os.path.exists(so):
+    art = _loaded.get(key)
+    if art is None:
+        with _key_lock(key):
+            art = _loaded.get(key)
+            if art is None:
+                so = _cached_artifact(mlir, compiler, extra_flags, key)
+                art = CudaArtifact(so, bindir) if device == "cuda" else Artifact(so)
+                _loaded[key] = art
+    return art
+
+
+def _cached_artifact(mlir, compiler, flags, key):
+    """The path of `<key>.so` in the cache once it is a trusted, valid
+    artifact: a cached one that is not (truncated, planted, not ours) is
+    replaced by a fresh compile."""
+    d = cache_dir()
+    so = os.path.join(d, key + ".so")
+    if os.path.lexists(so):
+        problem = artifact_problem(so)
+        if problem is None:
+            return so
+        warnings.warn(f"attn_mlir: recompiling the cached artifact {so}: {problem}",
+                      RuntimeWarning, stacklevel=4)
+    os.replace(_compile_private(mlir, compiler, flags, d, key), so)
+    return so
+
+
+def _compile_private(mlir, compiler, flags, d, key):
+    """Compiles into a new private file of `d` and checks the result;
+    returns its path. A RuntimeError when either fails (nothing is left)."""
+    fd, out = tempfile.mkstemp(prefix=key + ".", suffix=".part", dir=d)
+    os.close(fd)
+    try:
         with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
             f.write(mlir)
-            src = f.name
         try:
-            proc = subprocess.run([compiler, src, "-o", so, *extra_flags],
+            proc = subprocess.run([compiler, f.name, "-o", out, *flags],
                                   capture_output=True, text=True)
         finally:
-            os.unlink(src)
+            os.unlink(f.name)
         if proc.returncode != 0:
             raise RuntimeError("attn-compile failed:\n" + proc.stderr.strip())
-    art = CudaArtifact(so, bindir) if device == "cuda" else Artifact(so)
-    _loaded[key] = art
-    return art
+        os.chmod(out, 0o700)
+        problem = artifact_problem(out)
+        if problem:
+            raise RuntimeError(f"attn-compile wrote an artifact that does not pass the "
+                               f"runtime's check ({problem}); report this as a bug")
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(out)
+        raise
+    return out

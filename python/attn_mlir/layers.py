@@ -1,18 +1,19 @@
 """attn.mha as a numpy layer object, and attn.softmax."""
 import numpy as np
 
-from ._tools import compile_graph, mlir_elt
-from .sdpa import _ttype, attention_attrs, prepare_mask
+from ._tools import (cast_checked, check_bool, check_int, check_number, compile_graph,
+                     mlir_elt, native)
+from .sdpa import _ttype, attention_attrs, attention_options, prepare_mask
 
 
 def softmax(x, axis=-1, temperature=1.0):
     """Numerically stable softmax along `axis` (x / temperature), compiled
     through attn.softmax; float32/float16/bfloat16; all -inf rows give 0."""
-    x = np.asarray(x)
+    x = native(x)
     if x.ndim == 0:
         raise ValueError("softmax needs an array with at least one dimension")
-    if not (np.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be finite and > 0, got {temperature!r}")
+    axis = check_int("axis", axis, -x.ndim, x.ndim - 1)
+    temperature = check_number("temperature", temperature)
     elt = mlir_elt(x.dtype)
     moved = np.ascontiguousarray(np.moveaxis(x, axis, -1))
     t = _ttype(moved.shape, elt)
@@ -35,19 +36,18 @@ class MultiHeadAttention:
     def __init__(self, embed_dim, num_heads, num_kv_heads=None, bias=False,
                  kdim=None, dtype=np.float32, seed=0, *, scale=None,
                  causal_alignment="top_left", window=None, softcap=None):
-        if embed_dim <= 0 or num_heads <= 0 or embed_dim % num_heads:
-            raise ValueError(f"embed_dim ({embed_dim}) must be a positive multiple of "
-                             f"num_heads ({num_heads})")
-        num_kv_heads = num_kv_heads or num_heads
-        if num_kv_heads <= 0 or num_heads % num_kv_heads:
-            raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads "
-                             f"({num_kv_heads})")
+        embed_dim, num_heads, num_kv_heads, kdim = _check_sizes(embed_dim, num_heads,
+                                                                num_kv_heads, kdim)
         mlir_elt(dtype)
         self.embed_dim, self.num_heads, self.num_kv_heads = embed_dim, num_heads, num_kv_heads
-        self.kdim = kdim or embed_dim
+        self.kdim = kdim
         self.dtype = np.dtype(dtype)
+        scale, _, causal_alignment, window, softcap = attention_options(
+            scale, False, causal_alignment, window, softcap)
         self.options = dict(scale=scale, causal_alignment=causal_alignment,
                             window=window, softcap=softcap)
+        bias = check_bool("bias", bias)
+        seed = None if seed is None else check_int("seed", seed, 0)
         d = embed_dim // num_heads
         rng = np.random.default_rng(seed)
 
@@ -65,8 +65,21 @@ class MultiHeadAttention:
             self.bv = np.zeros(num_kv_heads * d, self.dtype)
             self.bo = np.zeros(embed_dim, self.dtype)
 
+    def _weight(self, name):
+        """The weight or bias attribute `name` as a contiguous array of the
+        layer's dtype, after checking its shape (and that it fits the dtype)."""
+        d = self.embed_dim // self.num_heads
+        hd, kvd = self.num_heads * d, self.num_kv_heads * d
+        shape = {"wq": (self.embed_dim, hd), "wk": (self.kdim, kvd), "wv": (self.kdim, kvd),
+                 "wo": (hd, self.embed_dim), "bq": (hd,), "bk": (kvd,), "bv": (kvd,),
+                 "bo": (self.embed_dim,)}[name]
+        w = native(getattr(self, name))
+        if w.shape != shape:
+            raise ValueError(f"{name} must have shape {list(shape)}, got {list(w.shape)}")
+        return np.ascontiguousarray(cast_checked(name, w, self.dtype))
+
     def __call__(self, x, kv=None, attn_mask=None, is_causal=False):
-        x = np.asarray(x)
+        x = native(x)
         if x.ndim != 3 or x.shape[2] != self.embed_dim or x.dtype != self.dtype:
             raise ValueError(f"x must be [B, T, {self.embed_dim}] of {self.dtype}, got "
                              f"{list(x.shape)} of {x.dtype}")
@@ -74,23 +87,19 @@ class MultiHeadAttention:
         B, T, _ = x.shape
         operands = [("x", x)]
         if kv is not None:
-            kv = np.asarray(kv)
+            kv = native(kv)
             if kv.ndim != 3 or kv.shape[0] != B or kv.shape[2] != self.kdim or kv.dtype != self.dtype:
                 raise ValueError(f"kv must be [{B}, S, {self.kdim}] of {self.dtype}, got "
                                  f"{list(kv.shape)} of {kv.dtype}")
             operands.append(("kv", kv))
         S = T if kv is None else kv.shape[1]
-        names = ["wq", "wk", "wv", "wo"]
-        for n in names:
-            operands.append((n, np.ascontiguousarray(getattr(self, n), dtype=self.dtype)))
-        biases = [(n, getattr(self, n)) for n in ("bq", "bk", "bv", "bo")
-                  if getattr(self, n) is not None]
-        operands += [(n, np.ascontiguousarray(b, dtype=self.dtype)) for n, b in biases]
+        biases = [n for n in ("bq", "bk", "bv", "bo") if getattr(self, n) is not None]
+        operands += [(n, self._weight(n)) for n in ["wq", "wk", "wv", "wo", *biases]]
         mask = prepare_mask(attn_mask, self.dtype, (B, self.num_heads, T, S), "[B, H, T, S] =")
         if mask is not None:
             operands.append(("mask", mask))
         t = {n: _ttype(a.shape, mlir_elt(a.dtype)) for n, a in operands}
-        yt = _ttype((B, T, self.wo.shape[1]), elt)
+        yt = _ttype((B, T, self.embed_dim), elt)
         attrs = attention_attrs(self.options["scale"], is_causal, self.options["causal_alignment"],
                                 self.options["window"], self.options["softcap"])
         attrs = attrs[:-1] + ", " if attrs else " {"
@@ -100,7 +109,7 @@ class MultiHeadAttention:
             text += f" kv(%kv : {t['kv']})"
         text += (" weights(%wq, %wk, %wv, %wo) : "
                  f"{t['wq']}, {t['wk']}, {t['wv']}, {t['wo']}")
-        for n, _ in biases:
+        for n in biases:
             text += f" bias_{n[1]}(%{n} : {t[n]})"
         if mask is not None:
             text += f" mask(%mask : {t['mask']})"
@@ -109,3 +118,19 @@ class MultiHeadAttention:
         mlir = f"func.func @layer({args}) -> {yt} {{\n{text}  return %y : {yt}\n}}\n"
         (y,) = compile_graph(mlir)("layer", [a for _, a in operands])
         return y
+
+
+def _check_sizes(embed_dim, num_heads, num_kv_heads, kdim):
+    """(embed_dim, num_heads, num_kv_heads, kdim) as ints after checking
+    them; num_kv_heads and kdim default (None) to num_heads and embed_dim."""
+    embed_dim = check_int("embed_dim", embed_dim, 1)
+    num_heads = check_int("num_heads", num_heads, 1)
+    if embed_dim % num_heads:
+        raise ValueError(f"embed_dim ({embed_dim}) must be a positive multiple of "
+                         f"num_heads ({num_heads})")
+    num_kv_heads = num_heads if num_kv_heads is None else check_int("num_kv_heads", num_kv_heads, 1)
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads "
+                         f"({num_kv_heads})")
+    kdim = embed_dim if kdim is None else check_int("kdim", kdim, 1)
+    return embed_dim, num_heads, num_kv_heads, kdim

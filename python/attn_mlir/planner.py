@@ -7,8 +7,11 @@ command line is `python -m attn_mlir.plan`:
 """
 import argparse
 import math
+import numbers
 import re
 import sys
+
+from ._tools import check_bool, check_int, check_number
 
 _BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 _UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
@@ -16,10 +19,10 @@ _UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 
 def parse_quantity(text, unit):
     """'80GB' -> 8e10, '2TB/s' -> 2e12, '1.5e12' -> 1.5e12 (decimal units)."""
-    if isinstance(text, (int, float)):
+    if isinstance(text, numbers.Real) and not isinstance(text, bool):
         return float(text)
-    m = re.fullmatch(r"\s*([0-9.]+(?:e[+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(?:" + re.escape(unit) +
-                     r")?\s*", str(text))
+    m = re.fullmatch(r"\s*((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)"
+                     r"(?:" + re.escape(unit) + r")?\s*", str(text))
     if not m:
         raise ValueError(f"cannot read {text!r} as a quantity of {unit}")
     return float(m.group(1)) * _UNITS[m.group(2).lower()]
@@ -39,21 +42,20 @@ def plan(params, layers, heads, kv_heads, head_dim, seq, batch=1, dtype="f16",
     """Cost of `layers` attention layers of shape [batch, heads, seq, head_dim]
     with `kv_heads` KV heads in a model of `params` parameters. Returns a
     dict; every byte count agrees with `attn-opt --attn-print-cost`."""
-    if dtype not in _BYTES:
+    if not (isinstance(dtype, str) and dtype in _BYTES):
         raise ValueError(f"dtype must be one of {sorted(_BYTES)}, got {dtype!r}")
-    for name, v in [("layers", layers), ("heads", heads), ("kv_heads", kv_heads),
-                    ("head_dim", head_dim), ("seq", seq), ("batch", batch)]:
-        if int(v) != v or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    layers, heads, kv_heads, head_dim, seq, batch, q_block, kv_block = (
+        check_int(name, v, 1) for name, v in [
+            ("layers", layers), ("heads", heads), ("kv_heads", kv_heads), ("head_dim", head_dim),
+            ("seq", seq), ("batch", batch), ("q_block", q_block), ("kv_block", kv_block)])
     if heads % kv_heads:
         raise ValueError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
-    if params < 0:
-        raise ValueError(f"params must be >= 0, got {params!r}")
+    params = check_number("params", params, f32=False, zero_ok=True)
+    tflops = check_number("tflops", tflops, f32=False)
+    causal = check_bool("causal", causal)
     e = _BYTES[dtype]
-    mem = parse_quantity(device_memory, "B")
-    bw = parse_quantity(bandwidth, "B/s")
-    if mem <= 0 or bw <= 0 or tflops <= 0:
-        raise ValueError("device_memory, bandwidth and tflops must be > 0")
+    mem = check_number("device_memory", parse_quantity(device_memory, "B"), f32=False)
+    bw = check_number("bandwidth", parse_quantity(bandwidth, "B/s"), f32=False)
     d = head_dim
     kv_per_token = layers * kv_heads * 2 * d * e
     kv_bytes = kv_per_token * batch * seq

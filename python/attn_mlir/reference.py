@@ -1,12 +1,21 @@
 """Plain numpy fp64 implementations of the attn semantics (the test oracle)."""
 import numpy as np
 
+from ._tools import check_bool, check_int, check_number
+from .sdpa import attention_options
+
 
 def sdpa(query, key, value, attn_mask=None, is_causal=False, scale=None,
          enable_gqa=False, *, causal_alignment="top_left", window=None,
          softcap=None, return_lse=False):
     """Same arguments and results as attn_mlir.scaled_dot_product_attention,
-    computed in float64 with the score matrix materialized."""
+    computed in float64 with the score matrix materialized; the options are
+    checked as there (a window extent is at most 2**62, so positions plus
+    extents stay inside int64)."""
+    scale, is_causal, causal_alignment, window, softcap = attention_options(
+        scale, is_causal, causal_alignment, window, softcap)
+    check_bool("enable_gqa", enable_gqa)
+    return_lse = check_bool("return_lse", return_lse)
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (query, key, value))
     unbatched = q.ndim == 3
     if unbatched:
@@ -52,7 +61,7 @@ def sdpa(query, key, value, attn_mask=None, is_causal=False, scale=None,
 
 def softmax(x, axis=-1, temperature=1.0):
     """Row softmax in float64; an all -inf row gives zeros."""
-    x = np.asarray(x, dtype=np.float64) / temperature
+    x = np.asarray(x, dtype=np.float64) / check_number("temperature", temperature)
     mx = x.max(axis=axis, keepdims=True)
     safe = np.where(mx == -np.inf, 0.0, mx)
     e = np.exp(x - safe)
@@ -65,7 +74,8 @@ def mha(x, wq, wk, wv, wo, num_heads, num_kv_heads=None, kv=None, bq=None,
     """attn.mha in float64: y = merge(sdpa(split(x@Wq+bq), ...)) @ Wo + bo."""
     x = np.asarray(x, dtype=np.float64)
     src = x if kv is None else np.asarray(kv, dtype=np.float64)
-    hkv = num_kv_heads or num_heads
+    num_heads = check_int("num_heads", num_heads, 1)
+    hkv = num_heads if num_kv_heads is None else check_int("num_kv_heads", num_kv_heads, 1)
     B, T, _ = x.shape
     S = src.shape[1]
 

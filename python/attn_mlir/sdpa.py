@@ -1,9 +1,8 @@
 """scaled_dot_product_attention with PyTorch's signature, on numpy arrays."""
-import math
-
 import numpy as np
 
-from ._tools import compile_graph, mlir_elt
+from ._tools import (WINDOW_MAX, cast_checked, check_bool, check_number, check_int,
+                     compile_graph, mlir_elt, native)
 
 
 def _ttype(shape, elt):
@@ -18,32 +17,39 @@ def _check_window(window):
     if window is None:
         return None
     try:
-        left, right = (int(w) for w in window)
+        left, right = window
     except (TypeError, ValueError):
-        raise ValueError(f"window must be a pair (left, right) of ints, got {window!r}")
-    if left < -1 or right < -1:
-        raise ValueError(f"window extents must be >= 0 or -1 (unbounded), got {window!r}")
-    return left, right
+        raise ValueError(f"window must be a pair (left, right) of ints, got {window!r}") from None
+    note = " (2**62; -1 means unbounded)"
+    return (check_int("window[0] (left)", left, -1, WINDOW_MAX, note),
+            check_int("window[1] (right)", right, -1, WINDOW_MAX, note))
+
+
+def attention_options(scale, is_causal, causal_alignment, window, softcap):
+    """The attention options shared by sdpa, mha and the reference, checked:
+    (scale, is_causal, causal_alignment, window, softcap) normalized to
+    float/bool/str/(int, int)."""
+    scale = None if scale is None else check_number("scale", scale)
+    is_causal = check_bool("is_causal", is_causal)
+    if not (isinstance(causal_alignment, str) and causal_alignment in ("top_left", "bottom_right")):
+        raise ValueError("causal_alignment must be 'top_left' or 'bottom_right', "
+                         f"got {causal_alignment!r}")
+    softcap = None if softcap is None else check_number("softcap", softcap)
+    return scale, is_causal, causal_alignment, _check_window(window), softcap
 
 
 def attention_attrs(scale, is_causal, causal_alignment, window, softcap):
     """The attribute dictionary shared by attn.sdpa and attn.mha."""
+    scale, is_causal, causal_alignment, w, softcap = attention_options(
+        scale, is_causal, causal_alignment, window, softcap)
     attrs = []
     if scale is not None:
-        if not (isinstance(scale, (int, float, np.floating)) and math.isfinite(scale) and scale > 0):
-            raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
         attrs.append(f"scale = {_f32_literal(scale)} : f32")
-    if causal_alignment not in ("top_left", "bottom_right"):
-        raise ValueError("causal_alignment must be 'top_left' or 'bottom_right', "
-                         f"got {causal_alignment!r}")
     if is_causal:
         attrs.append(f"causal = #attn.causal<{causal_alignment}>")
-    w = _check_window(window)
     if w is not None:
         attrs.append(f"window = array<i64: {w[0]}, {w[1]}>")
     if softcap is not None:
-        if not (isinstance(softcap, (int, float, np.floating)) and math.isfinite(softcap) and softcap > 0):
-            raise ValueError(f"softcap must be a finite number > 0, got {softcap!r}")
         attrs.append(f"softcap = {_f32_literal(softcap)} : f32")
     return (" {" + ", ".join(attrs) + "}") if attrs else ""
 
@@ -53,11 +59,11 @@ def prepare_mask(attn_mask, dtype, target, target_name):
     returns it as a C-contiguous array (float masks cast to `dtype`)."""
     if attn_mask is None:
         return None
-    m = np.asarray(attn_mask)
+    m = native(attn_mask)
     if m.dtype != np.bool_:
         if not np.issubdtype(m.dtype, np.floating) and m.dtype != dtype:
             raise ValueError(f"attn_mask must be bool or floating point, got {m.dtype}")
-        m = m.astype(dtype)
+        m = cast_checked("attn_mask", m, dtype)
     if not 2 <= m.ndim <= 4:
         raise ValueError(f"attn_mask must have 2 to 4 dimensions broadcastable to "
                          f"{target_name} {list(target)}, got shape {list(m.shape)}")
@@ -66,6 +72,39 @@ def prepare_mask(attn_mask, dtype, target, target_name):
             raise ValueError(f"attn_mask of shape {list(m.shape)} is not broadcastable to "
                              f"{target_name} {list(target)}")
     return np.ascontiguousarray(m)
+
+
+def _check_qkv(query, key, value, enable_gqa):
+    """query, key and value as native-byte-order [B, H, T, D] arrays after
+    the rank, dtype and shape checks, and whether they came unbatched."""
+    q, k, v = (native(x) for x in (query, key, value))
+    if not (q.ndim == k.ndim == v.ndim) or q.ndim not in (3, 4):
+        raise ValueError("query, key and value must all be [B, H, T, D] or all [H, T, D], "
+                         f"got shapes {list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+    unbatched = q.ndim == 3
+    if unbatched:
+        q, k, v = q[None], k[None], v[None]
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"query, key and value must have one dtype, got {q.dtype}, "
+                         f"{k.dtype}, {v.dtype}")
+    B, Hq, Tq, D = q.shape
+    Bk, Hkv, Tk, Dk = k.shape
+    Bv, Hv, Tv, Dv = v.shape
+    if 0 in q.shape or 0 in k.shape or 0 in v.shape:
+        raise ValueError("empty tensors are not supported")
+    if not (B == Bk == Bv):
+        raise ValueError(f"batch sizes differ: {B}, {Bk}, {Bv}")
+    if Hkv != Hv or Tk != Tv:
+        raise ValueError(f"key {list(k.shape)} and value {list(v.shape)} must agree in heads and length")
+    if Dk != D:
+        raise ValueError(f"key head dim {Dk} != query head dim {D}")
+    if Hq != Hkv:
+        if not enable_gqa:
+            raise ValueError(f"query has {Hq} heads and key/value {Hkv}: pass enable_gqa=True "
+                             "for grouped-query attention")
+        if Hq % Hkv:
+            raise ValueError(f"query heads ({Hq}) must be a multiple of key/value heads ({Hkv})")
+    return q, k, v, unbatched
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -92,36 +131,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     if device not in ("cpu", "cuda"):
         raise NotImplementedError(f"device={device!r}: the backends are 'cpu' and 'cuda'")
-    if dropout_p != 0.0:
+    if check_number("dropout_p", dropout_p, f32=False, zero_ok=True) != 0:
         raise NotImplementedError("dropout_p != 0 is not supported (attn_mlir is for inference)")
-    q, k, v = (np.asarray(x) for x in (query, key, value))
-    if not (q.ndim == k.ndim == v.ndim) or q.ndim not in (3, 4):
-        raise ValueError("query, key and value must all be [B, H, T, D] or all [H, T, D], "
-                         f"got shapes {list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
-    unbatched = q.ndim == 3
-    if unbatched:
-        q, k, v = q[None], k[None], v[None]
-    if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"query, key and value must have one dtype, got {q.dtype}, "
-                         f"{k.dtype}, {v.dtype}")
+    enable_gqa, return_lse = check_bool("enable_gqa", enable_gqa), check_bool("return_lse", return_lse)
+    q, k, v, unbatched = _check_qkv(query, key, value, enable_gqa)
     elt = mlir_elt(q.dtype)
-    B, Hq, Tq, D = q.shape
-    Bk, Hkv, Tk, Dk = k.shape
-    Bv, Hv, Tv, Dv = v.shape
-    if 0 in q.shape or 0 in k.shape or 0 in v.shape:
-        raise ValueError("empty tensors are not supported")
-    if not (B == Bk == Bv):
-        raise ValueError(f"batch sizes differ: {B}, {Bk}, {Bv}")
-    if Hkv != Hv or Tk != Tv:
-        raise ValueError(f"key {list(k.shape)} and value {list(v.shape)} must agree in heads and length")
-    if Dk != D:
-        raise ValueError(f"key head dim {Dk} != query head dim {D}")
-    if Hq != Hkv:
-        if not enable_gqa:
-            raise ValueError(f"query has {Hq} heads and key/value {Hkv}: pass enable_gqa=True "
-                             "for grouped-query attention")
-        if Hq % Hkv:
-            raise ValueError(f"query heads ({Hq}) must be a multiple of key/value heads ({Hkv})")
+    (B, Hq, Tq, _), Tk, Dv = q.shape, k.shape[2], v.shape[3]
     attrs = attention_attrs(scale, is_causal, causal_alignment, window, softcap)
     mask = prepare_mask(attn_mask, q.dtype, (B, Hq, Tq, Tk), "[B, Hq, Tq, Tk] =")
 

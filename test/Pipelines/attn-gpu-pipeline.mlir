@@ -1,5 +1,6 @@
 // RUN: attn-opt %s --attn-gpu-pipeline="chip=sm_90" | FileCheck %s --check-prefix=HOST
 // RUN: attn-opt %s --attn-gpu-pipeline="chip=sm_80 format=none" | FileCheck %s --check-prefix=NVVM
+// RUN: attn-opt %s --attn-gpu-pipeline="chip=sm_80 features=+ptx81 format=none" | FileCheck %s --check-prefix=EXPLICIT
 // RUN: attn-compile %s --target=cuda --chip=sm_80 --emit=ptx -o %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 
@@ -8,11 +9,14 @@
 // HOST: module attributes {gpu.container_module}
 // HOST-LABEL: func.func @sdpa(
 // HOST: gpu.launch_func  @sdpa_kernels::@sdpa_kernel blocks in ({{.*}}) threads in ({{.*}})  dynamic_shared_memory_size %{{.*}} args(%arg0 : memref<2x4x128x64xf16>, %arg1 : memref<2x2x128x64xf16>, %arg2 : memref<2x2x128x64xf16>, %arg3 : memref<2x4x128x64xf16>)
-// HOST: gpu.binary @sdpa_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
+// Without features each chip gets the oldest PTX version that knows it
+// (sm_90: PTX 7.8, sm_80: PTX 7.0); explicit features are kept.
+// HOST: gpu.binary @sdpa_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx78">
 
 // Before serialization: NVVM ops, bare pointers, extern dynamic shared
 // memory.
-// NVVM: gpu.module @sdpa_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">]
+// NVVM: gpu.module @sdpa_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">]
+// EXPLICIT: gpu.module @sdpa_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx81">]
 // NVVM: llvm.mlir.global external @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // NVVM: llvm.func @sdpa_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {gpu.kernel, {{.*}}nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>}
 // NVVM: nvvm.cp.async.shared.global
@@ -23,6 +27,7 @@
 // In the PTX text: asynchronous copies with zero-fill, ldmatrix (plain for Q and K,
 // transposed for V), m16n8k16 tensor-core MMAs, barriers, quad shuffles
 // (block order in PTX is not source order), and no local memory.
+// PTX: .version 7.0
 // PTX: .target sm_80
 // PTX: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // PTX: .visible .entry sdpa_kernel(

@@ -12,6 +12,7 @@
 #include "attn-mlir/Dialect/Attn/IR/AttnDialect.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Artifact/Metadata.h"
 #include "attn-mlir/Pipelines/Pipelines.h"
 
@@ -46,6 +47,7 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <map>
+#include <unistd.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -108,12 +110,13 @@ static cl::opt<bool> noParallel("no-parallel",
                                 cl::cat(cat));
 static cl::opt<std::string>
     chip("chip", cl::init("sm_90"),
-         cl::desc("cuda: the GPU to compile for (sm_80, sm_86, sm_89, sm_90)"),
+         cl::desc("cuda: the GPU to compile for, sm_80 or newer (sm_80, "
+                  "sm_86, sm_89, sm_90, sm_100, sm_120, ...)"),
          cl::cat(cat));
 static cl::opt<std::string> ptxFeatures(
-    "ptx-features", cl::init("+ptx80"),
-    cl::desc("cuda: PTX ISA features (+ptx80: PTX 8.0, the oldest with "
-             "sm_90; CUDA 12 drivers and newer load it)"),
+    "ptx-features", cl::init(""),
+    cl::desc("cuda: PTX ISA features, +ptxNN for PTX N.N (default: the "
+             "oldest version --chip supports, +ptx78 for sm_90)"),
     cl::cat(cat));
 static cl::opt<int64_t> warps("warps", cl::init(4),
                               cl::desc("cuda: warps per thread block"),
@@ -284,6 +287,29 @@ __attribute__((visibility("hidden"))) __bf16 __truncsfbf2(float f) {
 }
 )C";
 
+/// Rejects empty tensors at the entry points (describeEntries has checked
+/// that they are static tensors): the CPU lowering of a graph on a
+/// zero-size argument, such as a matmul over an empty contraction, reads
+/// out of bounds. attn ops reject them in their verifiers.
+static LogicalResult verifyNonEmptyEntries(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isPrivate() || func.isExternal())
+      continue;
+    FunctionType type = func.getFunctionType();
+    for (auto [kind, types] : {std::pair{"argument", type.getInputs()},
+                               std::pair{"result", type.getResults()}})
+      for (auto [i, t] : llvm::enumerate(types))
+        for (auto [dim, size] :
+             llvm::enumerate(cast<RankedTensorType>(t).getShape()))
+          if (size == 0)
+            return func.emitError("expected every dimension of ")
+                   << kind << " #" << i << " of @" << func.getName()
+                   << " to be >= 1, found 0 at dimension " << dim << " (" << t
+                   << "): empty tensors are not supported";
+  }
+  return success();
+}
+
 static bool hostHasAvx512() {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   auto it = features.find("avx512f");
@@ -308,8 +334,10 @@ static void addConstantBytes(llvm::Module &m, llvm::StringRef name,
 }
 
 /// Compiles `module` (plus the C support code when `support`) with clang:
-/// `clang flags... module.ll [support.c] post... -o output`. Written to
-/// `output.tmp` and renamed, so a failure never leaves half an artifact.
+/// `clang flags... module.ll [support.c] post... -o output`. Written to a
+/// new uniquely named file beside the output and renamed, so a failure
+/// never leaves half an artifact and concurrent compiles to one output
+/// never share a temporary.
 static int buildWithClang(const llvm::Module &module,
                           const std::vector<std::string> &flags,
                           const std::vector<std::string> &post, bool support) {
@@ -327,7 +355,13 @@ static int buildWithClang(const llvm::Module &module,
     llvm::raw_fd_ostream cOut(cFd, /*shouldClose=*/true);
     cOut << kSupportSource;
   }
-  std::string tmp = outputFile + ".tmp";
+  llvm::SmallString<128> tmpPath;
+  int tmpFd;
+  if (llvm::sys::fs::createUniqueFile(outputFile + ".tmp-%%%%%%%%", tmpFd,
+                                      tmpPath))
+    return fail("cannot create a file next to '" + outputFile + "'");
+  ::close(tmpFd);
+  std::string tmp = tmpPath.str().str();
   std::vector<llvm::StringRef> args{clangPath, "-Wno-override-module"};
   args.insert(args.end(), flags.begin(), flags.end());
   args.push_back(llPath);
@@ -386,9 +420,9 @@ int main(int argc, char **argv) {
     if (emit == Emit::LLVMIR || emit == Emit::Object)
       return fail("--emit=llvm-ir and --emit=obj are CPU outputs; for "
                   "--target=cuda use tiled, llvm-dialect, ptx, cubin or so");
-    if (!llvm::StringRef(chip).starts_with("sm_"))
-      return fail("--chip expects an sm_XY name such as sm_80 or sm_90, "
-                  "found '" + chip + "'");
+    if (llvm::Error e =
+            mlir::attn::resolveCudaTarget(chip, ptxFeatures).takeError())
+      return fail(llvm::toString(std::move(e)));
   } else {
     for (const cl::Option *o :
          std::initializer_list<const cl::Option *>{&chip, &ptxFeatures, &warps,
@@ -421,13 +455,13 @@ int main(int argc, char **argv) {
 
   // The CPU pipeline is assembled from registered passes by name.
   registerAllPasses();
-  attn::registerAttnPasses();
+  mlir::attn::registerAttnPasses();
 
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);
-  registry.insert<attn::AttnDialect>();
+  registry.insert<mlir::attn::AttnDialect>();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   // Diagnostics point at the user's source; no dump of the op in generic
@@ -446,7 +480,8 @@ int main(int argc, char **argv) {
     return fail("could not parse '" + inputFile + "'");
 
   std::vector<std::pair<std::string, std::string>> chunks;
-  if (failed(attn::describeEntries(*module, chunks)))
+  if (failed(mlir::attn::describeEntries(*module, chunks)) ||
+      failed(verifyNonEmptyEntries(*module)))
     return 1;
   if (cuda && (emit == Emit::PTX || emit == Emit::Cubin) && chunks.size() != 1)
     return fail("--emit=ptx and --emit=cubin write one kernel; the module has " +
@@ -462,7 +497,7 @@ int main(int argc, char **argv) {
                         /*printAfterOnlyOnChange=*/false);
   }
   if (cuda) {
-    attn::GpuPipelineOptions options;
+    mlir::attn::GpuPipelineOptions options;
     options.chip = chip;
     options.features = ptxFeatures;
     options.warps = warps;
@@ -473,32 +508,32 @@ int main(int argc, char **argv) {
     options.format = embedPtx ? "isa" : "bin";
     options.cudaPath = cudaRoot;
     if (emit == Emit::Tiled) {
-      attn::AttnGpuFlashPassOptions flash;
+      mlir::attn::AttnGpuFlashPassOptions flash;
       flash.warps = options.warps;
       flash.rowTiles = options.rowTiles;
       flash.kvBlock = options.kvBlock;
       flash.stages = options.stages;
       flash.chip = options.chip;
-      pm.addPass(attn::createAttnGpuFlashPass(flash));
+      pm.addPass(mlir::attn::createAttnGpuFlashPass(flash));
     } else {
       if (emit == Emit::LLVMDialect)
         options.format = "none";
-      attn::buildGpuPipeline(pm, options);
+      mlir::attn::buildGpuPipeline(pm, options);
     }
   } else if (emit == Emit::Tiled) {
-    pm.addPass(attn::createAttnDecomposeMhaPass());
+    pm.addPass(mlir::attn::createAttnDecomposeMhaPass());
     if (!reference)
       pm.addPass(
-          attn::createAttnTilePass(attn::AttnTilePassOptions{qBlock, kvBlock}));
+          mlir::attn::createAttnTilePass(mlir::attn::AttnTilePassOptions{qBlock, kvBlock}));
   } else {
-    attn::CpuPipelineOptions options;
+    mlir::attn::CpuPipelineOptions options;
     options.tiled = !reference;
     options.qBlock = qBlock;
     options.kvBlock = kvBlock;
     options.parallel = !noParallel;
     // The artifact is built for this machine (-march=native below).
     options.vectorWidth = hostHasAvx512() ? 16 : 8;
-    attn::buildCpuPipeline(pm, options);
+    mlir::attn::buildCpuPipeline(pm, options);
   }
   if (failed(pm.run(*module)))
     return fail("the compilation pipeline failed (see the diagnostics above)");
@@ -512,7 +547,7 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  std::string metadata = std::string("attn-mlir-artifact 1\ntarget ") +
+  std::string metadata = std::string(::attn::format::kHeader) + "\ntarget " +
                          (cuda ? "cuda" : "cpu") + "\n";
   std::map<std::string, std::string> kernelLines;
   std::vector<std::pair<std::string, std::string>> images;
@@ -521,7 +556,7 @@ int main(int argc, char **argv) {
     return 1;
   for (auto &[name, text] : chunks)
     metadata += text + kernelLines[name];
-  metadata += "end\n";
+  metadata = ::attn::format::seal(metadata);
 
   if (emit == Emit::PTX || emit == Emit::Cubin) {
     auto out = openOutputFile(outputFile, &errorMessage);

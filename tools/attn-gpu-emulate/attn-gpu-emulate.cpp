@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Artifact/Metadata.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnDialect.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
@@ -974,11 +975,11 @@ int main(int argc, char **argv) {
   std::vector<std::pair<std::string, std::string>> chunks;
   if (failed(mlir::attn::describeEntries(*module, chunks)))
     return 2;
-  std::string metadata = "attn-mlir-artifact 1\ntarget cpu\n";
+  std::string metadata = std::string(::attn::format::kHeader) + "\ntarget cpu\n";
   for (auto &chunk : chunks)
     metadata += chunk.second;
   std::vector<rt::EntryInfo> entries;
-  if (rt::Error e = rt::parseMetadata(metadata + "end\n", entries)) {
+  if (rt::Error e = rt::parseMetadata(::attn::format::seal(metadata), entries)) {
     llvm::errs() << "attn-gpu-emulate: error: " << e.message << "\n";
     return 2;
   }

@@ -13,7 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cerrno>
 #include <map>
+#include <set>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <random>
 #include <string>
 #include <sys/resource.h>
@@ -32,8 +36,10 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
   --input NAME=FILE     read input NAME from a .npy file (f32, f16, bf16 as
                         '<V2', bool); inputs not given are seeded random
                         normal values (bool masks: 3 of 4 true)
-  --seed N              seed of the random inputs (default 0)
-  --output-dir DIR      write each result as DIR/NAME.npy
+  --seed N              seed of the random inputs, 0 to 2^64-1 (default 0)
+  --output-dir DIR      write each result as DIR/NAME.npy: all of them or,
+                        when one cannot be written, none (new files are
+                        created exclusively, then renamed into place)
   --check               compare with the fp64 reference (graphs of a single
                         attn.sdpa, attn.mha or attn.softmax) and print the max abs error and
                         the verdict; exit 1 when it fails
@@ -45,7 +51,9 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
                         $ATTN_CUDA_DRIVER); outputs are poisoned with NaN
                         before the launch, so unwritten elements fail --check;
                         --bench times launches with CUDA events
-  --compile-flags "..." extra attn-compile flags when given a .mlir
+  --compile-flags "..." extra attn-compile flags when given a .mlir, split
+                        at spaces ('...' and "..." group words); attn-compile
+                        is run directly, never through a shell
   --list                print the entries of the artifact and exit
   -h, --help            this help
 
@@ -124,180 +132,279 @@ static double sdpaFlops(const EntryInfo &e) {
   return 2.0 * q[0] * q[1] * visiblePairs(e) * (q[3] + dv);
 }
 
-int main(int argc, char **argv) {
-  double rssStart = procStatusMiB("VmRSS");
-  std::string artifactPath, entryName, outputDir, compileFlags, device;
+struct Options {
+  std::string artifactPath, entryName, outputDir, device;
+  std::vector<std::string> compileFlags;
+  bool compileFlagsGiven = false, check = false, list = false;
   std::map<std::string, std::string> inputFiles;
   uint64_t seed = 0;
-  bool check = false, list = false;
   long bench = 0;
+};
+
+/// `text` split into words at blanks; '...' and "..." group words.
+static Error splitWords(const std::string &text,
+                        std::vector<std::string> &words) {
+  std::string word;
+  bool inWord = false;
+  char quote = 0;
+  for (char c : text) {
+    if (quote) {
+      if (c == quote)
+        quote = 0;
+      else
+        word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      inWord = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (inWord)
+        words.push_back(word);
+      word.clear();
+      inWord = false;
+    } else {
+      word += c;
+      inWord = true;
+    }
+  }
+  if (quote)
+    return {"--compile-flags has an unterminated " + std::string(1, quote) +
+            " quote"};
+  if (inWord)
+    words.push_back(word);
+  return {};
+}
+
+static Error parseUnsigned(const std::string &flag, const std::string &v,
+                           uint64_t max, uint64_t &out) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0])) || *end ||
+      errno == ERANGE || x > max)
+    return {flag + " expects a non-negative integer (at most " +
+            std::to_string(max) + "), found '" + v + "'"};
+  out = x;
+  return {};
+}
+
+/// The value of option `key` (`--key=V` or `--key V`), once per command.
+static Error optionValue(int argc, char **argv, int &i,
+                         std::set<std::string> &seen, const std::string &key,
+                         std::string &dst) {
+  std::string a = argv[i];
+  if (key != "--input" && !seen.insert(key).second)
+    return {key + " given twice"};
+  size_t eq = a.find('=');
+  if (eq != std::string::npos && key != "--input") {
+    dst = a.substr(eq + 1);
+    return {};
+  }
+  if (i + 1 >= argc)
+    return {key + " needs a value (see --help)"};
+  dst = argv[++i];
+  return {};
+}
+
+static Error parseOption(int argc, char **argv, int &i,
+                         std::set<std::string> &seen, Options &o) {
+  std::string a = argv[i], key = a.substr(0, a.find('=')), v;
+  if (key == "--input" && a != "--input")
+    key = "--input=";
+  static const std::set<std::string> valued = {
+      "--entry", "--input", "--seed", "--output-dir", "--bench", "--device",
+      "--compile-flags"};
+  if (!valued.count(key)) {
+    if ((a == "--check" || a == "--list") && !seen.insert(a).second)
+      return {a + " given twice"};
+    if (a == "--check" || a == "--list")
+      return (a == "--check" ? o.check : o.list) = true, Error{};
+    return {"unknown option '" + a + "' (see --help)"};
+  }
+  if (Error e = optionValue(argc, argv, i, seen, key, v))
+    return e;
+  uint64_t n = 0;
+  if (key == "--entry") {
+    o.entryName = v;
+  } else if (key == "--input") {
+    size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+      return {"--input expects NAME=FILE.npy, found '" + v + "'"};
+    if (!o.inputFiles.emplace(v.substr(0, eq), v.substr(eq + 1)).second)
+      return {"input '" + v.substr(0, eq) + "' given twice (--input)"};
+  } else if (key == "--seed") {
+    if (Error e = parseUnsigned(key, v, UINT64_MAX, o.seed))
+      return e;
+  } else if (key == "--output-dir") {
+    if (v.empty())
+      return {"--output-dir needs a directory, found ''"};
+    o.outputDir = v;
+  } else if (key == "--bench") {
+    if (Error e = parseUnsigned(key, v, 100000, n); e || n < 1)
+      return {"--bench expects a count in [1, 100000], found '" + v + "'"};
+    o.bench = static_cast<long>(n);
+  } else if (key == "--device") {
+    o.device = v;
+  } else {
+    o.compileFlagsGiven = true;
+    return splitWords(v, o.compileFlags);
+  }
+  return {};
+}
+
+/// Parses the command line; `done` when it was --help.
+static Error parseArgs(int argc, char **argv, Options &o, bool &done) {
+  std::set<std::string> seen;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto value = [&](std::string &dst) -> bool {
-      size_t eq = a.find('=');
-      if (eq != std::string::npos && a.rfind("--", 0) == 0 &&
-          a.compare(0, eq, "--input") != 0) {
-        dst = a.substr(eq + 1);
-        return true;
-      }
-      if (i + 1 >= argc)
-        return false;
-      dst = argv[++i];
-      return true;
-    };
-    std::string v;
-    auto key = a.substr(0, a.find('='));
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
-      return 0;
-    } else if (key == "--entry") {
-      if (!value(entryName))
-        return fail("--entry needs a name");
-    } else if (a == "--input") {
-      if (i + 1 >= argc)
-        return fail("--input needs NAME=FILE.npy");
-      v = argv[++i];
-      size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
-        return fail("--input expects NAME=FILE.npy, found '" + v + "'");
-      inputFiles[v.substr(0, eq)] = v.substr(eq + 1);
-    } else if (key == "--seed") {
-      if (!value(v))
-        return fail("--seed needs a number");
-      char *end;
-      seed = std::strtoull(v.c_str(), &end, 10);
-      if (*end || v.empty())
-        return fail("--seed expects a non-negative integer, found '" + v + "'");
-    } else if (key == "--output-dir") {
-      if (!value(outputDir))
-        return fail("--output-dir needs a directory");
-    } else if (a == "--check") {
-      check = true;
-    } else if (a == "--list") {
-      list = true;
-    } else if (key == "--bench") {
-      if (!value(v))
-        return fail("--bench needs a count");
-      char *end;
-      bench = std::strtol(v.c_str(), &end, 10);
-      if (*end || v.empty() || bench < 1 || bench > 100000)
-        return fail("--bench expects a count in [1, 100000], found '" + v +
-                    "'");
-    } else if (key == "--device") {
-      if (!value(device))
-        return fail("--device needs cpu or cuda[:N]");
-    } else if (key == "--compile-flags") {
-      if (!value(compileFlags))
-        return fail("--compile-flags needs a string");
-    } else if (a.rfind("-", 0) == 0) {
-      return fail("unknown option '" + a + "' (see --help)");
-    } else if (artifactPath.empty()) {
-      artifactPath = a;
+      done = true;
+      return {};
+    }
+    if (a.rfind("-", 0) == 0 && a.size() > 1) {
+      if (Error e = parseOption(argc, argv, i, seen, o))
+        return e;
+    } else if (o.artifactPath.empty()) {
+      o.artifactPath = a;
     } else {
-      return fail("more than one artifact given ('" + artifactPath + "' and '" +
-                  a + "')");
+      return {"more than one artifact given ('" + o.artifactPath + "' and '" +
+              a + "')"};
     }
   }
-  if (artifactPath.empty())
-    return fail("no artifact given (see --help)");
+  if (o.artifactPath.empty())
+    return {"no artifact given (see --help)"};
+  return {};
+}
+
+static bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Runs attn-compile (next to this executable) on `graph` into `so`, with
+/// an argument vector: nothing goes through a shell.
+static Error compileGraph(const std::string &graph,
+                          const std::vector<std::string> &flags,
+                          const std::string &so) {
+  std::vector<std::string> args = {selfDir() + "/attn-compile", graph, "-o",
+                                   so};
+  args.insert(args.end(), flags.begin(), flags.end());
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  if (rc != 0)
+    return {"cannot run '" + args[0] + "': " + std::strerror(rc)};
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    continue;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return {"compiling '" + graph + "' failed"};
+  return {};
+}
+
+/// The artifact of `o.artifactPath`: loaded, or a graph compiled first (in
+/// a private temporary directory, removed once the artifact is mapped).
+static Error loadArtifact(const Options &o, std::unique_ptr<Artifact> &art) {
   struct stat st;
-  if (stat(artifactPath.c_str(), &st) != 0)
-    return fail("cannot open '" + artifactPath + "'");
-
-  // A graph is compiled first.
-  std::string tmpSo;
-  if (artifactPath.size() > 5 &&
-      artifactPath.compare(artifactPath.size() - 5, 5, ".mlir") == 0) {
-    char tmpl[] = "/tmp/attn-run-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd < 0)
-      return fail("cannot create a temporary file");
-    close(fd);
-    tmpSo = std::string(tmpl) + ".so";
-    std::rename(tmpl, tmpSo.c_str());
-    std::string cmd = "'" + selfDir() + "/attn-compile' '" + artifactPath +
-                      "' -o '" + tmpSo + "' " + compileFlags;
-    if (std::system(cmd.c_str()) != 0) {
-      std::remove(tmpSo.c_str());
-      return fail("compiling '" + artifactPath + "' failed");
-    }
-    artifactPath = tmpSo;
+  if (stat(o.artifactPath.c_str(), &st) != 0)
+    return {"cannot open '" + o.artifactPath + "'"};
+  if (!endsWith(o.artifactPath, ".mlir")) {
+    if (o.compileFlagsGiven)
+      return {"--compile-flags applies to a .mlir graph; '" + o.artifactPath +
+              "' is already compiled"};
+    return Artifact::load(o.artifactPath, art);
   }
-  std::unique_ptr<Artifact> art;
-  Error err = Artifact::load(artifactPath, art);
-  if (!tmpSo.empty())
-    std::remove(tmpSo.c_str()); // already mapped
-  if (err)
-    return fail(err.message);
+  char tmpl[] = "/tmp/attn-run-XXXXXX";
+  if (!mkdtemp(tmpl))
+    return {"cannot create a temporary directory: " +
+            std::string(std::strerror(errno))};
+  std::string so = std::string(tmpl) + "/graph.so";
+  Error e = compileGraph(o.artifactPath, o.compileFlags, so);
+  if (!e)
+    e = Artifact::load(so, art);
+  std::remove(so.c_str());
+  rmdir(tmpl);
+  return e;
+}
 
-  if (device.empty())
-    device = art->target();
-  int ordinal = 0;
+/// The device to run on, checked against the artifact's target.
+static Error resolveDevice(const Options &o, const Artifact &art,
+                           std::string &device, int &ordinal) {
+  device = o.device.empty() ? art.target() : o.device;
+  ordinal = 0;
   if (device.rfind("cuda:", 0) == 0) {
-    char *end;
-    std::string n = device.substr(5);
-    ordinal = static_cast<int>(std::strtol(n.c_str(), &end, 10));
-    if (n.empty() || *end || ordinal < 0)
-      return fail("--device expects cpu, cuda or cuda:N, found '" + device +
-                  "'");
+    uint64_t n = 0;
+    if (parseUnsigned("--device cuda:N", device.substr(5), 1023, n))
+      return {"--device expects cpu, cuda or cuda:N, found '" + device + "'"};
+    ordinal = static_cast<int>(n);
     device = "cuda";
   }
   if (device != "cpu" && device != "cuda")
-    return fail("--device expects cpu, cuda or cuda:N, found '" + device + "'");
-  if (device != art->target())
-    return fail("the artifact was built for target '" + art->target() +
-                "'; it cannot run on --device " + device +
-                " (recompile with attn-compile --target=" + device + ")");
+    return {"--device expects cpu, cuda or cuda:N, found '" + device + "'"};
+  if (device != art.target())
+    return {"the artifact was built for target '" + art.target() +
+            "'; it cannot run on --device " + device +
+            " (recompile with attn-compile --target=" + device + ")"};
+  return {};
+}
 
-  if (list) {
-    for (const EntryInfo &e : art->entries()) {
-      std::printf("entry %s%s\n", e.name.c_str(),
-                  e.op.kind.empty() ? "" : (" (" + e.op.kind + ")").c_str());
-      for (const ArgInfo &a : e.inputs)
-        std::printf("  in  %-8s %-4s %s\n", a.name.c_str(), dtypeName(a.dtype),
-                    formatShape(a.shape).c_str());
-      for (const ArgInfo &a : e.outputs)
-        std::printf("  out %-8s %-4s %s\n", a.name.c_str(), dtypeName(a.dtype),
-                    formatShape(a.shape).c_str());
-      if (art->target() == "cuda") {
-        const KernelInfo &k = e.kernel;
-        std::printf("  kernel %s (%s, %lld bytes): grid %lldx%lldx%lld, "
-                    "block %lldx%lldx%lld, %lld bytes of shared memory\n",
-                    k.name.c_str(), k.format.c_str(), (long long)k.imageSize,
-                    (long long)k.grid[0], (long long)k.grid[1],
-                    (long long)k.grid[2], (long long)k.block[0],
-                    (long long)k.block[1], (long long)k.block[2],
-                    (long long)k.sharedBytes);
-      }
-    }
-    return 0;
+static void listEntries(const Artifact &art) {
+  for (const EntryInfo &e : art.entries()) {
+    std::printf("entry %s%s\n", e.name.c_str(),
+                e.op.kind.empty() ? "" : (" (" + e.op.kind + ")").c_str());
+    for (const ArgInfo &a : e.inputs)
+      std::printf("  in  %-8s %-4s %s\n", a.name.c_str(), dtypeName(a.dtype),
+                  formatShape(a.shape).c_str());
+    for (const ArgInfo &a : e.outputs)
+      std::printf("  out %-8s %-4s %s\n", a.name.c_str(), dtypeName(a.dtype),
+                  formatShape(a.shape).c_str());
+    if (art.target() != "cuda")
+      continue;
+    const KernelInfo &k = e.kernel;
+    std::printf("  kernel %s (%s, %lld bytes): grid %lldx%lldx%lld, "
+                "block %lldx%lldx%lld, %lld bytes of shared memory\n",
+                k.name.c_str(), k.format.c_str(), (long long)k.imageSize,
+                (long long)k.grid[0], (long long)k.grid[1],
+                (long long)k.grid[2], (long long)k.block[0],
+                (long long)k.block[1], (long long)k.block[2],
+                (long long)k.sharedBytes);
   }
-  const EntryInfo *entry =
-      entryName.empty() ? &art->entries().front() : art->find(entryName);
+}
+
+static Error findEntry(const Options &o, const Artifact &art,
+                       const EntryInfo *&entry) {
+  entry = o.entryName.empty() ? &art.entries().front()
+                              : art.find(o.entryName);
   if (!entry) {
     std::string names;
-    for (const EntryInfo &e : art->entries())
+    for (const EntryInfo &e : art.entries())
       names += (names.empty() ? "" : ", ") + e.name;
-    return fail("no entry '" + entryName +
-                "' in the artifact (entries: " + names + ")");
+    return {"no entry '" + o.entryName + "' in the artifact (entries: " +
+            names + ")"};
   }
+  for (const auto &given : o.inputFiles) {
+    if (std::any_of(entry->inputs.begin(), entry->inputs.end(),
+                    [&](const ArgInfo &a) { return a.name == given.first; }))
+      continue;
+    std::string names;
+    for (const ArgInfo &a : entry->inputs)
+      names += (names.empty() ? "" : ", ") + a.name;
+    return {"entry '" + entry->name + "' has no input '" + given.first +
+            "' (inputs: " + names + ")"};
+  }
+  return {};
+}
 
-  // Inputs: files or seeded random values.
-  for (const auto &given : inputFiles) {
-    const std::string &name = given.first;
-    bool known = std::any_of(entry->inputs.begin(), entry->inputs.end(),
-                             [&](const ArgInfo &a) { return a.name == name; });
-    if (!known) {
-      std::string names;
-      for (const ArgInfo &a : entry->inputs)
-        names += (names.empty() ? "" : ", ") + a.name;
-      return fail("entry '" + entry->name + "' has no input '" + name +
-                  "' (inputs: " + names + ")");
-    }
-  }
-  // Refuse what cannot fit before allocating anything.
+/// Inputs (files or seeded random values) and outputs, after refusing what
+/// cannot fit in memory.
+static Error makeBuffers(const Options &o, const EntryInfo &entry,
+                         std::vector<Tensor> &inputs,
+                         std::vector<Tensor> &outputs) {
   double totalBytes = 0;
-  for (const auto *args : {&entry->inputs, &entry->outputs})
+  for (const auto *args : {&entry.inputs, &entry.outputs})
     for (const ArgInfo &a : *args) {
       double n = static_cast<double>(dtypeSize(a.dtype));
       for (int64_t d : a.shape)
@@ -307,111 +414,158 @@ int main(int argc, char **argv) {
   double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
                     static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (physical > 0 && totalBytes > physical)
-    return fail("the inputs and outputs of '" + entry->name + "' need " +
-                std::to_string(static_cast<long long>(totalBytes / 1e9)) +
-                " GB; this machine has " +
-                std::to_string(static_cast<long long>(physical / 1e9)) + " GB");
-  InputGenerator random(seed);
-  std::vector<Tensor> inputs;
-  for (const ArgInfo &a : entry->inputs) {
+    return {"the inputs and outputs of '" + entry.name + "' need " +
+            std::to_string(static_cast<long long>(totalBytes / 1e9)) +
+            " GB; this machine has " +
+            std::to_string(static_cast<long long>(physical / 1e9)) + " GB"};
+  InputGenerator random(o.seed);
+  for (const ArgInfo &a : entry.inputs) {
     Tensor t;
-    auto it = inputFiles.find(a.name);
-    if (it != inputFiles.end()) {
-      if (Error e = readNpy(it->second, t))
-        return fail("input '" + a.name + "': " + e.message);
-      if (t.dtype != a.dtype || t.shape != a.shape)
-        return fail("input '" + a.name + "' from '" + it->second + "' is " +
-                    dtypeName(t.dtype) + " " + formatShape(t.shape) +
-                    ", expected " + dtypeName(a.dtype) + " " +
-                    formatShape(a.shape));
-    } else {
-      t = random.make(a, entry->op);
-    }
+    auto it = o.inputFiles.find(a.name);
+    if (it == o.inputFiles.end())
+      t = random.make(a, entry.op);
+    else if (Error e = readNpy(it->second, t, &a))
+      return {"input '" + a.name + "': " + e.message};
     inputs.push_back(std::move(t));
   }
-  std::vector<Tensor> outputs;
-  for (const ArgInfo &a : entry->outputs) {
+  for (const ArgInfo &a : entry.outputs) {
     Tensor t;
     t.dtype = a.dtype;
     t.shape = a.shape;
     t.data.resize(t.numElements() * dtypeSize(t.dtype));
     outputs.push_back(std::move(t));
   }
-  double ioMiB = 0;
+  return {};
+}
+
+/// Every output as DIR/NAME.npy, all or none.
+static Error writeOutputs(const std::string &dir, const EntryInfo &entry,
+                          const std::vector<Tensor> &outputs) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 && mkdir(dir.c_str(), 0755) != 0)
+    return {"cannot create output directory '" + dir +
+            "': " + std::strerror(errno)};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return {"--output-dir '" + dir + "' is not a directory"};
+  std::vector<std::pair<std::string, const Tensor *>> files;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    files.push_back({dir + "/" + entry.outputs[i].name + ".npy", &outputs[i]});
+  if (Error e = writeNpys(files))
+    return e;
+  for (const auto &[path, t] : files)
+    std::printf("wrote %s (%s %s)\n", path.c_str(), dtypeName(t->dtype),
+                formatShape(t->shape).c_str());
+  return {};
+}
+
+/// --check: 0 when every output passes, 1 when one fails.
+static Error checkAll(const EntryInfo &entry, const std::vector<Tensor> &in,
+                      const std::vector<Tensor> &out, int &status) {
+  std::vector<CheckResult> results;
+  if (Error e = checkOutputs(entry, in, out, results))
+    return e;
+  for (size_t o = 0; o < results.size(); ++o) {
+    std::printf("%s\n", formatCheck(entry.outputs[o].name, results[o]).c_str());
+    if (!results[o].ok)
+      status = 1;
+  }
+  return {};
+}
+
+static Error benchCuda(CudaSession &cuda, const EntryInfo &entry, long n) {
+  std::vector<double> ms;
+  if (Error e = cuda.bench(entry, n, ms))
+    return e;
+  std::sort(ms.begin(), ms.end());
+  double median = ms[ms.size() / 2];
+  std::printf("bench %s: median %.4f ms over %ld launches (min %.4f ms, "
+              "CUDA events)",
+              entry.name.c_str(), median, n, ms[0]);
+  if (entry.op.kind == "sdpa")
+    std::printf(", %.3g TFLOP/s", sdpaFlops(entry) / (median * 1e-3) / 1e12);
+  std::printf("\n");
+  return {};
+}
+
+static void benchCpu(const Artifact &art, const EntryInfo &entry,
+                     const std::vector<Tensor> &inputs,
+                     std::vector<Tensor> &outputs, long n, double rssStart) {
+  std::vector<double> times;
+  for (long it = 0; it < n; ++it) {
+    auto t0 = std::chrono::steady_clock::now();
+    (void)art.call(entry, inputs, outputs);
+    auto t1 = std::chrono::steady_clock::now();
+    times.push_back(std::chrono::duration<double>(t1 - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  double median = times[times.size() / 2], ioMiB = 0;
   for (const Tensor &t : inputs)
     ioMiB += t.data.size() / 1048576.0;
   for (const Tensor &t : outputs)
     ioMiB += t.data.size() / 1048576.0;
+  std::printf("bench %s: median %.3f ms over %ld runs (min %.3f ms)",
+              entry.name.c_str(), median * 1e3, n, times[0] * 1e3);
+  if (entry.op.kind == "sdpa")
+    std::printf(", %.1f GFLOP/s", sdpaFlops(entry) / median / 1e9);
+  // Peak memory of the process beyond its start-up footprint and the
+  // input/output buffers: what the kernel itself needed.
+  double peak = peakRssMiB();
+  std::printf(", peak RSS %.1f MiB (%.1f MiB beyond start-up and the "
+              "%.1f MiB of inputs and outputs)\n",
+              peak, std::max(0.0, peak - rssStart - ioMiB), ioMiB);
+}
 
+/// Runs the entry once (where the options say), writes, checks, benches.
+static Error run(const Options &o, const Artifact &art, double rssStart,
+                 int &status) {
+  std::string device;
+  int ordinal = 0;
+  const EntryInfo *entry = nullptr;
+  if (Error e = resolveDevice(o, art, device, ordinal))
+    return e;
+  if (o.list)
+    return listEntries(art), Error{};
+  if (Error e = findEntry(o, art, entry))
+    return e;
+  std::vector<Tensor> inputs, outputs;
+  if (Error e = makeBuffers(o, *entry, inputs, outputs))
+    return e;
   std::unique_ptr<CudaSession> cuda;
   if (device == "cuda") {
     if (Error e = CudaSession::open(ordinal, cuda))
-      return fail(e.message);
+      return e;
     std::printf("device %s\n", cuda->describe().c_str());
-    if (Error e = cuda->run(*art, *entry, inputs, outputs))
-      return fail(e.message);
-  } else if (Error e = art->call(*entry, inputs, outputs)) {
+    if (Error e = cuda->run(art, *entry, inputs, outputs))
+      return e;
+  } else if (Error e = art.call(*entry, inputs, outputs)) {
+    return e;
+  }
+  if (!o.outputDir.empty())
+    if (Error e = writeOutputs(o.outputDir, *entry, outputs))
+      return e;
+  if (o.check)
+    if (Error e = checkAll(*entry, inputs, outputs, status))
+      return e;
+  if (o.bench > 0 && cuda)
+    return benchCuda(*cuda, *entry, o.bench);
+  if (o.bench > 0)
+    benchCpu(art, *entry, inputs, outputs, o.bench, rssStart);
+  return {};
+}
+
+int main(int argc, char **argv) {
+  double rssStart = procStatusMiB("VmRSS");
+  Options options;
+  bool done = false;
+  if (Error e = parseArgs(argc, argv, options, done))
     return fail(e.message);
-  }
-
-  if (!outputDir.empty()) {
-    if (stat(outputDir.c_str(), &st) != 0 && mkdir(outputDir.c_str(), 0755))
-      return fail("cannot create output directory '" + outputDir + "'");
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      std::string path = outputDir + "/" + entry->outputs[i].name + ".npy";
-      if (Error e = writeNpy(path, outputs[i]))
-        return fail(e.message);
-      std::printf("wrote %s (%s %s)\n", path.c_str(),
-                  dtypeName(outputs[i].dtype),
-                  formatShape(outputs[i].shape).c_str());
-    }
-  }
-
+  if (done)
+    return 0;
+  std::unique_ptr<Artifact> art;
+  if (Error e = loadArtifact(options, art))
+    return fail(e.message);
   int status = 0;
-  if (check) {
-    std::vector<CheckResult> results;
-    if (Error e = checkOutputs(*entry, inputs, outputs, results))
-      return fail(e.message);
-    for (size_t o = 0; o < results.size(); ++o) {
-      std::printf("%s\n",
-                  formatCheck(entry->outputs[o].name, results[o]).c_str());
-      if (!results[o].ok)
-        status = 1;
-    }
-  }
-
-  if (bench > 0 && cuda) {
-    std::vector<double> ms;
-    if (Error e = cuda->bench(*entry, bench, ms))
-      return fail(e.message);
-    std::sort(ms.begin(), ms.end());
-    double median = ms[ms.size() / 2];
-    std::printf("bench %s: median %.4f ms over %ld launches (min %.4f ms, "
-                "CUDA events)",
-                entry->name.c_str(), median, bench, ms[0]);
-    if (entry->op.kind == "sdpa")
-      std::printf(", %.3g TFLOP/s", sdpaFlops(*entry) / (median * 1e-3) / 1e12);
-    std::printf("\n");
-  } else if (bench > 0) {
-    std::vector<double> times;
-    for (long it = 0; it < bench; ++it) {
-      auto t0 = std::chrono::steady_clock::now();
-      art->call(*entry, inputs, outputs);
-      auto t1 = std::chrono::steady_clock::now();
-      times.push_back(std::chrono::duration<double>(t1 - t0).count());
-    }
-    std::sort(times.begin(), times.end());
-    double median = times[times.size() / 2];
-    std::printf("bench %s: median %.3f ms over %ld runs (min %.3f ms)",
-                entry->name.c_str(), median * 1e3, bench, times[0] * 1e3);
-    if (entry->op.kind == "sdpa")
-      std::printf(", %.1f GFLOP/s", sdpaFlops(*entry) / median / 1e9);
-    // Peak memory of the process beyond its start-up footprint and the
-    // input/output buffers: what the kernel itself needed.
-    double peak = peakRssMiB();
-    std::printf(", peak RSS %.1f MiB (%.1f MiB beyond start-up and the "
-                "%.1f MiB of inputs and outputs)\n",
-                peak, std::max(0.0, peak - rssStart - ioMiB), ioMiB);
-  }
+  if (Error e = run(options, *art, rssStart, status))
+    return fail(e.message);
   return status;
 }

@@ -5,9 +5,72 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <iterator>
+#include <string>
 
 namespace mlir {
 namespace attn {
+
+/// A GPU the CUDA pipeline compiles for.
+struct CudaChip {
+  llvm::StringLiteral name;
+  /// The oldest PTX ISA version that knows the chip, numbered as LLVM's
+  /// features are (78: PTX 7.8, `+ptx78`); the default when no PTX features
+  /// are given.
+  unsigned minPtx;
+  /// Shared memory one block may use with opt-in, in bytes.
+  int64_t sharedMemoryPerBlock;
+};
+
+/// The supported chips, the one table the pipeline, attn-compile and
+/// attn-gpu-flash read. The kernel needs cp.async, ldmatrix and mma.sync
+/// m16n8k16, so sm_80 and newer; listed are the chips that both LLVM 22's
+/// NVPTX backend and CUDA 13's ptxas accept (not sm_101, which CUDA 13
+/// renamed sm_110). Shared memory is the CUDA programming guide's opt-in
+/// limit per compute capability (sm_88, not listed there, is given the
+/// 99 KB of the other consumer parts).
+inline constexpr CudaChip kCudaChips[] = {
+    {"sm_80", 70, 166912},   {"sm_86", 71, 101376},  {"sm_87", 74, 166912},
+    {"sm_88", 90, 101376},   {"sm_89", 78, 101376},  {"sm_90", 78, 232448},
+    {"sm_90a", 80, 232448},  {"sm_100", 86, 232448}, {"sm_100a", 86, 232448},
+    {"sm_100f", 88, 232448}, {"sm_103", 88, 232448}, {"sm_103a", 88, 232448},
+    {"sm_103f", 88, 232448}, {"sm_110", 90, 232448}, {"sm_110a", 90, 232448},
+    {"sm_110f", 90, 232448}, {"sm_120", 87, 101376}, {"sm_120a", 87, 101376},
+    {"sm_120f", 88, 101376}, {"sm_121", 88, 101376}, {"sm_121a", 88, 101376},
+    {"sm_121f", 88, 101376},
+};
+
+/// The table entry of `name`, or null when the chip is not supported.
+inline const CudaChip *lookupCudaChip(llvm::StringRef name) {
+  const CudaChip *chip = llvm::find_if(
+      kCudaChips, [&](const CudaChip &c) { return c.name == name; });
+  return chip == std::end(kCudaChips) ? nullptr : chip;
+}
+
+/// "unsupported chip 'sm_70': ... supported chips: sm_80, ...", the
+/// diagnostic for a chip lookupCudaChip does not know.
+inline std::string describeUnsupportedCudaChip(llvm::StringRef name) {
+  std::string text = "unsupported chip '" + name.str() +
+                     "': the kernel needs cp.async, ldmatrix and mma.sync "
+                     "m16n8k16 (sm_80 or newer); supported chips: ";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(kCudaChips, os,
+                        [&](const CudaChip &c) { os << c.name; });
+  return text;
+}
+
+/// The PTX features to compile `chip` with: `features` when it is an
+/// LLVM-style comma-separated list of `+ptxNN` items giving one PTX ISA
+/// version LLVM knows, at least the chip's minimum; the chip's minimum
+/// `+ptxNN` when `features` is empty. An error says what was expected and
+/// what was found.
+llvm::Expected<std::string> resolveCudaTarget(llvm::StringRef chip,
+                                              llvm::StringRef features);
 
 /// Options of the CPU pipeline (`attn-opt --attn-cpu-pipeline="..."`).
 struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
@@ -43,27 +106,29 @@ void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options);
 /// Options of the CUDA pipeline (`attn-opt --attn-gpu-pipeline="..."`).
 struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   PassOptions::Option<std::string> chip{
-      *this, "chip", llvm::cl::desc("Target chip (sm_80, sm_86, sm_89, sm_90)"),
+      *this, "chip",
+      llvm::cl::desc("Target chip, sm_80 or newer (sm_80, sm_86, sm_89, "
+                     "sm_90, sm_100, sm_120, ...)"),
       llvm::cl::init("sm_90")};
   PassOptions::Option<std::string> features{
       *this, "features",
-      llvm::cl::desc("PTX features (the PTX ISA version: +ptx80 is the "
-                     "oldest that knows sm_90)"),
-      llvm::cl::init("+ptx80")};
-  PassOptions::Option<int64_t> warps{
-      *this, "warps", llvm::cl::desc("Warps per thread block"),
-      llvm::cl::init(4)};
+      llvm::cl::desc("PTX features: +ptxNN selects PTX ISA N.N (empty: the "
+                     "oldest version the chip supports, +ptx78 for sm_90)"),
+      llvm::cl::init("")};
+  PassOptions::Option<int64_t> warps{*this, "warps",
+                                     llvm::cl::desc("Warps per thread block"),
+                                     llvm::cl::init(4)};
   PassOptions::Option<int64_t> rowTiles{
-      *this, "row-tiles",
-      llvm::cl::desc("16-row m-tiles per warp (1 or 2)"), llvm::cl::init(1)};
+      *this, "row-tiles", llvm::cl::desc("16-row m-tiles per warp (1 or 2)"),
+      llvm::cl::init(1)};
   PassOptions::Option<int64_t> kvBlock{
       *this, "kv-block",
       llvm::cl::desc("Key/value rows per shared-memory tile (0: the largest "
                      "of 64, 32, 16 that fits the chip)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> stages{
-      *this, "stages",
-      llvm::cl::desc("K/V shared-memory buffers (1 or 2)"), llvm::cl::init(2)};
+      *this, "stages", llvm::cl::desc("K/V shared-memory buffers (1 or 2)"),
+      llvm::cl::init(2)};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",
       llvm::cl::desc("CUDA toolkit: ptxas for cubins, libdevice for the "
@@ -75,13 +140,23 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                      "(cubin, needs ptxas), fatbin, llvm (NVVM IR), none "
                      "(stop before gpu-module-to-binary)"),
       llvm::cl::init("isa")};
+
+  /// Parses `options` as PassOptions::parseFromString does, then checks the
+  /// chip and the PTX features (resolveCudaTarget). It hides the base
+  /// version: PassPipelineRegistration calls parseFromString on the concrete
+  /// options type, so `--attn-gpu-pipeline=chip=sm_70` is an error instead
+  /// of an LLVM crash in the NVPTX backend.
+  LogicalResult parseFromString(StringRef options,
+                                raw_ostream &errorStream = llvm::errs());
 };
 
 /// attn ops on tensors -> one fused kernel per single-attn.sdpa function:
 /// attn-gpu-flash (gpu.launch of the tensor-core kernel), kernel outlining,
 /// NVVM target, nvgpu/gpu to NVVM, and gpu-module-to-binary. The host
 /// functions keep their gpu.launch_func: the artifact's runtime launches the
-/// kernels through the CUDA driver from the launch description.
+/// kernels through the CUDA driver from the launch description. The chip
+/// and features must pass resolveCudaTarget (parseFromString and
+/// attn-compile check them first); anything else is a fatal error.
 void buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options);
 
 /// Registers `attn-cpu-pipeline` and `attn-gpu-pipeline` with attn-opt.

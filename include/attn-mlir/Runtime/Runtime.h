@@ -10,7 +10,9 @@
 #define ATTN_MLIR_RUNTIME_RUNTIME_H
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,15 +39,22 @@ struct Error {
   explicit operator bool() const { return !message.empty(); }
 };
 
-Error readNpy(const std::string &path, Tensor &out);
-/// Writes to `path.tmp` then renames, so no half-written file is left.
-Error writeNpy(const std::string &path, const Tensor &t);
-
 struct ArgInfo {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
 };
+
+/// Reads a .npy file. Its header is checked against `expect` (when given)
+/// and against the file's size before anything is allocated.
+Error readNpy(const std::string &path, Tensor &out,
+              const ArgInfo *expect = nullptr);
+/// Writes every (path, tensor) to a new temporary beside it (O_EXCL, so no
+/// planted file or link is followed), then renames them all into place:
+/// when any write fails, no file is replaced.
+Error writeNpys(
+    const std::vector<std::pair<std::string, const Tensor *>> &files);
+Error writeNpy(const std::string &path, const Tensor &t);
 
 /// Attention semantics of a single-op graph (for the fp64 reference).
 struct OpInfo {
@@ -93,12 +102,42 @@ private:
   void *handle_ = nullptr;
   std::string target_ = "cpu";
   std::vector<EntryInfo> entries_;
-  std::vector<const void *> images_;
+  std::vector<void *> images_;
   std::vector<void *> fns_;
 };
 
+/// Parses artifact metadata (attn-mlir/Artifact/Format.h): every record,
+/// number and field checked, the checksum verified, and the entries
+/// validated (validateEntries).
 Error parseMetadata(const std::string &text, std::vector<EntryInfo> &out,
                     std::string *target = nullptr);
+
+/// What the metadata says must hold for the runtime to call an entry
+/// safely: names, positive dimensions and sizes that fit in memory, at most
+/// 12 arguments, and for an attention op the shapes its reference (and the
+/// compiled code) index with.
+Error validateEntries(const std::vector<EntryInfo> &entries,
+                      const std::string &target);
+
+/// The defined symbols of a shared object, read from its file.
+struct SharedObject {
+  std::set<std::string> functions;
+  std::map<std::string, std::string> objects; ///< name -> the bytes
+};
+
+/// Checks, without loading it, that `path` is an ELF shared object of this
+/// machine whose headers, segments and sections lie inside the file (dlopen
+/// of a truncated one dies of SIGBUS); with `withSymbols`, reads .dynsym.
+Error inspectSharedObject(const std::string &path, SharedObject &out,
+                          bool withSymbols);
+
+/// Everything checked of an artifact before it is dlopen'ed: the ELF, the
+/// metadata read from the file (parsed and validated), each CPU entry a
+/// function defined in the artifact itself and each CUDA kernel image
+/// present. What it cannot check: that the code does what the metadata
+/// says. An artifact is code; load only artifacts you trust.
+Error checkArtifactFile(const std::string &path,
+                        std::vector<EntryInfo> &entries, std::string &target);
 
 /// A CUDA device driven through the driver API, which is loaded with dlopen
 /// (`libcuda.so.1`, or $ATTN_CUDA_DRIVER) when a session opens: nothing
@@ -125,9 +164,13 @@ private:
 };
 
 /// fp64 reference of the entry's op on `inputs` (each output in double).
+/// With `scales`, also the magnitude each output element is made of
+/// (attn.sdpa's output: sum_j p_j |v_j|; softmax: the value), empty for
+/// outputs without one, for the relative criterion of compare().
 Error reference(const EntryInfo &entry, const std::vector<Tensor> &inputs,
                 std::vector<std::vector<double>> &outputs,
-                bool roundLikeDtype = false);
+                bool roundLikeDtype = false,
+                std::vector<std::vector<double>> *scales = nullptr);
 
 /// `v` rounded to the nearest value of `t` (as a double).
 double roundToDType(DType t, double v);
@@ -135,6 +178,7 @@ double roundToDType(DType t, double v);
 /// The verdict of `attn-run --check` on one output.
 struct CheckResult {
   double maxError = 0, tolerance = 0;
+  double maxRelError = 0, relTolerance = 0; ///< 0: no relative criterion
   bool ok = false;
 };
 
@@ -168,9 +212,12 @@ std::string formatCheck(const std::string &name, const CheckResult &r);
 /// exact result to the output type, which only matters for values whose
 /// ulp exceeds the absolute tolerance (logits of 1e4: an LSE of 4e4 has an
 /// f32 ulp of 0.004), and a naive value that overflowed counts as that
-/// rounding error.
+/// rounding error. With `scale` (reference()), a relative criterion too:
+/// per row, the error against the magnitude the row is made of must stay
+/// below 1e-3 (f32) or twice the naive evaluation's + 4 ulp (f16/bf16).
 CheckResult compare(const Tensor &got, const std::vector<double> &ref,
-                    const std::vector<double> *naive);
+                    const std::vector<double> *naive,
+                    const std::vector<double> *scale = nullptr);
 
 } // namespace attn::rt
 

@@ -3,7 +3,12 @@
 // RUN: attn-opt %s --linalg-generalize-named-ops --attn-cpu-vectorize-matmul -split-input-file | FileCheck %s
 // RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16 rows=4 cols=1" -split-input-file | FileCheck %s --check-prefix=W16
 // RUN: not attn-opt %s -split-input-file --attn-cpu-vectorize-matmul="rows=0" 2>&1 | FileCheck %s --check-prefix=BADOPT
-// BADOPT: attn-cpu-vectorize-matmul: vector-width, rows and cols must be >= 1
+// BADOPT: attn-cpu-vectorize-matmul: vector-width, rows and cols must be in [1, 64], found 8, 0 and 2
+// A vector width of 2^63-1 ran LLVM out of memory, rows of 4.6e18 hung.
+// RUN: not attn-opt %s -split-input-file --attn-cpu-vectorize-matmul="vector-width=9223372036854775807" 2>&1 | FileCheck %s --check-prefix=HUGEW
+// HUGEW: attn-cpu-vectorize-matmul: vector-width, rows and cols must be in [1, 64], found 9223372036854775807,
+// RUN: not attn-opt %s -split-input-file --attn-cpu-vectorize-matmul="rows=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=HUGER
+// HUGER: must be in [1, 64], found {{[0-9]+}}, 4611686018427387904 and
 
 #map_a = affine_map<(i, k, j) -> (i, k)>
 #map_b = affine_map<(i, k, j) -> (k, j)>

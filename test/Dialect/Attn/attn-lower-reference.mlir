@@ -37,9 +37,15 @@
 // CHECK: %[[SAFE:.*]] = arith.select %[[ISNEG]], %[[ZERO]]
 // CHECK: arith.subf %{{.*}}, %[[SAFE]]
 // CHECK: math.exp
-// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<1x8x16x32xf32>)
-// CHECK: arith.addf
-// CHECK: %[[PV:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[$VMAP]], #{{.*}}], {{.*}} ins(%[[P]], %[[V]] : tensor<1x8x16x32xf32>, tensor<1x2x32x48xf16>) outs(%{{.*}} : tensor<1x8x16x48xf32>)
+// The sums over keys accumulate in f64 (an f32 sum of 2^24 terms stalls)
+// and are rounded to f32 once.
+// CHECK: %[[SUM64:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<1x8x16x32xf32>) outs(%{{.*}} : tensor<1x8x16xf64>)
+// CHECK: arith.extf %{{.*}} : f32 to f64
+// CHECK: arith.addf %{{.*}} : f64
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[SUM64]] : tensor<1x8x16xf64>) outs(%{{.*}} : tensor<1x8x16xf32>)
+// CHECK: arith.truncf
+// CHECK: %[[PV64:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[$VMAP]], #{{.*}}], {{.*}} ins(%[[P]], %[[V]] : tensor<1x8x16x32xf32>, tensor<1x2x32x48xf16>) outs(%{{.*}} : tensor<1x8x16x48xf64>)
+// CHECK: %[[PV:.*]] = linalg.generic {{.*}} ins(%[[PV64]] : tensor<1x8x16x48xf64>) outs(%{{.*}} : tensor<1x8x16x48xf32>)
 // CHECK: %[[O:.*]] = linalg.generic {{.*}} ins(%[[PV]], %[[SUM]] : {{.*}}) outs(%{{.*}} : tensor<1x8x16x48xf16>)
 // CHECK: arith.cmpf oeq
 // CHECK: arith.divf

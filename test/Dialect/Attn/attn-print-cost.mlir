@@ -42,7 +42,7 @@
 // SMALL-LABEL: attn-print-cost: model (2 layers)
 // SMALL-NEXT: parameters: 134217728
 // SMALL: verdict: does not fit in 0.001 GB
-// BADOPT: attn-print-cost: layers, q-block and kv-block must be >= 1
+// BADOPT: attn-print-cost: expected layers to be >= 1, found 0
 func.func @mha_4096(%x: tensor<1x2048x4096xf16>, %w: tensor<4096x4096xf16>)
     -> tensor<1x2048x4096xf16> {
   %y = attn.mha %x : tensor<1x2048x4096xf16>

@@ -123,3 +123,46 @@ func.func @dynamic(%q: tensor<1x1x?x8xf32>) -> tensor<1x1x?x8xf32> {
       -> tensor<1x1x?x8xf32>
   return %o : tensor<1x1x?x8xf32>
 }
+
+// -----
+
+// More than 4096 keys: the key loop runs in chunks of 4096 (a multiple of
+// the 16-key block), each an online softmax from (-inf, 0, 0), merged into
+// the running statistics with both sides rescaled to the new maximum, so
+// that no f32 row sum grows past 4096 terms (a sum of 2^24 terms stalls).
+// CHECK-LABEL: func.func @long_keys
+// CHECK: scf.forall
+// CHECK: %[[OUTER:.*]]:3 = scf.for %[[C0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}, %[[ACC:.*]] = %{{.*}})
+// CHECK: %[[HI:.*]] = arith.minsi
+// CHECK: %[[CH:.*]]:3 = scf.for %{{.*}} = %[[C0]] to %[[HI]] step %{{.*}} iter_args
+// CHECK: math.exp
+// CHECK: scf.yield
+// CHECK: %[[AOLD:.*]] = linalg.generic {{.*}} ins(%[[M]], %[[CH]]#0
+// CHECK: math.exp
+// CHECK: %[[ANEW:.*]] = linalg.generic {{.*}} ins(%[[M]], %[[CH]]#0
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} ins(%[[CH]]#0 : {{.*}}) outs(%[[M]] :
+// CHECK: linalg.generic {{.*}} ins(%[[AOLD]], %[[CH]]#1, %[[ANEW]] : {{.*}}) outs(%[[L]] :
+// CHECK: linalg.generic {{.*}} ins(%[[AOLD]], %[[CH]]#2, %[[ANEW]] : {{.*}}) outs(%[[ACC]] :
+// CHECK: scf.yield
+func.func @long_keys(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x10000x8xf32>,
+                     %v: tensor<1x1x10000x8xf32>) -> tensor<1x1x16x8xf32> {
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x16x8xf32>, tensor<1x1x10000x8xf32>, tensor<1x1x10000x8xf32> -> tensor<1x1x16x8xf32>
+  return %o : tensor<1x1x16x8xf32>
+}
+
+// -----
+
+// A scale above 1 is applied in the exponent after the row maximum is
+// subtracted (scores multiplied by 3e38 overflow f32): no scale on Qᵀ,
+// and exp(3e38 · (s - m)).
+// CHECK-LABEL: func.func @huge_scale
+// CHECK-DAG: %[[BIG:.*]] = arith.constant 3.000000e+38 : f32
+// CHECK: %[[D:.*]] = arith.subf
+// CHECK: %[[X:.*]] = arith.mulf %[[D]], %[[BIG]]
+// CHECK: math.exp %[[X]]
+func.func @huge_scale(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x16x8xf32>,
+                      %v: tensor<1x1x16x8xf32>) -> tensor<1x1x16x8xf32> {
+  %o = attn.sdpa %q, %k, %v {scale = 3.0e38 : f32} : tensor<1x1x16x8xf32>, tensor<1x1x16x8xf32>, tensor<1x1x16x8xf32> -> tensor<1x1x16x8xf32>
+  return %o : tensor<1x1x16x8xf32>
+}

@@ -56,9 +56,9 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x16x64xf32>, %v: tensor<1x
 
 // -----
 
-// No key/value head at all.
+// No key/value head at all: the zero-size check covers it.
 func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x0x16x64xf32>, %v: tensor<1x0x16x64xf32>) {
-  // expected-error @+1 {{expected at least one key/value head, found 0}}
+  // expected-error @+1 {{expected every dimension of key to be >= 1, found 0 at dimension 1 (tensor<1x0x16x64xf32>): attention over empty tensors is not supported}}
   %o = attn.sdpa %q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x0x16x64xf32>, tensor<1x0x16x64xf32> -> tensor<1x4x16x64xf32>
   return
 }
@@ -417,9 +417,167 @@ func.func @f(%q: tensor<1x2x16x64xf32>) {
 
 // -----
 
-// A head dim of 0 has no scale (1/sqrt(0)).
+// A head dim of 0 has no scale (1/sqrt(0)): the zero-size check covers it.
 func.func @f(%q: tensor<1x2x16x0xf32>) {
-  // expected-error @+1 {{expected a head dim D > 0, found 0}}
+  // expected-error @+1 {{expected every dimension of query to be >= 1, found 0 at dimension 3 (tensor<1x2x16x0xf32>)}}
   %o = attn.sdpa %q, %q, %q : tensor<1x2x16x0xf32>, tensor<1x2x16x0xf32>, tensor<1x2x16x0xf32> -> tensor<1x2x16x0xf32>
+  return
+}
+
+// -----
+
+// Empty tensors: every static dimension of every operand and result must be
+// >= 1 (an empty key segfaulted on the CPU, Dv = 0 read out of bounds, Hq = 0
+// hit undefined behaviour in the reference lowering, and CUDA failed to
+// legalize gpu.func). Zero keys (Tk = 0).
+func.func @f(%q: tensor<1x1x4x16xf32>, %k: tensor<1x1x0x16xf32>, %v: tensor<1x1x0x16xf32>) {
+  // expected-error @+1 {{expected every dimension of key to be >= 1, found 0 at dimension 2 (tensor<1x1x0x16xf32>): attention over empty tensors is not supported}}
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x4x16xf32>, tensor<1x1x0x16xf32>, tensor<1x1x0x16xf32> -> tensor<1x1x4x16xf32>
+  return
+}
+
+// -----
+
+// No query head (Hq = 0).
+func.func @f(%q: tensor<1x0x4x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x16xf32>) {
+  // expected-error @+1 {{expected every dimension of query to be >= 1, found 0 at dimension 1 (tensor<1x0x4x16xf32>)}}
+  %o = attn.sdpa %q, %k, %v : tensor<1x0x4x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32> -> tensor<1x0x4x16xf32>
+  return
+}
+
+// -----
+
+// A value head dim of zero (Dv = 0).
+func.func @f(%q: tensor<1x1x4x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x0xf32>) {
+  // expected-error @+1 {{expected every dimension of value to be >= 1, found 0 at dimension 3 (tensor<1x1x8x0xf32>)}}
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x4x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x0xf32> -> tensor<1x1x4x0xf32>
+  return
+}
+
+// -----
+
+// An empty mask.
+func.func @f(%q: tensor<1x1x4x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x16xf32>, %m: tensor<0x8xi1>) {
+  // expected-error @+1 {{expected every dimension of mask to be >= 1, found 0 at dimension 0 (tensor<0x8xi1>)}}
+  %o = attn.sdpa %q, %k, %v mask(%m : tensor<0x8xi1>) : tensor<1x1x4x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32> -> tensor<1x1x4x16xf32>
+  return
+}
+
+// -----
+
+// An empty output (checked before its shape).
+func.func @f(%q: tensor<1x1x4x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x16xf32>) {
+  // expected-error @+1 {{expected every dimension of output to be >= 1, found 0 at dimension 2 (tensor<1x1x0x16xf32>)}}
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x4x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32> -> tensor<1x1x0x16xf32>
+  return
+}
+
+// -----
+
+// An empty LSE.
+func.func @f(%q: tensor<1x1x4x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x16xf32>) {
+  // expected-error @+1 {{expected every dimension of LSE to be >= 1, found 0 at dimension 2 (tensor<1x1x0xf32>)}}
+  %o, %l = attn.sdpa %q, %k, %v : tensor<1x1x4x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32> -> tensor<1x1x4x16xf32>, tensor<1x1x0xf32>
+  return
+}
+
+// -----
+
+// attn.mha: an empty sequence (T = 0).
+func.func @f(%x: tensor<2x0x64xf32>, %w0: tensor<64x64xf32>, %w1: tensor<64x32xf32>, %w2: tensor<64x32xf32>, %w3: tensor<64x64xf32>) {
+  // expected-error @+1 {{expected every dimension of input to be >= 1, found 0 at dimension 1 (tensor<2x0x64xf32>)}}
+  %y = attn.mha %x : tensor<2x0x64xf32> weights(%w0, %w1, %w2, %w3) : tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x64xf32> {num_heads = 4 : i64, num_kv_heads = 2 : i64} -> tensor<2x0x64xf32>
+  return
+}
+
+// -----
+
+// attn.mha: an empty cross-attention source (S = 0).
+func.func @f(%x: tensor<2x16x64xf32>, %w0: tensor<64x64xf32>, %w1: tensor<64x32xf32>, %w2: tensor<64x32xf32>, %w3: tensor<64x64xf32>, %kv: tensor<2x0x64xf32>) {
+  // expected-error @+1 {{expected every dimension of kv input to be >= 1, found 0 at dimension 1 (tensor<2x0x64xf32>)}}
+  %y = attn.mha %x : tensor<2x16x64xf32> kv(%kv : tensor<2x0x64xf32>) weights(%w0, %w1, %w2, %w3) : tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x64xf32> {num_heads = 4 : i64, num_kv_heads = 2 : i64} -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+// attn.mha: a projection without columns (D = 0).
+func.func @f(%x: tensor<2x16x64xf32>, %w0: tensor<64x0xf32>, %w1: tensor<64x32xf32>, %w2: tensor<64x32xf32>, %w3: tensor<64x64xf32>) {
+  // expected-error @+1 {{expected every dimension of Wq to be >= 1, found 0 at dimension 1 (tensor<64x0xf32>)}}
+  %y = attn.mha %x : tensor<2x16x64xf32> weights(%w0, %w1, %w2, %w3) : tensor<64x0xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x64xf32> {num_heads = 4 : i64, num_kv_heads = 2 : i64} -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+// attn.mha: an empty output projection (Dout = 0).
+func.func @f(%x: tensor<2x16x64xf32>, %w0: tensor<64x64xf32>, %w1: tensor<64x32xf32>, %w2: tensor<64x32xf32>, %w3: tensor<64x0xf32>) {
+  // expected-error @+1 {{expected every dimension of Wo to be >= 1, found 0 at dimension 1 (tensor<64x0xf32>)}}
+  %y = attn.mha %x : tensor<2x16x64xf32> weights(%w0, %w1, %w2, %w3) : tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x0xf32> {num_heads = 4 : i64, num_kv_heads = 2 : i64} -> tensor<2x16x0xf32>
+  return
+}
+
+// -----
+
+// attn.mha: an empty bias.
+func.func @f(%x: tensor<2x16x64xf32>, %w0: tensor<64x64xf32>, %w1: tensor<64x32xf32>, %w2: tensor<64x32xf32>, %w3: tensor<64x64xf32>, %b: tensor<0xf32>) {
+  // expected-error @+1 {{expected every dimension of bias_v to be >= 1, found 0 at dimension 0 (tensor<0xf32>)}}
+  %y = attn.mha %x : tensor<2x16x64xf32> weights(%w0, %w1, %w2, %w3) : tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x64xf32> bias_v(%b : tensor<0xf32>) {num_heads = 4 : i64, num_kv_heads = 2 : i64} -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+// attn.mha: an empty mask.
+func.func @f(%x: tensor<2x16x64xf32>, %w0: tensor<64x64xf32>, %w1: tensor<64x32xf32>, %w2: tensor<64x32xf32>, %w3: tensor<64x64xf32>, %m: tensor<16x0xi1>) {
+  // expected-error @+1 {{expected every dimension of mask to be >= 1, found 0 at dimension 1 (tensor<16x0xi1>)}}
+  %y = attn.mha %x : tensor<2x16x64xf32> weights(%w0, %w1, %w2, %w3) : tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x64xf32> mask(%m : tensor<16x0xi1>) {num_heads = 4 : i64, num_kv_heads = 2 : i64} -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+// attn.mha: an empty output.
+func.func @f(%x: tensor<2x16x64xf32>, %w0: tensor<64x64xf32>, %w1: tensor<64x32xf32>, %w2: tensor<64x32xf32>, %w3: tensor<64x64xf32>) {
+  // expected-error @+1 {{expected every dimension of output to be >= 1, found 0 at dimension 0 (tensor<0x16x64xf32>)}}
+  %y = attn.mha %x : tensor<2x16x64xf32> weights(%w0, %w1, %w2, %w3) : tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x64xf32> {num_heads = 4 : i64, num_kv_heads = 2 : i64} -> tensor<0x16x64xf32>
+  return
+}
+
+// -----
+
+// attn.softmax: rows of length 0.
+func.func @f(%x: tensor<4x0xf32>) {
+  // expected-error @+1 {{expected every dimension of input to be >= 1, found 0 at dimension 1 (tensor<4x0xf32>)}}
+  %y = attn.softmax %x : tensor<4x0xf32>
+  return
+}
+
+// -----
+
+// Misspelled attributes were kept as discardable attributes and ignored:
+// `causl` and `sofcap` compiled as a non-causal attention without softcap.
+// The known names come from the op definition.
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x16x64xf32>, %v: tensor<1x2x16x64xf32>) {
+  // expected-error @+1 {{unknown attribute 'causl' on attn.sdpa; known attributes: causal, scale, softcap, window}}
+  %o = attn.sdpa %q, %k, %v {causl = #attn.causal<bottom_right>, sofcap = 30.0 : f32} : tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x2x16x64xf32>
+  return
+}
+
+// -----
+
+// attn.mha lists its own attributes, not the operand segment sizes.
+func.func @f(%x: tensor<2x16x64xf32>, %w0: tensor<64x64xf32>, %w1: tensor<64x32xf32>, %w2: tensor<64x32xf32>, %w3: tensor<64x64xf32>) {
+  // expected-error @+1 {{unknown attribute 'num_kv_head' on attn.mha; known attributes: causal, num_heads, num_kv_heads, scale, softcap, window}}
+  %y = attn.mha %x : tensor<2x16x64xf32> weights(%w0, %w1, %w2, %w3) : tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x64xf32> {num_heads = 4 : i64, num_kv_head = 2 : i64} -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+// attn.softmax checks its attributes too.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{unknown attribute 'temp' on attn.softmax; known attributes: temperature}}
+  %y = attn.softmax %x {temp = 2.0 : f32} : tensor<4x8xf32>
   return
 }

@@ -116,3 +116,13 @@ func.func @softmax(%x: tensor<4x128xf32>, %y: tensor<3x4x5xbf16>)
   %b = attn.softmax %y {temperature = 2.0 : f32} : tensor<3x4x5xbf16>
   return %a, %b : tensor<4x128xf32>, tensor<3x4x5xbf16>
 }
+
+// Attributes with a dialect prefix are discardable attributes that other
+// dialects and passes attach: the unknown-attribute check lets them through
+// (unprefixed unknown names are errors, see invalid.mlir).
+// CHECK-LABEL: func.func @softmax_dialect_attr
+// CHECK: attn.softmax %{{[a-z0-9_]+}} {foo.bar = 1 : i64} : tensor<4x8xf32>
+func.func @softmax_dialect_attr(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = attn.softmax %x {foo.bar = 1 : i64} : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

@@ -5,8 +5,10 @@ npy.py OUT DESCR SHAPE VALUE      a full array: descr '<f4', '<f2', '<V2'
                                   (bfloat16) or '|b1',
                                   shape '2,3', every element VALUE
 npy.py OUT --bad-magic            a file that is not .npy
-npy.py OUT --truncated            a valid header with too little data
+npy.py OUT --truncated [SHAPE]    a valid f32 header (default shape 4,4) with
+                                  10 bytes of data
 npy.py OUT --fortran              a Fortran-ordered array
+npy.py OUT --tail-ones SHAPE N    f32 zeros but for the last N elements (1)
 """
 import struct
 import sys
@@ -25,7 +27,14 @@ def main():
     if sys.argv[2] == "--bad-magic":
         data = b"not a numpy file at all"
     elif sys.argv[2] == "--truncated":
-        data = header("<f4", [4, 4]) + b"\0" * 10
+        shape = [int(s) for s in sys.argv[3].split(",")] if len(sys.argv) > 3 else [4, 4]
+        data = header("<f4", shape) + b"\0" * 10
+    elif sys.argv[2] == "--tail-ones":
+        shape, ones = [int(s) for s in sys.argv[3].split(",")], int(sys.argv[4])
+        n = 1
+        for d in shape:
+            n *= d
+        data = header("<f4", shape) + b"\0" * (4 * (n - ones)) + struct.pack("<f", 1.0) * ones
     elif sys.argv[2] == "--fortran":
         data = header("<f4", [2, 2], fortran=True) + b"\0" * 16
     else:

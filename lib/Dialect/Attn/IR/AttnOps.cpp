@@ -55,6 +55,54 @@ static std::string formatType(Type t) {
   return s;
 }
 
+/// Rejects attributes the op does not define: a misspelled `causal` would
+/// otherwise be kept as a discardable attribute and silently ignored. Names
+/// with a dialect prefix (`foo.bar`) are the discardable attributes other
+/// dialects and passes attach, and stay allowed. The known names come from
+/// ODS, so the list cannot go stale.
+static LogicalResult verifyKnownAttributes(Operation *op) {
+  for (NamedAttribute attr : op->getDiscardableAttrs()) {
+    StringRef name = attr.getName().strref();
+    if (name.contains('.'))
+      continue;
+    auto known = llvm::make_filter_range(
+        op->getName().getAttributeNames(),
+        [](StringAttr n) { return n != "operandSegmentSizes"; });
+    InFlightDiagnostic diag = op->emitError("unknown attribute '")
+                              << name << "' on " << op->getName()
+                              << "; known attributes: ";
+    llvm::interleaveComma(known, diag,
+                          [&](StringAttr n) { diag << n.getValue(); });
+    return diag;
+  }
+  return success();
+}
+
+/// Rejects static zero-size dimensions: the lowerings assume at least one
+/// query row, key and head element, and would read out of bounds.
+static LogicalResult verifyNonEmpty(Operation *op, Value value,
+                                    StringRef name) {
+  if (!value)
+    return success();
+  auto type = cast<RankedTensorType>(value.getType());
+  for (auto [i, d] : llvm::enumerate(type.getShape()))
+    if (d == 0)
+      return op->emitOpError("expected every dimension of ")
+             << name << " to be >= 1, found 0 at dimension " << i << " ("
+             << formatType(type)
+             << "): attention over empty tensors is not supported";
+  return success();
+}
+
+/// verifyNonEmpty on each (value, name) pair; null values are skipped.
+static LogicalResult
+verifyNonEmpty(Operation *op, ArrayRef<std::pair<Value, StringRef>> values) {
+  for (auto [value, name] : values)
+    if (failed(verifyNonEmpty(op, value, name)))
+      return failure();
+  return success();
+}
+
 /// Checks the attributes shared by attn.sdpa and attn.mha.
 static LogicalResult
 verifyAttentionAttrs(Operation *op, std::optional<APFloat> scale,
@@ -164,9 +212,16 @@ LogicalResult SdpaOp::verify() {
                                       << ", found rank " << t.getRank();
     return success();
   };
-  if (failed(checkRank(qT, "query", "[B, Hq, Tq, D]")) ||
+  if (failed(verifyKnownAttributes(*this)) ||
+      failed(checkRank(qT, "query", "[B, Hq, Tq, D]")) ||
       failed(checkRank(kT, "key", "[B, Hkv, Tk, D]")) ||
-      failed(checkRank(vT, "value", "[B, Hkv, Tk, Dv]")))
+      failed(checkRank(vT, "value", "[B, Hkv, Tk, Dv]")) ||
+      failed(verifyNonEmpty(*this, {{getQuery(), "query"},
+                                    {getKey(), "key"},
+                                    {getValue(), "value"},
+                                    {getMask(), "mask"},
+                                    {getOutput(), "output"},
+                                    {getLse(), "LSE"}})))
     return failure();
 
   Type elt = qT.getElementType();
@@ -184,8 +239,6 @@ LogicalResult SdpaOp::verify() {
   if (!dimsAgree(k[1], v[1]))
     return emitOpError("expected key heads (")
            << k[1] << ") to equal value heads (" << v[1] << ")";
-  if (!ShapedType::isDynamic(k[1]) && k[1] <= 0)
-    return emitOpError("expected at least one key/value head, found ") << k[1];
   if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
       q[1] % k[1] != 0)
     return emitOpError("expected Hq (")
@@ -193,8 +246,6 @@ LogicalResult SdpaOp::verify() {
   if (!dimsAgree(q[3], k[3]))
     return emitOpError("expected key head dim (")
            << k[3] << ") to equal query head dim D (" << q[3] << ")";
-  if (q[3] == 0)
-    return emitOpError("expected a head dim D > 0, found 0");
   if (!dimsAgree(k[2], v[2]))
     return emitOpError("expected key length Tk (")
            << k[2] << ") to equal value length (" << v[2] << ")";
@@ -271,6 +322,20 @@ int64_t MhaOp::getValueHeadDim() {
 }
 
 LogicalResult MhaOp::verify() {
+  if (failed(verifyKnownAttributes(*this)) ||
+      failed(verifyNonEmpty(*this, {{getInput(), "input"},
+                                    {getKvInput(), "kv input"},
+                                    {getWq(), "Wq"},
+                                    {getWk(), "Wk"},
+                                    {getWv(), "Wv"},
+                                    {getWo(), "Wo"},
+                                    {getBq(), "bias_q"},
+                                    {getBk(), "bias_k"},
+                                    {getBv(), "bias_v"},
+                                    {getBo(), "bias_o"},
+                                    {getMask(), "mask"},
+                                    {getOutput(), "output"}})))
+    return failure();
   auto xT = getInput().getType();
   if (xT.getRank() != 3)
     return emitOpError("expected input to have rank 3 [B, T, Dm], found rank ")
@@ -385,6 +450,9 @@ LogicalResult MhaOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult SoftmaxOp::verify() {
+  if (failed(verifyKnownAttributes(*this)) ||
+      failed(verifyNonEmpty(*this, getInput(), "input")))
+    return failure();
   double t = getTemperature().convertToDouble();
   if (!std::isfinite(t) || t <= 0.0)
     return emitOpError("expected temperature to be finite and > 0, found ")

@@ -250,10 +250,16 @@ struct AttnCpuVectorizeMatmulPass
     : attn::impl::AttnCpuVectorizeMatmulPassBase<AttnCpuVectorizeMatmulPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (vectorWidth < 1 || rows < 1 || cols < 1) {
+    // Beyond 64 the register-blocked tile no longer fits any register file
+    // (and 2^63 lanes ran LLVM out of memory).
+    if (vectorWidth < 1 || rows < 1 || cols < 1 || vectorWidth > 64 ||
+        rows > 64 || cols > 64) {
       emitError(getOperation()->getLoc())
           << "attn-cpu-vectorize-matmul: vector-width, rows and cols must be "
-             ">= 1";
+             "in [1, 64], found "
+          << static_cast<int64_t>(vectorWidth) << ", "
+          << static_cast<int64_t>(rows) << " and "
+          << static_cast<int64_t>(cols);
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());

@@ -27,6 +27,7 @@
 #include "Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -108,7 +109,6 @@ struct KB {
   Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
   Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
-  Value exp2(Value x) { return math::Exp2Op::create(b, x); }
   Value extract(Value v, ArrayRef<int64_t> pos) {
     return vector::ExtractOp::create(b, v, pos);
   }
@@ -275,6 +275,13 @@ struct Kernel {
     return memref::LoadOp::create(b, mask, idx);
   }
 
+  /// exp2 of a log2-domain logit less the (safe) row maximum, with the
+  /// part of the scale that is applied in the exponent (exponentScale).
+  Value expLogit(Value t, Value mUse) {
+    return expShifted(b, b.getLoc(), t, mUse, exponentScale(op),
+                      /*base2=*/true);
+  }
+
   /// One raw score of (row, col) -> its log2-domain logit: the shared
   /// score modifiers (scale, softcap, mask), and with `predicate` the
   /// causal/window/length test (-inf when not visible).
@@ -283,7 +290,7 @@ struct Kernel {
     // Without softcap or mask, scale and log2(e) fold into one multiply.
     bool natural = op.getSoftcap() || mask;
     if (!natural)
-      s = k.fmul(s, k.f(op.getEffectiveScale() * kLog2e));
+      s = k.fmul(s, k.f(scoreScale(op) * kLog2e));
     Value visible;
     if (predicate) {
       visible = buildVisibility(b, loc, op, row, col);
@@ -396,7 +403,8 @@ struct Kernel {
   /// LSE[b, h, row] from the log2-domain row maximum and the row sum
   /// (-inf for a fully masked row).
   void storeLse(Value m2, Value l, Value row) {
-    Value v = rowLogSumExp(b, b.getLoc(), k.fmul(m2, k.f(kLn2)), l);
+    Value v = rowLogSumExp(b, b.getLoc(),
+                           k.fmul(m2, k.f(exponentScale(op) * kLn2)), l);
     memref::StoreOp::create(b, v, lse, ValueRange{bIdx, h, row});
   }
 
@@ -470,8 +478,8 @@ struct Kernel {
         Value mOld = it[0];
         Value mNew = k.fmax(mOld, t);
         Value mUse = safeRowMax(b, b.getLoc(), mNew);
-        Value alpha = k.exp2(k.fsub(mOld, mUse));
-        Value p = k.exp2(k.fsub(t, mUse));
+        Value alpha = expLogit(mOld, mUse);
+        Value p = expLogit(t, mUse);
         SmallVector<Value> next{mNew, k.fadd(k.fmul(it[1], alpha), p)};
         for (int64_t i = 0; i < vRegs; ++i) {
           Value vx = memref::LoadOp::create(
@@ -637,12 +645,12 @@ struct Kernel {
           Value mNew = k.fmax(mOld, mx);
           // A row with nothing visible yet keeps m = -inf; subtract 0.
           Value mUse = safeRowMax(b, b.getLoc(), mNew);
-          alpha[r] = k.exp2(k.fsub(mOld, mUse));
+          alpha[r] = expLogit(mOld, mUse);
           Value sum;
           for (int64_t j = 0; j < nTiles; ++j)
             for (int64_t e = 0; e < 2; ++e) {
               Value pv =
-                  k.exp2(k.fsub(k.extract(x[mt * nTiles + j], {r, e}), mUse));
+                  expLogit(k.extract(x[mt * nTiles + j], {r, e}), mUse);
               pe[j].push_back(pv);
               sum = sum ? k.fadd(sum, pv) : pv;
             }
@@ -752,15 +760,10 @@ struct Kernel {
   }
 };
 
-/// Shared memory per block (bytes) the chip allows with opt-in.
+/// Shared memory per block (bytes) the chip allows with opt-in, from the
+/// chip table; runOnOperation has rejected chips the table does not list.
 int64_t sharedMemoryLimit(StringRef chip) {
-  if (chip == "sm_80" || chip == "sm_87")
-    return 166912;
-  if (chip == "sm_86" || chip == "sm_89" || chip.starts_with("sm_12"))
-    return 101376;
-  if (chip.starts_with("sm_90") || chip.starts_with("sm_10"))
-    return 232448;
-  return 49152;
+  return lookupCudaChip(chip)->sharedMemoryPerBlock;
 }
 
 struct AttnGpuFlashPass
@@ -888,6 +891,10 @@ struct AttnGpuFlashPass
       module.emitError("attn-gpu-flash: invalid options: warps must be in "
                        "[1, 16], row-tiles 1 or 2, kv-block 0 (auto) or a "
                        "multiple of 16 in [16, 256], stages 1 or 2");
+      return signalPassFailure();
+    }
+    if (!lookupCudaChip(chip)) {
+      module.emitError("attn-gpu-flash: ") << describeUnsupportedCudaChip(chip);
       return signalPassFailure();
     }
     SmallVector<std::pair<func::FuncOp, SdpaOp>> work;

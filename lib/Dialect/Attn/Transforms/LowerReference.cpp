@@ -1,8 +1,10 @@
 //===- LowerReference.cpp - materialized attn lowering ----------*- C++ -*-===//
 //
 // The oracle: attn.sdpa and attn.softmax as a few linalg.generic ops over
-// the full score matrix, in f32, with the row maximum subtracted. Simple on
-// purpose: every other lowering is tested against it.
+// the full score matrix, in f32, with the row maximum subtracted; the sums
+// over keys (the row sum and P·V) accumulate in f64, since an f32 sum of
+// more than 2^24 terms stalls. Simple on purpose: every other lowering is
+// tested against it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,40 +49,58 @@ AffineMap projMap(MLIRContext *ctx, unsigned n, ArrayRef<unsigned> dims) {
   return AffineMap::get(n, 0, exprs, ctx);
 }
 
+/// `x` (f64) rounded to f32, element-wise.
+Value truncToF32(OpBuilder &b, Location loc, Value x) {
+  auto t = cast<RankedTensorType>(x.getType());
+  unsigned n = t.getRank();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(n, b.getContext());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{t.clone(b.getF32Type())}, ValueRange{x},
+             ValueRange{createEmpty(b, loc, t.getShape(), b.getF32Type())},
+             {id, id}, SmallVector<IteratorType>(n, IteratorType::parallel),
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               yieldValue(nb, nl, castFloat(nb, nl, a[0], nb.getF32Type()));
+             })
+      .getResult(0);
+}
+
 /// Reduces the last dimension of the f32 tensor `x` with max (NaN
-/// propagates) or add.
+/// propagates) or add (accumulated in f64, rounded to f32 once).
 Value reduceLastDim(OpBuilder &b, Location loc, Value x, bool isMax) {
   auto t = cast<RankedTensorType>(x.getType());
   unsigned n = t.getRank();
   MLIRContext *ctx = b.getContext();
   SmallVector<int64_t> outShape(t.getShape().drop_back());
-  Value init =
-      createFilled(b, loc, outShape, b.getF32Type(), isMax ? kNegInf : 0.0);
+  Type acc = isMax ? b.getF32Type() : b.getF64Type();
+  Value init = createFilled(b, loc, outShape, acc, isMax ? kNegInf : 0.0);
   SmallVector<unsigned> outDims;
   for (unsigned i = 0; i + 1 < n; ++i)
     outDims.push_back(i);
   SmallVector<IteratorType> iters(n - 1, IteratorType::parallel);
   iters.push_back(IteratorType::reduction);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
-             {AffineMap::getMultiDimIdentityMap(n, ctx),
-              projMap(ctx, n, outDims)},
-             iters,
-             [&](OpBuilder &nb, Location nl, ValueRange a) {
-               Value r =
-                   isMax
-                       ? arith::MaximumFOp::create(nb, nl, a[0], a[1])
-                             .getResult()
-                       : arith::AddFOp::create(nb, nl, a[0], a[1]).getResult();
-               yieldValue(nb, nl, r);
-             })
-      .getResult(0);
+  Value r =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
+          {AffineMap::getMultiDimIdentityMap(n, ctx),
+           projMap(ctx, n, outDims)},
+          iters,
+          [&](OpBuilder &nb, Location nl, ValueRange a) {
+            Value v = castFloat(nb, nl, a[0], acc);
+            yieldValue(nb, nl,
+                       isMax ? arith::MaximumFOp::create(nb, nl, v, a[1])
+                                   .getResult()
+                             : arith::AddFOp::create(nb, nl, v, a[1])
+                                   .getResult());
+          })
+          .getResult(0);
+  return isMax ? r : truncToF32(b, loc, r);
 }
 
-/// exp(x - m) with m broadcast over the last dimension; a row maximum of -inf
-/// (a fully masked row) is replaced by 0 so that the row gives exp(-inf) = 0
-/// instead of exp(NaN).
-Value expMinusMax(OpBuilder &b, Location loc, Value x, Value m) {
+/// exp(c · (x - m)) with m broadcast over the last dimension; a row maximum
+/// of -inf (a fully masked row) is replaced by 0 so that the row gives
+/// exp(-inf) = 0 instead of exp(NaN).
+Value expMinusMax(OpBuilder &b, Location loc, Value x, Value m,
+                  double c = 1.0) {
   auto t = cast<RankedTensorType>(x.getType());
   unsigned n = t.getRank();
   MLIRContext *ctx = b.getContext();
@@ -94,11 +114,8 @@ Value expMinusMax(OpBuilder &b, Location loc, Value x, Value m) {
              {id, projMap(ctx, n, rowDims), id},
              SmallVector<IteratorType>(n, IteratorType::parallel),
              [&](OpBuilder &nb, Location nl, ValueRange a) {
-               Value e = math::ExpOp::create(
-                   nb, nl,
-                   arith::SubFOp::create(nb, nl, a[0],
-                                         safeRowMax(nb, nl, a[1])));
-               yieldValue(nb, nl, e);
+               yieldValue(nb, nl,
+                          expShifted(nb, nl, a[0], safeRowMax(nb, nl, a[1]), c));
              })
       .getResult(0);
 }
@@ -190,13 +207,14 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
             .getResult(0);
 
     Value rowMax = reduceLastDim(rewriter, loc, masked, /*isMax=*/true);
-    Value probs = expMinusMax(rewriter, loc, masked, rowMax);
+    Value probs = expMinusMax(rewriter, loc, masked, rowMax, exponentScale(op));
     Value rowSum = reduceLastDim(rewriter, loc, probs, /*isMax=*/false);
 
     // O[b,h,i,e] = sum_j P[b,h,i,j] * V[b,h/G,j,e]; loops (b,h,i,e,j).
     SmallVector<int64_t> oShape{batch, hq, tq, dv};
-    Value oInit = createFilled(rewriter, loc, oShape, f32, 0.0);
-    Value unnormalized =
+    Type f64 = rewriter.getF64Type();
+    Value oInit = createFilled(rewriter, loc, oShape, f64, 0.0);
+    Value unnormalized64 =
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{oInit.getType()},
             ValueRange{probs, op.getValue()}, ValueRange{oInit},
@@ -208,11 +226,12 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
              IteratorType::parallel, IteratorType::parallel,
              IteratorType::reduction},
             [&](OpBuilder &b, Location l, ValueRange a) {
-              Value p =
-                  arith::MulFOp::create(b, l, a[0], castFloat(b, l, a[1], f32));
+              Value p = arith::MulFOp::create(b, l, castFloat(b, l, a[0], f64),
+                                              castFloat(b, l, a[1], f64));
               yieldValue(b, l, arith::AddFOp::create(b, l, p, a[2]));
             })
             .getResult(0);
+    Value unnormalized = truncToF32(rewriter, loc, unnormalized64);
     Value out = normalize(rewriter, loc, unnormalized, rowSum, elt);
 
     SmallVector<Value> results{out};
@@ -228,7 +247,8 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
               {id3, id3, id3},
               SmallVector<IteratorType>(3, IteratorType::parallel),
               [&](OpBuilder &b, Location l, ValueRange a) {
-                yieldValue(b, l, rowLogSumExp(b, l, a[0], a[1]));
+                Value m = scaleRowMax(b, l, a[0], exponentScale(op));
+                yieldValue(b, l, rowLogSumExp(b, l, m, a[1]));
               })
               .getResult(0));
     }

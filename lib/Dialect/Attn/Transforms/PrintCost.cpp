@@ -14,6 +14,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 #define DEBUG_TYPE "attn-print-cost"
 
 namespace mlir {
@@ -171,19 +173,54 @@ std::string sci(double v) {
   return s;
 }
 
+/// "%g": 1e+15, -1, nan, inf.
+std::string shortest(double v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%g", v);
+  return s;
+}
+
 struct AttnPrintCostPass
     : attn::impl::AttnPrintCostPassBase<AttnPrintCostPass> {
   using Base::Base;
 
+  /// Checks every numeric option, one diagnostic per bad value: a NaN or an
+  /// infinity would otherwise print as times and verdicts. The bound on the
+  /// real values keeps every product of the model finite.
+  LogicalResult verifyOptions() {
+    Location loc = getOperation().getLoc();
+    bool ok = true;
+    auto count = [&](StringRef name, int64_t v) {
+      if (v >= 1)
+        return;
+      emitError(loc) << "attn-print-cost: expected " << name
+                     << " to be >= 1, found " << v;
+      ok = false;
+    };
+    auto real = [&](StringRef name, double v, bool zeroAllowed) {
+      constexpr double kMax = 1e15;
+      if (std::isfinite(v) && (v > 0 || (zeroAllowed && v == 0)) && v <= kMax)
+        return;
+      emitError(loc) << "attn-print-cost: expected " << name
+                     << " to be a finite number in "
+                     << (zeroAllowed ? "[" : "(") << "0, " << shortest(kMax)
+                     << "], found " << shortest(v);
+      ok = false;
+    };
+    count("layers", layers);
+    count("q-block", qBlock);
+    count("kv-block", kvBlock);
+    real("model-params", extraParams, /*zeroAllowed=*/true);
+    real("device-memory-gb", deviceMemoryGB, /*zeroAllowed=*/false);
+    real("tflops", tflops, /*zeroAllowed=*/false);
+    real("bandwidth-tbs", bandwidthTBs, /*zeroAllowed=*/false);
+    return success(ok);
+  }
+
   void runOnOperation() override {
-    if (layers < 1 || deviceMemoryGB <= 0 || tflops <= 0 || bandwidthTBs <= 0 ||
-        qBlock < 1 || kvBlock < 1 || extraParams < 0) {
-      emitError(getOperation().getLoc())
-          << "attn-print-cost: layers, q-block and kv-block must be >= 1, "
-             "device-memory-gb, tflops and bandwidth-tbs > 0, model-params "
-             ">= 0";
+    if (failed(verifyOptions()))
       return signalPassFailure();
-    }
     llvm::raw_ostream &os = llvm::outs();
     double totParams = 0, totWeightBytes = 0, totKvPerToken = 0, totKvBytes = 0,
            totKvMha = 0, totFlops = 0, maxScores = 0, maxTile = 0;

@@ -100,6 +100,81 @@ struct Builder {
   }
 };
 
+/// Key ranges longer than this are cut into chunks whose online softmax
+/// starts afresh and is merged into the running statistics: an f32 row sum
+/// of more than 2^24 terms of about 1 stalls (x + 1 == x), and l and acc
+/// would stop growing; within a chunk they cannot, and across chunks the
+/// merge adds numbers of comparable size.
+constexpr int64_t kChunkKeys = 4096;
+
+/// Merges the statistics of a chunk (m, l, acc relative to m) into the
+/// running ones, in place: M' = max(M, m), L' = L·e^(M-M') + l·e^(m-M'),
+/// ACC' likewise. The same exact merge as split-KV attention's.
+static SmallVector<Value> mergeChunk(Builder &in, ValueRange run,
+                                     ValueRange chunk, double expScale) {
+  auto scaleOf = [&](Value mRun, Value mChunk, bool ofRun) {
+    return in.generic(
+        in.empty(tensor::getMixedSizes(in.b, in.loc, mRun), in.b.getF32Type()),
+        ValueRange{mRun, mChunk},
+        {in.map(1, {0}), in.map(1, {0}), in.map(1, {0})}, {kPar},
+        [&](OpBuilder &bb, Location bl, ValueRange a) {
+          Value mNew = arith::MaximumFOp::create(bb, bl, a[0], a[1]);
+          return expShifted(bb, bl, ofRun ? a[0] : a[1],
+                            safeRowMax(bb, bl, mNew), expScale);
+        });
+  };
+  Value aRun = scaleOf(run[0], chunk[0], true);
+  Value aChunk = scaleOf(run[0], chunk[0], false);
+  auto merge = [&](Value r, Value c, unsigned rank) {
+    SmallVector<unsigned> all, rows{0};
+    for (unsigned i = 0; i < rank; ++i)
+      all.push_back(i);
+    AffineMap id = in.map(rank, all), row = in.map(rank, rows);
+    return in.generic(r, ValueRange{aRun, c, aChunk}, {row, id, row, id},
+                      SmallVector<IteratorType>(rank, kPar),
+                      [](OpBuilder &bb, Location bl, ValueRange a) {
+                        Value x = arith::MulFOp::create(bb, bl, a[3], a[0]);
+                        Value y = arith::MulFOp::create(bb, bl, a[1], a[2]);
+                        return arith::AddFOp::create(bb, bl, x, y).getResult();
+                      });
+  };
+  Value m = in.generic(run[0], ValueRange{chunk[0]},
+                       {in.map(1, {0}), in.map(1, {0})}, {kPar},
+                       [](OpBuilder &bb, Location bl, ValueRange a) {
+                         return arith::MaximumFOp::create(bb, bl, a[1], a[0])
+                             .getResult();
+                       });
+  return {m, merge(run[1], chunk[1], 1), merge(run[2], chunk[2], 2)};
+}
+
+/// The key loop over [lo, hi) as chunks of kChunkKeys keys (a multiple of
+/// the key block), each an online softmax from (-inf, 0, 0) merged into
+/// the running statistics. `blockHi` is the bound `step` reads.
+static scf::ForOp
+buildChunkedKeyLoop(Builder &bld, Value lo, Value hi, int64_t bk,
+                    ValueRange init,
+                    function_ref<void(OpBuilder &, Location, Value, ValueRange)>
+                        step,
+                    Value &blockHi, double expScale) {
+  int64_t chunk = std::max<int64_t>(1, kChunkKeys / bk) * bk;
+  return scf::ForOp::create(
+      bld.b, bld.loc, lo, hi, bld.idx(chunk), init,
+      [&](OpBuilder &ob, Location ol, Value c0, ValueRange run) {
+        Builder in{ob, ol, ob.getContext()};
+        blockHi = arith::MinSIOp::create(
+            ob, ol, hi, arith::AddIOp::create(ob, ol, c0, in.idx(chunk)));
+        auto fresh = [&](Value like, double v) {
+          return in.filled(tensor::getMixedSizes(ob, ol, like), v);
+        };
+        auto inner = scf::ForOp::create(
+            ob, ol, c0, blockHi, in.idx(bk),
+            ValueRange{fresh(run[0], kNegInf), fresh(run[1], 0.0),
+                       fresh(run[2], 0.0)},
+            step);
+        scf::YieldOp::create(ob, ol, mergeChunk(in, run, inner.getResults(), expScale));
+      });
+}
+
 struct TileSdpa : OpRewritePattern<SdpaOp> {
   TileSdpa(MLIRContext *ctx, int64_t qBlock, int64_t kvBlock)
       : OpRewritePattern(ctx), qBlock(qBlock), kvBlock(kvBlock) {}
@@ -190,7 +265,7 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
     // vectors over the query rows.
     // The scale is folded into Qᵀ, in f32 (one multiply per element of Q
     // instead of one per score); loops (d, i).
-    double scale = op.getEffectiveScale();
+    double scale = scoreScale(op), expScale = exponentScale(op);
     Value qT = bld.generic(
         bld.empty({rewriter.getIndexAttr(d), qs}, f32), ValueRange{qTile},
         {bld.map(2, {1, 0}), bld.map(2, {0, 1})}, {kPar, kPar},
@@ -206,14 +281,16 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
     Value acc0 = bld.filled({qs, rewriter.getIndexAttr(dv)}, 0.0);
     bool staticKv = !bounded && tk % bk == 0;
 
-    auto loop = scf::ForOp::create(
-        rewriter, loc, lo, hi, bld.idx(bk), ValueRange{m0, l0, acc0},
-        [&](OpBuilder &nb, Location nl, Value kb, ValueRange iter) {
+    // One key block of the online softmax, the body of the key loop over
+    // the blocks of [.., blockHi).
+    Value blockHi = hi;
+    auto step = [&](OpBuilder &nb, Location nl, Value kb, ValueRange iter) {
           Builder in{nb, nl, nb.getContext()};
           OpFoldResult ks = nb.getIndexAttr(bk);
           if (!staticKv)
-            ks = arith::MinSIOp::create(nb, nl, in.idx(bk),
-                                        arith::SubIOp::create(nb, nl, hi, kb))
+            ks = arith::MinSIOp::create(
+                     nb, nl, in.idx(bk),
+                     arith::SubIOp::create(nb, nl, blockHi, kb))
                      .getResult();
           OpFoldResult dA = nb.getIndexAttr(d), dvA = nb.getIndexAttr(dv);
           Value kTile = tensor::ExtractSliceOp::create(
@@ -350,12 +427,10 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
           Value alpha = in.generic(
               in.empty({qs}, f32), ValueRange{mOld, mBlk},
               {in.map(1, {0}), in.map(1, {0}), in.map(1, {0})}, {kPar},
-              [](OpBuilder &bb, Location bl, ValueRange a) {
+              [&](OpBuilder &bb, Location bl, ValueRange a) {
                 Value mNew = arith::MaximumFOp::create(bb, bl, a[0], a[1]);
-                Value safe = safeRowMax(bb, bl, mNew);
-                return math::ExpOp::create(
-                           bb, bl, arith::SubFOp::create(bb, bl, a[0], safe))
-                    .getResult();
+                return expShifted(bb, bl, a[0], safeRowMax(bb, bl, mNew),
+                                  expScale);
               });
           // m' = max(m, mBlk), in place.
           Value mNew = in.generic(
@@ -368,11 +443,9 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
           Value p = in.generic(
               in.empty({ks, qs}, f32), ValueRange{scores, mNew},
               {in.map(2, {0, 1}), in.map(2, {1}), in.map(2, {0, 1})},
-              {kPar, kPar}, [](OpBuilder &bb, Location bl, ValueRange a) {
-                Value safe = safeRowMax(bb, bl, a[1]);
-                return math::ExpOp::create(
-                           bb, bl, arith::SubFOp::create(bb, bl, a[0], safe))
-                    .getResult();
+              {kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+                return expShifted(bb, bl, a[0], safeRowMax(bb, bl, a[1]),
+                                  expScale);
               });
           // l' = l·alpha + rowsum P.
           Value lScaled = in.generic(
@@ -402,7 +475,13 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
                 return arith::AddFOp::create(bb, bl, a[2], prod).getResult();
               });
           scf::YieldOp::create(nb, nl, ValueRange{mNew, lNew, accNew});
-        });
+    };
+    scf::ForOp loop =
+        tk <= kChunkKeys
+            ? scf::ForOp::create(rewriter, loc, lo, hi, bld.idx(bk),
+                                 ValueRange{m0, l0, acc0}, step)
+            : buildChunkedKeyLoop(bld, lo, hi, bk, ValueRange{m0, l0, acc0},
+                                  step, blockHi, expScale);
 
     Value mFin = loop.getResult(0), lFin = loop.getResult(1),
           accFin = loop.getResult(2);
@@ -419,8 +498,10 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
       lseTile =
           bld.generic(bld.empty({qs}, f32), ValueRange{mFin, lFin},
                       {bld.map(1, {0}), bld.map(1, {0}), bld.map(1, {0})},
-                      {kPar}, [](OpBuilder &bb, Location bl, ValueRange a) {
-                        return rowLogSumExp(bb, bl, a[0], a[1]);
+                      {kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+                        return rowLogSumExp(bb, bl,
+                                            scaleRowMax(bb, bl, a[0], expScale),
+                                            a[1]);
                       });
 
     rewriter.setInsertionPointToStart(forall.getTerminator().getBody());

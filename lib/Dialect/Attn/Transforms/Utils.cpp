@@ -124,14 +124,44 @@ AffineMap attn::getMaskMap(MLIRContext *ctx, RankedTensorType maskType,
   return AffineMap::get(numLoops, 0, exprs, ctx);
 }
 
+double attn::exponentScale(SdpaOp op) {
+  double scale = op.getEffectiveScale();
+  bool floatMask =
+      op.getMask() &&
+      !cast<ShapedType>(op.getMask().getType()).getElementType().isInteger(1);
+  return scale > 1.0 && !op.getSoftcap() && !floatMask ? scale : 1.0;
+}
+
+double attn::scoreScale(SdpaOp op) {
+  return op.getEffectiveScale() / exponentScale(op);
+}
+
+Value attn::expShifted(OpBuilder &b, Location loc, Value x, Value mSafe,
+                       double c, bool base2) {
+  Value d = arith::SubFOp::create(b, loc, x, mSafe);
+  if (c != 1.0)
+    d = arith::MulFOp::create(
+        b, loc, d, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(c)));
+  if (base2)
+    return math::Exp2Op::create(b, loc, d);
+  return math::ExpOp::create(b, loc, d);
+}
+
+Value attn::scaleRowMax(OpBuilder &b, Location loc, Value m, double c) {
+  if (c == 1.0)
+    return m;
+  return arith::MulFOp::create(
+      b, loc, m, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(c)));
+}
+
 Value attn::applyScoreModifiers(OpBuilder &b, Location loc, SdpaOp op, Value s,
                                 Value maskVal, Value visible, bool scale) {
   Type f32 = b.getF32Type();
   auto cstF = [&](double v) {
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, v));
   };
-  if (scale)
-    s = arith::MulFOp::create(b, loc, s, cstF(op.getEffectiveScale()));
+  if (scale && scoreScale(op) != 1.0)
+    s = arith::MulFOp::create(b, loc, s, cstF(scoreScale(op)));
   if (auto cap = op.getSoftcap()) {
     double c = cap->convertToDouble();
     Value t = math::TanhOp::create(

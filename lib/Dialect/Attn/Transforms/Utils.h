@@ -65,7 +65,27 @@ Value normalizeRow(OpBuilder &b, Location loc, Value x, Value l, Type elt);
 /// The log-sum-exp m + log(l), -inf for a fully masked row (l == 0).
 Value rowLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
 
-/// Applies scale (unless `scale` is false: the caller folded it into Q),
+/// Where the scale goes. Multiplying scores by a scale above 1 can overflow
+/// f32 where the exact answer is finite (3e38 · q·k = inf, then inf - inf =
+/// NaN in the softmax). So, unless softcap or a float mask needs the scaled
+/// score, such a scale is applied in the exponent after the row maximum is
+/// subtracted, exp(c · (s - m)) with s - m <= 0, as FlashAttention applies
+/// its softmax scale: nothing overflows. Returns that c (1 when the whole
+/// scale is applied to the scores).
+double exponentScale(SdpaOp op);
+
+/// The part of the scale applied to the scores (scale / exponentScale).
+double scoreScale(SdpaOp op);
+
+/// exp(c · (x - mSafe)) for a row maximum already through safeRowMax, or
+/// exp2 with `base2`; no multiply when c is 1.
+Value expShifted(OpBuilder &b, Location loc, Value x, Value mSafe, double c,
+                 bool base2 = false);
+
+/// m · c, the row maximum in natural units (no multiply when c is 1).
+Value scaleRowMax(OpBuilder &b, Location loc, Value m, double c);
+
+/// Applies scoreScale (unless `scale` is false: the caller folded it into Q),
 /// softcap, the mask value and the visibility predicate to an f32 score.
 /// `maskVal` is null without a mask; `visible` is null when every key is
 /// visible.

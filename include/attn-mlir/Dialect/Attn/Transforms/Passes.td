@@ -134,11 +134,11 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
-           "f32 lanes of one vector register (8: AVX2, 16: AVX-512)">,
+           "f32 lanes of one vector register (8: AVX2, 16: AVX-512; 1 to 64)">,
     Option<"rows", "rows", "int64_t", /*default=*/"6",
-           "Rows of C per register block">,
+           "Rows of C per register block (1 to 64)">,
     Option<"cols", "cols", "int64_t", /*default=*/"2",
-           "Vectors of C per row of a register block">
+           "Vectors of C per row of a register block (1 to 64)">
   ];
   let dependentDialects = ["::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect",

@@ -1,0 +1,60 @@
+//===- Format.h - the artifact metadata's framing ---------------*- C++ -*-===//
+//
+// Shared by the compiler (which writes the metadata) and the runtime (which
+// reads it) without either linking the other: header only, no MLIR.
+//
+// The metadata is a text of records, one per line:
+//
+//   attn-mlir-artifact 2
+//   target cpu|cuda
+//   entry NAME / in NAME DTYPE DIMS / out NAME DTYPE DIMS / op KIND k=v ...
+//   kernel NAME k=v ...                          (target cuda)
+//   end checksum=<16 hex digits>
+//
+// The checksum is FNV-1a (64-bit) of every byte before the `end` line. It
+// is no defence against a malicious artifact (an artifact is code: anyone
+// who can edit it can run anything), but it turns a corrupted or hand-
+// edited description, which would make the runtime pass buffers of the
+// wrong size to the code, into a clear error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_MLIR_ARTIFACT_FORMAT_H
+#define ATTN_MLIR_ARTIFACT_FORMAT_H
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace attn::format {
+
+/// The first line of the metadata of this version.
+inline constexpr const char *kHeader = "attn-mlir-artifact 2";
+
+/// FNV-1a, 64-bit.
+inline uint64_t fnv1a64(const char *data, size_t size) {
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// The `end` record that closes `records` (which start with kHeader).
+inline std::string endRecord(const std::string &records) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "end checksum=%016llx\n",
+                static_cast<unsigned long long>(
+                    fnv1a64(records.data(), records.size())));
+  return buf;
+}
+
+/// `records` closed by their `end` record: the complete metadata text.
+inline std::string seal(const std::string &records) {
+  return records + endRecord(records);
+}
+
+} // namespace attn::format
+
+#endif // ATTN_MLIR_ARTIFACT_FORMAT_H

@@ -1,0 +1,45 @@
+/*===- CApi.h - the runtime's C interface -------------------------*- C -*-===*
+ *
+ * For callers outside C++ (the Python package loads libattn_runtime_capi.so
+ * with ctypes). Nothing here loads or runs an artifact's code: these
+ * functions read the file only.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTN_MLIR_RUNTIME_CAPI_H
+#define ATTN_MLIR_RUNTIME_CAPI_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes. */
+enum {
+  ATTN_RT_OK = 0,
+  ATTN_RT_INVALID = 1,   /* not a valid artifact: `out` holds why */
+  ATTN_RT_TOO_SMALL = 2, /* `out_size` too small: *needed holds the size */
+};
+
+/* Checks the artifact at `path` as attn-run does before dlopen (the ELF,
+ * segments inside the file, the metadata's checksum and consistency, entry
+ * points defined in the artifact) and writes its description to `out` as
+ * NUL-terminated JSON:
+ *   {"target": "cpu", "entries": [{"name": "sdpa",
+ *     "inputs": [{"name": "q", "dtype": "f32", "shape": [1, 8, 128, 64]}],
+ *     "outputs": [...], "op": {"kind": "sdpa", "scale": 0.125, ...}}]}
+ * On ATTN_RT_INVALID, `out` holds the message instead. `needed` may be
+ * null. */
+int attn_rt_describe_artifact(const char *path, char *out, size_t out_size,
+                              size_t *needed);
+
+/* attn_rt_describe_artifact without the description: ATTN_RT_OK or
+ * ATTN_RT_INVALID with the message in `error` (truncated to fit). */
+int attn_rt_check_artifact(const char *path, char *error, size_t error_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTN_MLIR_RUNTIME_CAPI_H */

@@ -1,0 +1,112 @@
+//===- CApi.cpp - the runtime's C interface ---------------------*- C++ -*-===//
+
+#include "attn-mlir/Runtime/CApi.h"
+#include "attn-mlir/Runtime/Runtime.h"
+
+#include <cstdio>
+#include <cstring>
+
+using namespace attn::rt;
+
+static std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+static std::string jsonNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+static std::string jsonArgs(const std::vector<ArgInfo> &args) {
+  std::string out = "[";
+  for (size_t i = 0; i < args.size(); ++i) {
+    out += std::string(i ? ", " : "") + "{\"name\": " +
+           jsonString(args[i].name) + ", \"dtype\": \"" +
+           dtypeName(args[i].dtype) + "\", \"shape\": [";
+    for (size_t d = 0; d < args[i].shape.size(); ++d)
+      out += (d ? ", " : "") + std::to_string(args[i].shape[d]);
+    out += "]}";
+  }
+  return out + "]";
+}
+
+static std::string jsonOp(const OpInfo &op) {
+  if (op.kind.empty())
+    return "null";
+  return "{\"kind\": " + jsonString(op.kind) +
+         ", \"scale\": " + jsonNumber(op.scale) +
+         ", \"softcap\": " + jsonNumber(op.softcap) +
+         ", \"temperature\": " + jsonNumber(op.temperature) +
+         ", \"heads\": " + std::to_string(op.heads) +
+         ", \"kv_heads\": " + std::to_string(op.kvHeads) +
+         ", \"causal\": " + jsonString(op.causal) + ", \"window\": [" +
+         std::to_string(op.windowLeft) + ", " + std::to_string(op.windowRight) +
+         "]}";
+}
+
+static std::string describe(const std::string &target,
+                            const std::vector<EntryInfo> &entries) {
+  std::string out = "{\"target\": " + jsonString(target) + ", \"entries\": [";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const EntryInfo &e = entries[i];
+    out += std::string(i ? ", " : "") + "{\"name\": " + jsonString(e.name) +
+           ", \"inputs\": " + jsonArgs(e.inputs) +
+           ", \"outputs\": " + jsonArgs(e.outputs) + ", \"op\": " + jsonOp(e.op) +
+           "}";
+  }
+  return out + "]}";
+}
+
+/// Copies `text` into `out`: truncated (but NUL-terminated) when it does not
+/// fit and `truncate`, else ATTN_RT_TOO_SMALL.
+static int copyOut(const std::string &text, char *out, size_t size,
+                   size_t *needed, bool truncate, int code) {
+  if (needed)
+    *needed = text.size() + 1;
+  if (!out || size == 0)
+    return truncate ? code : ATTN_RT_TOO_SMALL;
+  if (text.size() + 1 > size && !truncate)
+    return ATTN_RT_TOO_SMALL;
+  size_t n = std::min(text.size(), size - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+  return code;
+}
+
+extern "C" __attribute__((visibility("default"))) int
+attn_rt_describe_artifact(const char *path, char *out, size_t out_size,
+                          size_t *needed) {
+  if (!path)
+    return copyOut("no path given", out, out_size, needed, true,
+                   ATTN_RT_INVALID);
+  std::vector<EntryInfo> entries;
+  std::string target;
+  if (Error e = checkArtifactFile(path, entries, target))
+    return copyOut(e.message, out, out_size, needed, true, ATTN_RT_INVALID);
+  return copyOut(describe(target, entries), out, out_size, needed, false,
+                 ATTN_RT_OK);
+}
+
+extern "C" __attribute__((visibility("default"))) int
+attn_rt_check_artifact(const char *path, char *error, size_t error_size) {
+  std::vector<EntryInfo> entries;
+  std::string target;
+  Error e = path ? checkArtifactFile(path, entries, target)
+                 : Error{"no path given"};
+  if (!e)
+    return copyOut("", error, error_size, nullptr, true, ATTN_RT_OK);
+  return copyOut(e.message, error, error_size, nullptr, true, ATTN_RT_INVALID);
+}

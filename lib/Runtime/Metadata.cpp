@@ -1,0 +1,435 @@
+//===- Metadata.cpp - parse and validate artifact metadata ------*- C++ -*-===//
+//
+// The one reader of the metadata (attn-mlir/Artifact/Format.h): attn-run,
+// attn-gpu-emulate and, through the C API, the Python package. Every number
+// is parsed whole, every record and field must be known, the checksum must
+// match, and validateEntries checks what the runtime relies on when it
+// allocates buffers and calls the code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-mlir/Artifact/Format.h"
+#include "attn-mlir/Runtime/Runtime.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <tuple>
+
+using namespace attn::rt;
+
+static bool parseInt(const std::string &s, int64_t &v) {
+  if (s.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(s.c_str(), &end, 10);
+  if (*end != '\0' || errno == ERANGE)
+    return false;
+  v = x;
+  return true;
+}
+
+static bool parseInts(const std::string &s, std::vector<int64_t> &out) {
+  out.clear();
+  if (s.empty())
+    return true;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int64_t v;
+    if (!parseInt(item, v))
+      return false;
+    out.push_back(v);
+  }
+  return s.back() != ',';
+}
+
+static bool parseNumber(const std::string &s, double &v) {
+  if (s.empty())
+    return false;
+  char *end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return *end == '\0';
+}
+
+static bool parseDType(const std::string &s, DType &t) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::Bool})
+    if (s == dtypeName(d)) {
+      t = d;
+      return true;
+    }
+  return false;
+}
+
+/// Calls f(key, value) for each remaining "key=value" word of a record;
+/// stops at the first error f returns.
+template <typename F> static Error forEachField(std::istringstream &ls, F f) {
+  std::string kv;
+  while (ls >> kv) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return {"malformed metadata: field '" + kv + "' is not key=value"};
+    if (Error e = f(kv.substr(0, eq), kv.substr(eq + 1)))
+      return e;
+  }
+  return {};
+}
+
+static Error badField(const std::string &record, const std::string &key,
+                      const std::string &value) {
+  return {"malformed metadata: " + record + " field " + key + "='" + value +
+          "'"};
+}
+
+static Error parseKernel(std::istringstream &ls, KernelInfo &k) {
+  ls >> k.name;
+  return forEachField(ls, [&](const std::string &f, const std::string &v) {
+    std::vector<int64_t> ints;
+    bool ok = true;
+    if (f == "grid" || f == "block") {
+      ok = parseInts(v, ints) && ints.size() == 3;
+      if (ok)
+        std::copy(ints.begin(), ints.end(), f == "grid" ? k.grid : k.block);
+    } else if (f == "smem") {
+      ok = parseInt(v, k.sharedBytes);
+    } else if (f == "image") {
+      k.image = v;
+    } else if (f == "format") {
+      k.format = v;
+    } else if (f == "size") {
+      ok = parseInt(v, k.imageSize);
+    } else if (f == "args") {
+      ok = parseInts(v, ints);
+      for (int64_t a : ints)
+        k.args.push_back(a < 0 || a > 64 ? -1 : static_cast<int>(a));
+    } else {
+      return Error{"malformed metadata: unknown kernel field '" + f + "'"};
+    }
+    return ok ? Error{} : badField("kernel", f, v);
+  });
+}
+
+static Error parseOp(std::istringstream &ls, OpInfo &op) {
+  ls >> op.kind;
+  if (op.kind != "sdpa" && op.kind != "mha" && op.kind != "softmax")
+    return {"malformed metadata: unknown op '" + op.kind + "'"};
+  return forEachField(ls, [&](const std::string &k, const std::string &v) {
+    bool ok = true;
+    if (k == "scale")
+      ok = parseNumber(v, op.scale);
+    else if (k == "softcap")
+      ok = parseNumber(v, op.softcap);
+    else if (k == "temperature")
+      ok = parseNumber(v, op.temperature);
+    else if (k == "heads")
+      ok = parseInt(v, op.heads);
+    else if (k == "kv_heads")
+      ok = parseInt(v, op.kvHeads);
+    else if (k == "causal")
+      op.causal = v;
+    else if (k == "window") {
+      std::vector<int64_t> w;
+      ok = parseInts(v, w) && w.size() == 2;
+      if (ok)
+        std::tie(op.windowLeft, op.windowRight) = std::pair(w[0], w[1]);
+    } else {
+      return Error{"malformed metadata: unknown op field '" + k + "'"};
+    }
+    return ok ? Error{} : badField("op", k, v);
+  });
+}
+
+static Error parseArg(std::istringstream &ls, ArgInfo &a) {
+  std::string dt, shape, extra;
+  if (!(ls >> a.name >> dt))
+    return {"malformed metadata: an argument record needs a name and a "
+            "dtype"};
+  ls >> shape; // empty for a rank-0 tensor
+  if (ls >> extra)
+    return {"malformed metadata: argument '" + a.name + "' has extra field '" +
+            extra + "'"};
+  if (!parseDType(dt, a.dtype))
+    return {"malformed metadata: dtype '" + dt + "'"};
+  if (!parseInts(shape, a.shape))
+    return {"malformed metadata: shape '" + shape + "' of '" + a.name + "'"};
+  return {};
+}
+
+/// Verifies the `end checksum=` record and returns the records before it.
+static Error checkSeal(const std::string &text, std::string &records) {
+  if (text.rfind(attn::format::kHeader, 0) != 0 ||
+      text.compare(std::strlen(attn::format::kHeader), 1, "\n") != 0) {
+    if (text.rfind("attn-mlir-artifact ", 0) == 0)
+      return {"made by an attn-compile of another version (" +
+              text.substr(0, text.find('\n')) + ", this runtime reads " +
+              attn::format::kHeader + "): recompile it"};
+    return {"not an attn-mlir artifact of a known version"};
+  }
+  size_t end = text.rfind("\nend");
+  if (end == std::string::npos)
+    return {"malformed metadata: missing end record"};
+  records = text.substr(0, end + 1);
+  if (text.substr(end + 1) != attn::format::endRecord(records))
+    return {"the metadata is corrupt (its checksum does not match): the "
+            "artifact was damaged or edited; recompile it"};
+  return {};
+}
+
+Error attn::rt::parseMetadata(const std::string &text,
+                              std::vector<EntryInfo> &out,
+                              std::string *target) {
+  std::string records, line, tgt = "cpu";
+  if (Error e = checkSeal(text, records))
+    return e;
+  std::istringstream in(records);
+  std::getline(in, line); // the header
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string key;
+    ls >> key;
+    Error err;
+    if (key == "target") {
+      ls >> tgt;
+      if (tgt != "cpu" && tgt != "cuda")
+        return {"the artifact was built for target '" + tgt +
+                "'; this runtime runs 'cpu' and 'cuda' artifacts"};
+    } else if (key == "entry") {
+      out.emplace_back();
+      ls >> out.back().name;
+    } else if (key.empty()) {
+      continue;
+    } else if (out.empty()) {
+      return {"malformed metadata: '" + key + "' record before any entry"};
+    } else if (key == "kernel") {
+      err = parseKernel(ls, out.back().kernel);
+    } else if (key == "in" || key == "out") {
+      ArgInfo a;
+      err = parseArg(ls, a);
+      (key == "in" ? out.back().inputs : out.back().outputs).push_back(a);
+    } else if (key == "op") {
+      err = parseOp(ls, out.back().op);
+    } else {
+      return {"malformed metadata: unknown record '" + key + "'"};
+    }
+    if (err)
+      return err;
+  }
+  if (target)
+    *target = tgt;
+  return validateEntries(out, tgt);
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+/// The largest dimension and tensor the runtime allocates (1 TiB).
+static constexpr int64_t kMaxDim = int64_t(1) << 40;
+static constexpr double kMaxTensorBytes = 1099511627776.0;
+
+static bool isIdentifier(const std::string &s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+static Error checkArg(const EntryInfo &e, const ArgInfo &a) {
+  std::string what = "entry '" + e.name + "' argument '" + a.name + "'";
+  if (!isIdentifier(a.name))
+    return {"malformed metadata: " + what + ": not a valid name"};
+  double bytes = static_cast<double>(dtypeSize(a.dtype));
+  for (int64_t d : a.shape) {
+    if (d < 1 || d > kMaxDim)
+      return {"malformed metadata: " + what + " has dimension " +
+              std::to_string(d) + " (expected 1 to 2^40)"};
+    bytes *= static_cast<double>(d);
+  }
+  if (bytes > kMaxTensorBytes)
+    return {"malformed metadata: " + what + " " + formatShape(a.shape) +
+            " is larger than 1 TiB"};
+  return {};
+}
+
+/// The argument of `args` named `name`, or null.
+static const ArgInfo *named(const std::vector<ArgInfo> &args,
+                            const char *name) {
+  for (const ArgInfo &a : args)
+    if (a.name == name)
+      return &a;
+  return nullptr;
+}
+
+static bool isFloat(DType t) { return t != DType::Bool; }
+
+/// A mask of `m`'s shape broadcasts to `full` ([B, Hq, Tq, Tk]): what the
+/// reference's indexing assumes.
+static Error checkMask(const ArgInfo &m, std::vector<int64_t> full,
+                       DType dtype) {
+  bool ok = m.shape.size() >= 2 && m.shape.size() <= 4 &&
+            (m.dtype == DType::Bool || m.dtype == dtype);
+  for (size_t i = 0; ok && i < m.shape.size(); ++i) {
+    int64_t want = full[4 - m.shape.size() + i];
+    ok = m.shape[i] == 1 || m.shape[i] == want;
+  }
+  if (!ok)
+    return {"mask " + std::string(dtypeName(m.dtype)) + " " +
+            formatShape(m.shape) + " does not broadcast to " +
+            formatShape(full)};
+  return {};
+}
+
+static Error checkSdpa(const EntryInfo &e) {
+  const auto &in = e.inputs;
+  if (in.size() < 3 || in.size() > 4 || in[0].name != "q" ||
+      in[1].name != "k" || in[2].name != "v" ||
+      (in.size() == 4 && in[3].name != "mask"))
+    return {"inputs must be q, k, v and an optional mask"};
+  const ArgInfo &q = in[0], &k = in[1], &v = in[2];
+  for (const ArgInfo *a : {&q, &k, &v})
+    if (a->shape.size() != 4 || a->dtype != q.dtype || !isFloat(a->dtype))
+      return {"q, k and v must be rank-4 tensors of one float dtype"};
+  int64_t B = q.shape[0], Hq = q.shape[1], Tq = q.shape[2];
+  int64_t Hkv = k.shape[1], Tk = k.shape[2], Dv = v.shape[3];
+  if (k.shape[0] != B || v.shape[0] != B || v.shape[1] != Hkv ||
+      v.shape[2] != Tk || k.shape[3] != q.shape[3] || Hq % Hkv != 0)
+    return {"q " + formatShape(q.shape) + ", k " + formatShape(k.shape) +
+            " and v " + formatShape(v.shape) + " do not agree"};
+  if (in.size() == 4)
+    if (Error err = checkMask(in[3], {B, Hq, Tq, Tk}, q.dtype))
+      return err;
+  const auto &out = e.outputs;
+  if (out.empty() || out.size() > 2 || out[0].dtype != q.dtype ||
+      out[0].shape != std::vector<int64_t>{B, Hq, Tq, Dv} ||
+      (out.size() == 2 &&
+       (out[1].dtype != DType::F32 ||
+        out[1].shape != std::vector<int64_t>{B, Hq, Tq})))
+    return {"outputs must be output " + formatShape({B, Hq, Tq, Dv}) +
+            " and an optional f32 lse " + formatShape({B, Hq, Tq})};
+  return {};
+}
+
+static Error checkMha(const EntryInfo &e) {
+  const OpInfo &op = e.op;
+  const ArgInfo *x = named(e.inputs, "x"), *kv = named(e.inputs, "kv");
+  const ArgInfo *wq = named(e.inputs, "wq"), *wk = named(e.inputs, "wk"),
+                *wv = named(e.inputs, "wv"), *wo = named(e.inputs, "wo");
+  if (!x || !wq || !wk || !wv || !wo || op.heads < 1 || op.kvHeads < 1 ||
+      op.heads % op.kvHeads != 0)
+    return {"needs x, wq, wk, wv, wo and heads a multiple of kv_heads"};
+  const ArgInfo *src = kv ? kv : x;
+  for (const ArgInfo *a : {x, src})
+    if (a->shape.size() != 3 || a->shape[0] != x->shape[0])
+      return {"x and kv must be [B, T, E] of one batch"};
+  for (const ArgInfo *w : {wq, wk, wv, wo})
+    if (w->shape.size() != 2)
+      return {"the weights must be matrices"};
+  bool ok = wq->shape[0] == x->shape[2] && wk->shape[0] == src->shape[2] &&
+            wv->shape[0] == src->shape[2] && wq->shape[1] % op.heads == 0 &&
+            wk->shape[1] == wq->shape[1] / op.heads * op.kvHeads &&
+            wv->shape[1] % op.kvHeads == 0 &&
+            wo->shape[0] == wv->shape[1] / op.kvHeads * op.heads;
+  const ArgInfo *weightOf[] = {wq, wk, wv, wo};
+  const char *biases[] = {"bq", "bk", "bv", "bo"};
+  for (int i = 0; ok && i < 4; ++i)
+    if (const ArgInfo *b = named(e.inputs, biases[i]))
+      ok = b->shape == std::vector<int64_t>{weightOf[i]->shape[1]};
+  for (const ArgInfo &a : e.inputs)
+    ok = ok && (a.name == "mask" || a.dtype == x->dtype);
+  if (!ok)
+    return {"the weight and bias shapes do not match x and the heads"};
+  if (const ArgInfo *m = named(e.inputs, "mask"))
+    if (Error err = checkMask(*m,
+                              {x->shape[0], op.heads, x->shape[1],
+                               src->shape[1]},
+                              x->dtype))
+      return err;
+  if (e.outputs.size() != 1 ||
+      e.outputs[0].shape !=
+          std::vector<int64_t>{x->shape[0], x->shape[1], wo->shape[1]})
+    return {"the output must be [B, T, " + std::to_string(wo->shape[1]) + "]"};
+  return {};
+}
+
+static Error checkOp(const EntryInfo &e) {
+  const OpInfo &op = e.op;
+  if (op.kind.empty())
+    return {};
+  bool finite = std::isfinite(op.scale) && std::isfinite(op.softcap) &&
+                std::isfinite(op.temperature);
+  if (!finite || op.temperature <= 0 || op.softcap < 0 ||
+      (op.kind != "softmax" && op.scale <= 0))
+    return {"scale, softcap or temperature out of range"};
+  if (op.causal != "none" && op.causal != "top_left" &&
+      op.causal != "bottom_right")
+    return {"unknown causal alignment '" + op.causal + "'"};
+  if (op.windowLeft < -1 || op.windowRight < -1)
+    return {"window extents must be >= -1"};
+  if (op.kind == "sdpa")
+    return checkSdpa(e);
+  if (op.kind == "mha")
+    return checkMha(e);
+  if (e.inputs.size() != 1 || e.outputs.size() != 1 ||
+      e.inputs[0].shape.empty() || e.inputs[0].shape != e.outputs[0].shape ||
+      e.inputs[0].dtype != e.outputs[0].dtype || !isFloat(e.inputs[0].dtype))
+    return {"softmax takes one float tensor x and returns its shape"};
+  return {};
+}
+
+static Error checkKernel(const EntryInfo &e) {
+  const KernelInfo &k = e.kernel;
+  size_t nargs = e.inputs.size() + e.outputs.size();
+  bool ok = !k.name.empty() && !k.image.empty() && k.imageSize > 0 &&
+            !k.args.empty() && (k.format == "cubin" || k.format == "ptx") &&
+            k.sharedBytes >= 0 && k.sharedBytes <= (1 << 20);
+  for (int a : k.args)
+    ok = ok && a >= 0 && static_cast<size_t>(a) < nargs;
+  int64_t threads = 1;
+  for (int i = 0; i < 3; ++i) {
+    ok = ok && k.grid[i] >= 1 && k.grid[i] <= 0x7fffffff && k.block[i] >= 1 &&
+         k.block[i] <= 1024;
+    threads *= ok ? k.block[i] : 1;
+  }
+  if (!ok || threads > 1024)
+    return {"entry '" + e.name + "' has no valid kernel record"};
+  return {};
+}
+
+Error attn::rt::validateEntries(const std::vector<EntryInfo> &entries,
+                                const std::string &target) {
+  if (entries.empty())
+    return {"malformed metadata: no entry"};
+  std::set<std::string> names;
+  for (const EntryInfo &e : entries) {
+    if (!isIdentifier(e.name) || !names.insert(e.name).second)
+      return {"malformed metadata: entry name '" + e.name +
+              "' is not a unique C identifier"};
+    size_t nargs = e.inputs.size() + e.outputs.size();
+    if (e.outputs.empty() || nargs > 12)
+      return {"malformed metadata: entry '" + e.name + "' has " +
+              std::to_string(e.outputs.size()) + " outputs and " +
+              std::to_string(nargs) +
+              " arguments (expected >= 1 output, <= 12 arguments)"};
+    std::set<std::string> argNames;
+    for (const auto *args : {&e.inputs, &e.outputs})
+      for (const ArgInfo &a : *args) {
+        if (Error err = checkArg(e, a))
+          return err;
+        if (!argNames.insert(a.name).second)
+          return {"malformed metadata: entry '" + e.name +
+                  "' names argument '" + a.name + "' twice"};
+      }
+    if (Error err = checkOp(e))
+      return {"malformed metadata: entry '" + e.name + "' (" + e.op.kind +
+              "): " + err.message};
+    if (target == "cuda")
+      if (Error err = checkKernel(e))
+        return {"malformed metadata: " + err.message};
+  }
+  return {};
+}

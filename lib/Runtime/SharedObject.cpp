@@ -1,0 +1,185 @@
+//===- SharedObject.cpp - check a shared object before dlopen ---*- C++ -*-===//
+//
+// dlopen maps a file's segments as its program headers describe them: a
+// truncated file maps past its end and the first touch of such a page is a
+// SIGBUS, in the loader or later in the caller. So every shared object the
+// runtime loads (artifacts, $ATTN_CUDA_DRIVER) is first read and checked
+// here: an ELF of this machine whose headers, segments and sections lie
+// inside the file. For artifacts, the metadata is read from the file itself
+// (through .dynsym), so it is parsed and validated before any of the
+// artifact's code runs, and the entry points must be functions defined in
+// the artifact (dlsym would otherwise find any symbol of its dependencies:
+// an entry named `abort` would call libc's).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-mlir/Runtime/Runtime.h"
+
+#include <cstring>
+#include <elf.h>
+#include <fstream>
+
+using namespace attn::rt;
+
+#if defined(__x86_64__)
+static constexpr uint16_t kMachine = EM_X86_64;
+#elif defined(__aarch64__)
+static constexpr uint16_t kMachine = EM_AARCH64;
+#else
+#error "attn-mlir's runtime knows the ELF machine of x86-64 and AArch64 only"
+#endif
+
+/// The largest shared object the runtime reads (kernel images included).
+static constexpr uint64_t kMaxObjectBytes = 1ull << 31;
+
+/// [offset, offset + size) lies inside a file of `fileSize` bytes.
+static bool inside(uint64_t offset, uint64_t size, uint64_t fileSize) {
+  return offset <= fileSize && size <= fileSize - offset;
+}
+
+template <typename T>
+static bool readAt(const std::string &bytes, uint64_t offset, T &out) {
+  if (!inside(offset, sizeof(T), bytes.size()))
+    return false;
+  std::memcpy(&out, bytes.data() + offset, sizeof(T));
+  return true;
+}
+
+static Error readFile(const std::string &path, std::string &bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in)
+    return {"cannot open it"};
+  std::streamoff size = in.tellg();
+  if (size < 0 || static_cast<uint64_t>(size) > kMaxObjectBytes)
+    return {"not a regular file of at most 2 GiB"};
+  bytes.resize(static_cast<size_t>(size));
+  in.seekg(0);
+  if (!in.read(bytes.data(), size))
+    return {"cannot read it"};
+  return {};
+}
+
+static Error checkHeader(const std::string &bytes, Elf64_Ehdr &eh) {
+  if (!readAt(bytes, 0, eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    return {"not an ELF shared object (" + std::to_string(bytes.size()) +
+            " bytes, no ELF header)"};
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != kMachine)
+    return {"an ELF object for another kind of machine"};
+  if (eh.e_type != ET_DYN)
+    return {"an ELF object that is not a shared library"};
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
+      !inside(eh.e_phoff, uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr),
+              bytes.size()))
+    return {"truncated or corrupt: the program headers lie outside the "
+            "file"};
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    readAt(bytes, eh.e_phoff + i * sizeof(Elf64_Phdr), ph);
+    if (ph.p_type != PT_NULL && !inside(ph.p_offset, ph.p_filesz, bytes.size()))
+      return {"truncated or corrupt: segment " + std::to_string(i) +
+              " ends at byte " + std::to_string(ph.p_offset + ph.p_filesz) +
+              " of a " + std::to_string(bytes.size()) + "-byte file"};
+  }
+  if (eh.e_shnum != 0 &&
+      (eh.e_shentsize != sizeof(Elf64_Shdr) ||
+       !inside(eh.e_shoff, uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr),
+               bytes.size())))
+    return {"truncated or corrupt: the section headers lie outside the "
+            "file"};
+  return {};
+}
+
+/// The defined symbols of .dynsym: functions, and data objects with the
+/// bytes the file holds for them.
+static Error readSymbols(const std::string &bytes, const Elf64_Ehdr &eh,
+                         SharedObject &out) {
+  std::vector<Elf64_Shdr> sections(eh.e_shnum);
+  for (uint16_t i = 0; i < eh.e_shnum; ++i) {
+    readAt(bytes, eh.e_shoff + i * sizeof(Elf64_Shdr), sections[i]);
+    if (sections[i].sh_type != SHT_NOBITS &&
+        !inside(sections[i].sh_offset, sections[i].sh_size, bytes.size()))
+      return {"truncated or corrupt: section " + std::to_string(i) +
+              " lies outside the file"};
+  }
+  for (const Elf64_Shdr &symtab : sections) {
+    if (symtab.sh_type != SHT_DYNSYM)
+      continue;
+    if (symtab.sh_link >= sections.size())
+      return {"corrupt: .dynsym names no string table"};
+    const Elf64_Shdr &strtab = sections[symtab.sh_link];
+    if (strtab.sh_type != SHT_STRTAB)
+      return {"corrupt: .dynsym names no string table"};
+    const char *names = bytes.data() + strtab.sh_offset;
+    for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= symtab.sh_size;
+         off += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      readAt(bytes, symtab.sh_offset + off, sym);
+      if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= sections.size() ||
+          sym.st_name >= strtab.sh_size)
+        continue;
+      const char *name = names + sym.st_name;
+      size_t len = strnlen(name, strtab.sh_size - sym.st_name);
+      if (len == strtab.sh_size - sym.st_name)
+        return {"corrupt: a symbol name runs past its string table"};
+      std::string symName(name, len);
+      if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC) {
+        out.functions.insert(symName);
+        continue;
+      }
+      const Elf64_Shdr &sec = sections[sym.st_shndx];
+      if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT ||
+          sec.sh_type == SHT_NOBITS || sym.st_value < sec.sh_addr ||
+          !inside(sym.st_value - sec.sh_addr, sym.st_size, sec.sh_size))
+        continue;
+      out.objects[symName] =
+          bytes.substr(sec.sh_offset + (sym.st_value - sec.sh_addr),
+                       sym.st_size);
+    }
+  }
+  return {};
+}
+
+Error attn::rt::inspectSharedObject(const std::string &path,
+                                    SharedObject &out, bool withSymbols) {
+  std::string bytes;
+  if (Error e = readFile(path, bytes))
+    return {"'" + path + "': " + e.message};
+  Elf64_Ehdr eh;
+  if (Error e = checkHeader(bytes, eh))
+    return {"'" + path + "': " + e.message};
+  out = SharedObject();
+  if (withSymbols)
+    if (Error e = readSymbols(bytes, eh, out))
+      return {"'" + path + "': " + e.message};
+  return {};
+}
+
+Error attn::rt::checkArtifactFile(const std::string &path,
+                                  std::vector<EntryInfo> &entries,
+                                  std::string &target) {
+  SharedObject so;
+  if (Error e = inspectSharedObject(path, so, /*withSymbols=*/true))
+    return {"cannot load artifact " + e.message};
+  auto meta = so.objects.find("attn_mlir_metadata");
+  if (meta == so.objects.end())
+    return {"'" + path +
+            "' is not an attn-mlir artifact (no attn_mlir_metadata symbol)"};
+  std::string text = meta->second.substr(0, meta->second.find('\0'));
+  if (Error e = parseMetadata(text, entries, &target))
+    return {"'" + path + "': " + e.message};
+  for (const EntryInfo &e : entries) {
+    if (target == "cpu" && !so.functions.count(e.name))
+      return {"'" + path + "': entry '" + e.name +
+              "' is not a function defined in the artifact"};
+    if (target != "cuda")
+      continue;
+    auto image = so.objects.find(e.kernel.image);
+    if (image == so.objects.end() ||
+        image->second.size() < static_cast<uint64_t>(e.kernel.imageSize))
+      return {"'" + path + "': kernel image '" + e.kernel.image +
+              "' of entry '" + e.name + "' is missing or shorter than " +
+              std::to_string(e.kernel.imageSize) + " bytes"};
+  }
+  return {};
+}
