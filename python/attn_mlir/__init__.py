@@ -6,13 +6,15 @@
 
 Graphs are compiled by attn-compile (found in the build tree of this
 checkout, $ATTN_MLIR_BIN or PATH) once per shapes, dtypes and options, and
-cached in ~/.cache/attn_mlir ($ATTN_MLIR_CACHE).
+cached in ~/.cache/attn_mlir ($ATTN_MLIR_CACHE): a private directory (mode
+0700, yours; CacheError otherwise), whose artifacts are checked by the
+runtime before they are loaded (see the README's Security section).
 """
 from . import reference
-from ._tools import ToolsNotFoundError, tools
+from ._tools import CacheError, ToolsNotFoundError, tools
 from .layers import MultiHeadAttention, softmax
 from .planner import plan
 from .sdpa import scaled_dot_product_attention
 
 __all__ = ["scaled_dot_product_attention", "MultiHeadAttention", "softmax", "reference",
-           "plan", "tools", "ToolsNotFoundError"]
+           "plan", "tools", "ToolsNotFoundError", "CacheError"]

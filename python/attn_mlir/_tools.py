@@ -4,6 +4,7 @@ import contextlib
 import ctypes
 import functools
 import hashlib
+import json
 import math
 import numbers
 import os
@@ -174,6 +175,10 @@ def _load_capi(path):
     lib = ctypes.CDLL(path)
     lib.attn_rt_check_artifact.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.attn_rt_check_artifact.restype = ctypes.c_int
+    lib.attn_rt_describe_artifact.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                              ctypes.c_size_t,
+                                              ctypes.POINTER(ctypes.c_size_t)]
+    lib.attn_rt_describe_artifact.restype = ctypes.c_int
     return lib
 
 
@@ -212,8 +217,8 @@ class Artifact:
 
     def __init__(self, path):
         self.path = path
+        self.entries = _read_entries(path)
         self._lib = ctypes.CDLL(path)
-        self.entries = _read_entries(self._lib)
 
     def __call__(self, entry, inputs):
         info = _checked_entry(self.entries, entry, inputs)
@@ -253,9 +258,9 @@ class CudaArtifact:
     def __init__(self, path, bindir):
         self.path = path
         self.bindir = bindir
-        # The artifact holds data only (kernel images, metadata): loading it
-        # needs no CUDA.
-        self.entries = _read_entries(ctypes.CDLL(path))
+        # The artifact holds data only (kernel images, metadata), read from
+        # the file: nothing of it is loaded here.
+        self.entries = _read_entries(path)
 
     def __call__(self, entry, inputs):
         info = _checked_entry(self.entries, entry, inputs)
@@ -279,12 +284,33 @@ def _np_dtype(name):
             "bf16": BF16, "bool": np.dtype(np.bool_)}[name]
 
 
-def _read_entries(lib):
-    """The entries described by a loaded artifact's attn_mlir_metadata."""
-    meta = ctypes.cast(
-        ctypes.addressof(ctypes.c_char.in_dll(lib, "attn_mlir_metadata")),
-        ctypes.c_char_p).value.decode()
-    return _parse_metadata(meta)
+def describe_artifact(path):
+    """The artifact's description as the runtime reads it (the one metadata
+    parser, attn_rt_describe_artifact): {"target": ..., "entries": [...]};
+    a RuntimeError when it is not a valid artifact."""
+    lib, needed = _capi(), ctypes.c_size_t(0)
+    size = 1 << 14
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        rc = lib.attn_rt_describe_artifact(os.fsencode(path), buf, size,
+                                           ctypes.byref(needed))
+        if rc != 2:  # ATTN_RT_TOO_SMALL
+            break
+        size = needed.value
+    text = buf.value.decode(errors="replace")
+    if rc != 0:
+        raise RuntimeError(f"cannot use the artifact {path}: {text}")
+    return json.loads(text)
+
+
+def _read_entries(path):
+    """{entry: {"in": [(name, dtype, shape)], "out": [...]}} of an artifact."""
+    entries = {}
+    for e in describe_artifact(path)["entries"]:
+        entries[e["name"]] = {
+            side: [(a["name"], a["dtype"], tuple(a["shape"])) for a in e[key]]
+            for side, key in (("in", "inputs"), ("out", "outputs"))}
+    return entries
 
 
 def _checked_entry(entries, entry, inputs):
@@ -297,20 +323,6 @@ def _checked_entry(entries, entry, inputs):
         if tuple(arr.shape) != shape:
             raise ValueError(f"input {name}: expected shape {shape}, got {arr.shape}")
     return info
-
-
-def _parse_metadata(text):
-    entries, cur = {}, None
-    for line in text.splitlines():
-        parts = line.split()
-        if not parts:
-            continue
-        if parts[0] == "entry":
-            cur = entries.setdefault(parts[1], {"in": [], "out": []})
-        elif parts[0] in ("in", "out"):
-            shape = tuple(int(s) for s in parts[3].split(","))
-            cur[parts[0]].append((parts[1], parts[2], shape))
-    return entries
 
 
 _loaded = {}  # key -> loaded artifact, in this process

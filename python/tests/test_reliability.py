@@ -390,3 +390,32 @@ def test_big_endian_arrays_are_converted_not_refused():
     want = layer(x)
     layer.wq = layer.wq.astype(">f4")
     assert np.array_equal(layer(x.astype(">f4")), want)
+
+
+def test_entries_are_read_by_the_runtime_parser(fresh_cache, tmp_path):
+    """Python reads an artifact's entries through the runtime's one metadata
+    parser (attn_rt_describe_artifact), not a parser of its own: names,
+    dtypes, shapes and the op's semantics, and a damaged description is an
+    error rather than a guess."""
+    q = np.zeros((1, 2, 5, 8), np.float32)
+    kv = np.zeros((1, 1, 7, 8), np.float32)
+    attn_mlir.scaled_dot_product_attention(q, kv, kv, is_causal=True, enable_gqa=True,
+                                           scale=0.5, return_lse=True)
+    (so,) = os.listdir(fresh_cache)
+    path = str(fresh_cache / so)
+    desc = _tools.describe_artifact(path)
+    assert desc["target"] == "cpu"
+    (entry,) = desc["entries"]
+    assert entry["name"] == "sdpa"
+    assert [(a["name"], a["dtype"], a["shape"]) for a in entry["inputs"]] == [
+        ("q", "f32", [1, 2, 5, 8]), ("k", "f32", [1, 1, 7, 8]), ("v", "f32", [1, 1, 7, 8])]
+    assert [a["name"] for a in entry["outputs"]] == ["output", "lse"]
+    assert entry["op"]["kind"] == "sdpa" and entry["op"]["scale"] == 0.5
+    assert entry["op"]["causal"] == "top_left"
+    data = bytearray(open(path, "rb").read())
+    at = data.index(b"in q f32 1,2,5,8")
+    data[at:at + 16] = b"in q f32 1,2,5,9"  # a same-length edit
+    bad = tmp_path / "edited.so"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError, match="checksum does not match"):
+        _tools.describe_artifact(str(bad))

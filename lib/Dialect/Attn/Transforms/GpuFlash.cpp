@@ -26,8 +26,8 @@
 
 #include "Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/CudaChips.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
-#include "attn-mlir/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
