@@ -96,11 +96,11 @@ Value reduceLastDim(OpBuilder &b, Location loc, Value x, bool isMax) {
   return isMax ? r : truncToF32(b, loc, r);
 }
 
-/// exp(c · (x - m)) with m broadcast over the last dimension; a row maximum
-/// of -inf (a fully masked row) is replaced by 0 so that the row gives
-/// exp(-inf) = 0 instead of exp(NaN).
-Value expMinusMax(OpBuilder &b, Location loc, Value x, Value m,
-                  double c = 1.0) {
+/// exp(c · (x - m) / divisor) with m broadcast over the last dimension; a
+/// row maximum of -inf (a fully masked row) is replaced by 0 so that the row
+/// gives exp(-inf) = 0 instead of exp(NaN).
+Value expMinusMax(OpBuilder &b, Location loc, Value x, Value m, double c = 1.0,
+                  double divisor = 1.0) {
   auto t = cast<RankedTensorType>(x.getType());
   unsigned n = t.getRank();
   MLIRContext *ctx = b.getContext();
@@ -114,8 +114,13 @@ Value expMinusMax(OpBuilder &b, Location loc, Value x, Value m,
              {id, projMap(ctx, n, rowDims), id},
              SmallVector<IteratorType>(n, IteratorType::parallel),
              [&](OpBuilder &nb, Location nl, ValueRange a) {
-               yieldValue(nb, nl,
-                          expShifted(nb, nl, a[0], safeRowMax(nb, nl, a[1]), c));
+               Value safe = safeRowMax(nb, nl, a[1]);
+               if (divisor == 1.0)
+                 return yieldValue(nb, nl, expShifted(nb, nl, a[0], safe, c));
+               Value d = arith::DivFOp::create(
+                   nb, nl, arith::SubFOp::create(nb, nl, a[0], safe),
+                   cstF32(nb, nl, divisor));
+               yieldValue(nb, nl, math::ExpOp::create(nb, nl, d));
              })
       .getResult(0);
 }
@@ -271,7 +276,11 @@ struct LowerSoftmaxReference : OpRewritePattern<SoftmaxOp> {
     unsigned n = t.getRank();
     double temperature = op.getTemperature().convertToDouble();
     AffineMap id = AffineMap::getMultiDimIdentityMap(n, ctx);
-    // x / t in f32 (no division when t == 1).
+    // x / t in f32 (no division when t == 1). A temperature below 1 would
+    // overflow x / t where the exact answer is finite (t = 1e-30: inf, then
+    // inf - inf = NaN): it divides in the exponent instead, after the row
+    // maximum is subtracted, exp((x - m) / t).
+    double inner = temperature < 1.0 ? 1.0 : temperature;
     Value scaled =
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{RankedTensorType::get(t.getShape(), f32)},
@@ -280,13 +289,14 @@ struct LowerSoftmaxReference : OpRewritePattern<SoftmaxOp> {
             SmallVector<IteratorType>(n, IteratorType::parallel),
             [&](OpBuilder &b, Location l, ValueRange a) {
               Value x = castFloat(b, l, a[0], f32);
-              if (temperature != 1.0)
-                x = arith::DivFOp::create(b, l, x, cstF32(b, l, temperature));
+              if (inner != 1.0)
+                x = arith::DivFOp::create(b, l, x, cstF32(b, l, inner));
               yieldValue(b, l, x);
             })
             .getResult(0);
     Value rowMax = reduceLastDim(rewriter, loc, scaled, /*isMax=*/true);
-    Value e = expMinusMax(rewriter, loc, scaled, rowMax);
+    Value e = expMinusMax(rewriter, loc, scaled, rowMax, 1.0,
+                          temperature < 1.0 ? temperature : 1.0);
     Value rowSum = reduceLastDim(rewriter, loc, e, /*isMax=*/false);
     rewriter.replaceOp(op,
                        normalize(rewriter, loc, e, rowSum, t.getElementType()));
