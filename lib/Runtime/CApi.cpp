@@ -33,8 +33,8 @@ static std::string jsonNumber(double v) {
 static std::string jsonArgs(const std::vector<ArgInfo> &args) {
   std::string out = "[";
   for (size_t i = 0; i < args.size(); ++i) {
-    out += std::string(i ? ", " : "") + "{\"name\": " +
-           jsonString(args[i].name) + ", \"dtype\": \"" +
+    out += std::string(i ? ", " : "") +
+           "{\"name\": " + jsonString(args[i].name) + ", \"dtype\": \"" +
            dtypeName(args[i].dtype) + "\", \"shape\": [";
     for (size_t d = 0; d < args[i].shape.size(); ++d)
       out += (d ? ", " : "") + std::to_string(args[i].shape[d]);
@@ -64,8 +64,8 @@ static std::string describe(const std::string &target,
     const EntryInfo &e = entries[i];
     out += std::string(i ? ", " : "") + "{\"name\": " + jsonString(e.name) +
            ", \"inputs\": " + jsonArgs(e.inputs) +
-           ", \"outputs\": " + jsonArgs(e.outputs) + ", \"op\": " + jsonOp(e.op) +
-           "}";
+           ", \"outputs\": " + jsonArgs(e.outputs) +
+           ", \"op\": " + jsonOp(e.op) + "}";
   }
   return out + "]}";
 }
@@ -104,8 +104,8 @@ extern "C" __attribute__((visibility("default"))) int
 attn_rt_check_artifact(const char *path, char *error, size_t error_size) {
   std::vector<EntryInfo> entries;
   std::string target;
-  Error e = path ? checkArtifactFile(path, entries, target)
-                 : Error{"no path given"};
+  Error e =
+      path ? checkArtifactFile(path, entries, target) : Error{"no path given"};
   if (!e)
     return copyOut("", error, error_size, nullptr, true, ATTN_RT_OK);
   return copyOut(e.message, error, error_size, nullptr, true, ATTN_RT_INVALID);

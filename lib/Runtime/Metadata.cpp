@@ -306,9 +306,8 @@ static Error checkSdpa(const EntryInfo &e) {
   const auto &out = e.outputs;
   if (out.empty() || out.size() > 2 || out[0].dtype != q.dtype ||
       out[0].shape != std::vector<int64_t>{B, Hq, Tq, Dv} ||
-      (out.size() == 2 &&
-       (out[1].dtype != DType::F32 ||
-        out[1].shape != std::vector<int64_t>{B, Hq, Tq})))
+      (out.size() == 2 && (out[1].dtype != DType::F32 ||
+                           out[1].shape != std::vector<int64_t>{B, Hq, Tq})))
     return {"outputs must be output " + formatShape({B, Hq, Tq, Dv}) +
             " and an optional f32 lse " + formatShape({B, Hq, Tq})};
   return {};
@@ -344,10 +343,8 @@ static Error checkMha(const EntryInfo &e) {
   if (!ok)
     return {"the weight and bias shapes do not match x and the heads"};
   if (const ArgInfo *m = named(e.inputs, "mask"))
-    if (Error err = checkMask(*m,
-                              {x->shape[0], op.heads, x->shape[1],
-                               src->shape[1]},
-                              x->dtype))
+    if (Error err = checkMask(
+            *m, {x->shape[0], op.heads, x->shape[1], src->shape[1]}, x->dtype))
       return err;
   if (e.outputs.size() != 1 ||
       e.outputs[0].shape !=

@@ -132,16 +132,15 @@ static Error readSymbols(const std::string &bytes, const Elf64_Ehdr &eh,
           sec.sh_type == SHT_NOBITS || sym.st_value < sec.sh_addr ||
           !inside(sym.st_value - sec.sh_addr, sym.st_size, sec.sh_size))
         continue;
-      out.objects[symName] =
-          bytes.substr(sec.sh_offset + (sym.st_value - sec.sh_addr),
-                       sym.st_size);
+      out.objects[symName] = bytes.substr(
+          sec.sh_offset + (sym.st_value - sec.sh_addr), sym.st_size);
     }
   }
   return {};
 }
 
-Error attn::rt::inspectSharedObject(const std::string &path,
-                                    SharedObject &out, bool withSymbols) {
+Error attn::rt::inspectSharedObject(const std::string &path, SharedObject &out,
+                                    bool withSymbols) {
   std::string bytes;
   if (Error e = readFile(path, bytes))
     return {"'" + path + "': " + e.message};

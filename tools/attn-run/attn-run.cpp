@@ -8,20 +8,20 @@
 #include "attn-mlir/Runtime/Runtime.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cerrno>
 #include <map>
+#include <random>
 #include <set>
 #include <spawn.h>
-#include <sys/wait.h>
-#include <random>
 #include <string>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace attn::rt;
@@ -211,8 +211,8 @@ static Error parseOption(int argc, char **argv, int &i,
   if (key == "--input" && a != "--input")
     key = "--input=";
   static const std::set<std::string> valued = {
-      "--entry", "--input", "--seed", "--output-dir", "--bench", "--device",
-      "--compile-flags"};
+      "--entry", "--input",  "--seed",         "--output-dir",
+      "--bench", "--device", "--compile-flags"};
   if (!valued.count(key)) {
     if ((a == "--check" || a == "--list") && !seen.insert(a).second)
       return {a + " given twice"};
@@ -376,14 +376,13 @@ static void listEntries(const Artifact &art) {
 
 static Error findEntry(const Options &o, const Artifact &art,
                        const EntryInfo *&entry) {
-  entry = o.entryName.empty() ? &art.entries().front()
-                              : art.find(o.entryName);
+  entry = o.entryName.empty() ? &art.entries().front() : art.find(o.entryName);
   if (!entry) {
     std::string names;
     for (const EntryInfo &e : art.entries())
       names += (names.empty() ? "" : ", ") + e.name;
-    return {"no entry '" + o.entryName + "' in the artifact (entries: " +
-            names + ")"};
+    return {"no entry '" + o.entryName +
+            "' in the artifact (entries: " + names + ")"};
   }
   for (const auto &given : o.inputFiles) {
     if (std::any_of(entry->inputs.begin(), entry->inputs.end(),

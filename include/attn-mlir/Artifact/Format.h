@@ -44,9 +44,9 @@ inline uint64_t fnv1a64(const char *data, size_t size) {
 /// The `end` record that closes `records` (which start with kHeader).
 inline std::string endRecord(const std::string &records) {
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "end checksum=%016llx\n",
-                static_cast<unsigned long long>(
-                    fnv1a64(records.data(), records.size())));
+  std::snprintf(
+      buf, sizeof(buf), "end checksum=%016llx\n",
+      static_cast<unsigned long long>(fnv1a64(records.data(), records.size())));
   return buf;
 }
 

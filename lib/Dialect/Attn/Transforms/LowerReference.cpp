@@ -81,16 +81,14 @@ Value reduceLastDim(OpBuilder &b, Location loc, Value x, bool isMax) {
   Value r =
       linalg::GenericOp::create(
           b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
-          {AffineMap::getMultiDimIdentityMap(n, ctx),
-           projMap(ctx, n, outDims)},
+          {AffineMap::getMultiDimIdentityMap(n, ctx), projMap(ctx, n, outDims)},
           iters,
           [&](OpBuilder &nb, Location nl, ValueRange a) {
             Value v = castFloat(nb, nl, a[0], acc);
-            yieldValue(nb, nl,
-                       isMax ? arith::MaximumFOp::create(nb, nl, v, a[1])
-                                   .getResult()
-                             : arith::AddFOp::create(nb, nl, v, a[1])
-                                   .getResult());
+            yieldValue(
+                nb, nl,
+                isMax ? arith::MaximumFOp::create(nb, nl, v, a[1]).getResult()
+                      : arith::AddFOp::create(nb, nl, v, a[1]).getResult());
           })
           .getResult(0);
   return isMax ? r : truncToF32(b, loc, r);

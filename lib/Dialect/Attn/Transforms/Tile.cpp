@@ -138,24 +138,21 @@ static SmallVector<Value> mergeChunk(Builder &in, ValueRange run,
                         return arith::AddFOp::create(bb, bl, x, y).getResult();
                       });
   };
-  Value m = in.generic(run[0], ValueRange{chunk[0]},
-                       {in.map(1, {0}), in.map(1, {0})}, {kPar},
-                       [](OpBuilder &bb, Location bl, ValueRange a) {
-                         return arith::MaximumFOp::create(bb, bl, a[1], a[0])
-                             .getResult();
-                       });
+  Value m = in.generic(
+      run[0], ValueRange{chunk[0]}, {in.map(1, {0}), in.map(1, {0})}, {kPar},
+      [](OpBuilder &bb, Location bl, ValueRange a) {
+        return arith::MaximumFOp::create(bb, bl, a[1], a[0]).getResult();
+      });
   return {m, merge(run[1], chunk[1], 1), merge(run[2], chunk[2], 2)};
 }
 
 /// The key loop over [lo, hi) as chunks of kChunkKeys keys (a multiple of
 /// the key block), each an online softmax from (-inf, 0, 0) merged into
 /// the running statistics. `blockHi` is the bound `step` reads.
-static scf::ForOp
-buildChunkedKeyLoop(Builder &bld, Value lo, Value hi, int64_t bk,
-                    ValueRange init,
-                    function_ref<void(OpBuilder &, Location, Value, ValueRange)>
-                        step,
-                    Value &blockHi, double expScale) {
+static scf::ForOp buildChunkedKeyLoop(
+    Builder &bld, Value lo, Value hi, int64_t bk, ValueRange init,
+    function_ref<void(OpBuilder &, Location, Value, ValueRange)> step,
+    Value &blockHi, double expScale) {
   int64_t chunk = std::max<int64_t>(1, kChunkKeys / bk) * bk;
   return scf::ForOp::create(
       bld.b, bld.loc, lo, hi, bld.idx(chunk), init,
@@ -166,12 +163,13 @@ buildChunkedKeyLoop(Builder &bld, Value lo, Value hi, int64_t bk,
         auto fresh = [&](Value like, double v) {
           return in.filled(tensor::getMixedSizes(ob, ol, like), v);
         };
-        auto inner = scf::ForOp::create(
-            ob, ol, c0, blockHi, in.idx(bk),
-            ValueRange{fresh(run[0], kNegInf), fresh(run[1], 0.0),
-                       fresh(run[2], 0.0)},
-            step);
-        scf::YieldOp::create(ob, ol, mergeChunk(in, run, inner.getResults(), expScale));
+        auto inner = scf::ForOp::create(ob, ol, c0, blockHi, in.idx(bk),
+                                        ValueRange{fresh(run[0], kNegInf),
+                                                   fresh(run[1], 0.0),
+                                                   fresh(run[2], 0.0)},
+                                        step);
+        scf::YieldOp::create(ob, ol,
+                             mergeChunk(in, run, inner.getResults(), expScale));
       });
 }
 
@@ -285,196 +283,188 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
     // the blocks of [.., blockHi).
     Value blockHi = hi;
     auto step = [&](OpBuilder &nb, Location nl, Value kb, ValueRange iter) {
-          Builder in{nb, nl, nb.getContext()};
-          OpFoldResult ks = nb.getIndexAttr(bk);
-          if (!staticKv)
-            ks = arith::MinSIOp::create(
-                     nb, nl, in.idx(bk),
-                     arith::SubIOp::create(nb, nl, blockHi, kb))
-                     .getResult();
-          OpFoldResult dA = nb.getIndexAttr(d), dvA = nb.getIndexAttr(dv);
-          Value kTile = tensor::ExtractSliceOp::create(
-              nb, nl, in.type({ks, dA}, elt), op.getKey(),
-              ArrayRef<OpFoldResult>{b, kvh, kb, zeroA},
-              ArrayRef<OpFoldResult>{oneA, oneA, ks, dA},
-              ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
-          Value vTile = tensor::ExtractSliceOp::create(
-              nb, nl, in.type({ks, dvA}, elt), op.getValue(),
-              ArrayRef<OpFoldResult>{b, kvh, kb, zeroA},
-              ArrayRef<OpFoldResult>{oneA, oneA, ks, dvA},
-              ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
-          // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i]; loops (j, d, i).
-          Value s = in.generic(
-              in.filled({ks, qs}, 0.0), ValueRange{kTile, qT},
-              {in.map(3, {0, 1}), in.map(3, {1, 2}), in.map(3, {0, 2})},
-              {kPar, kRed, kPar},
-              [&](OpBuilder &bb, Location bl, ValueRange a) {
-                Value p =
-                    arith::MulFOp::create(bb, bl, castFloat(bb, bl, a[0], f32),
-                                          castFloat(bb, bl, a[1], f32));
-                return arith::AddFOp::create(bb, bl, a[2], p).getResult();
-              });
+      Builder in{nb, nl, nb.getContext()};
+      OpFoldResult ks = nb.getIndexAttr(bk);
+      if (!staticKv)
+        ks = arith::MinSIOp::create(nb, nl, in.idx(bk),
+                                    arith::SubIOp::create(nb, nl, blockHi, kb))
+                 .getResult();
+      OpFoldResult dA = nb.getIndexAttr(d), dvA = nb.getIndexAttr(dv);
+      Value kTile = tensor::ExtractSliceOp::create(
+          nb, nl, in.type({ks, dA}, elt), op.getKey(),
+          ArrayRef<OpFoldResult>{b, kvh, kb, zeroA},
+          ArrayRef<OpFoldResult>{oneA, oneA, ks, dA},
+          ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
+      Value vTile = tensor::ExtractSliceOp::create(
+          nb, nl, in.type({ks, dvA}, elt), op.getValue(),
+          ArrayRef<OpFoldResult>{b, kvh, kb, zeroA},
+          ArrayRef<OpFoldResult>{oneA, oneA, ks, dvA},
+          ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
+      // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i]; loops (j, d, i).
+      Value s = in.generic(
+          in.filled({ks, qs}, 0.0), ValueRange{kTile, qT},
+          {in.map(3, {0, 1}), in.map(3, {1, 2}), in.map(3, {0, 2})},
+          {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+            Value p =
+                arith::MulFOp::create(bb, bl, castFloat(bb, bl, a[0], f32),
+                                      castFloat(bb, bl, a[1], f32));
+            return arith::AddFOp::create(bb, bl, a[2], p).getResult();
+          });
 
-          // Scale, softcap, the user mask and, on boundary blocks only, the
-          // causal/window predicate.
-          Value mask = op.getMask();
-          Value maskTile;
-          AffineMap maskMap;
-          if (mask) {
-            auto mT = cast<RankedTensorType>(mask.getType());
-            int64_t rank = mT.getRank();
-            SmallVector<OpFoldResult> offs, sizes, strides;
-            SmallVector<AffineExpr> exprs;
-            Value full[4] = {b, h, q0, kb};
-            OpFoldResult tileSizes[4] = {oneA, oneA, qs, ks};
-            for (int64_t k = 0; k < rank; ++k) {
-              unsigned target = 4 - rank + k;
-              bool bcast = mT.getDimSize(k) == 1;
-              offs.push_back(bcast ? zeroA : OpFoldResult(full[target]));
-              sizes.push_back(bcast ? oneA : tileSizes[target]);
-              strides.push_back(oneA);
-              // Tile loops are (j, i): Tq is dim 1, Tk dim 0.
-              if (bcast || target < 2)
-                exprs.push_back(getAffineConstantExpr(0, in.ctx));
-              else
-                exprs.push_back(getAffineDimExpr(target == 2 ? 1 : 0, in.ctx));
-            }
-            maskTile = tensor::ExtractSliceOp::create(nb, nl, mask, offs, sizes,
-                                                      strides);
-            maskMap = AffineMap::get(2, 0, exprs, in.ctx);
-          }
-          // Without softcap, mask or predicate the scores are final.
-          bool elementwise = maskTile || op.getSoftcap();
-          auto modify = [&](OpBuilder &mb, Location ml, bool predicate) {
-            if (!predicate && !elementwise)
-              return s;
-            Builder mbld{mb, ml, mb.getContext()};
-            SmallVector<Value> ins{s};
-            SmallVector<AffineMap> maps{mbld.map(2, {0, 1})};
-            if (maskTile) {
-              ins.push_back(maskTile);
-              maps.push_back(maskMap);
-            }
-            maps.push_back(mbld.map(2, {0, 1}));
-            return mbld.generic(
-                mbld.empty({ks, qs}, f32), ins, maps, {kPar, kPar},
-                [&](OpBuilder &bb, Location bl, ValueRange a) {
-                  Value visible;
-                  if (predicate) {
-                    Value i = arith::AddIOp::create(
-                        bb, bl, q0, linalg::IndexOp::create(bb, bl, 1));
-                    Value j = arith::AddIOp::create(
-                        bb, bl, kb, linalg::IndexOp::create(bb, bl, 0));
-                    visible = buildVisibility(bb, bl, op, i, j);
-                  }
-                  return applyScoreModifiers(bb, bl, op, a[0],
-                                             maskTile ? a[1] : Value(), visible,
-                                             /*scale=*/false);
-                });
-          };
-          Value scores;
-          if (!bounded) {
-            scores = modify(nb, nl, false);
-          } else {
-            // The block needs the predicate unless every (i, j) in it is
-            // visible: max(j - i) <= upper and min(j - i) >= lower.
-            Value kLast = arith::SubIOp::create(
-                nb, nl, arith::AddIOp::create(nb, nl, kb, in.val(ks)),
-                in.idx(1));
-            Value inside =
-                arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true));
-            if (upper) {
-              Value maxDiff = arith::SubIOp::create(nb, nl, kLast, q0);
-              inside = arith::AndIOp::create(
-                  nb, nl, inside,
-                  arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sle,
-                                        maxDiff, in.idx(*upper)));
-            }
-            if (lower) {
-              Value minDiff = arith::SubIOp::create(nb, nl, kb, qLast);
-              inside = arith::AndIOp::create(
-                  nb, nl, inside,
-                  arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge,
-                                        minDiff, in.idx(*lower)));
-            }
-            auto ifOp = scf::IfOp::create(
-                nb, nl, inside,
-                [&](OpBuilder &tb, Location tl) {
-                  scf::YieldOp::create(tb, tl, modify(tb, tl, false));
-                },
-                [&](OpBuilder &eb, Location el) {
-                  scf::YieldOp::create(eb, el, modify(eb, el, true));
-                });
-            scores = ifOp.getResult(0);
-          }
+      // Scale, softcap, the user mask and, on boundary blocks only, the
+      // causal/window predicate.
+      Value mask = op.getMask();
+      Value maskTile;
+      AffineMap maskMap;
+      if (mask) {
+        auto mT = cast<RankedTensorType>(mask.getType());
+        int64_t rank = mT.getRank();
+        SmallVector<OpFoldResult> offs, sizes, strides;
+        SmallVector<AffineExpr> exprs;
+        Value full[4] = {b, h, q0, kb};
+        OpFoldResult tileSizes[4] = {oneA, oneA, qs, ks};
+        for (int64_t k = 0; k < rank; ++k) {
+          unsigned target = 4 - rank + k;
+          bool bcast = mT.getDimSize(k) == 1;
+          offs.push_back(bcast ? zeroA : OpFoldResult(full[target]));
+          sizes.push_back(bcast ? oneA : tileSizes[target]);
+          strides.push_back(oneA);
+          // Tile loops are (j, i): Tq is dim 1, Tk dim 0.
+          if (bcast || target < 2)
+            exprs.push_back(getAffineConstantExpr(0, in.ctx));
+          else
+            exprs.push_back(getAffineDimExpr(target == 2 ? 1 : 0, in.ctx));
+        }
+        maskTile =
+            tensor::ExtractSliceOp::create(nb, nl, mask, offs, sizes, strides);
+        maskMap = AffineMap::get(2, 0, exprs, in.ctx);
+      }
+      // Without softcap, mask or predicate the scores are final.
+      bool elementwise = maskTile || op.getSoftcap();
+      auto modify = [&](OpBuilder &mb, Location ml, bool predicate) {
+        if (!predicate && !elementwise)
+          return s;
+        Builder mbld{mb, ml, mb.getContext()};
+        SmallVector<Value> ins{s};
+        SmallVector<AffineMap> maps{mbld.map(2, {0, 1})};
+        if (maskTile) {
+          ins.push_back(maskTile);
+          maps.push_back(maskMap);
+        }
+        maps.push_back(mbld.map(2, {0, 1}));
+        return mbld.generic(
+            mbld.empty({ks, qs}, f32), ins, maps, {kPar, kPar},
+            [&](OpBuilder &bb, Location bl, ValueRange a) {
+              Value visible;
+              if (predicate) {
+                Value i = arith::AddIOp::create(
+                    bb, bl, q0, linalg::IndexOp::create(bb, bl, 1));
+                Value j = arith::AddIOp::create(
+                    bb, bl, kb, linalg::IndexOp::create(bb, bl, 0));
+                visible = buildVisibility(bb, bl, op, i, j);
+              }
+              return applyScoreModifiers(bb, bl, op, a[0],
+                                         maskTile ? a[1] : Value(), visible,
+                                         /*scale=*/false);
+            });
+      };
+      Value scores;
+      if (!bounded) {
+        scores = modify(nb, nl, false);
+      } else {
+        // The block needs the predicate unless every (i, j) in it is
+        // visible: max(j - i) <= upper and min(j - i) >= lower.
+        Value kLast = arith::SubIOp::create(
+            nb, nl, arith::AddIOp::create(nb, nl, kb, in.val(ks)), in.idx(1));
+        Value inside = arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true));
+        if (upper) {
+          Value maxDiff = arith::SubIOp::create(nb, nl, kLast, q0);
+          inside = arith::AndIOp::create(
+              nb, nl, inside,
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sle, maxDiff,
+                                    in.idx(*upper)));
+        }
+        if (lower) {
+          Value minDiff = arith::SubIOp::create(nb, nl, kb, qLast);
+          inside = arith::AndIOp::create(
+              nb, nl, inside,
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, minDiff,
+                                    in.idx(*lower)));
+        }
+        auto ifOp = scf::IfOp::create(
+            nb, nl, inside,
+            [&](OpBuilder &tb, Location tl) {
+              scf::YieldOp::create(tb, tl, modify(tb, tl, false));
+            },
+            [&](OpBuilder &eb, Location el) {
+              scf::YieldOp::create(eb, el, modify(eb, el, true));
+            });
+        scores = ifOp.getResult(0);
+      }
 
-          // Every update below writes into the buffer of its loop-carried
-          // value (m, l, acc), so that bufferization keeps the loop in place.
-          Value mOld = iter[0], lOld = iter[1], accOld = iter[2];
-          // Block row maximum, then alpha = exp(m - max(m, mBlk)) with the
-          // new maximum replaced by 0 when it is -inf. The maximum ignores
-          // NaN (maxnumf, which vectorizes): a NaN score still reaches the
-          // output through P = exp(NaN - m). Reassociation lets the row
-          // reductions vectorize; they are order-independent up to rounding.
-          auto reassoc = arith::FastMathFlags::reassoc;
-          Value mBlk = in.generic(
-              in.filled({qs}, kNegInf), ValueRange{scores},
-              {in.map(2, {0, 1}), in.map(2, {1})}, {kRed, kPar},
-              [&](OpBuilder &bb, Location bl, ValueRange a) {
-                return arith::MaxNumFOp::create(bb, bl, a[0], a[1], reassoc)
-                    .getResult();
-              });
-          Value alpha = in.generic(
-              in.empty({qs}, f32), ValueRange{mOld, mBlk},
-              {in.map(1, {0}), in.map(1, {0}), in.map(1, {0})}, {kPar},
-              [&](OpBuilder &bb, Location bl, ValueRange a) {
-                Value mNew = arith::MaximumFOp::create(bb, bl, a[0], a[1]);
-                return expShifted(bb, bl, a[0], safeRowMax(bb, bl, mNew),
-                                  expScale);
-              });
-          // m' = max(m, mBlk), in place.
-          Value mNew = in.generic(
-              mOld, ValueRange{mBlk}, {in.map(1, {0}), in.map(1, {0})}, {kPar},
-              [](OpBuilder &bb, Location bl, ValueRange a) {
-                return arith::MaximumFOp::create(bb, bl, a[1], a[0])
-                    .getResult();
-              });
-          // Pᵀ = exp(Sᵀ - m').
-          Value p = in.generic(
-              in.empty({ks, qs}, f32), ValueRange{scores, mNew},
-              {in.map(2, {0, 1}), in.map(2, {1}), in.map(2, {0, 1})},
-              {kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-                return expShifted(bb, bl, a[0], safeRowMax(bb, bl, a[1]),
-                                  expScale);
-              });
-          // l' = l·alpha + rowsum P.
-          Value lScaled = in.generic(
-              lOld, ValueRange{alpha}, {in.map(1, {0}), in.map(1, {0})}, {kPar},
-              [](OpBuilder &bb, Location bl, ValueRange a) {
-                return arith::MulFOp::create(bb, bl, a[1], a[0]).getResult();
-              });
-          Value lNew = in.generic(
-              lScaled, ValueRange{p}, {in.map(2, {0, 1}), in.map(2, {1})},
-              {kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-                return arith::AddFOp::create(bb, bl, a[1], a[0], reassoc)
-                    .getResult();
-              });
-          // acc' = acc·alpha + P · V (P read through Pᵀ); loops (i, j, e).
-          Value accScaled = in.generic(
-              accOld, ValueRange{alpha}, {in.map(2, {0}), in.map(2, {0, 1})},
-              {kPar, kPar}, [](OpBuilder &bb, Location bl, ValueRange a) {
-                return arith::MulFOp::create(bb, bl, a[1], a[0]).getResult();
-              });
-          Value accNew = in.generic(
-              accScaled, ValueRange{p, vTile},
-              {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
-              {kPar, kRed, kPar},
-              [&](OpBuilder &bb, Location bl, ValueRange a) {
-                Value prod = arith::MulFOp::create(
-                    bb, bl, a[0], castFloat(bb, bl, a[1], f32));
-                return arith::AddFOp::create(bb, bl, a[2], prod).getResult();
-              });
-          scf::YieldOp::create(nb, nl, ValueRange{mNew, lNew, accNew});
+      // Every update below writes into the buffer of its loop-carried
+      // value (m, l, acc), so that bufferization keeps the loop in place.
+      Value mOld = iter[0], lOld = iter[1], accOld = iter[2];
+      // Block row maximum, then alpha = exp(m - max(m, mBlk)) with the
+      // new maximum replaced by 0 when it is -inf. The maximum ignores
+      // NaN (maxnumf, which vectorizes): a NaN score still reaches the
+      // output through P = exp(NaN - m). Reassociation lets the row
+      // reductions vectorize; they are order-independent up to rounding.
+      auto reassoc = arith::FastMathFlags::reassoc;
+      Value mBlk = in.generic(in.filled({qs}, kNegInf), ValueRange{scores},
+                              {in.map(2, {0, 1}), in.map(2, {1})}, {kRed, kPar},
+                              [&](OpBuilder &bb, Location bl, ValueRange a) {
+                                return arith::MaxNumFOp::create(bb, bl, a[0],
+                                                                a[1], reassoc)
+                                    .getResult();
+                              });
+      Value alpha = in.generic(
+          in.empty({qs}, f32), ValueRange{mOld, mBlk},
+          {in.map(1, {0}), in.map(1, {0}), in.map(1, {0})}, {kPar},
+          [&](OpBuilder &bb, Location bl, ValueRange a) {
+            Value mNew = arith::MaximumFOp::create(bb, bl, a[0], a[1]);
+            return expShifted(bb, bl, a[0], safeRowMax(bb, bl, mNew), expScale);
+          });
+      // m' = max(m, mBlk), in place.
+      Value mNew = in.generic(
+          mOld, ValueRange{mBlk}, {in.map(1, {0}), in.map(1, {0})}, {kPar},
+          [](OpBuilder &bb, Location bl, ValueRange a) {
+            return arith::MaximumFOp::create(bb, bl, a[1], a[0]).getResult();
+          });
+      // Pᵀ = exp(Sᵀ - m').
+      Value p = in.generic(
+          in.empty({ks, qs}, f32), ValueRange{scores, mNew},
+          {in.map(2, {0, 1}), in.map(2, {1}), in.map(2, {0, 1})}, {kPar, kPar},
+          [&](OpBuilder &bb, Location bl, ValueRange a) {
+            return expShifted(bb, bl, a[0], safeRowMax(bb, bl, a[1]), expScale);
+          });
+      // l' = l·alpha + rowsum P.
+      Value lScaled = in.generic(
+          lOld, ValueRange{alpha}, {in.map(1, {0}), in.map(1, {0})}, {kPar},
+          [](OpBuilder &bb, Location bl, ValueRange a) {
+            return arith::MulFOp::create(bb, bl, a[1], a[0]).getResult();
+          });
+      Value lNew = in.generic(
+          lScaled, ValueRange{p}, {in.map(2, {0, 1}), in.map(2, {1})},
+          {kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+            return arith::AddFOp::create(bb, bl, a[1], a[0], reassoc)
+                .getResult();
+          });
+      // acc' = acc·alpha + P · V (P read through Pᵀ); loops (i, j, e).
+      Value accScaled = in.generic(
+          accOld, ValueRange{alpha}, {in.map(2, {0}), in.map(2, {0, 1})},
+          {kPar, kPar}, [](OpBuilder &bb, Location bl, ValueRange a) {
+            return arith::MulFOp::create(bb, bl, a[1], a[0]).getResult();
+          });
+      Value accNew = in.generic(
+          accScaled, ValueRange{p, vTile},
+          {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
+          {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+            Value prod = arith::MulFOp::create(bb, bl, a[0],
+                                               castFloat(bb, bl, a[1], f32));
+            return arith::AddFOp::create(bb, bl, a[2], prod).getResult();
+          });
+      scf::YieldOp::create(nb, nl, ValueRange{mNew, lNew, accNew});
     };
     scf::ForOp loop =
         tk <= kChunkKeys
@@ -499,9 +489,8 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
           bld.generic(bld.empty({qs}, f32), ValueRange{mFin, lFin},
                       {bld.map(1, {0}), bld.map(1, {0}), bld.map(1, {0})},
                       {kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-                        return rowLogSumExp(bb, bl,
-                                            scaleRowMax(bb, bl, a[0], expScale),
-                                            a[1]);
+                        return rowLogSumExp(
+                            bb, bl, scaleRowMax(bb, bl, a[0], expScale), a[1]);
                       });
 
     rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
