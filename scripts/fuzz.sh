@@ -75,7 +75,8 @@ seed_runtime() {
 
 # The last value of libFuzzer's `cov:` in log $1 (0 before the first).
 last_cov() {
-  { grep -o 'cov: [0-9]*' "$1" || true; } | tail -1 | awk '{print $2+0}'
+  { grep -o 'cov: [0-9]*' "$1" 2>/dev/null || true; } | tail -1 |
+    awk '{c = $2} END {print c + 0}'
 }
 
 # fuzz TARGET MAX_LEN FLAGS...: runs TARGET in fork mode until its coverage
@@ -125,12 +126,15 @@ report() {
   echo "== $target: ${execs:-0} executions, cov $cov" \
     "edges, last new coverage at ${grew}s of ${total}s," \
     "oom/timeout/crash ${counts:-0/0/0}; $(ls "$dir/crashes" | wc -l) files in $dir/crashes"
+  # Lines of the workers' counts (attn-fuzz.cpp, printStats).
   if [ -s "$dir/stats" ]; then
     awk '{for (i = 1; i <= NF; ++i) s[i] += $i} END {
       split("seed/other structural byte-level", o, " ")
       for (k = 0; k < 3; ++k)
         printf "   %-10s inputs %d, parsed %.1f%%, verified %.1f%%\n", o[k+1],
           s[3*k+1], 100*s[3*k+2]/(s[3*k+1]+!s[3*k+1]), 100*s[3*k+3]/(s[3*k+1]+!s[3*k+1])
+      printf "   structural outputs of inputs that verified: %d, verified %.1f%%\n",
+        s[11], 100*s[12]/(s[11]+!s[11])
     }' "$dir/stats"
   fi
 }

@@ -88,6 +88,12 @@ LogicalResult GpuPipelineOptions::parseFromString(StringRef options,
                                                   raw_ostream &errorStream) {
   if (failed(PassPipelineOptions::parseFromString(options, errorStream)))
     return failure();
+  if (!llvm::is_contained({"isa", "bin", "fatbin", "llvm", "none"},
+                          StringRef(format))) {
+    errorStream << "attn-gpu-pipeline: unknown format '" << format
+                << "' (expected isa, bin, fatbin, llvm or none)\n";
+    return failure();
+  }
   llvm::Expected<std::string> resolved = resolveCudaTarget(chip, features);
   if (!resolved) {
     errorStream << "attn-gpu-pipeline: " << llvm::toString(resolved.takeError())

@@ -1,5 +1,6 @@
 //===- CApi.cpp - the runtime's C interface ---------------------*- C++ -*-===//
 
+#include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Runtime/CApi.h"
 #include "attn-mlir/Runtime/Runtime.h"
 
@@ -58,8 +59,10 @@ static std::string jsonOp(const OpInfo &op) {
 }
 
 static std::string describe(const std::string &target,
+                            const std::string &source,
                             const std::vector<EntryInfo> &entries) {
-  std::string out = "{\"target\": " + jsonString(target) + ", \"entries\": [";
+  std::string out = "{\"target\": " + jsonString(target) +
+                    ", \"source\": " + jsonString(source) + ", \"entries\": [";
   for (size_t i = 0; i < entries.size(); ++i) {
     const EntryInfo &e = entries[i];
     out += std::string(i ? ", " : "") + "{\"name\": " + jsonString(e.name) +
@@ -93,11 +96,16 @@ attn_rt_describe_artifact(const char *path, char *out, size_t out_size,
     return copyOut("no path given", out, out_size, needed, true,
                    ATTN_RT_INVALID);
   std::vector<EntryInfo> entries;
-  std::string target;
-  if (Error e = checkArtifactFile(path, entries, target))
+  std::string target, source;
+  if (Error e = checkArtifactFile(path, entries, target, &source))
     return copyOut(e.message, out, out_size, needed, true, ATTN_RT_INVALID);
-  return copyOut(describe(target, entries), out, out_size, needed, false,
-                 ATTN_RT_OK);
+  return copyOut(describe(target, source, entries), out, out_size, needed,
+                 false, ATTN_RT_OK);
+}
+
+extern "C" __attribute__((visibility("default"))) unsigned long long
+attn_rt_source_hash(const char *text, size_t size) {
+  return ::attn::format::fnv1a64(text ? text : "", text ? size : 0);
 }
 
 extern "C" __attribute__((visibility("default"))) int

@@ -126,7 +126,8 @@ struct Driver {
     SharedObject so;
     if (path && *path && access(path, F_OK) == 0)
       if (Error e = inspectSharedObject(name, so, /*withSymbols=*/false))
-        return {"ATTN_CUDA_DRIVER: " + e.message};
+        return {"cannot load the CUDA driver '" + name +
+                "' ($ATTN_CUDA_DRIVER): " + e.message};
     lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return {"no CUDA driver: cannot load '" + name + "' (" + dlerror() +

@@ -180,8 +180,8 @@ static Error checkSeal(const std::string &text, std::string &records) {
 }
 
 Error attn::rt::parseMetadata(const std::string &text,
-                              std::vector<EntryInfo> &out,
-                              std::string *target) {
+                              std::vector<EntryInfo> &out, std::string *target,
+                              std::string *source) {
   std::string records, line, tgt = "cpu";
   if (Error e = checkSeal(text, records))
     return e;
@@ -197,6 +197,14 @@ Error attn::rt::parseMetadata(const std::string &text,
       if (tgt != "cpu" && tgt != "cuda")
         return {"the artifact was built for target '" + tgt +
                 "'; this runtime runs 'cpu' and 'cuda' artifacts"};
+    } else if (key == "source") {
+      std::string v;
+      ls >> v;
+      if (v.rfind("fnv1a64=", 0) != 0 || v.size() != 24 ||
+          v.find_first_not_of("0123456789abcdef", 8) != std::string::npos)
+        return {"malformed metadata: source record '" + line + "'"};
+      if (source)
+        *source = v.substr(8);
     } else if (key == "entry") {
       out.emplace_back();
       ls >> out.back().name;

@@ -334,8 +334,20 @@ static bool byteCount(const std::vector<int64_t> &shape, uint64_t elementSize,
   return bytes <= limit;
 }
 
+Error attn::rt::checkRegularFile(const std::string &path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return {std::strerror(errno)};
+  if (!S_ISREG(st.st_mode))
+    return {S_ISDIR(st.st_mode) ? "it is a directory"
+                                : "it is not a regular file"};
+  return {};
+}
+
 Error attn::rt::readNpy(const std::string &path, Tensor &out,
                         const ArgInfo *expect) {
+  if (Error e = checkRegularFile(path))
+    return {"cannot open '" + path + "': " + e.message};
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
     return {"cannot open '" + path + "'"};

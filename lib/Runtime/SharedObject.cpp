@@ -46,12 +46,14 @@ static bool readAt(const std::string &bytes, uint64_t offset, T &out) {
 }
 
 static Error readFile(const std::string &path, std::string &bytes) {
+  if (Error e = checkRegularFile(path))
+    return e;
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
     return {"cannot open it"};
   std::streamoff size = in.tellg();
   if (size < 0 || static_cast<uint64_t>(size) > kMaxObjectBytes)
-    return {"not a regular file of at most 2 GiB"};
+    return {"it is larger than 2 GiB"};
   bytes.resize(static_cast<size_t>(size));
   in.seekg(0);
   if (!in.read(bytes.data(), size))
@@ -143,29 +145,28 @@ Error attn::rt::inspectSharedObject(const std::string &path, SharedObject &out,
                                     bool withSymbols) {
   std::string bytes;
   if (Error e = readFile(path, bytes))
-    return {"'" + path + "': " + e.message};
+    return e;
   Elf64_Ehdr eh;
   if (Error e = checkHeader(bytes, eh))
-    return {"'" + path + "': " + e.message};
+    return e;
   out = SharedObject();
   if (withSymbols)
-    if (Error e = readSymbols(bytes, eh, out))
-      return {"'" + path + "': " + e.message};
+    return readSymbols(bytes, eh, out);
   return {};
 }
 
 Error attn::rt::checkArtifactFile(const std::string &path,
                                   std::vector<EntryInfo> &entries,
-                                  std::string &target) {
+                                  std::string &target, std::string *source) {
   SharedObject so;
   if (Error e = inspectSharedObject(path, so, /*withSymbols=*/true))
-    return {"cannot load artifact " + e.message};
+    return {"cannot load artifact '" + path + "': " + e.message};
   auto meta = so.objects.find("attn_mlir_metadata");
   if (meta == so.objects.end())
     return {"'" + path +
             "' is not an attn-mlir artifact (no attn_mlir_metadata symbol)"};
   std::string text = meta->second.substr(0, meta->second.find('\0'));
-  if (Error e = parseMetadata(text, entries, &target))
+  if (Error e = parseMetadata(text, entries, &target, source))
     return {"'" + path + "': " + e.message};
   for (const EntryInfo &e : entries) {
     if (target == "cpu" && !so.functions.count(e.name))

@@ -179,6 +179,8 @@ def _load_capi(path):
                                               ctypes.c_size_t,
                                               ctypes.POINTER(ctypes.c_size_t)]
     lib.attn_rt_describe_artifact.restype = ctypes.c_int
+    lib.attn_rt_source_hash.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.attn_rt_source_hash.restype = ctypes.c_ulonglong
     return lib
 
 
@@ -193,10 +195,18 @@ def _capi():
     return _load_capi(path)
 
 
-def artifact_problem(path):
+def source_hash(mlir):
+    """The hash of a graph's text that attn-compile records in its artifact
+    (attn_rt_source_hash: the runtime's function, not a copy of it)."""
+    data = mlir.encode()
+    return "%016x" % _capi().attn_rt_source_hash(data, len(data))
+
+
+def artifact_problem(path, source=None):
     """Why the artifact file at `path` must not be loaded, or None: it must
-    be a regular file (not a symbolic link), yours, writable by you only,
-    and a complete, well-formed attn-mlir artifact (attn_rt_check_artifact)."""
+    be a regular file (not a symbolic link), yours, writable by you only, a
+    complete, well-formed attn-mlir artifact (attn_rt_check_artifact) and,
+    given the hash `source` (source_hash), compiled from that graph."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -206,10 +216,13 @@ def artifact_problem(path):
     reason = _not_private(st)
     if reason:
         return reason
-    err = ctypes.create_string_buffer(4096)
-    if _capi().attn_rt_check_artifact(os.fsencode(path), err, len(err)) == 0:
-        return None
-    return err.value.decode(errors="replace") or "it is not a valid attn-mlir artifact"
+    try:
+        desc = describe_artifact(path)
+    except RuntimeError as e:
+        return str(e).split(": ", 1)[-1] or "it is not a valid attn-mlir artifact"
+    if source is not None and desc.get("source") != source:
+        return "it was compiled from another graph"
+    return None
 
 
 class Artifact:
@@ -361,27 +374,38 @@ def compile_graph(mlir, extra_flags=(), device="cpu"):
 
 def _cached_artifact(mlir, compiler, flags, key):
     """The path of `<key>.so` in the cache once it is a trusted, valid
-    artifact: a cached one that is not (truncated, planted, not ours) is
-    replaced by a fresh compile."""
+    artifact of this graph: a cached one that is not (truncated, planted,
+    not ours, of another graph) is replaced by a fresh compile."""
     d = cache_dir()
     so = os.path.join(d, key + ".so")
+    source = source_hash(mlir)
+    if os.path.isdir(so) and not os.path.islink(so):
+        raise CacheError(f"{so} is a directory in the artifact cache, where the artifact "
+                         "of this graph belongs: remove it")
     if os.path.lexists(so):
-        problem = artifact_problem(so)
+        problem = artifact_problem(so, source)
         if problem is None:
             return so
         warnings.warn(f"attn_mlir: recompiling the cached artifact {so}: {problem}",
                       RuntimeWarning, stacklevel=4)
-    os.replace(_compile_private(mlir, compiler, flags, d, key), so)
+    fresh = _compile_private(mlir, compiler, flags, d, key, source)
+    try:
+        os.replace(fresh, so)
+    except OSError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(fresh)
+        raise
     return so
 
 
-def _compile_private(mlir, compiler, flags, d, key):
+def _compile_private(mlir, compiler, flags, d, key, source):
     """Compiles into a new private file of `d` and checks the result;
     returns its path. A RuntimeError when either fails (nothing is left)."""
     fd, out = tempfile.mkstemp(prefix=key + ".", suffix=".part", dir=d)
     os.close(fd)
     try:
-        with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False,
+                                         encoding="utf-8") as f:
             f.write(mlir)
         try:
             proc = subprocess.run([compiler, f.name, "-o", out, *flags],
@@ -391,7 +415,7 @@ def _compile_private(mlir, compiler, flags, d, key):
         if proc.returncode != 0:
             raise RuntimeError("attn-compile failed:\n" + proc.stderr.strip())
         os.chmod(out, 0o700)
-        problem = artifact_problem(out)
+        problem = artifact_problem(out, source)
         if problem:
             raise RuntimeError(f"attn-compile wrote an artifact that does not pass the "
                                f"runtime's check ({problem}); report this as a bug")

@@ -93,6 +93,9 @@ class MultiHeadAttention:
                                  f"{list(kv.shape)} of {kv.dtype}")
             operands.append(("kv", kv))
         S = T if kv is None else kv.shape[1]
+        if 0 in (B, T, S):
+            raise ValueError(f"x and kv must not be empty, got x {list(x.shape)}"
+                             + ("" if kv is None else f" and kv {list(kv.shape)}"))
         biases = [n for n in ("bq", "bk", "bv", "bo") if getattr(self, n) is not None]
         operands += [(n, self._weight(n)) for n in ["wq", "wk", "wv", "wo", *biases]]
         mask = prepare_mask(attn_mask, self.dtype, (B, self.num_heads, T, S), "[B, H, T, S] =")

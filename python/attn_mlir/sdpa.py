@@ -16,10 +16,11 @@ def _f32_literal(x):
 def _check_window(window):
     if window is None:
         return None
-    try:
-        left, right = window
-    except (TypeError, ValueError):
-        raise ValueError(f"window must be a pair (left, right) of ints, got {window!r}") from None
+    # An ordered pair: a set or dict would unpack in an arbitrary order.
+    if not isinstance(window, (tuple, list, np.ndarray)) or len(window) != 2:
+        raise ValueError("window must be a pair (left, right) of ints (a tuple or list), "
+                         f"got {window!r}")
+    left, right = window
     note = " (2**62; -1 means unbounded)"
     return (check_int("window[0] (left)", left, -1, WINDOW_MAX, note),
             check_int("window[1] (right)", right, -1, WINDOW_MAX, note))
@@ -87,6 +88,9 @@ def _check_qkv(query, key, value, enable_gqa):
     if not (q.dtype == k.dtype == v.dtype):
         raise ValueError(f"query, key and value must have one dtype, got {q.dtype}, "
                          f"{k.dtype}, {v.dtype}")
+    if q.dtype == np.bool_:
+        raise ValueError("query, key and value must be float32, float16 or bfloat16, "
+                         "got bool")
     B, Hq, Tq, D = q.shape
     Bk, Hkv, Tk, Dk = k.shape
     Bv, Hv, Tv, Dv = v.shape

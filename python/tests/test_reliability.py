@@ -238,7 +238,7 @@ def test_cache_dir_is_created_private(tmp_path, monkeypatch):
 
 
 def test_fresh_artifact_failing_the_check_is_an_error(fresh_cache, monkeypatch):
-    monkeypatch.setattr(_tools, "artifact_problem", lambda path: "metadata is corrupt")
+    monkeypatch.setattr(_tools, "artifact_problem", lambda path, source=None: "metadata is corrupt")
     q = np.ones((1, 1, 3, 8), np.float32)
     with pytest.raises(RuntimeError, match="does not pass the runtime's check.*metadata is corrupt"):
         attn_mlir.scaled_dot_product_attention(q, q, q)
@@ -419,3 +419,45 @@ def test_entries_are_read_by_the_runtime_parser(fresh_cache, tmp_path):
     bad.write_bytes(bytes(data))
     with pytest.raises(RuntimeError, match="checksum does not match"):
         _tools.describe_artifact(str(bad))
+
+
+def test_found_by_the_second_hostile_pass(fresh_cache):
+    """A directory at the cache key (was IsADirectoryError on every call and a
+    leaked .part file), bool q/k/v (was a compiler parse error), an empty MHA
+    input (was a compiler error), a window given as a set (was unpacked in
+    arbitrary order)."""
+    q = np.ones((1, 1, 3, 8), np.float32)
+    attn_mlir.scaled_dot_product_attention(q, q, q)
+    (so,) = os.listdir(fresh_cache)
+    os.unlink(fresh_cache / so)
+    os.mkdir(fresh_cache / so)
+    monkey_loaded = dict(_tools._loaded)
+    _tools._loaded.clear()
+    with pytest.raises(_tools.CacheError, match="is a directory in the artifact cache.*remove it"):
+        attn_mlir.scaled_dot_product_attention(q, q, q)
+    assert sorted(os.listdir(fresh_cache)) == [so]
+    _tools._loaded.update(monkey_loaded)
+    with pytest.raises(ValueError, match="float32, float16 or bfloat16, got bool"):
+        attn_mlir.scaled_dot_product_attention(q > 0, q > 0, q > 0)
+    with pytest.raises(ValueError, match="x and kv must not be empty"):
+        attn_mlir.MultiHeadAttention(64, 4)(np.ones((1, 0, 64), np.float32))
+    with pytest.raises(ValueError, match=r"window must be a pair \(left, right\) of ints \(a tuple or list\)"):
+        attn_mlir.scaled_dot_product_attention(q, q, q, window={5, 1})
+
+
+def test_artifact_of_another_graph_under_the_key_is_recompiled(fresh_cache):
+    """A valid artifact of another graph copied under a key was loaded and
+    run (error 0.76): artifacts record the hash of the graph they were
+    compiled from, and the cache compares it with the graph it expects.
+    (Fresh interpreters: one process never reloads a path it has loaded.)"""
+    _call_in_fresh_process()
+    (plain,) = os.listdir(fresh_cache)
+    q = np.ones((1, 2, 7, 8), np.float32)
+    attn_mlir.scaled_dot_product_attention(q, q, q, is_causal=True)
+    (causal,) = set(os.listdir(fresh_cache)) - {plain}
+    shutil.copy(fresh_cache / causal, fresh_cache / "copy")
+    os.replace(fresh_cache / "copy", fresh_cache / plain)
+    proc = _call_in_fresh_process()  # the causal result would fail its check
+    assert "recompiling the cached artifact" in proc.stderr
+    assert "compiled from another graph" in proc.stderr
+    assert _tools.artifact_problem(str(fresh_cache / plain)) is None

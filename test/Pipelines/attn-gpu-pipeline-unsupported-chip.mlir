@@ -34,3 +34,8 @@ func.func @sdpa(%q: tensor<1x2x64x64xf16>, %k: tensor<1x2x64x64xf16>, %v: tensor
   %o = attn.sdpa %q, %k, %v : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16> -> tensor<1x2x64x64xf16>
   return %o : tensor<1x2x64x64xf16>
 }
+
+// An unknown kernel format printed upstream's "Invalid format specified."
+// and exited 0 with an IR dump.
+// RUN: not attn-opt %s --attn-gpu-pipeline="chip=sm_80 format=ptx" 2>&1 | FileCheck %s --check-prefix=FORMAT
+// FORMAT: attn-gpu-pipeline: unknown format 'ptx' (expected isa, bin, fatbin, llvm or none)

@@ -472,6 +472,10 @@ int main(int argc, char **argv) {
   auto file = openInputFile(inputFile, &errorMessage);
   if (!file)
     return fail(errorMessage);
+  // The graph's text is recorded (hashed) in the artifact, so that a cache
+  // can tell that an artifact was compiled from the graph it expects.
+  uint64_t sourceHash = ::attn::format::fnv1a64(file->getBufferStart(),
+                                                file->getBufferSize());
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
@@ -548,7 +552,8 @@ int main(int argc, char **argv) {
   }
 
   std::string metadata = std::string(::attn::format::kHeader) + "\ntarget " +
-                         (cuda ? "cuda" : "cpu") + "\n";
+                         (cuda ? "cuda" : "cpu") + "\n" +
+                         ::attn::format::sourceRecord(sourceHash);
   std::map<std::string, std::string> kernelLines;
   std::vector<std::pair<std::string, std::string>> images;
   if (cuda &&

@@ -13,7 +13,7 @@ using attn_fuzz::fail;
 namespace {
 
 /// The most multiply-adds one fp64 reference may cost in the fuzzer.
-constexpr double kMaxReferenceWork = 1 << 21;
+constexpr double kMaxReferenceWork = 1 << 17;
 
 double numel(const std::vector<int64_t> &shape) {
   double n = 1;

@@ -224,6 +224,8 @@ static Error parseOption(int argc, char **argv, int &i,
     return e;
   uint64_t n = 0;
   if (key == "--entry") {
+    if (v.empty())
+      return {"--entry needs a name, found ''"};
     o.entryName = v;
   } else if (key == "--input") {
     size_t eq = v.find('=');
@@ -246,7 +248,13 @@ static Error parseOption(int argc, char **argv, int &i,
     o.device = v;
   } else {
     o.compileFlagsGiven = true;
-    return splitWords(v, o.compileFlags);
+    if (Error e = splitWords(v, o.compileFlags))
+      return e;
+    for (const std::string &w : o.compileFlags)
+      if (w == "-o" || w == "--o" || w.rfind("-o=", 0) == 0 ||
+          w.rfind("--o=", 0) == 0)
+        return {"--compile-flags must not name the output ('" + w +
+                "'): attn-run compiles into a temporary artifact itself"};
   }
   return {};
 }
@@ -273,6 +281,10 @@ static Error parseArgs(int argc, char **argv, Options &o, bool &done) {
   }
   if (o.artifactPath.empty())
     return {"no artifact given (see --help)"};
+  if (o.list && (o.check || o.bench || !o.outputDir.empty() ||
+                 !o.inputFiles.empty() || !o.entryName.empty()))
+    return {"--list prints the entries and runs nothing: it takes no "
+            "--check, --bench, --output-dir, --input or --entry"};
   return {};
 }
 
@@ -308,9 +320,8 @@ static Error compileGraph(const std::string &graph,
 /// The artifact of `o.artifactPath`: loaded, or a graph compiled first (in
 /// a private temporary directory, removed once the artifact is mapped).
 static Error loadArtifact(const Options &o, std::unique_ptr<Artifact> &art) {
-  struct stat st;
-  if (stat(o.artifactPath.c_str(), &st) != 0)
-    return {"cannot open '" + o.artifactPath + "'"};
+  if (Error e = checkRegularFile(o.artifactPath))
+    return {"cannot open '" + o.artifactPath + "': " + e.message};
   if (!endsWith(o.artifactPath, ".mlir")) {
     if (o.compileFlagsGiven)
       return {"--compile-flags applies to a .mlir graph; '" + o.artifactPath +

@@ -7,6 +7,7 @@
 //
 //   attn-mlir-artifact 2
 //   target cpu|cuda
+//   source fnv1a64=<16 hex digits>        (optional: the graph's text hashed)
 //   entry NAME / in NAME DTYPE DIMS / out NAME DTYPE DIMS / op KIND k=v ...
 //   kernel NAME k=v ...                          (target cuda)
 //   end checksum=<16 hex digits>
@@ -39,6 +40,14 @@ inline uint64_t fnv1a64(const char *data, size_t size) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+/// The `source` record: FNV-1a of the text of the graph compiled.
+inline std::string sourceRecord(uint64_t hash) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "source fnv1a64=%016llx\n",
+                static_cast<unsigned long long>(hash));
+  return buf;
 }
 
 /// The `end` record that closes `records` (which start with kHeader).

@@ -26,13 +26,19 @@ enum {
  * segments inside the file, the metadata's checksum and consistency, entry
  * points defined in the artifact) and writes its description to `out` as
  * NUL-terminated JSON:
- *   {"target": "cpu", "entries": [{"name": "sdpa",
+ *   {"target": "cpu", "source": "<16 hex digits, or empty>",
+ *    "entries": [{"name": "sdpa",
  *     "inputs": [{"name": "q", "dtype": "f32", "shape": [1, 8, 128, 64]}],
  *     "outputs": [...], "op": {"kind": "sdpa", "scale": 0.125, ...}}]}
  * On ATTN_RT_INVALID, `out` holds the message instead. `needed` may be
  * null. */
 int attn_rt_describe_artifact(const char *path, char *out, size_t out_size,
                               size_t *needed);
+
+/* The hash of a graph's text as attn-compile records it in the artifact
+ * ("source" in the description): a cache can check that an artifact was
+ * compiled from the graph it expects. */
+unsigned long long attn_rt_source_hash(const char *text, size_t size);
 
 /* attn_rt_describe_artifact without the description: ATTN_RT_OK or
  * ATTN_RT_INVALID with the message in `error` (truncated to fit). */

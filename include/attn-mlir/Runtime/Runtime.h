@@ -39,6 +39,10 @@ struct Error {
   explicit operator bool() const { return !message.empty(); }
 };
 
+/// An error (the reason, without the path) unless `path` names a regular
+/// file: opening a FIFO would block, a directory or device is no input.
+Error checkRegularFile(const std::string &path);
+
 struct ArgInfo {
   std::string name;
   DType dtype;
@@ -109,8 +113,11 @@ private:
 /// Parses artifact metadata (attn-mlir/Artifact/Format.h): every record,
 /// number and field checked, the checksum verified, and the entries
 /// validated (validateEntries).
+/// `source`, when given, receives the hash of the graph's text (16 hex
+/// digits; empty when the artifact does not record it).
 Error parseMetadata(const std::string &text, std::vector<EntryInfo> &out,
-                    std::string *target = nullptr);
+                    std::string *target = nullptr,
+                    std::string *source = nullptr);
 
 /// What the metadata says must hold for the runtime to call an entry
 /// safely: names, positive dimensions and sizes that fit in memory, at most
@@ -128,6 +135,7 @@ struct SharedObject {
 /// Checks, without loading it, that `path` is an ELF shared object of this
 /// machine whose headers, segments and sections lie inside the file (dlopen
 /// of a truncated one dies of SIGBUS); with `withSymbols`, reads .dynsym.
+/// The error is the reason, without the path.
 Error inspectSharedObject(const std::string &path, SharedObject &out,
                           bool withSymbols);
 
@@ -137,7 +145,8 @@ Error inspectSharedObject(const std::string &path, SharedObject &out,
 /// present. What it cannot check: that the code does what the metadata
 /// says. An artifact is code; load only artifacts you trust.
 Error checkArtifactFile(const std::string &path,
-                        std::vector<EntryInfo> &entries, std::string &target);
+                        std::vector<EntryInfo> &entries, std::string &target,
+                        std::string *source = nullptr);
 
 /// A CUDA device driven through the driver API, which is loaded with dlopen
 /// (`libcuda.so.1`, or $ATTN_CUDA_DRIVER) when a session opens: nothing

@@ -263,7 +263,12 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
     // vectors over the query rows.
     // The scale is folded into Qᵀ, in f32 (one multiply per element of Q
     // instead of one per score); loops (d, i).
-    double scale = scoreScale(op), expScale = exponentScale(op);
+    // A scale above 1 left on the scores (softcap or a float mask need it
+    // there) is applied to each score: folded into Q it would overflow Q
+    // itself (3e38 · q = inf) and the dot products with it.
+    double expScale = exponentScale(op);
+    bool foldScale = scoreScale(op) <= 1.0;
+    double scale = foldScale ? scoreScale(op) : 1.0;
     Value qT = bld.generic(
         bld.empty({rewriter.getIndexAttr(d), qs}, f32), ValueRange{qTile},
         {bld.map(2, {1, 0}), bld.map(2, {0, 1})}, {kPar, kPar},
@@ -365,7 +370,7 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
               }
               return applyScoreModifiers(bb, bl, op, a[0],
                                          maskTile ? a[1] : Value(), visible,
-                                         /*scale=*/false);
+                                         /*scale=*/!foldScale);
             });
       };
       Value scores;
