@@ -4,6 +4,7 @@
 //   attn-decompose-mha      no attn.mha remains
 //   attn-tile               attn.sdpa -> scf.forall/scf.for + linalg on tiles
 //   attn-lower-reference    no attn op remains (softmax, untiled sdpa)
+//   attn-copy-repeated-results  no tensor is returned twice
 //   bufferization           memrefs only; results are caller-allocated
 //                           out-params of every public function
 //   loops + OpenMP          scf/cf + omp.parallel over (b, h, q-block)
@@ -29,6 +30,8 @@ void attn::buildCpuPipeline(OpPassManager &pm,
     os << "attn-tile{q-block=" << options.qBlock
        << " kv-block=" << options.kvBlock << "},";
   os << "attn-lower-reference,canonicalize,cse,"
+     // After CSE, which can make two results one value.
+     << "func.func(attn-copy-repeated-results),"
      << "one-shot-bufferize{bufferize-function-boundaries "
         "function-boundary-type-conversion=identity-layout-map},"
      << "buffer-results-to-out-params{hoist-static-allocs "

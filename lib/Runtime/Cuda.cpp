@@ -122,9 +122,10 @@ struct Driver {
     const char *path = std::getenv("ATTN_CUDA_DRIVER");
     std::string name = path && *path ? path : "libcuda.so.1";
     // A library named by path is checked first: dlopen of a truncated
-    // one dies of SIGBUS. (The system's libcuda.so.1 is trusted.)
+    // one dies of SIGBUS. A bare name is found by dlopen's own search, like
+    // the system's libcuda.so.1, and trusted.
     SharedObject so;
-    if (path && *path && access(path, F_OK) == 0)
+    if (path && std::strchr(path, '/') && access(path, F_OK) == 0)
       if (Error e = inspectSharedObject(name, so, /*withSymbols=*/false))
         return {"cannot load the CUDA driver '" + name +
                 "' ($ATTN_CUDA_DRIVER): " + e.message};

@@ -52,8 +52,9 @@ static bool parseNumber(const std::string &s, double &v) {
   if (s.empty())
     return false;
   char *end = nullptr;
+  errno = 0;
   v = std::strtod(s.c_str(), &end);
-  return *end == '\0';
+  return *end == '\0' && errno != ERANGE;
 }
 
 static bool parseDType(const std::string &s, DType &t) {
@@ -212,19 +213,28 @@ Error attn::rt::parseMetadata(const std::string &text,
       continue;
     } else if (out.empty()) {
       return {"malformed metadata: '" + key + "' record before any entry"};
-    } else if (key == "kernel") {
-      err = parseKernel(ls, out.back().kernel);
+    } else if (key == "kernel" || key == "op") {
+      // One of each per entry: a second would merge into the first.
+      EntryInfo &e = out.back();
+      bool seen = key == "op" ? !e.op.kind.empty() : !e.kernel.name.empty();
+      if (seen)
+        return {"malformed metadata: entry '" + e.name + "' has two '" + key +
+                "' records"};
+      err = key == "op" ? parseOp(ls, e.op) : parseKernel(ls, e.kernel);
     } else if (key == "in" || key == "out") {
       ArgInfo a;
       err = parseArg(ls, a);
       (key == "in" ? out.back().inputs : out.back().outputs).push_back(a);
-    } else if (key == "op") {
-      err = parseOp(ls, out.back().op);
     } else {
       return {"malformed metadata: unknown record '" + key + "'"};
     }
     if (err)
       return err;
+    // Records that end at their value take nothing more.
+    std::string extra;
+    if ((key == "target" || key == "source" || key == "entry") && ls >> extra)
+      return {"malformed metadata: '" + key + "' record with extra field '" +
+              extra + "'"};
   }
   if (target)
     *target = tgt;
@@ -329,6 +339,14 @@ static Error checkMha(const EntryInfo &e) {
   if (!x || !wq || !wk || !wv || !wo || op.heads < 1 || op.kvHeads < 1 ||
       op.heads % op.kvHeads != 0)
     return {"needs x, wq, wk, wv, wo and heads a multiple of kv_heads"};
+  static const std::set<std::string> roles = {
+      "x", "kv", "wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "mask"};
+  for (const ArgInfo &a : e.inputs)
+    if (!roles.count(a.name))
+      return {"unknown input '" + a.name +
+              "' (expected x, kv, wq, wk, wv, wo, bq, bk, bv, bo, mask)"};
+  if (!isFloat(x->dtype))
+    return {"x must be a float tensor"};
   const ArgInfo *src = kv ? kv : x;
   for (const ArgInfo *a : {x, src})
     if (a->shape.size() != 3 || a->shape[0] != x->shape[0])
@@ -354,10 +372,11 @@ static Error checkMha(const EntryInfo &e) {
     if (Error err = checkMask(
             *m, {x->shape[0], op.heads, x->shape[1], src->shape[1]}, x->dtype))
       return err;
-  if (e.outputs.size() != 1 ||
+  if (e.outputs.size() != 1 || e.outputs[0].dtype != x->dtype ||
       e.outputs[0].shape !=
           std::vector<int64_t>{x->shape[0], x->shape[1], wo->shape[1]})
-    return {"the output must be [B, T, " + std::to_string(wo->shape[1]) + "]"};
+    return {"the output must be [B, T, " + std::to_string(wo->shape[1]) +
+            "] of x's dtype"};
   return {};
 }
 
@@ -373,8 +392,11 @@ static Error checkOp(const EntryInfo &e) {
   if (op.causal != "none" && op.causal != "top_left" &&
       op.causal != "bottom_right")
     return {"unknown causal alignment '" + op.causal + "'"};
-  if (op.windowLeft < -1 || op.windowRight < -1)
-    return {"window extents must be >= -1"};
+  // Bounded so that offsets such as Tk - Tq + right cannot overflow.
+  constexpr int64_t kMaxWindow = int64_t(1) << 62;
+  if (op.windowLeft < -1 || op.windowRight < -1 || op.windowLeft > kMaxWindow ||
+      op.windowRight > kMaxWindow)
+    return {"window extents must be in [-1, 2^62]"};
   if (op.kind == "sdpa")
     return checkSdpa(e);
   if (op.kind == "mha")

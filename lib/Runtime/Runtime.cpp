@@ -183,8 +183,13 @@ CheckResult attn::rt::compare(const Tensor &got, const std::vector<double> &ref,
     if (std::isfinite(round))
       rounding = std::max(rounding, round);
     if (naive) {
+      // A naive value that overflowed counts as the rounding error, which
+      // is itself infinite when the exact value overflows the dtype: that
+      // element is exact once rounded (above) and adds nothing.
       double n = absErr((*naive)[i], want);
-      naiveErr = std::max(naiveErr, std::isfinite(n) ? n : round);
+      naiveErr = std::max(naiveErr, std::isfinite(n)       ? n
+                                    : std::isfinite(round) ? round
+                                                           : 0.0);
     }
   }
   r.tolerance = got.dtype == DType::F32 || !naive
@@ -437,7 +442,13 @@ static Error writeNpyTemp(const std::string &path, const Tensor &t,
       break;
     done += n > 0 ? static_cast<size_t>(n) : 0;
   }
-  bool ok = done == bytes.size() && ::fchmod(fd, 0644) == 0;
+  // mkstemp creates 0600; the output gets what a plain creat would give.
+  static const mode_t mask = [] {
+    mode_t m = ::umask(0);
+    ::umask(m);
+    return m;
+  }();
+  bool ok = done == bytes.size() && ::fchmod(fd, 0666 & ~mask) == 0;
   if (::close(fd) != 0 || !ok) {
     std::remove(tmp.c_str());
     return {"error writing '" + path + "': " + std::strerror(errno)};
@@ -852,9 +863,13 @@ Tensor InputGenerator::make(const ArgInfo &a, const OpInfo &op) {
   // Layer weights are scaled by 1/sqrt(fan-in) (biases by 0.1) so that
   // activations stay unit-normal, as the tolerance rule assumes.
   double scale = 1.0;
-  if (op.kind == "mha" && a.name.size() == 2 && a.name[0] == 'w')
+  bool weight = a.name == "wq" || a.name == "wk" || a.name == "wv" ||
+                a.name == "wo",
+       bias = a.name == "bq" || a.name == "bk" || a.name == "bv" ||
+              a.name == "bo";
+  if (op.kind == "mha" && weight && a.shape.size() == 2)
     scale = 1.0 / std::sqrt(static_cast<double>(a.shape[0]));
-  else if (op.kind == "mha" && a.name.size() == 2 && a.name[0] == 'b')
+  else if (op.kind == "mha" && bias)
     scale = 0.1;
   for (int64_t i = 0; i < t.numElements(); ++i)
     t.set(i, a.dtype == DType::Bool ? state_->keep(state_->rng)

@@ -134,8 +134,10 @@ static Error readSymbols(const std::string &bytes, const Elf64_Ehdr &eh,
           sec.sh_type == SHT_NOBITS || sym.st_value < sec.sh_addr ||
           !inside(sym.st_value - sec.sh_addr, sym.st_size, sec.sh_size))
         continue;
-      out.objects[symName] = bytes.substr(
-          sec.sh_offset + (sym.st_value - sec.sh_addr), sym.st_size);
+      // Where the bytes are, not a copy: a damaged table of many large
+      // symbols would otherwise multiply the file's size.
+      out.objects[symName] = {sec.sh_offset + (sym.st_value - sec.sh_addr),
+                              sym.st_size};
     }
   }
   return {};
@@ -143,16 +145,24 @@ static Error readSymbols(const std::string &bytes, const Elf64_Ehdr &eh,
 
 Error attn::rt::inspectSharedObject(const std::string &path, SharedObject &out,
                                     bool withSymbols) {
-  std::string bytes;
-  if (Error e = readFile(path, bytes))
+  out = SharedObject();
+  if (Error e = readFile(path, out.bytes))
     return e;
   Elf64_Ehdr eh;
-  if (Error e = checkHeader(bytes, eh))
+  if (Error e = checkHeader(out.bytes, eh))
     return e;
-  out = SharedObject();
   if (withSymbols)
-    return readSymbols(bytes, eh, out);
+    return readSymbols(out.bytes, eh, out);
   return {};
+}
+
+const char *SharedObject::object(const std::string &name,
+                                 uint64_t &size) const {
+  auto it = objects.find(name);
+  if (it == objects.end())
+    return nullptr;
+  size = it->second.second;
+  return bytes.data() + it->second.first;
 }
 
 Error attn::rt::checkArtifactFile(const std::string &path,
@@ -161,11 +171,12 @@ Error attn::rt::checkArtifactFile(const std::string &path,
   SharedObject so;
   if (Error e = inspectSharedObject(path, so, /*withSymbols=*/true))
     return {"cannot load artifact '" + path + "': " + e.message};
-  auto meta = so.objects.find("attn_mlir_metadata");
-  if (meta == so.objects.end())
+  uint64_t metaSize = 0;
+  const char *meta = so.object("attn_mlir_metadata", metaSize);
+  if (!meta)
     return {"'" + path +
             "' is not an attn-mlir artifact (no attn_mlir_metadata symbol)"};
-  std::string text = meta->second.substr(0, meta->second.find('\0'));
+  std::string text(meta, strnlen(meta, metaSize));
   if (Error e = parseMetadata(text, entries, &target, source))
     return {"'" + path + "': " + e.message};
   for (const EntryInfo &e : entries) {
@@ -174,12 +185,17 @@ Error attn::rt::checkArtifactFile(const std::string &path,
               "' is not a function defined in the artifact"};
     if (target != "cuda")
       continue;
-    auto image = so.objects.find(e.kernel.image);
-    if (image == so.objects.end() ||
-        image->second.size() < static_cast<uint64_t>(e.kernel.imageSize))
+    uint64_t size = 0, want = static_cast<uint64_t>(e.kernel.imageSize);
+    const char *image = so.object(e.kernel.image, size);
+    if (!image || size < want)
       return {"'" + path + "': kernel image '" + e.kernel.image +
               "' of entry '" + e.name + "' is missing or shorter than " +
-              std::to_string(e.kernel.imageSize) + " bytes"};
+              std::to_string(want) + " bytes"};
+    // The driver reads PTX up to its terminator.
+    if (e.kernel.format == "ptx" && image[want - 1] != '\0')
+      return {"'" + path + "': the PTX image of entry '" + e.name +
+              "' is not NUL-terminated within its " + std::to_string(want) +
+              " bytes"};
   }
   return {};
 }

@@ -332,9 +332,12 @@ def _checked_entry(entries, entry, inputs):
     info = entries[entry]
     if len(inputs) != len(info["in"]):
         raise ValueError(f"{entry} takes {len(info['in'])} inputs, got {len(inputs)}")
-    for arr, (name, _, shape) in zip(inputs, info["in"]):
+    for arr, (name, dt, shape) in zip(inputs, info["in"]):
         if tuple(arr.shape) != shape:
             raise ValueError(f"input {name}: expected shape {shape}, got {arr.shape}")
+        if np.asarray(arr).dtype != _np_dtype(dt):
+            raise ValueError(f"input {name}: expected dtype {_np_dtype(dt)}, got "
+                             f"{np.asarray(arr).dtype}")
     return info
 
 
@@ -403,15 +406,13 @@ def _compile_private(mlir, compiler, flags, d, key, source):
     returns its path. A RuntimeError when either fails (nothing is left)."""
     fd, out = tempfile.mkstemp(prefix=key + ".", suffix=".part", dir=d)
     os.close(fd)
+    src = None
     try:
-        with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False,
-                                         encoding="utf-8") as f:
+        fd, src = tempfile.mkstemp(suffix=".mlir")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(mlir)
-        try:
-            proc = subprocess.run([compiler, f.name, "-o", out, *flags],
-                                  capture_output=True, text=True)
-        finally:
-            os.unlink(f.name)
+        proc = subprocess.run([compiler, src, "-o", out, *flags],
+                              capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError("attn-compile failed:\n" + proc.stderr.strip())
         os.chmod(out, 0o700)
@@ -423,4 +424,8 @@ def _compile_private(mlir, compiler, flags, d, key, source):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(out)
         raise
+    finally:
+        if src is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(src)
     return out

@@ -29,7 +29,7 @@ constexpr int64_t kDyn = ShapedType::kDynamic;
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 
-/// Dimension `i` of `t`, or 1 when `t` has no such dimension.
+/// Dimension `i` of the type of `v`, or 1 when it has no such dimension.
 int64_t dimOr1(Value v, int64_t i) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   return t && i < t.getRank() ? t.getDimSize(i) : 1;

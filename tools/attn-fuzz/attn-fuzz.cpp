@@ -13,7 +13,9 @@
 //
 // Mutations are structure-aware (LLVMFuzzerCustomMutator): an input that
 // parses is edited as IR (IRMutator.h) and printed back; one that does not,
-// and one input in ten, gets libFuzzer's byte-level mutations. At exit the
+// and one input in ten, gets libFuzzer's byte-level mutations. A crash of a
+// verifier inside the mutator leaves its reproducer in
+// /dev/shm/attn-fuzz-mutant-PID.mlir (verifyMutant). At exit the
 // harness prints how many inputs of each origin parsed and verified (and
 // appends the counts to $ATTN_FUZZ_STATS when set); ATTN_FUZZ_MUTATOR=bytes
 // turns the structural mutations off, for comparison.
@@ -48,6 +50,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -202,9 +205,33 @@ bool structuralEnabled() {
   return on;
 }
 
+/// Verifies a mutant inside the mutator. libFuzzer saves no input for a
+/// crash there (none is running), so the mutant is stashed in a file while
+/// it is verified: a file left behind, $ATTN_FUZZ_STASH_DIR (default
+/// /dev/shm)/attn-fuzz-mutant-PID.mlir, reproduces a crash of a verifier
+/// (scripts/fuzz.sh collects them).
+bool verifyMutant(ModuleOp mutant) {
+  static const std::string path = [] {
+    const char *dir = std::getenv("ATTN_FUZZ_STASH_DIR");
+    return std::string(dir ? dir : "/dev/shm") + "/attn-fuzz-mutant-" +
+           std::to_string(getpid()) + ".mlir";
+  }();
+  std::string text = print(mutant, /*generic=*/true);
+  if (FILE *f = std::fopen(path.c_str(), "w")) {
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  }
+  bool ok = succeeded(verify(mutant));
+  std::remove(path.c_str());
+  return ok;
+}
+
 /// The input parsed, edited as IR and printed, or "" when it does not parse
-/// or no edit applies. Inputs that verified print in the custom form (one
-/// in eight generic); others generic, which prints whatever the IR holds.
+/// or no edit applies. An input that verifies gets one mutant; for one that
+/// does not, seven times in ten, up to four mutants are tried for one that
+/// verifies (so that the passes, not only the verifiers, see its
+/// neighbourhood). Mutants known to verify print in the custom form (one in
+/// eight generic), the others generic, which prints whatever the IR holds.
 /// Notes the origin of the output in stats().
 std::string mutateStructure(const uint8_t *data, size_t size, unsigned seed) {
   MLIRContext &ctx = sharedContext(/*loadAll=*/false);
@@ -215,15 +242,26 @@ std::string mutateStructure(const uint8_t *data, size_t size, unsigned seed) {
     return "";
   // The input ran before (it is in the corpus): verifying it is safe.
   bool verified = succeeded(verify(*module));
-  SmallVector<unsigned> edits;
-  if (attn_fuzz::mutateModule(*module, seed, &edits) == 0)
-    return "";
-  stats().nextFromValid = verified;
-  stats().nextEdit = verified && edits.size() == 1 ? edits[0] : -1;
-  bool generic =
-      !verified || (seed >> 8) % 8 == 0 ||
-      !onlyDialects(*module, {"builtin", "func", "attn", "arith", "tensor"});
-  return print(*module, generic);
+  int tries = !verified && (seed >> 4) % 10 < 7 ? 4 : 1;
+  for (int t = 0; t < tries; ++t) {
+    OwningOpRef<ModuleOp> mutant(module->clone());
+    SmallVector<unsigned> edits;
+    if (attn_fuzz::mutateModule(*mutant, seed + 7919 * t, &edits) == 0)
+      continue;
+    bool valid = verified;
+    if (t + 1 < tries) {
+      if (!verifyMutant(*mutant))
+        continue;
+      valid = true;
+    }
+    stats().nextFromValid = verified;
+    stats().nextEdit = verified && edits.size() == 1 ? edits[0] : -1;
+    bool generic =
+        !valid || (seed >> 8) % 8 == 0 ||
+        !onlyDialects(*mutant, {"builtin", "func", "attn", "arith", "tensor"});
+    return print(*mutant, generic);
+  }
+  return "";
 }
 
 //===----------------------------------------------------------------------===//

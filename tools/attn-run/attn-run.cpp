@@ -73,7 +73,7 @@ static std::string selfDir() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0)
-    return ".";
+    return "";
   buf[n] = 0;
   std::string s(buf);
   return s.substr(0, s.rfind('/'));
@@ -195,7 +195,7 @@ static Error optionValue(int argc, char **argv, int &i,
   if (key != "--input" && !seen.insert(key).second)
     return {key + " given twice"};
   size_t eq = a.find('=');
-  if (eq != std::string::npos && key != "--input") {
+  if (eq != std::string::npos) { // --key=V (--input=NAME=FILE too)
     dst = a.substr(eq + 1);
     return {};
   }
@@ -208,8 +208,6 @@ static Error optionValue(int argc, char **argv, int &i,
 static Error parseOption(int argc, char **argv, int &i,
                          std::set<std::string> &seen, Options &o) {
   std::string a = argv[i], key = a.substr(0, a.find('=')), v;
-  if (key == "--input" && a != "--input")
-    key = "--input=";
   static const std::set<std::string> valued = {
       "--entry", "--input",  "--seed",         "--output-dir",
       "--bench", "--device", "--compile-flags"};
@@ -245,16 +243,21 @@ static Error parseOption(int argc, char **argv, int &i,
       return {"--bench expects a count in [1, 100000], found '" + v + "'"};
     o.bench = static_cast<long>(n);
   } else if (key == "--device") {
+    if (v.empty())
+      return {"--device expects cpu, cuda or cuda:N, found ''"};
     o.device = v;
   } else {
     o.compileFlagsGiven = true;
     if (Error e = splitWords(v, o.compileFlags))
       return e;
+    // The output is attn-run's (and comes last, so it wins anyway); a
+    // response file (@FILE) could name one unseen.
     for (const std::string &w : o.compileFlags)
       if (w == "-o" || w == "--o" || w.rfind("-o=", 0) == 0 ||
-          w.rfind("--o=", 0) == 0)
-        return {"--compile-flags must not name the output ('" + w +
-                "'): attn-run compiles into a temporary artifact itself"};
+          w.rfind("--o=", 0) == 0 || w.rfind("@", 0) == 0)
+        return {"--compile-flags must not name the output or a response "
+                "file ('" +
+                w + "'): attn-run compiles into a temporary artifact itself"};
   }
   return {};
 }
@@ -298,9 +301,12 @@ static bool endsWith(const std::string &s, const std::string &suffix) {
 static Error compileGraph(const std::string &graph,
                           const std::vector<std::string> &flags,
                           const std::string &so) {
-  std::vector<std::string> args = {selfDir() + "/attn-compile", graph, "-o",
-                                   so};
+  std::string dir = selfDir();
+  if (dir.empty())
+    return {"cannot locate attn-compile: /proc/self/exe is unreadable"};
+  std::vector<std::string> args = {dir + "/attn-compile", graph};
   args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"-o", so});
   std::vector<char *> argv;
   for (std::string &a : args)
     argv.push_back(a.data());
@@ -310,8 +316,12 @@ static Error compileGraph(const std::string &graph,
   if (rc != 0)
     return {"cannot run '" + args[0] + "': " + std::strerror(rc)};
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+  pid_t done;
+  while ((done = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
     continue;
+  if (done != pid)
+    return {"cannot wait for attn-compile: " +
+            std::string(std::strerror(errno))};
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return {"compiling '" + graph + "' failed"};
   return {};
@@ -448,7 +458,7 @@ static Error makeBuffers(const Options &o, const EntryInfo &entry,
   return {};
 }
 
-/// Every output as DIR/NAME.npy, all or none.
+/// Every output as DIR/NAME.npy (none replaced when one cannot be written).
 static Error writeOutputs(const std::string &dir, const EntryInfo &entry,
                           const std::vector<Tensor> &outputs) {
   struct stat st;

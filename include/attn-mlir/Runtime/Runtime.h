@@ -128,8 +128,12 @@ Error validateEntries(const std::vector<EntryInfo> &entries,
 
 /// The defined symbols of a shared object, read from its file.
 struct SharedObject {
+  std::string bytes; ///< the file
   std::set<std::string> functions;
-  std::map<std::string, std::string> objects; ///< name -> the bytes
+  /// Data objects: name -> (file offset, size), inside `bytes`.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> objects;
+  /// The bytes of data object `name`, or null when there is none.
+  const char *object(const std::string &name, uint64_t &size) const;
 };
 
 /// Checks, without loading it, that `path` is an ELF shared object of this

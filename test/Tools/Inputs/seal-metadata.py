@@ -3,18 +3,23 @@ attn_mlir_metadata as string literals without the `end` record): appends
 `end checksum=...` as attn-mlir/Artifact/Format.h defines it (FNV-1a 64 of
 the records), so tests can build artifacts the runtime accepts.
   usage: seal-metadata.py IN.c > OUT.c
-         seal-metadata.py --records 'REC|REC|...' [--function NAME] > OUT.c
+         seal-metadata.py --records 'REC|REC|...' [--function NAME]
+                          [--object NAME=TEXT] > OUT.c
            a C file whose metadata is `attn-mlir-artifact 2`, the records
-           (| separates them) and the seal, defining function NAME (f)"""
+           (| separates them) and the seal, defining function NAME (f) and
+           the data object NAME holding TEXT without a terminator"""
 import codecs
 import re
 import sys
 
 if sys.argv[1] == "--records":
-    fn = sys.argv[4] if len(sys.argv) > 4 else "f"
+    opts = dict(zip(sys.argv[3::2], sys.argv[4::2]))
     lit = "attn-mlir-artifact 2\\n" + "".join(r + "\\n" for r in sys.argv[2].split("|"))
     src = ('const char attn_mlir_metadata[] = "%s";\nvoid %s(void *a, void *b) {}\n'
-           % (lit, fn))
+           % (lit, opts.get("--function", "f")))
+    if "--object" in opts:  # NAME=TEXT: exactly TEXT's bytes, no terminator
+        name, text = opts["--object"].split("=", 1)
+        src += 'const char %s[%d] = "%s";\n' % (name, len(text), text)
 else:
     src = open(sys.argv[1]).read()
 m = re.search(r"attn_mlir_metadata\[\]\s*=\s*((?:\s*\"(?:[^\"\\]|\\.)*\")+)\s*;", src)

@@ -11,6 +11,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -394,9 +395,18 @@ LogicalResult MhaOp::verify() {
   if (!dimsAgree(wk.getDimSize(0), dkv))
     return emitOpError("expected Wk to have ")
            << kvName << " = " << dkv << " rows, found " << wk.getDimSize(0);
-  if (!ShapedType::isDynamic(d) && !dimsAgree(wk.getDimSize(1), hkv * d))
+  // Products of sizes are checked: num_heads = 2^62 made Hq * Dv wrap.
+  auto overflows = [&](StringRef what, int64_t a, int64_t b) {
+    return emitOpError("expected ")
+           << what << " = " << a << " * " << b
+           << ", which overflows a 64-bit size";
+  };
+  std::optional<int64_t> kCols;
+  if (!ShapedType::isDynamic(d) && !(kCols = llvm::checkedMul(hkv, d)))
+    return overflows("Wk to have Hkv * D columns", hkv, d);
+  if (kCols && !dimsAgree(wk.getDimSize(1), *kCols))
     return emitOpError("expected Wk to have Hkv * D = ")
-           << hkv << " * " << d << " = " << hkv * d << " columns, found "
+           << hkv << " * " << d << " = " << *kCols << " columns, found "
            << wk.getDimSize(1);
   if (!dimsAgree(wv.getDimSize(0), dkv))
     return emitOpError("expected Wv to have ")
@@ -406,9 +416,12 @@ LogicalResult MhaOp::verify() {
     return emitOpError("expected Wv columns (")
            << vCols << ") to be divisible by num_kv_heads (" << hkv << ")";
   int64_t dv = getValueHeadDim();
-  if (!ShapedType::isDynamic(dv) && !dimsAgree(wo.getDimSize(0), hq * dv))
+  std::optional<int64_t> oRows;
+  if (!ShapedType::isDynamic(dv) && !(oRows = llvm::checkedMul(hq, dv)))
+    return overflows("Wo to have Hq * Dv rows", hq, dv);
+  if (oRows && !dimsAgree(wo.getDimSize(0), *oRows))
     return emitOpError("expected Wo to have Hq * Dv = ")
-           << hq << " * " << dv << " = " << hq * dv << " rows, found "
+           << hq << " * " << dv << " = " << *oRows << " rows, found "
            << wo.getDimSize(0);
 
   auto checkBias = [&](Value b, StringRef name,

@@ -15,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <limits>
 
 #define DEBUG_TYPE "attn-print-cost"
 
@@ -35,7 +36,7 @@ struct AttentionShape {
   int64_t batch, hq, hkv, tq, tk, d, dv, eltBytes;
   CausalKind causal;
   int64_t left, right;
-  int64_t params;   // weights of the layer (0 for attn.sdpa)
+  double params;    // weights of the layer (0 for attn.sdpa)
   double projFlops; // projection FLOPs of the layer (0 for attn.sdpa)
 };
 
@@ -54,16 +55,26 @@ double visiblePairs(const AttentionShape &s) {
   std::optional<int64_t> low, up;
   std::tie(low, up) =
       getVisibleOffsetRange(s.causal, s.left, s.right, s.tq, s.tk);
+  // Sizes up to 2^63 - 1: sums saturate instead of wrapping.
+  auto add = [](int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r))
+      return r;
+    return b > 0 ? std::numeric_limits<int64_t>::max()
+                 : std::numeric_limits<int64_t>::min();
+  };
   auto count = [&](int64_t i) -> int64_t {
-    int64_t hi = up ? std::min(s.tk - 1, i + *up) : s.tk - 1;
-    int64_t lo = low ? std::max<int64_t>(0, i + *low) : 0;
-    return hi - lo + 1; // may be <= 0
+    int64_t hi = up ? std::min(s.tk - 1, add(i, *up)) : s.tk - 1;
+    int64_t lo = low ? std::max<int64_t>(0, add(i, *low)) : 0;
+    return add(hi, add(-lo, 1)); // may be <= 0
   };
   SmallVector<int64_t> cuts{0, s.tq};
   if (up)
-    cuts.push_back(s.tk - 1 - *up + 1);
+    cuts.push_back(add(s.tk, -*up));
   if (low)
-    cuts.push_back(-*low);
+    cuts.push_back(*low == std::numeric_limits<int64_t>::min()
+                       ? std::numeric_limits<int64_t>::max()
+                       : -*low);
   llvm::sort(cuts);
   double pairs = 0;
   for (size_t c = 0; c + 1 < cuts.size(); ++c) {
@@ -71,20 +82,20 @@ double visiblePairs(const AttentionShape &s) {
     if (a >= b)
       continue;
     // count() is linear on [a, b) with slope in {-1, 0, 1}.
-    int64_t ga = count(a), slope = b - a > 1 ? count(a + 1) - ga : 0;
+    int64_t ga = count(a), slope = b - a > 1 ? add(count(a + 1), -ga) : 0;
     int64_t first = a, last = b - 1; // range where count > 0
     if (slope == 0) {
       if (ga <= 0)
         continue;
     } else if (slope > 0) {
-      first = std::max(a, a + (1 - ga)); // count(i) = ga + (i - a) >= 1
+      first = std::max(a, add(a, add(1, -ga))); // count(i) = ga + (i - a)
     } else {
-      last = std::min(b - 1, a + ga - 1); // count(i) = ga - (i - a) >= 1
+      last = std::min(b - 1, add(a, add(ga, -1))); // count(i) = ga - (i - a)
     }
     if (first > last)
       continue;
     double n = static_cast<double>(last - first + 1);
-    pairs += n * (count(first) + count(last)) / 2.0;
+    pairs += n * (double(count(first)) + double(count(last))) / 2.0;
   }
   return pairs;
 }
@@ -114,20 +125,20 @@ AttentionShape shapeOf(MhaOp op) {
   auto [left, right] = std::pair<int64_t, int64_t>{-1, -1};
   if (auto w = op.getWindow(); w && w->size() == 2)
     std::tie(left, right) = std::pair<int64_t, int64_t>{(*w)[0], (*w)[1]};
-  int64_t params = 0;
+  double params = 0; // sizes up to 2^63 - 1: a count of weights in double
   double projFlops = 0;
   double tokensQ = double(x.getDimSize(0)) * double(x.getDimSize(1));
   double tokensKv = double(kv.getDimSize(0)) * double(kv.getDimSize(1));
   for (Value w : {op.getWq(), op.getWk(), op.getWv(), op.getWo()}) {
     auto t = cast<RankedTensorType>(w.getType());
-    params += t.getNumElements();
+    params += double(t.getDimSize(0)) * double(t.getDimSize(1));
     double tokens = (w == op.getWk() || w == op.getWv()) ? tokensKv : tokensQ;
     projFlops +=
         2.0 * tokens * double(t.getDimSize(0)) * double(t.getDimSize(1));
   }
   for (Value bias : {op.getBq(), op.getBk(), op.getBv(), op.getBo()})
     if (bias)
-      params += cast<RankedTensorType>(bias.getType()).getNumElements();
+      params += double(cast<RankedTensorType>(bias.getType()).getDimSize(0));
   return {x.getDimSize(0),
           static_cast<int64_t>(op.getNumHeads()),
           op.getKvHeads(),
@@ -247,17 +258,19 @@ struct AttnPrintCostPass
       // weights, as a model is stored in one precision.
       if (count++ == 0)
         eltBytesModel = s->eltBytes;
-      double kvPerToken = double(s->hkv) * (s->d + s->dv) * s->eltBytes;
+      // Sizes may be up to 2^63 - 1 each: products in double.
+      double dSum = double(s->d) + double(s->dv);
+      double kvPerToken = double(s->hkv) * dSum * s->eltBytes;
       double kvBytes = kvPerToken * s->batch * s->tk;
-      double kvMha =
-          double(s->hq) * (s->d + s->dv) * s->eltBytes * s->batch * s->tk;
+      double kvMha = double(s->hq) * dSum * s->eltBytes * s->batch * s->tk;
       double pairs = visiblePairs(*s);
-      double flops = 2.0 * s->batch * s->hq * pairs * (s->d + s->dv);
+      double flops = 2.0 * s->batch * s->hq * pairs * dSum;
       double scores = double(s->batch) * s->hq * s->tq * s->tk * s->eltBytes;
       int64_t bq = std::min<int64_t>(qBlock, s->tq),
               bk = std::min<int64_t>(kvBlock, s->tk);
-      double tile = double(s->eltBytes) * (bq * s->d + bk * (s->d + s->dv)) +
-                    4.0 * (bq * bk + bq * s->dv + 2 * bq);
+      double bqD = double(bq), bkD = double(bk);
+      double tile = double(s->eltBytes) * (bqD * s->d + bkD * dSum) +
+                    4.0 * (bqD * bkD + bqD * s->dv + 2 * bqD);
 
       os << "attn-print-cost: " << op->getName() << " at " << op->getLoc()
          << "\n";
@@ -266,7 +279,7 @@ struct AttnPrintCostPass
          << " Dv=" << s->dv << " bytes/elt=" << s->eltBytes
          << " causal=" << stringifyCausalKind(s->causal) << " window=("
          << s->left << ", " << s->right << ")\n";
-      os << "  parameters: " << s->params << "\n";
+      os << "  parameters: " << exactCount(s->params) << "\n";
       os << "  kv-cache bytes per token: " << exactCount(kvPerToken) << "\n";
       os << "  kv-cache bytes: " << exactCount(kvBytes) << " ("
          << human(kvBytes, "B") << ")\n";

@@ -28,6 +28,31 @@ def AttnDecomposeMhaPass : Pass<"attn-decompose-mha"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def AttnCopyRepeatedResultsPass
+    : Pass<"attn-copy-repeated-results", "::mlir::func::FuncOp"> {
+  let summary = "Return a copy for each repeated func.return operand, so that "
+                "every result has a buffer of its own";
+  let description = [{
+    A function that returns one tensor twice (`return %y, %y`, also after
+    CSE merged two equal ops) has two results that bufferize to one buffer,
+    and MLIR's `buffer-results-to-out-params` crashes on it. Each repeat of
+    an operand (other than a function argument, which needs no buffer of
+    its own) is replaced by a `linalg.copy` of it into a new tensor, before
+    bufferization; the caller then gets the value in each of its output
+    buffers.
+
+    ```mlir
+    return %y, %y : tensor<4x8xf32>, tensor<4x8xf32>
+    // becomes
+    %e = tensor.empty() : tensor<4x8xf32>
+    %c = linalg.copy ins(%y : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+    return %y, %c : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def AttnLowerReferencePass : Pass<"attn-lower-reference"> {
   let summary = "Lower attn.sdpa and attn.softmax to linalg, materializing "
                 "the score matrix";
