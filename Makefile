@@ -55,8 +55,9 @@ check-sanitize: deps
 	ASAN_OPTIONS=detect_leaks=1:allow_user_poisoning=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 ninja -C build-asan check-attn-mlir
 
-# Fuzzes the compiler for FUZZ_SECONDS (default 300) with libFuzzer.
-FUZZ_SECONDS ?= 300
+# Fuzzes the compiler and the runtime readers, each target for up to
+# FUZZ_SECONDS (default 720; it stops earlier when coverage plateaus).
+FUZZ_SECONDS ?= 720
 fuzz: deps
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 

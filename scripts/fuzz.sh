@@ -20,7 +20,8 @@
 #
 # For each target it prints the executions, the coverage (libFuzzer `cov:`,
 # edges), when coverage last grew, and the crashes, timeouts and
-# out-of-memory inputs, which are written to build-fuzz/fuzz/TARGET/crashes/;
+# out-of-memory inputs, which are written to build-fuzz/fuzz/TARGET/crashes/
+# (with attn-fuzz-mutant-PID.mlir: a crash inside attn-fuzz's mutator);
 # for attn-fuzz also how many inputs parsed and verified. The corpora
 # (build-fuzz/corpus/TARGET) are kept between runs. Reduce a crash with
 #   build-fuzz/bin/TARGET -minimize_crash=1 -runs=10000 CRASH
@@ -114,6 +115,11 @@ fuzz() {
   wait $pid 2>/dev/null || true
   sleep 2
   kill -KILL -- -$pid 2>/dev/null || true
+  # A mutant left behind by attn-fuzz crashed a verifier inside the mutator
+  # (libFuzzer saves no input then): it is the reproducer.
+  for m in /dev/shm/attn-fuzz-mutant-*.mlir; do
+    [ -e "$m" ] && mv "$m" "$dir/crashes/"
+  done
   report "$target" "$dir" "$best" $((best_at - start)) $(($(date +%s) - start))
 }
 
