@@ -120,6 +120,8 @@ fuzz() {
   for m in /dev/shm/attn-fuzz-mutant-*.mlir; do
     [ -e "$m" ] && mv "$m" "$dir/crashes/"
   done
+  # The scratch files of attn-fuzz-runtime's workers that were interrupted.
+  rm -f /dev/shm/attn-fuzz-runtime-*.npy /dev/shm/attn-fuzz-runtime-*.npy.tmp
   report "$target" "$dir" "$best" $((best_at - start)) $(($(date +%s) - start))
 }
 

@@ -44,6 +44,38 @@ static std::string mhaOperandName(attn::MhaOp op, Value v) {
   return "arg";
 }
 
+/// What the runtime can call, checked here so that attn-compile never
+/// builds an artifact the runtime refuses: at least one result, at most 12
+/// arguments in all, dimensions up to 2^40 and tensors up to 1 TiB (the
+/// runtime's limits, lib/Runtime/Metadata.cpp).
+static LogicalResult checkCallable(func::FuncOp func) {
+  size_t n = func.getNumArguments() + func.getNumResults();
+  if (func.getNumResults() == 0 || n > 12)
+    return func.emitError()
+           << "@" << func.getName() << " has " << func.getNumResults()
+           << " results and " << n
+           << " arguments in all: the runtime calls entries with at least "
+              "one result and at most 12 arguments";
+  for (Type t : llvm::concat<const Type>(func.getArgumentTypes(),
+                                         func.getResultTypes())) {
+    auto shaped = dyn_cast<RankedTensorType>(t);
+    if (!shaped || !shaped.hasStaticShape())
+      continue; // reported below
+    double bytes = std::max(1u, shaped.getElementTypeBitWidth() / 8);
+    for (int64_t d : shaped.getShape()) {
+      bytes *= static_cast<double>(d);
+      if (d > (int64_t(1) << 40))
+        return func.emitError() << "@" << func.getName() << " has a " << t
+                                << ": the runtime handles dimensions up to "
+                                   "2^40";
+    }
+    if (bytes > 1099511627776.0)
+      return func.emitError() << "@" << func.getName() << " has a " << t
+                              << " of more than 1 TiB, the runtime's limit";
+  }
+  return success();
+}
+
 LogicalResult attn::describeEntries(
     ModuleOp module, std::vector<std::pair<std::string, std::string>> &chunks) {
   int entries = 0;
@@ -51,6 +83,8 @@ LogicalResult attn::describeEntries(
     if (func.isPrivate() || func.isExternal())
       continue;
     ++entries;
+    if (failed(checkCallable(func)))
+      return failure();
     chunks.push_back({func.getName().str(), ""});
     llvm::raw_string_ostream os(chunks.back().second);
     os << "entry " << func.getName() << "\n";

@@ -152,6 +152,11 @@ private:
 
   /// Gives `v` the type `t` (with the signature of its function).
   void retype(Value v, Type t);
+  /// Gives `causal` and `temperature` their default back where an edit
+  /// removed them or stored a value of the wrong kind (which leaves the
+  /// property null): text cannot express that state, the parser fills in
+  /// the default, and the ops' getters dereference it.
+  void restoreDefaults();
   /// Gives the LSE results of attn.sdpa their f32 element type back.
   void restoreLse();
   /// Maps the type of every value of the module through `f`.
@@ -206,7 +211,21 @@ int Mutator::run(SmallVectorImpl<unsigned> *applied) {
       applied->push_back(kind);
   }
   syncSignatures(); // also mends inputs whose signature did not match
+  collect();        // the edits may have replaced ops
+  restoreDefaults();
   return changed;
+}
+
+void Mutator::restoreDefaults() {
+  for (Operation *op : attnOps) {
+    if (isa<attn::SoftmaxOp>(op) &&
+        !op->getAttrOfType<FloatAttr>("temperature"))
+      op->setAttr("temperature", FloatAttr::get(Float32Type::get(ctx), 1.0));
+    if (!isa<attn::SoftmaxOp>(op) &&
+        !op->getAttrOfType<attn::CausalKindAttr>("causal"))
+      op->setAttr("causal",
+                  attn::CausalKindAttr::get(ctx, attn::CausalKind::none));
+  }
 }
 
 void Mutator::collect() {

@@ -49,6 +49,8 @@ struct Files {
   std::string scratch; ///< for writeNpy
 };
 
+void removeScratch();
+
 Files &files() {
   static Files *f = [] {
     auto *files = new Files();
@@ -61,10 +63,13 @@ Files &files() {
     const char *dir = std::getenv("ATTN_FUZZ_SCRATCH_DIR");
     files->scratch = std::string(dir ? dir : "/dev/shm") +
                      "/attn-fuzz-runtime-" + std::to_string(getpid()) + ".npy";
+    std::atexit(removeScratch);
     return files;
   }();
   return *f;
 }
+
+void removeScratch() { std::remove(files().scratch.c_str()); }
 
 /// Prints the reader's verdict with ATTN_FUZZ_DEBUG=1; returns `e`.
 const Error &verdict(const char *reader, const Error &e) {
