@@ -126,10 +126,10 @@ func.func @dynamic(%q: tensor<1x1x?x8xf32>) -> tensor<1x1x?x8xf32> {
 
 // -----
 
-// More than 4096 keys: the key loop runs in chunks of 4096 (a multiple of
+// More than 16384 keys: the key loop runs in chunks of 16384 (a multiple of
 // the 16-key block), each an online softmax from (-inf, 0, 0), merged into
 // the running statistics with both sides rescaled to the new maximum, so
-// that no f32 row sum grows past 4096 terms (a sum of 2^24 terms stalls).
+// that no f32 row sum grows past 16384 terms (a sum of 2^24 terms stalls).
 // CHECK-LABEL: func.func @long_keys
 // CHECK: scf.forall
 // CHECK: %[[OUTER:.*]]:3 = scf.for %[[C0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}, %[[ACC:.*]] = %{{.*}})
@@ -145,9 +145,9 @@ func.func @dynamic(%q: tensor<1x1x?x8xf32>) -> tensor<1x1x?x8xf32> {
 // CHECK: linalg.generic {{.*}} ins(%[[AOLD]], %[[CH]]#1, %[[ANEW]] : {{.*}}) outs(%[[L]] :
 // CHECK: linalg.generic {{.*}} ins(%[[AOLD]], %[[CH]]#2, %[[ANEW]] : {{.*}}) outs(%[[ACC]] :
 // CHECK: scf.yield
-func.func @long_keys(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x10000x8xf32>,
-                     %v: tensor<1x1x10000x8xf32>) -> tensor<1x1x16x8xf32> {
-  %o = attn.sdpa %q, %k, %v : tensor<1x1x16x8xf32>, tensor<1x1x10000x8xf32>, tensor<1x1x10000x8xf32> -> tensor<1x1x16x8xf32>
+func.func @long_keys(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x20000x8xf32>,
+                     %v: tensor<1x1x20000x8xf32>) -> tensor<1x1x16x8xf32> {
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x16x8xf32>, tensor<1x1x20000x8xf32>, tensor<1x1x20000x8xf32> -> tensor<1x1x16x8xf32>
   return %o : tensor<1x1x16x8xf32>
 }
 

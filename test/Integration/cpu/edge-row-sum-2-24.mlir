@@ -2,7 +2,7 @@
 // v = 1 on the last 1,000 of 17M keys, the LSE was exactly ln 2^24 and the
 // output 1.3% off on both lowerings, and --check said PASS (its tolerance
 // was absolute only). The tiled loop now runs its online softmax in chunks
-// of 4096 keys merged exactly into the running statistics, the reference
+// of 16384 keys merged exactly into the running statistics, the reference
 // lowering sums in f64, and --check has a relative criterion.
 // RUN: %python %S/../../Tools/Inputs/npy.py %t.q.npy '<f4' 1,1,1,1 0
 // RUN: %python %S/../../Tools/Inputs/npy.py %t.k.npy '<f4' 1,1,17000000,1 0
