@@ -173,13 +173,13 @@ CheckResult attn::rt::compare(const Tensor &got, const std::vector<double> &ref,
   CheckResult r;
   double rounding = 0, naiveErr = 0;
   for (int64_t i = 0; i < got.numElements(); ++i) {
-    double want = ref[i];
+    double want = ref[i], value = got.get(i);
+    double rounded = roundTo(got.dtype, want);
     // The correctly rounded result is exact, also when it overflows (an
     // LSE beyond the f32 range is inf).
-    if (got.get(i) != roundTo(got.dtype, want))
-      r.maxError = std::max(r.maxError, absErr(got.get(i), want));
-    double round =
-        std::isfinite(want) ? std::fabs(roundTo(got.dtype, want) - want) : 0.0;
+    if (value != rounded)
+      r.maxError = std::max(r.maxError, absErr(value, want));
+    double round = std::isfinite(want) ? std::fabs(rounded - want) : 0.0;
     if (std::isfinite(round))
       rounding = std::max(rounding, round);
     if (naive) {

@@ -173,8 +173,6 @@ def cache_dir():
 @functools.lru_cache(maxsize=None)
 def _load_capi(path):
     lib = ctypes.CDLL(path)
-    lib.attn_rt_check_artifact.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
-    lib.attn_rt_check_artifact.restype = ctypes.c_int
     lib.attn_rt_describe_artifact.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
                                               ctypes.c_size_t,
                                               ctypes.POINTER(ctypes.c_size_t)]
@@ -202,35 +200,41 @@ def source_hash(mlir):
     return "%016x" % _capi().attn_rt_source_hash(data, len(data))
 
 
-def artifact_problem(path, source=None):
-    """Why the artifact file at `path` must not be loaded, or None: it must
-    be a regular file (not a symbolic link), yours, writable by you only, a
-    complete, well-formed attn-mlir artifact (attn_rt_check_artifact) and,
-    given the hash `source` (source_hash), compiled from that graph."""
+def _inspect(path, source=None):
+    """(why the artifact file at `path` must not be loaded, or None; its
+    description when it may be). It must be a regular file (not a symbolic
+    link), yours, writable by you only, a complete, well-formed attn-mlir
+    artifact (the runtime's check) and, given the hash `source`
+    (source_hash), compiled from that graph."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return "it does not exist"
+        return "it does not exist", None
     if not stat.S_ISREG(st.st_mode):
-        return "it is not a regular file"
+        return "it is not a regular file", None
     reason = _not_private(st)
     if reason:
-        return reason
-    try:
-        desc = describe_artifact(path)
-    except RuntimeError as e:
-        return str(e).split(": ", 1)[-1] or "it is not a valid attn-mlir artifact"
+        return reason, None
+    desc, error = _describe(path)
+    if desc is None:
+        return error or "it is not a valid attn-mlir artifact", None
     if source is not None and desc.get("source") != source:
-        return "it was compiled from another graph"
-    return None
+        return "it was compiled from another graph", None
+    return None, desc
+
+
+def artifact_problem(path, source=None):
+    """Why the artifact file at `path` must not be loaded, or None (see
+    _inspect)."""
+    return _inspect(path, source)[0]
 
 
 class Artifact:
     """A compiled graph: its entry points, called with numpy arrays."""
 
-    def __init__(self, path):
+    def __init__(self, path, desc):
         self.path = path
-        self.entries = _read_entries(path)
+        self.entries = _entries(desc)
         self._lib = ctypes.CDLL(path)
 
     def __call__(self, entry, inputs):
@@ -268,12 +272,12 @@ class CudaArtifact:
     """A CUDA artifact, run through `attn-run --device cuda` (the runtime
     that owns the CUDA driver): inputs and outputs travel as .npy files."""
 
-    def __init__(self, path, bindir):
+    def __init__(self, path, desc, bindir):
         self.path = path
         self.bindir = bindir
         # The artifact holds data only (kernel images, metadata), read from
         # the file: nothing of it is loaded here.
-        self.entries = _read_entries(path)
+        self.entries = _entries(desc)
 
     def __call__(self, entry, inputs):
         info = _checked_entry(self.entries, entry, inputs)
@@ -297,10 +301,9 @@ def _np_dtype(name):
             "bf16": BF16, "bool": np.dtype(np.bool_)}[name]
 
 
-def describe_artifact(path):
-    """The artifact's description as the runtime reads it (the one metadata
-    parser, attn_rt_describe_artifact): {"target": ..., "entries": [...]};
-    a RuntimeError when it is not a valid artifact."""
+def _describe(path):
+    """(the description, None) or (None, the runtime's reason) from
+    attn_rt_describe_artifact."""
     lib, needed = _capi(), ctypes.c_size_t(0)
     size = 1 << 14
     while True:
@@ -311,15 +314,24 @@ def describe_artifact(path):
             break
         size = needed.value
     text = buf.value.decode(errors="replace")
-    if rc != 0:
-        raise RuntimeError(f"cannot use the artifact {path}: {text}")
-    return json.loads(text)
+    return (json.loads(text), None) if rc == 0 else (None, text)
 
 
-def _read_entries(path):
-    """{entry: {"in": [(name, dtype, shape)], "out": [...]}} of an artifact."""
+def describe_artifact(path):
+    """The artifact's description as the runtime reads it (the one metadata
+    parser, attn_rt_describe_artifact): {"target": ..., "source": ...,
+    "entries": [...]}; a RuntimeError when it is not a valid artifact."""
+    desc, error = _describe(path)
+    if desc is None:
+        raise RuntimeError(f"cannot use the artifact {path}: {error}")
+    return desc
+
+
+def _entries(desc):
+    """{entry: {"in": [(name, dtype, shape)], "out": [...]}} of a
+    description."""
     entries = {}
-    for e in describe_artifact(path)["entries"]:
+    for e in desc["entries"]:
         entries[e["name"]] = {
             side: [(a["name"], a["dtype"], tuple(a["shape"])) for a in e[key]]
             for side, key in (("in", "inputs"), ("out", "outputs"))}
@@ -369,8 +381,9 @@ def compile_graph(mlir, extra_flags=(), device="cpu"):
         with _key_lock(key):
             art = _loaded.get(key)
             if art is None:
-                so = _cached_artifact(mlir, compiler, extra_flags, key)
-                art = CudaArtifact(so, bindir) if device == "cuda" else Artifact(so)
+                so, desc = _cached_artifact(mlir, compiler, extra_flags, key)
+                art = (CudaArtifact(so, desc, bindir) if device == "cuda"
+                       else Artifact(so, desc))
                 _loaded[key] = art
     return art
 
@@ -386,24 +399,25 @@ def _cached_artifact(mlir, compiler, flags, key):
         raise CacheError(f"{so} is a directory in the artifact cache, where the artifact "
                          "of this graph belongs: remove it")
     if os.path.lexists(so):
-        problem = artifact_problem(so, source)
+        problem, desc = _inspect(so, source)
         if problem is None:
-            return so
+            return so, desc
         warnings.warn(f"attn_mlir: recompiling the cached artifact {so}: {problem}",
                       RuntimeWarning, stacklevel=4)
-    fresh = _compile_private(mlir, compiler, flags, d, key, source)
+    fresh, desc = _compile_private(mlir, compiler, flags, d, key, source)
     try:
         os.replace(fresh, so)
     except OSError:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(fresh)
         raise
-    return so
+    return so, desc
 
 
 def _compile_private(mlir, compiler, flags, d, key, source):
     """Compiles into a new private file of `d` and checks the result;
-    returns its path. A RuntimeError when either fails (nothing is left)."""
+    returns its path and description. A RuntimeError when either fails
+    (nothing is left)."""
     fd, out = tempfile.mkstemp(prefix=key + ".", suffix=".part", dir=d)
     os.close(fd)
     src = None
@@ -416,7 +430,7 @@ def _compile_private(mlir, compiler, flags, d, key, source):
         if proc.returncode != 0:
             raise RuntimeError("attn-compile failed:\n" + proc.stderr.strip())
         os.chmod(out, 0o700)
-        problem = artifact_problem(out, source)
+        problem, desc = _inspect(out, source)
         if problem:
             raise RuntimeError(f"attn-compile wrote an artifact that does not pass the "
                                f"runtime's check ({problem}); report this as a bug")
@@ -428,4 +442,4 @@ def _compile_private(mlir, compiler, flags, d, key, source):
         if src is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(src)
-    return out
+    return out, desc

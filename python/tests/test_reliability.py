@@ -238,7 +238,7 @@ def test_cache_dir_is_created_private(tmp_path, monkeypatch):
 
 
 def test_fresh_artifact_failing_the_check_is_an_error(fresh_cache, monkeypatch):
-    monkeypatch.setattr(_tools, "artifact_problem", lambda path, source=None: "metadata is corrupt")
+    monkeypatch.setattr(_tools, "_inspect", lambda path, source=None: ("metadata is corrupt", None))
     q = np.ones((1, 1, 3, 8), np.float32)
     with pytest.raises(RuntimeError, match="does not pass the runtime's check.*metadata is corrupt"):
         attn_mlir.scaled_dot_product_attention(q, q, q)

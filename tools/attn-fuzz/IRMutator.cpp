@@ -161,6 +161,8 @@ private:
   void restoreLse();
   /// Maps the type of every value of the module through `f`.
   void mapTypes(function_ref<Type(Type)> f);
+  /// `v` alone (`one`) or every value of `v`'s type gets type `to`.
+  void retypeOneOrAll(Value v, Type to, bool one);
   void syncSignatures();
   Operation *pickAttnOrAny();
 
@@ -357,6 +359,13 @@ void Mutator::restoreLse() {
   syncSignatures();
 }
 
+void Mutator::retypeOneOrAll(Value v, Type to, bool one) {
+  if (one)
+    return retype(v, to);
+  Type from = v.getType();
+  mapTypes([&](Type x) { return x == from ? to : x; });
+}
+
 void Mutator::retype(Value v, Type t) {
   v.setType(t);
   syncSignatures();
@@ -387,10 +396,8 @@ bool Mutator::editDimension() {
   shape[i] = to;
   Type t2 = RankedTensorType::get(shape, t.getElementType(), t.getEncoding());
   size_t how = below(10);
-  if (how < 2) // this value only
-    retype(v, t2);
-  else if (how < 5) // every value of this type
-    mapTypes([&](Type x) { return x == t ? t2 : x; });
+  if (how < 5) // this value only, or every value of this type
+    retypeOneOrAll(v, t2, /*one=*/how < 2);
   else // this size everywhere: keeps the shapes' relations
     mapTypes([&](Type x) { return replaceDim(x, from, to); });
   return true;
@@ -408,10 +415,7 @@ bool Mutator::editRank() {
     shape.insert(shape.begin() + below(shape.size() + 1),
                  chance(70) ? 1 : newDim(1));
   Type t2 = RankedTensorType::get(shape, t.getElementType(), t.getEncoding());
-  if (chance(50))
-    retype(v, t2);
-  else
-    mapTypes([&](Type x) { return x == t ? t2 : x; });
+  retypeOneOrAll(v, t2, /*one=*/chance(50));
   return true;
 }
 

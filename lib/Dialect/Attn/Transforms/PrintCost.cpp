@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -58,7 +59,7 @@ double visiblePairs(const AttentionShape &s) {
   // Sizes up to 2^63 - 1: sums saturate instead of wrapping.
   auto add = [](int64_t a, int64_t b) {
     int64_t r;
-    if (!__builtin_add_overflow(a, b, &r))
+    if (!llvm::AddOverflow(a, b, r))
       return r;
     return b > 0 ? std::numeric_limits<int64_t>::max()
                  : std::numeric_limits<int64_t>::min();
