@@ -126,6 +126,14 @@ def AttnTilePass : Pass<"attn-tile"> {
       is created; NaN inputs still propagate.
     - The K tile is transposed once per block so that both matmuls run with
       the innermost loop over contiguous memory.
+    - More than 16384 keys: the key loop runs in chunks of 16384 keys, each
+      an online softmax from (-inf, 0, 0) merged exactly into the running
+      statistics (the split-KV merge), so that no f32 row sum grows past
+      16384 terms (a sum of 2^24 terms of about 1 stalls).
+    - A scale at most 1 is folded into Q; a larger one is applied in the
+      exponent after the row maximum is subtracted, exp(scale · (s - m)),
+      or, with softcap or a float mask, to each score: folded into Q it
+      could overflow f32 where the exact answer is finite.
 
     Only static shapes are supported.
   }];
