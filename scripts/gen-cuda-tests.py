@@ -46,7 +46,17 @@ CASES = [
      " --warps=8 --kv-block=32 --stages=1"),
     ("ptx-jit-f16", 1, 2, 2, 100, 100, 64, 64, "f16", "", None, False,
      " --kernel-format=ptx"),
+    ("alibi-gqa-causal-br-f16", 1, 8, 2, 113, 203, 64, 64, "f16",
+     "{causal = #attn.causal<bottom_right>}", None, True, ""),
+    ("alibi-softcap-mask-bf16", 1, 4, 4, 50, 70, 128, 128, "bf16",
+     "{softcap = 20.0 : f32}", "float", True, ""),
+    ("f32-simt-alibi-window", 1, 4, 2, 70, 150, 64, 64, "f32",
+     "{window = array<i64: 40, 8>}", None, True, ""),
 ]
+
+# Cases whose graph also takes per-head ALiBi slopes (f32 [Hq]).
+ALIBI = {"alibi-gqa-causal-br-f16", "alibi-softcap-mask-bf16",
+         "f32-simt-alibi-window"}
 
 
 def main():
@@ -65,6 +75,9 @@ def main():
             mt = f"tensor<{b}x1x{tq}x{tk}x{'i1' if mask == 'i1' else dt}>"
             args += f", %m: {mt}"
             mask_use = f" mask(%m : {mt})"
+        if name in ALIBI:
+            args += f", %a: tensor<{hq}xf32>"
+            mask_use += f" alibi(%a : tensor<{hq}xf32>)"
         results = f"{o}, {l}" if lse else o
         names = "%o, %l" if lse else "%o"
         ret = f"return %o, %l : {o}, {l}" if lse else f"return %o : {o}"

@@ -30,7 +30,13 @@ CASES = [
     ("f16-gqa-causal", "f16 GQA causal (f32 accumulation)", 1, 4, 2, 100, 150, 64, 64, "f16", None, "causal = #attn.causal<top_left>", True, [""]),
     ("bf16-mha", "bf16 MHA, D=128", 1, 4, 4, 77, 130, 128, 128, "bf16", None, "", True, [""]),
     ("f16-bool-mask-window", "f16 with a boolean mask and a window", 2, 2, 1, 40, 60, 80, 80, "f16", ("2x2x40x60", "i1"), "window = array<i64: 8, 4>", True, [""]),
+    ("alibi-gqa-causal-br", "ALiBi slopes with GQA and bottom-right causal, odd lengths (77, 140)", 1, 8, 2, 77, 140, 64, 64, "f32", None, "causal = #attn.causal<bottom_right>", True, ["", "--reference", "--q-block=16 --kv-block=32"]),
+    ("alibi-f16-softcap-mask", "f16 ALiBi after softcap, with an additive mask", 1, 4, 4, 50, 90, 64, 64, "f16", ("50x90", "f16"), "softcap = 20.0 : f32", True, ["", "--reference"]),
+    ("alibi-huge-scale", "ALiBi with a scale above 1: the scale stays on the scores, since the bias is in scaled units", 1, 2, 2, 40, 60, 16, 16, "f32", None, "scale = 4.0 : f32", True, [""]),
 ]
+
+# Cases whose graph also takes per-head ALiBi slopes (f32 [Hq]).
+ALIBI = {"alibi-gqa-causal-br", "alibi-f16-softcap-mask", "alibi-huge-scale"}
 
 
 # Whole layers and softmax, written out (name, why, RUN variants, body).
@@ -109,6 +115,10 @@ def write_case(c):
         mt = f"tensor<{mask[0]}x{mask[1]}>"
         args.append(f"%m: {mt}")
         mask_txt = f" mask(%m : {mt})"
+    if name in ALIBI:
+        at = tensor([Hq], "f32")
+        args.append(f"%a: {at}")
+        mask_txt += f" alibi(%a : {at})"
     results = f"{o}, {l}" if lse else o
     lhs = "%o, %l" if lse else "%o"
     ret = f"%o, %l : {o}, {l}" if lse else f"%o : {o}"

@@ -44,6 +44,19 @@ static std::string mhaOperandName(attn::MhaOp op, Value v) {
   return "arg";
 }
 
+/// The role of `v` among the operands of `op` (q, k, v, mask, alibi).
+static std::string sdpaOperandName(attn::SdpaOp op, Value v) {
+  std::pair<Value, const char *> roles[] = {{op.getQuery(), "q"},
+                                            {op.getKey(), "k"},
+                                            {op.getValue(), "v"},
+                                            {op.getMask(), "mask"},
+                                            {op.getAlibi(), "alibi"}};
+  for (auto [value, name] : roles)
+    if (value == v)
+      return name;
+  return "arg";
+}
+
 /// What the runtime can call, checked here so that attn-compile never
 /// builds an artifact the runtime refuses: at least one result, at most 12
 /// arguments in all, dimensions up to 2^40 and tensors up to 1 TiB (the
@@ -115,7 +128,7 @@ LogicalResult attn::describeEntries(
                << arg.getType();
       std::string name = "arg" + std::to_string(i);
       if (sdpa)
-        name = std::array<const char *, 4>{"q", "k", "v", "mask"}[i];
+        name = sdpaOperandName(sdpa, arg);
       else if (softmax)
         name = "x";
       else if (mha)

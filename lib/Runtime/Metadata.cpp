@@ -304,10 +304,17 @@ static Error checkMask(const ArgInfo &m, std::vector<int64_t> full,
 
 static Error checkSdpa(const EntryInfo &e) {
   const auto &in = e.inputs;
-  if (in.size() < 3 || in.size() > 4 || in[0].name != "q" ||
-      in[1].name != "k" || in[2].name != "v" ||
-      (in.size() == 4 && in[3].name != "mask"))
-    return {"inputs must be q, k, v and an optional mask"};
+  // q, k, v, then mask and alibi when present, in that order.
+  size_t next = 3;
+  const ArgInfo *mask = nullptr, *alibi = nullptr;
+  if (in.size() > next && in[next].name == "mask")
+    mask = &in[next++];
+  if (in.size() > next && in[next].name == "alibi")
+    alibi = &in[next++];
+  if (in.size() < 3 || in.size() != next || in[0].name != "q" ||
+      in[1].name != "k" || in[2].name != "v")
+    return {"inputs must be q, k, v, an optional mask and optional alibi "
+            "slopes"};
   const ArgInfo &q = in[0], &k = in[1], &v = in[2];
   for (const ArgInfo *a : {&q, &k, &v})
     if (a->shape.size() != 4 || a->dtype != q.dtype || !isFloat(a->dtype))
@@ -318,9 +325,13 @@ static Error checkSdpa(const EntryInfo &e) {
       v.shape[2] != Tk || k.shape[3] != q.shape[3] || Hq % Hkv != 0)
     return {"q " + formatShape(q.shape) + ", k " + formatShape(k.shape) +
             " and v " + formatShape(v.shape) + " do not agree"};
-  if (in.size() == 4)
-    if (Error err = checkMask(in[3], {B, Hq, Tq, Tk}, q.dtype))
+  if (mask)
+    if (Error err = checkMask(*mask, {B, Hq, Tq, Tk}, q.dtype))
       return err;
+  if (alibi &&
+      (alibi->dtype != DType::F32 || alibi->shape != std::vector<int64_t>{Hq}))
+    return {"alibi " + std::string(dtypeName(alibi->dtype)) + " " +
+            formatShape(alibi->shape) + " must be f32 " + formatShape({Hq})};
   const auto &out = e.outputs;
   if (out.empty() || out.size() > 2 || out[0].dtype != q.dtype ||
       out[0].shape != std::vector<int64_t>{B, Hq, Tq, Dv} ||

@@ -623,7 +623,9 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
                            std::vector<std::vector<double>> &out, bool lowp,
                            std::vector<double> *scale = nullptr) {
   const Tensor &q = in[0], &k = in[1], &v = in[2];
-  const Tensor *mask = in.size() > 3 ? &in[3] : nullptr;
+  const Tensor *mask = nullptr, *alibi = nullptr;
+  for (size_t a = 3; a < in.size() && a < e.inputs.size(); ++a)
+    (e.inputs[a].name == "alibi" ? alibi : mask) = &in[a];
   int64_t B = q.shape[0], Hq = q.shape[1], Tq = q.shape[2], D = q.shape[3];
   int64_t Hkv = k.shape[1], Tk = k.shape[2], Dv = v.shape[3];
   int64_t G = Hq / Hkv;
@@ -651,6 +653,8 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
           double x = r(r(dot) * op.scale);
           if (op.softcap > 0)
             x = r(op.softcap * std::tanh(x / op.softcap));
+          if (alibi)
+            x = r(x - alibi->get(h) * std::fabs(double(i + Tk - Tq - j)));
           if (mask) {
             const auto &ms = mask->shape;
             int64_t idx[4] = {b, h, i, j}, flat = 0;
@@ -760,6 +764,8 @@ static Error mhaReference(const EntryInfo &e, const std::vector<Tensor> &in,
   sdpa.op.kind = "sdpa";
   for (const char *n : {"q", "k", "v"})
     sdpa.inputs.push_back({n, dt, {}});
+  if (mask)
+    sdpa.inputs.push_back({"mask", mask->dtype, mask->shape});
   sdpa.outputs.push_back({"output", dt, {B, Hq, T, Dv}});
   std::vector<std::vector<double>> attnOut;
   if (Error err = sdpaReference(sdpa, heads, attnOut, lowp))
@@ -871,6 +877,12 @@ Tensor InputGenerator::make(const ArgInfo &a, const OpInfo &op) {
     scale = 1.0 / std::sqrt(static_cast<double>(a.shape[0]));
   else if (op.kind == "mha" && bias)
     scale = 0.1;
+  // ALiBi slopes as models use them: 2^(-8 (h + 1) / H) for head h.
+  if (a.name == "alibi") {
+    for (int64_t h = 0; h < t.numElements(); ++h)
+      t.set(h, std::exp2(-8.0 * double(h + 1) / double(t.numElements())));
+    return t;
+  }
   for (int64_t i = 0; i < t.numElements(); ++i)
     t.set(i, a.dtype == DType::Bool ? state_->keep(state_->rng)
                                     : scale * state_->normal(state_->rng));

@@ -7,7 +7,7 @@ from .sdpa import attention_options
 
 def sdpa(query, key, value, attn_mask=None, is_causal=False, scale=None,
          enable_gqa=False, *, causal_alignment="top_left", window=None,
-         softcap=None, return_lse=False):
+         softcap=None, alibi_slopes=None, return_lse=False):
     """Same arguments and results as attn_mlir.scaled_dot_product_attention,
     computed in float64 with the score matrix materialized; the options are
     checked as there (a window extent is at most 2**62, so positions plus
@@ -28,6 +28,9 @@ def sdpa(query, key, value, attn_mask=None, is_causal=False, scale=None,
     s = np.einsum("bhid,bhjd->bhij", q, k) * (1.0 / np.sqrt(D) if scale is None else scale)
     if softcap is not None:
         s = softcap * np.tanh(s / softcap)
+    if alibi_slopes is not None:
+        dist = np.abs(np.arange(Tq)[:, None] + Tk - Tq - np.arange(Tk)[None, :])
+        s = s - np.asarray(alibi_slopes, dtype=np.float64)[:, None, None] * dist
     if attn_mask is not None:
         m = np.asarray(attn_mask)
         if m.dtype == np.bool_:

@@ -111,10 +111,27 @@ def _check_qkv(query, key, value, enable_gqa):
     return q, k, v, unbatched
 
 
+def prepare_alibi(alibi_slopes, heads):
+    """Validates ALiBi slopes: one finite float per query head, returned as a
+    C-contiguous float32 array (None stays None)."""
+    if alibi_slopes is None:
+        return None
+    a = native(alibi_slopes)
+    if a.dtype == np.bool_ or not (np.issubdtype(a.dtype, np.floating)
+                                   or np.issubdtype(a.dtype, np.integer)):
+        raise ValueError(f"alibi_slopes must be floating point, got {a.dtype}")
+    if a.shape != (heads,):
+        raise ValueError(f"alibi_slopes must have shape [Hq] = [{heads}], got {list(a.shape)}")
+    a = cast_checked("alibi_slopes", a, np.float32)
+    if not np.all(np.isfinite(a)):
+        raise ValueError("alibi_slopes must be finite")
+    return np.ascontiguousarray(a)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False, *,
                                  causal_alignment="top_left", window=None, softcap=None,
-                                 return_lse=False, device="cpu"):
+                                 alibi_slopes=None, return_lse=False, device="cpu"):
     """Attention as torch.nn.functional.scaled_dot_product_attention, compiled.
 
     query [B, Hq, Tq, D] (or unbatched [Hq, Tq, D]), key [B, Hkv, Tk, D],
@@ -123,7 +140,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     [B, Hq, Tq, Tk]. is_causal masks j > i (causal_alignment="top_left") or
     j > i + Tk - Tq ("bottom_right"). GQA/MQA (Hq != Hkv) needs
     enable_gqa=True. window=(left, right) is FlashAttention's window_size;
-    softcap applies c·tanh(s/c) after scaling. Returns the output array, and
+    softcap applies c·tanh(s/c) after scaling. alibi_slopes [Hq] (float32)
+    subtracts slope[h]·|i + Tk - Tq - j| after scaling and softcap, as
+    FlashAttention's alibi_slopes. Returns the output array, and
     the float32 log-sum-exp [B, Hq, Tq] too with return_lse=True. A fully
     masked row gives 0 (LSE -inf). The graph is compiled once per shapes,
     dtypes and options and cached on disk.
@@ -143,6 +162,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     (B, Hq, Tq, _), Tk, Dv = q.shape, k.shape[2], v.shape[3]
     attrs = attention_attrs(scale, is_causal, causal_alignment, window, softcap)
     mask = prepare_mask(attn_mask, q.dtype, (B, Hq, Tq, Tk), "[B, Hq, Tq, Tk] =")
+    alibi = prepare_alibi(alibi_slopes, Hq)
 
     qt, kt, vt = _ttype(q.shape, elt), _ttype(k.shape, elt), _ttype(v.shape, elt)
     ot, lt = _ttype((B, Hq, Tq, Dv), elt), _ttype((B, Hq, Tq), "f32")
@@ -152,6 +172,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         mt = _ttype(mask.shape, mlir_elt(mask.dtype))
         args.append(f"%m: {mt}")
         mask_txt = f" mask(%m : {mt})"
+    if alibi is not None:
+        at = _ttype(alibi.shape, "f32")
+        args.append(f"%a: {at}")
+        mask_txt += f" alibi(%a : {at})"
     results = f"{ot}, {lt}" if return_lse else ot
     lhs = "%o, %l" if return_lse else "%o"
     ret = f"%o, %l : {ot}, {lt}" if return_lse else f"%o : {ot}"
@@ -159,7 +183,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             f"  {lhs} = attn.sdpa %q, %k, %v{mask_txt}{attrs} : {qt}, {kt}, {vt} -> {results}\n"
             f"  return {ret}\n}}\n")
     art = compile_graph(mlir, device=device)
-    inputs = [q, k, v] + ([mask] if mask is not None else [])
+    inputs = [q, k, v] + [x for x in (mask, alibi) if x is not None]
     outs = art("sdpa", inputs)
     if unbatched:
         outs = [o[0] for o in outs]

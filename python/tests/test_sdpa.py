@@ -73,6 +73,37 @@ def test_masks(kind):
     check(out, reference.sdpa(q, k, v, attn_mask=mask), np.float32, q, k, v, attn_mask=mask)
 
 
+ALIBI_CASES = [
+    # dtype, B, Hq, Hkv, Tq, Tk, D, kwargs
+    (np.float32, 1, 4, 2, 37, 90, 32, {"is_causal": True, "causal_alignment": "bottom_right"}),
+    (np.float32, 2, 2, 2, 50, 30, 16, {"softcap": 10.0, "window": (12, 3)}),
+    (np.float16, 1, 4, 4, 64, 64, 64, {"attn_mask": rng.standard_normal((64, 64)).astype(np.float16)}),
+]
+
+
+@pytest.mark.parametrize("case", ALIBI_CASES)
+def test_alibi_matches_reference(case):
+    # ALiBi (FlashAttention's alibi_slopes): -slope[h] * |i + Tk - Tq - j|
+    # after scaling and softcap, against the numpy fp64 reference; the bias
+    # must change the result (slopes of the usual 2^(-8 (h+1) / H) series).
+    dtype, B, Hq, Hkv, Tq, Tk, D, kw = case
+    q = rng.standard_normal((B, Hq, Tq, D)).astype(dtype)
+    k = rng.standard_normal((B, Hkv, Tk, D)).astype(dtype)
+    v = rng.standard_normal((B, Hkv, Tk, D)).astype(dtype)
+    slopes = 2.0 ** (-8.0 * np.arange(1, Hq + 1) / Hq)
+    gqa = {"enable_gqa": Hq != Hkv}
+    out, lse = attn_mlir.scaled_dot_product_attention(
+        q, k, v, alibi_slopes=slopes, return_lse=True, **gqa, **kw)
+    ref, ref_lse = reference.sdpa(q, k, v, alibi_slopes=slopes.astype(np.float32),
+                                  return_lse=True, **kw)
+    check(out, ref, dtype, q, k, v)
+    seen = np.isfinite(ref_lse)  # rows the window leaves empty: -inf
+    assert np.array_equal(np.isfinite(lse), seen)
+    assert np.max(np.abs(lse[seen] - ref_lse[seen])) <= 1e-3
+    plain = reference.sdpa(q, k, v, **kw)
+    assert np.nanmax(np.abs(plain - ref)) > 0.05
+
+
 def test_fully_masked_rows_give_zero_and_lse_minus_inf():
     q, k, v = (rng.standard_normal((1, 2, 6, 16), dtype=np.float32) for _ in range(3))
     mask = np.ones((6, 6), dtype=bool)
@@ -130,6 +161,14 @@ def test_compiled_once_per_signature(tmp_path, monkeypatch):
     ((np.zeros((2, 4, 8), np.float32), np.zeros((1, 2, 4, 8), np.float32),
       np.zeros((1, 2, 4, 8), np.float32)), {}, ValueError, "all"),
     ((np.zeros((1, 2, 0, 8), np.float32),) * 3, {}, ValueError, "empty"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"alibi_slopes": np.ones(3)}, ValueError,
+     r"shape \[Hq\] = \[2\]"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"alibi_slopes": np.ones((1, 2))}, ValueError,
+     r"shape \[Hq\]"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"alibi_slopes": np.array([1.0, np.nan])},
+     ValueError, "finite"),
+    ((np.zeros((1, 2, 4, 8), np.float32),) * 3, {"alibi_slopes": np.ones(2, bool)}, ValueError,
+     "floating point"),
 ])
 def test_errors(args, kw, exc, msg):
     with pytest.raises(exc, match=msg):

@@ -480,6 +480,13 @@ private:
       });
       return;
     }
+    if (isa<arith::SIToFPOp>(op)) {
+      forEach(mask, [&](int64_t t) {
+        at(op->getResult(0), t).f[0] =
+            static_cast<float>(at(op->getOperand(0), t).i);
+      });
+      return;
+    }
     if (isa<arith::ExtFOp>(op)) {
       forEach(mask, [&](int64_t t) { at(op->getResult(0), t) = at(op->getOperand(0), t); });
       return;

@@ -128,3 +128,19 @@ func.func @dynamic(%q: tensor<1x1x?x8xf32>) -> tensor<1x1x?x8xf32> {
       -> tensor<1x1x?x8xf32>
   return %o : tensor<1x1x?x8xf32>
 }
+
+// -----
+
+// ALiBi in the materialized reference: the slopes are read per head (map
+// (b, h, i, j) -> (h)) in the score pass, the bias subtracted there.
+// CHECK-DAG: #[[$HEAD:.*]] = affine_map<(d0, d1, d2, d3) -> (d1)>
+// CHECK-LABEL: func.func @alibi
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[$HEAD]], #{{.*}}]
+// CHECK: arith.sitofp
+// CHECK: arith.subf
+func.func @alibi(%q: tensor<1x2x8x16xf32>, %a: tensor<2xf32>) -> tensor<1x2x8x16xf32> {
+  %o = attn.sdpa %q, %q, %q alibi(%a : tensor<2xf32>)
+      : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+      -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}

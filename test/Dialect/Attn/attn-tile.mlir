@@ -7,7 +7,8 @@
 // one tile per (b, h, q-block) with 4 q-blocks (the last one has 4 rows);
 // K/V are read from head h / 4; the kv loop only covers the blocks that the
 // window and the diagonal leave visible, [max(q0 - 16, 0), min(q0 + qs, 100));
-// only blocks crossing the mask boundary run the element predicate. Scores
+// only blocks crossing the mask boundary (some j - i above 0 or below -16)
+// run the element predicate. The output is acc times 1/l (0 when l == 0). Scores
 // are transposed (Sᵀ = K_blk · Qᵀ, Qᵀ built once per query block), so the
 // row statistics reduce over dimension 0. The scale (1/sqrt(64)) is folded
 // into Qᵀ, so a block inside the mask needs no element-wise pass at all.
@@ -35,14 +36,14 @@
 // CHECK: %[[VT:[a-z0-9_-]+]] = tensor.extract_slice %[[V]][%[[B]], %[[KVH]], %[[KB]], 0]
 // CHECK-NOT: linalg.transpose
 // CHECK: %[[S:[a-z0-9_-]+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[KT]], %[[QTT]] : tensor<?x64xf32>, tensor<64x?xf32>)
-// CHECK: %[[INSIDE:[a-z0-9_-]+]] = arith.andi
-// CHECK: %[[SM:[a-z0-9_-]+]] = scf.if %[[INSIDE]] -> (tensor<?x?xf32>) {
-// CHECK-NEXT: scf.yield %[[S]]
-// CHECK-NEXT: } else {
+// CHECK: %[[NEEDS:[a-z0-9_-]+]] = arith.ori
+// CHECK: %[[SM:[a-z0-9_-]+]] = scf.if %[[NEEDS]] -> (tensor<?x?xf32>) {
 // CHECK: linalg.index 0
 // CHECK-NOT: arith.mulf
 // CHECK: arith.select
-// CHECK: }
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[S]]
+// CHECK-NEXT: }
 // CHECK: %[[MB:[a-z0-9_-]+]] = linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%[[SM]] : tensor<?x?xf32>)
 // CHECK: arith.maxnumf {{.*}} fastmath<reassoc>
 // CHECK: %[[ALPHA:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[M]], %[[MB]] :
@@ -55,9 +56,11 @@
 // CHECK: %[[AS:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : tensor<?xf32>) outs(%[[ACC]] : tensor<?x64xf32>)
 // CHECK: %[[AN:[a-z0-9_-]+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[P]], %[[VT]] : tensor<?x?xf32>, tensor<?x64xf32>) outs(%[[AS]] : tensor<?x64xf32>)
 // CHECK: scf.yield %[[MN]], %[[LN]], %[[AN]]
-// CHECK: %[[O:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[LOOP]]#2, %[[LOOP]]#1 :
+// CHECK: %[[INV:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[LOOP]]#1 :
 // CHECK: arith.divf
 // CHECK: arith.select
+// CHECK: %[[O:[a-z0-9_-]+]] = linalg.generic {{.*}} ins(%[[LOOP]]#2, %[[INV]] :
+// CHECK: arith.mulf
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice %[[O]] into %[[OUT]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[QS]], 64]
 // CHECK: return %[[R]]
@@ -142,8 +145,8 @@ func.func @dynamic(%q: tensor<1x1x?x8xf32>) -> tensor<1x1x?x8xf32> {
 // CHECK: %[[ANEW:.*]] = linalg.generic {{.*}} ins(%[[M]], %[[CH]]#0
 // CHECK: math.exp
 // CHECK: linalg.generic {{.*}} ins(%[[CH]]#0 : {{.*}}) outs(%[[M]] :
-// CHECK: linalg.generic {{.*}} ins(%[[AOLD]], %[[CH]]#1, %[[ANEW]] : {{.*}}) outs(%[[L]] :
-// CHECK: linalg.generic {{.*}} ins(%[[AOLD]], %[[CH]]#2, %[[ANEW]] : {{.*}}) outs(%[[ACC]] :
+// CHECK: linalg.generic {{.*}} ins(%[[CH]]#1, %[[AOLD]], %[[ANEW]] : {{.*}}) outs(%[[L]] :
+// CHECK: linalg.generic {{.*}} ins(%[[CH]]#2, %[[AOLD]], %[[ANEW]] : {{.*}}) outs(%[[ACC]] :
 // CHECK: scf.yield
 func.func @long_keys(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x20000x8xf32>,
                      %v: tensor<1x1x20000x8xf32>) -> tensor<1x1x16x8xf32> {
@@ -165,4 +168,30 @@ func.func @huge_scale(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x16x8xf32>,
                       %v: tensor<1x1x16x8xf32>) -> tensor<1x1x16x8xf32> {
   %o = attn.sdpa %q, %k, %v {scale = 3.0e38 : f32} : tensor<1x1x16x8xf32>, tensor<1x1x16x8xf32>, tensor<1x1x16x8xf32> -> tensor<1x1x16x8xf32>
   return %o : tensor<1x1x16x8xf32>
+}
+
+// -----
+
+// ALiBi: the slope of head h is read once per tile, and since the bias
+// depends on (i, j) every block runs the element-wise pass: the distance
+// |i + Tk - Tq - j| (Tk - Tq = 16) from the tile's index positions, times
+// the slope, subtracted from the score.
+// CHECK-LABEL: func.func @alibi
+// CHECK: scf.forall (%{{.*}}, %[[H:[a-z0-9_-]+]], %{{.*}}) in (1, 2, 1)
+// CHECK: %[[SLOPE:.*]] = tensor.extract %{{.*}}[%[[H]]] : tensor<2xf32>
+// CHECK: scf.for
+// CHECK: linalg.generic
+// CHECK: linalg.index 1
+// CHECK: linalg.index 0
+// CHECK: arith.addi %{{.*}}, %c16_i64 : i64
+// CHECK: arith.maxsi
+// CHECK: %[[DIST:.*]] = arith.sitofp %{{.*}} : i64 to f32
+// CHECK: %[[BIAS:.*]] = arith.mulf %[[SLOPE]], %[[DIST]] : f32
+// CHECK: arith.subf %{{.*}}, %[[BIAS]] : f32
+func.func @alibi(%q: tensor<1x2x32x16xf32>, %k: tensor<1x2x48x16xf32>,
+                 %a: tensor<2xf32>) -> tensor<1x2x32x16xf32> {
+  %o = attn.sdpa %q, %k, %k alibi(%a : tensor<2xf32>)
+      : tensor<1x2x32x16xf32>, tensor<1x2x48x16xf32>, tensor<1x2x48x16xf32>
+      -> tensor<1x2x32x16xf32>
+  return %o : tensor<1x2x32x16xf32>
 }

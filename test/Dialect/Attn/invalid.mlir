@@ -128,6 +128,42 @@ func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x16x64xf32>, %v: tensor<1x
 
 // -----
 
+// ALiBi slopes for the wrong number of heads.
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x16x64xf32>, %v: tensor<1x2x16x64xf32>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{expected ALiBi slopes of shape [Hq] = [2], found [4]}}
+  %o = attn.sdpa %q, %k, %v alibi(%a : tensor<4xf32>) : tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x2x16x64xf32>
+  return
+}
+
+// -----
+
+// ALiBi slopes of rank 2 (per batch and head are not supported).
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x16x64xf32>, %v: tensor<1x2x16x64xf32>, %a: tensor<1x2xf32>) {
+  // expected-error @+1 {{expected ALiBi slopes of shape [Hq] = [2], found [1, 2]}}
+  %o = attn.sdpa %q, %k, %v alibi(%a : tensor<1x2xf32>) : tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x2x16x64xf32>
+  return
+}
+
+// -----
+
+// ALiBi slopes are f32 whatever the query type.
+func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x2x16x64xf16>, %a: tensor<2xf16>) {
+  // expected-error @+1 {{operand #3 must be ranked tensor of 32-bit float values}}
+  %o = attn.sdpa %q, %k, %v alibi(%a : tensor<2xf16>) : tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16> -> tensor<1x2x16x64xf16>
+  return
+}
+
+// -----
+
+// Empty ALiBi slopes (a head count of 0 is refused the same way).
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x16x64xf32>, %v: tensor<1x2x16x64xf32>, %a: tensor<0xf32>) {
+  // expected-error @+1 {{expected every dimension of ALiBi slopes to be >= 1, found 0}}
+  %o = attn.sdpa %q, %k, %v alibi(%a : tensor<0xf32>) : tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x2x16x64xf32>
+  return
+}
+
+// -----
+
 // Mask of rank 1.
 func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x16x64xf32>, %v: tensor<1x2x16x64xf32>, %m: tensor<16xi1>) {
   // expected-error @+1 {{expected mask of rank 2 to 4 broadcastable to [B, Hq, Tq, Tk] = [1, 2, 16, 16], found rank 1}}

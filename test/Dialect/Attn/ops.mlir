@@ -15,6 +15,19 @@ func.func @sdpa_plain(%q: tensor<2x4x16x64xf32>, %k: tensor<2x4x32x64xf32>,
   return %o : tensor<2x4x16x48xf32>
 }
 
+// ALiBi slopes (one per query head) after an additive mask in the syntax.
+// CHECK-LABEL: func.func @sdpa_alibi
+// CHECK-SAME: %[[M:[a-z0-9_]+]]: tensor<16x32xf32>, %[[A:[a-z0-9_]+]]: tensor<4xf32>
+// CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} mask(%[[M]] : tensor<16x32xf32>) alibi(%[[A]] : tensor<4xf32>)
+func.func @sdpa_alibi(%q: tensor<2x4x16x64xf32>, %k: tensor<2x4x32x64xf32>,
+                      %v: tensor<2x4x32x48xf32>, %m: tensor<16x32xf32>,
+                      %a: tensor<4xf32>) -> tensor<2x4x16x48xf32> {
+  %o = attn.sdpa %q, %k, %v mask(%m : tensor<16x32xf32>) alibi(%a : tensor<4xf32>)
+      : tensor<2x4x16x64xf32>, tensor<2x4x32x64xf32>,
+      tensor<2x4x32x48xf32> -> tensor<2x4x16x48xf32>
+  return %o : tensor<2x4x16x48xf32>
+}
+
 // GQA (8 query heads on 2 KV heads), f16, causal top-left, explicit scale,
 // softcap and the LSE result.
 // CHECK-LABEL: func.func @sdpa_gqa_all_attrs

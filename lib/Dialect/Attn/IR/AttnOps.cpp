@@ -221,6 +221,7 @@ LogicalResult SdpaOp::verify() {
                                     {getKey(), "key"},
                                     {getValue(), "value"},
                                     {getMask(), "mask"},
+                                    {getAlibi(), "ALiBi slopes"},
                                     {getOutput(), "output"},
                                     {getLse(), "LSE"}})))
     return failure();
@@ -271,6 +272,12 @@ LogicalResult SdpaOp::verify() {
     if (failed(verifyMask(*this, cast<RankedTensorType>(mask.getType()), elt,
                           {q[0], q[1], q[2], k[2]}, "[B, Hq, Tq, Tk] =")))
       return failure();
+  if (Value alibi = getAlibi()) {
+    auto aT = cast<RankedTensorType>(alibi.getType());
+    if (aT.getRank() != 1 || !dimsAgree(aT.getDimSize(0), q[1]))
+      return emitOpError("expected ALiBi slopes of shape [Hq] = [")
+             << q[1] << "], found " << formatShape(aT.getShape());
+  }
   return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
 }
 

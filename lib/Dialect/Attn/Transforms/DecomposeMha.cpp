@@ -136,7 +136,7 @@ struct DecomposeMha : OpRewritePattern<MhaOp> {
     auto attnT = RankedTensorType::get({batch, hq, tq, dv}, elt);
     auto sdpa =
         SdpaOp::create(rewriter, loc, TypeRange{attnT}, q, k, v, op.getMask(),
-                       op.getScaleAttr(), op.getCausalAttr(),
+                       /*alibi=*/Value(), op.getScaleAttr(), op.getCausalAttr(),
                        op.getWindowAttr(), op.getSoftcapAttr());
     Value merged = mergeHeads(rewriter, loc, sdpa.getOutput());
     Value y2d = buildProjection(rewriter, loc, merged, op.getWo(), op.getBo());

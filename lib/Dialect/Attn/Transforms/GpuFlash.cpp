@@ -27,6 +27,7 @@
 #include "Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/CudaChips.h"
+#include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -57,8 +58,6 @@ using namespace mlir::attn;
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-constexpr double kLog2e = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
 
 int64_t alignTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -143,15 +142,18 @@ struct Kernel {
   KB k;
   SdpaOp op;
   const Config &cfg;
-  Value q = {}, key = {}, val = {}, mask = {}, out = {}, lse = {};
+  Value q = {}, key = {}, val = {}, mask = {}, alibi = {}, out = {}, lse = {};
+  Value slope = {}; // this block's head's ALiBi slope
   Value smem = {}, qs = {}, ks = {}, vs = {}; // shared memory and views
   Value tid = {}, lane = {}, warp = {}, g = {}, t = {}, bIdx = {}, h = {},
         hk = {}, q0 = {};
   // f32 accumulators vector<2x2>; A operands and ldmatrix x4 results
   // vector<4x2>, B operands vector<2x2>, of the element type.
   VectorType accT = {}, aT = {}, bT = {};
-  // Key j is visible from query i iff lower <= j - i <= upper.
-  std::optional<int64_t> lower = {}, upper = {};
+  // Scores to logits in log2 units (the kernels exponentiate with exp2),
+  // and which keys each query block sees.
+  ScoreForm form = {};
+  std::optional<KeyVisibility> vis = {};
 
   /// Copies rows [row0, row0 + rows) of `src[b, head]` (length T, width
   /// `width`, padded to `padded`) into `dst[prefix..., r, c]`, zero-filling
@@ -275,91 +277,42 @@ struct Kernel {
     return memref::LoadOp::create(b, mask, idx);
   }
 
-  /// exp2 of a log2-domain logit less the (safe) row maximum, with the
-  /// part of the scale that is applied in the exponent (exponentScale).
-  Value expLogit(Value t, Value mUse) {
-    return expShifted(b, b.getLoc(), t, mUse, exponentScale(op),
-                      /*base2=*/true);
+  /// Keys past Tk exist only in a partial last block.
+  bool paddedKeys() const { return cfg.tk % cfg.kvBlock != 0; }
+
+  /// The score at (row, col) as the logit computation sees it: its mask
+  /// element and, in a partial last block, whether the key exists.
+  ScoreSite siteAt(Value s, Value row, Value col, bool positions) {
+    ScoreSite site{s, mask ? maskAt(row, col) : Value(), row, col, {}, slope};
+    if (positions && paddedKeys())
+      site.inBounds = k.lt(col, cfg.tk);
+    return site;
   }
 
-  /// One raw score of (row, col) -> its log2-domain logit: the shared
-  /// score modifiers (scale, softcap, mask), and with `predicate` the
-  /// causal/window/length test (-inf when not visible).
-  Value scoreToLogit(Value s, Value row, Value col, bool predicate) {
-    Location loc = b.getLoc();
-    // Without softcap or mask, scale and log2(e) fold into one multiply.
-    bool natural = op.getSoftcap() || mask;
-    if (!natural)
-      s = k.fmul(s, k.f(scoreScale(op) * kLog2e));
-    Value visible;
-    if (predicate) {
-      visible = buildVisibility(b, loc, op, row, col);
-      // Keys past Tk exist only in a partial last block.
-      if (cfg.tk % cfg.kvBlock != 0)
-        visible = k.andI(visible, k.lt(col, cfg.tk));
-    }
-    Value x = applyScoreModifiers(b, loc, op, s,
-                                  mask ? maskAt(row, col) : Value(), visible,
-                                  /*scale=*/natural);
-    // -inf stays -inf.
-    return natural ? k.fmul(x, k.f(kLog2e)) : x;
-  }
+  Value lastRow() { return k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1)); }
 
-  /// Scores (mma accumulator fragments) -> log2-domain logit fragments.
-  SmallVector<Value> logits(ArrayRef<Value> s, Value kv0, bool predicate) {
-    int64_t nTiles = cfg.kvBlock / 8;
-    SmallVector<Value> res;
-    for (int64_t mt = 0; mt < cfg.mTiles; ++mt) {
-      for (int64_t j = 0; j < nTiles; ++j) {
-        Value frag = s[mt * nTiles + j];
-        SmallVector<Value> elems;
-        for (int64_t r = 0; r < 2; ++r) {
-          Value row = k.add(q0, k.add(k.mul(warp, 16 * cfg.mTiles),
-                                      k.add(g, mt * 16 + r * 8)));
-          for (int64_t e = 0; e < 2; ++e) {
-            Value col = k.add(kv0, k.add(k.mul(t, 2), j * 8 + e));
-            elems.push_back(
-                scoreToLogit(k.extract(frag, {r, e}), row, col, predicate));
-          }
-        }
-        res.push_back(k.vec(accT, elems));
-      }
-    }
-    return res;
-  }
-
-  /// Whether the block [q0, q0+BM) x [kv0, kv0+BN) contains an invisible
-  /// element (null when no block ever can).
+  /// Whether the block [q0, q0+BM) x [kv0, kv0+BN) holds a key some row
+  /// cannot see or a padding key (null when no block ever does).
   Value needsPredicate(Value kv0) {
-    Value qLast = k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1));
-    Value any;
-    auto orI = [&](Value p) {
-      any = any ? arith::OrIOp::create(b, any, p).getResult() : p;
-    };
-    // Some j - i > upper: the largest is (kv0 + BN - 1) - q0.
-    if (upper)
-      orI(k.cmp(arith::CmpIPredicate::sgt,
-                k.sub(k.add(kv0, cfg.kvBlock - 1), q0), k.c(*upper)));
-    // Some j - i < lower: the smallest is kv0 - qLast.
-    if (lower)
-      orI(k.cmp(arith::CmpIPredicate::slt, k.sub(kv0, qLast), k.c(*lower)));
-    if (cfg.tk % cfg.kvBlock != 0)
-      orI(k.cmp(arith::CmpIPredicate::sgt, k.add(kv0, cfg.kvBlock),
-                k.c(cfg.tk)));
-    return any;
+    Value any = vis->blockNeedsPredicate(b, b.getLoc(), q0, lastRow(), kv0,
+                                         k.add(kv0, cfg.kvBlock - 1));
+    if (!paddedKeys())
+      return any;
+    Value tail = k.cmp(arith::CmpIPredicate::sgt, k.add(kv0, cfg.kvBlock),
+                       k.c(cfg.tk));
+    return any ? arith::OrIOp::create(b, any, tail).getResult() : tail;
   }
 
   /// The key blocks that any row of this query block can see:
   /// [kbBegin, kbEnd), empty when none.
   std::pair<Value, Value> visibleBlocks() {
-    Value qLast = k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1));
-    Value jFirst = lower ? k.max(k.add(q0, *lower), k.c(0)) : k.c(0);
-    Value jLast = upper ? k.min(k.add(qLast, *upper), k.c(cfg.tk - 1))
-                        : k.c(cfg.tk - 1);
-    Value kbBegin = k.div(jFirst, cfg.kvBlock);
+    auto [lo, hi] = vis->keyRange(b, b.getLoc(), q0, lastRow());
+    Value kbBegin = k.div(lo, cfg.kvBlock);
     Value kbEnd = k.sel(
-        k.lt(jLast, jFirst), kbBegin,
-        k.add(arith::DivSIOp::create(b, jLast, k.c(cfg.kvBlock)), 1));
+        k.lt(lo, hi),
+        k.add(arith::DivSIOp::create(b, k.sub(hi, k.c(1)), k.c(cfg.kvBlock)),
+              1),
+        kbBegin);
     return {kbBegin, kbEnd};
   }
 
@@ -400,14 +353,6 @@ struct Kernel {
     return stage;
   }
 
-  /// LSE[b, h, row] from the log2-domain row maximum and the row sum
-  /// (-inf for a fully masked row).
-  void storeLse(Value m2, Value l, Value row) {
-    Value v = rowLogSumExp(b, b.getLoc(),
-                           k.fmul(m2, k.f(exponentScale(op) * kLn2)), l);
-    memref::StoreOp::create(b, v, lse, ValueRange{bIdx, h, row});
-  }
-
   /// The dynamic shared memory as a [shape] array of `elt` from byte
   /// `offset`.
   Value sharedView(ArrayRef<int64_t> shape, Type elt, int64_t offset) {
@@ -422,344 +367,493 @@ struct Kernel {
         k.c(offset), ValueRange{});
   }
 
-  /// The f32 kernel: no tensor cores (their f32 mode is tf32, too coarse
-  /// for f32's tolerance). One warp per query row; lane l holds elements
-  /// l, l+32, ... of the Q row and of the output; K and V tiles are staged
-  /// in shared memory as in the tensor-core kernel; each key's score is a
-  /// warp-wide butterfly sum, and the online softmax runs per key.
-  void buildSimt() {
-    int64_t qRegs = cfg.dp / 32, vRegs = cfg.dvp / 32;
-    Value row = k.add(q0, warp);
-    Value rowc = k.min(row, k.c(cfg.tq - 1));
+  // ldmatrix rows/columns of this lane (tensor-core kernel).
+  Value half = {}, quarter = {}, qRow = {}, kRow = {}, vRow = {};
 
-    // This lane's slice of the Q row (zero past D).
-    Value zero = k.f(0.0);
-    SmallVector<Value> qv;
-    for (int64_t i = 0; i < qRegs; ++i) {
-      Value col = k.add(lane, i * 32);
-      Value x = memref::LoadOp::create(
-          b, q, ValueRange{bIdx, h, rowc, k.min(col, k.c(cfg.d - 1))});
-      qv.push_back(k.sel(k.lt(col, cfg.d), x, zero));
-    }
+  void buildSimt();
+  void buildTensorCore();
+  void storeFragments(const OnlineResult &fin);
+  void build();
+};
 
-    auto [kbBegin, kbEnd] = visibleBlocks();
-    prologueKV(kbBegin, kbEnd);
+/// The f32 (SIMT) layout: one warp per query row, a score tile of one key.
+/// Every lane holds the row's m and l (the score is a warp-wide sum) and
+/// Dv/32 accumulator elements, lane l the columns l, l+32, ...
+class SimtTileOps : public TileOps {
+public:
+  SimtTileOps(Kernel &kn, Value row, Value col, Value stage, Value key)
+      : kn(kn), row(row), col(col), stage(stage), key(key) {}
 
-    SmallVector<Value> init{k.f(kNegInf), k.f(0.0)};
-    for (int64_t i = 0; i < vRegs; ++i)
-      init.push_back(zero);
-    auto loop = scf::ForOp::create(b, kbBegin, kbEnd, k.c(1), init);
-    {
-      OpBuilder::InsertionGuard ig(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value kb = loop.getInductionVar();
-      Value stage = stageBlock(kb, kbBegin, kbEnd);
-      Value kv0 = k.mul(kb, cfg.kvBlock);
-      // Keys of the block, one at a time.
-      auto keys = scf::ForOp::create(b, k.c(0), k.c(cfg.kvBlock), k.c(1),
-                                     loop.getRegionIterArgs());
-      {
-        OpBuilder::InsertionGuard ig2(b);
-        b.setInsertionPointToStart(keys.getBody());
-        Value j = keys.getInductionVar();
-        auto it = keys.getRegionIterArgs();
-        Value partial;
-        for (int64_t i = 0; i < qRegs; ++i) {
-          Value kx = memref::LoadOp::create(
-              b, ks, ValueRange{stage, j, k.add(lane, i * 32)});
-          Value prod = k.fmul(qv[i], kx);
-          partial = partial ? k.fadd(partial, prod) : prod;
-        }
-        partial = k.xorReduce(partial, {16, 8, 4, 2, 1}, /*isMax=*/false);
-        Value col = k.add(kv0, j);
-        // Every key of the block is tested: the SIMT path has no fragment
-        // layout to specialize.
-        Value t = scoreToLogit(partial, row, col, /*predicate=*/true);
-        Value mOld = it[0];
-        Value mNew = k.fmax(mOld, t);
-        Value mUse = safeRowMax(b, b.getLoc(), mNew);
-        Value alpha = expLogit(mOld, mUse);
-        Value p = expLogit(t, mUse);
-        SmallVector<Value> next{mNew, k.fadd(k.fmul(it[1], alpha), p)};
-        for (int64_t i = 0; i < vRegs; ++i) {
-          Value vx = memref::LoadOp::create(
-              b, vs, ValueRange{stage, j, k.add(lane, i * 32)});
-          next.push_back(k.fadd(k.fmul(it[2 + i], alpha), k.fmul(p, vx)));
-        }
-        scf::YieldOp::create(b, next);
-      }
-      if (cfg.stages == 1)
-        gpu::BarrierOp::create(b);
-      scf::YieldOp::create(b, keys.getResults());
+  Tile mapRows(ArrayRef<Tile> ins, const Tile &, ElementFn fn) override {
+    SmallVector<Value> args;
+    for (const Tile &t : ins)
+      args.push_back(t[0]);
+    return {fn(kn.b, kn.b.getLoc(), args)};
+  }
+  Tile mapScores(const Tile &scores, const Tile &rows,
+                 ElementFn fn) override {
+    return {fn(kn.b, kn.b.getLoc(), ValueRange{scores[0], rows[0]})};
+  }
+  Tile mapScoreSites(const Tile &scores, bool positions,
+                     function_ref<Value(OpBuilder &, Location,
+                                        const ScoreSite &)>
+                         fn) override {
+    return {fn(kn.b, kn.b.getLoc(),
+               kn.siteAt(scores[0], row, col, positions))};
+  }
+  Tile mapAcc(ArrayRef<Tile> accs, ArrayRef<Tile> rows, const Tile &,
+              Type, ElementFn fn) override {
+    Tile out;
+    for (size_t i = 0; i < accs[0].size(); ++i) {
+      SmallVector<Value> args;
+      for (const Tile &a : accs)
+        args.push_back(a[i]);
+      for (const Tile &r : rows)
+        args.push_back(r[0]);
+      out.push_back(fn(kn.b, kn.b.getLoc(), args));
     }
-    waitAll(commit());
-
-    auto res = loop.getResults();
-    Value lRow = res[1];
-    Value empty =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lRow, zero);
-    Value inv = k.sel(empty, zero, arith::DivFOp::create(b, k.f(1.0), lRow));
-    auto inRange = scf::IfOp::create(b, k.lt(row, cfg.tq));
-    OpBuilder::InsertionGuard ig(b);
-    b.setInsertionPointToStart(inRange.thenBlock());
-    for (int64_t i = 0; i < vRegs; ++i) {
-      Value col = k.add(lane, i * 32);
-      auto inCol = scf::IfOp::create(b, k.lt(col, cfg.dv));
-      OpBuilder::InsertionGuard ig2(b);
-      b.setInsertionPointToStart(inCol.thenBlock());
-      memref::StoreOp::create(b, k.fmul(res[2 + i], inv), out,
-                              ValueRange{bIdx, h, row, col});
+    return out;
+  }
+  Tile rowMax(const Tile &scores) override { return scores; }
+  Tile rowSum(const Tile &p, const Tile &init) override {
+    return {kn.k.fadd(init[0], p[0])};
+  }
+  Tile accumulatePV(const Tile &acc, const Tile &p) override {
+    Tile out;
+    for (size_t i = 0; i < acc.size(); ++i) {
+      Value vx = memref::LoadOp::create(
+          kn.b, kn.vs,
+          ValueRange{stage, key, kn.k.add(kn.lane, static_cast<int64_t>(i) * 32)});
+      out.push_back(kn.k.fadd(acc[i], kn.k.fmul(p[0], vx)));
     }
-    if (lse) {
-      auto first = scf::IfOp::create(
-          b, k.cmp(arith::CmpIPredicate::eq, lane, k.c(0)));
-      OpBuilder::InsertionGuard ig2(b);
-      b.setInsertionPointToStart(first.thenBlock());
-      storeLse(res[0], lRow, row);
-    }
+    return out;
   }
 
-  void build() {
-    auto [left, right] = op.getWindowBounds();
-    std::tie(lower, upper) =
-        getVisibleOffsetRange(op.getCausal(), left, right, cfg.tq, cfg.tk);
-    // Shared memory: Q [BM, D+pad] (tensor cores only), K [stages, BN,
-    // D+pad], V [stages, BN, Dv+pad].
-    if (cfg.qBytes)
-      qs = sharedView({cfg.bm, cfg.qStride}, cfg.elt, 0);
-    ks = sharedView({cfg.stages, cfg.kvBlock, cfg.kStride}, cfg.elt,
-                    cfg.qBytes);
-    vs = sharedView({cfg.stages, cfg.kvBlock, cfg.vStride}, cfg.elt,
-                    cfg.qBytes + cfg.kBytes);
-    lane = k.rem(tid, 32);
-    warp = k.div(tid, 32);
-    hk = k.div(h, cfg.hq / cfg.hkv);
-    if (cfg.elt.isF32())
-      return buildSimt();
-    Type f32 = b.getF32Type();
-    accT = VectorType::get({2, 2}, f32);
-    aT = VectorType::get({4, 2}, cfg.elt);
-    bT = VectorType::get({2, 2}, cfg.elt);
-    int64_t nTiles = cfg.kvBlock / 8, dvTiles = cfg.dvp / 8;
-    int64_t mT = cfg.mTiles;
+private:
+  Kernel &kn;
+  Value row, col, stage, key;
+};
 
-    g = k.div(lane, 4);
-    t = k.rem(lane, 4);
+/// The tensor-core layout (mma.sync m16n8k16): a warp owns MT·16 rows;
+/// thread (g = lane/4, t = lane%4) holds rows g and g+8 of each m-tile and
+/// columns 2t, 2t+1 of each n8 tile. Score and accumulator tiles are lists
+/// of vector<2x2xf32> fragments (m-tile major), per-row tiles 2·MT scalars
+/// (row r of m-tile mt at 2·mt + r). Row sums stay per thread (a quarter of
+/// the row) until completeRowSum.
+class FragmentTileOps : public TileOps {
+public:
+  FragmentTileOps(Kernel &kn, Value kv0, Value stage)
+      : kn(kn), kv0(kv0), stage(stage) {}
 
-    // ldmatrix row/column of this lane (see the fragment layouts above).
-    Value lane16 = k.rem(lane, 16), lane8 = k.rem(lane, 8);
-    Value half = k.mul(k.div(lane, 16), 8);       // 0 or 8 by lane/16
-    Value quarter = k.mul(k.rem(k.div(lane, 8), 2), 8); // 0 or 8 by (lane/8)%2
-    Value qRow = k.add(k.mul(warp, 16 * mT), lane16);
-    Value kRow = k.add(half, lane8);
-    Value vRow = k.add(quarter, lane8);
-
-    // The key blocks any row of this query block can see.
-    auto [kbBegin, kbEnd] = visibleBlocks();
-
-    // Prologue: Q (and the first K/V stage) in flight.
-    copyTile(q, h, q0, cfg.bm, cfg.tq, cfg.d, cfg.dp, qs, {});
-    prologueKV(kbBegin, kbEnd);
-
-    // Loop state: m (log2 domain) and partial l per row, O fragments.
-    SmallVector<Value> init;
-    for (int64_t i = 0; i < 2 * mT; ++i)
-      init.push_back(k.f(kNegInf));
-    for (int64_t i = 0; i < 2 * mT; ++i)
-      init.push_back(k.f(0.0));
-    Value zeroAcc = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(accT, b.getF32FloatAttr(0.0)));
-    for (int64_t i = 0; i < mT * dvTiles; ++i)
-      init.push_back(zeroAcc);
-
-    auto loop = scf::ForOp::create(b, kbBegin, kbEnd, k.c(1), init);
-    {
-      OpBuilder::InsertionGuard ig(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value kb = loop.getInductionVar();
-      auto iter = loop.getRegionIterArgs();
-      SmallVector<Value> m(iter.begin(), iter.begin() + 2 * mT);
-      SmallVector<Value> l(iter.begin() + 2 * mT, iter.begin() + 4 * mT);
-      SmallVector<Value> acc(iter.begin() + 4 * mT, iter.end());
-
-      Value stage = stageBlock(kb, kbBegin, kbEnd);
-
-      // S = Q·Kᵀ.
-      SmallVector<Value> s(mT * nTiles, zeroAcc);
-      for (int64_t kstep = 0; kstep < cfg.dp / 16; ++kstep) {
-        SmallVector<Value> aFrag;
-        for (int64_t mt = 0; mt < mT; ++mt)
-          aFrag.push_back(nvgpu::LdMatrixOp::create(
-              b, aT, qs,
-              ValueRange{k.add(qRow, mt * 16), k.add(half, kstep * 16)},
-              false, 4));
-        for (int64_t np = 0; np < nTiles / 2; ++np) {
-          Value bq = nvgpu::LdMatrixOp::create(
-              b, aT, ks,
-              ValueRange{stage, k.add(kRow, np * 16),
-                         k.add(quarter, kstep * 16)},
-              false, 4);
-          for (int64_t x = 0; x < 2; ++x) {
-            Value bFrag = k.rows(bq, 2 * x, bT);
-            for (int64_t mt = 0; mt < mT; ++mt) {
-              Value &c = s[mt * nTiles + 2 * np + x];
-              c = mma(aFrag[mt], bFrag, c);
-            }
-          }
-        }
-      }
-
-      // Modifiers; the element predicate only where the block needs it.
-      Value kv0 = k.mul(kb, cfg.kvBlock);
-      SmallVector<Value> x;
-      if (Value pred = needsPredicate(kv0)) {
-        SmallVector<Type> types(s.size(), accT);
-        auto ifOp = scf::IfOp::create(b, types, pred, /*withElse=*/true);
-        {
-          OpBuilder::InsertionGuard ig2(b);
-          b.setInsertionPointToStart(ifOp.thenBlock());
-          scf::YieldOp::create(b, logits(s, kv0, true));
-          b.setInsertionPointToStart(ifOp.elseBlock());
-          scf::YieldOp::create(b, logits(s, kv0, false));
-        }
-        x.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-      } else {
-        x = logits(s, kv0, false);
-      }
-
-      // Online softmax per row (2 rows per m-tile and thread).
-      SmallVector<Value> newM, newL, alphaVec;
-      SmallVector<Value> p(x.size());
-      for (int64_t mt = 0; mt < mT; ++mt) {
-        SmallVector<Value> alpha(2);
-        SmallVector<SmallVector<Value>> pe(nTiles);
-        for (int64_t r = 0; r < 2; ++r) {
-          Value mx;
-          for (int64_t j = 0; j < nTiles; ++j)
-            for (int64_t e = 0; e < 2; ++e) {
-              Value v = k.extract(x[mt * nTiles + j], {r, e});
-              mx = mx ? k.fmax(mx, v) : v;
-            }
-          mx = k.xorReduce(mx, {1, 2}, /*isMax=*/true);
-          Value mOld = m[mt * 2 + r];
-          Value mNew = k.fmax(mOld, mx);
-          // A row with nothing visible yet keeps m = -inf; subtract 0.
-          Value mUse = safeRowMax(b, b.getLoc(), mNew);
-          alpha[r] = expLogit(mOld, mUse);
-          Value sum;
-          for (int64_t j = 0; j < nTiles; ++j)
-            for (int64_t e = 0; e < 2; ++e) {
-              Value pv =
-                  expLogit(k.extract(x[mt * nTiles + j], {r, e}), mUse);
-              pe[j].push_back(pv);
-              sum = sum ? k.fadd(sum, pv) : pv;
-            }
-          newM.push_back(mNew);
-          newL.push_back(k.fadd(k.fmul(l[mt * 2 + r], alpha[r]), sum));
-        }
-        for (int64_t j = 0; j < nTiles; ++j)
-          p[mt * nTiles + j] = k.vec(
-              bT,
-              {arith::TruncFOp::create(b, cfg.elt, pe[j][0]),
-               arith::TruncFOp::create(b, cfg.elt, pe[j][1]),
-               arith::TruncFOp::create(b, cfg.elt, pe[j][2]),
-               arith::TruncFOp::create(b, cfg.elt, pe[j][3])});
-        alphaVec.push_back(
-            k.vec(accT, {alpha[0], alpha[0], alpha[1], alpha[1]}));
-      }
-      for (int64_t mt = 0; mt < mT; ++mt)
-        for (int64_t j = 0; j < dvTiles; ++j) {
-          Value &a = acc[mt * dvTiles + j];
-          a = k.fmul(a, alphaVec[mt]);
-        }
-
-      // O += P·V: P of key step kk is n8 tiles 2kk and 2kk+1.
-      for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
-        SmallVector<Value> aFrag;
-        for (int64_t mt = 0; mt < mT; ++mt) {
-          Value p0 = p[mt * nTiles + 2 * kk], p1 = p[mt * nTiles + 2 * kk + 1];
-          aFrag.push_back(k.vec(
-              aT, {k.extract(p0, {0, 0}), k.extract(p0, {0, 1}),
-                   k.extract(p0, {1, 0}), k.extract(p0, {1, 1}),
-                   k.extract(p1, {0, 0}), k.extract(p1, {0, 1}),
-                   k.extract(p1, {1, 0}), k.extract(p1, {1, 1})}));
-        }
-        for (int64_t dp = 0; dp < cfg.dvp / 16; ++dp) {
-          Value bv = nvgpu::LdMatrixOp::create(
-              b, aT, vs,
-              ValueRange{stage, k.add(vRow, kk * 16), k.add(half, dp * 16)},
-              true, 4);
-          for (int64_t x2 = 0; x2 < 2; ++x2) {
-            Value bFrag = k.rows(bv, 2 * x2, bT);
-            for (int64_t mt = 0; mt < mT; ++mt) {
-              Value &a = acc[mt * dvTiles + 2 * dp + x2];
-              a = mma(aFrag[mt], bFrag, a);
-            }
-          }
-        }
-      }
-      if (cfg.stages == 1)
-        gpu::BarrierOp::create(b);
-
-      SmallVector<Value> yields(newM);
-      yields.append(newL);
-      yields.append(acc);
-      scf::YieldOp::create(b, yields);
+  Tile mapRows(ArrayRef<Tile> ins, const Tile &, ElementFn fn) override {
+    Tile out;
+    for (size_t i = 0; i < ins[0].size(); ++i) {
+      SmallVector<Value> args;
+      for (const Tile &t : ins)
+        args.push_back(t[i]);
+      out.push_back(fn(kn.b, kn.b.getLoc(), args));
     }
-    // Nothing may still be in flight when the kernel ends.
-    waitAll(commit());
+    return out;
+  }
+  Tile mapScores(const Tile &scores, const Tile &rows,
+                 ElementFn fn) override {
+    return perElement(scores, kn.cfg.kvBlock / 8, kn.b.getF32Type(),
+                      [&](Value x, int64_t mt, int64_t r, int64_t, int64_t) {
+                        return fn(kn.b, kn.b.getLoc(),
+                                  ValueRange{x, rows[mt * 2 + r]});
+                      });
+  }
+  Tile mapScoreSites(const Tile &scores, bool positions,
+                     function_ref<Value(OpBuilder &, Location,
+                                        const ScoreSite &)>
+                         fn) override {
+    KB &k = kn.k;
+    return perElement(
+        scores, kn.cfg.kvBlock / 8, kn.b.getF32Type(),
+        [&](Value x, int64_t mt, int64_t r, int64_t j, int64_t e) {
+          Value row = k.add(kn.q0, k.add(k.mul(kn.warp, 16 * kn.cfg.mTiles),
+                                         k.add(kn.g, mt * 16 + r * 8)));
+          Value col = k.add(kv0, k.add(k.mul(kn.t, 2), j * 8 + e));
+          return fn(kn.b, kn.b.getLoc(), kn.siteAt(x, row, col, positions));
+        });
+  }
+  Tile mapAcc(ArrayRef<Tile> accs, ArrayRef<Tile> rows, const Tile &,
+              Type elt, ElementFn fn) override {
+    int64_t tiles = accs[0].size() / kn.cfg.mTiles;
+    SmallVector<Tile> rest(accs.begin() + 1, accs.end());
+    return perElement(
+        accs[0], tiles, elt,
+        [&](Value x, int64_t mt, int64_t r, int64_t j, int64_t e) {
+          SmallVector<Value> args{x};
+          for (const Tile &a : rest)
+            args.push_back(kn.k.extract(a[mt * tiles + j], {r, e}));
+          for (const Tile &rw : rows)
+            args.push_back(rw[mt * 2 + r]);
+          return fn(kn.b, kn.b.getLoc(), args);
+        });
+  }
+  /// Over the thread's columns, then the quad that shares the row.
+  Tile rowMax(const Tile &scores) override {
+    Tile out = reduceThreadRows(scores, /*isMax=*/true);
+    for (Value &v : out)
+      v = kn.k.xorReduce(v, {1, 2}, /*isMax=*/true);
+    return out;
+  }
+  Tile rowSum(const Tile &p, const Tile &init) override {
+    Tile sums = reduceThreadRows(p, /*isMax=*/false);
+    for (size_t i = 0; i < sums.size(); ++i)
+      sums[i] = kn.k.fadd(init[i], sums[i]);
+    return sums;
+  }
+  Tile completeRowSum(const Tile &l) override {
+    Tile out;
+    for (Value v : l)
+      out.push_back(kn.k.xorReduce(v, {1, 2}, /*isMax=*/false));
+    return out;
+  }
+  Tile accumulatePV(const Tile &acc, const Tile &p) override;
 
-    // Epilogue: complete the row sums, normalize, store O and the LSE.
-    auto results = loop.getResults();
-    Value zero = k.f(0.0);
-    for (int64_t mt = 0; mt < mT; ++mt)
-      for (int64_t r = 0; r < 2; ++r) {
-        Value mRow = results[mt * 2 + r];
-        Value lRow = k.xorReduce(results[2 * mT + mt * 2 + r], {1, 2},
-                                   /*isMax=*/false);
-        Value empty =
-            arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lRow, zero);
-        Value inv = k.sel(empty, zero,
-                          arith::DivFOp::create(b, k.f(1.0), lRow));
-        Value row = k.add(q0, k.add(k.mul(warp, 16 * mT),
-                                    k.add(g, mt * 16 + r * 8)));
-        auto inRange = scf::IfOp::create(b, k.lt(row, cfg.tq));
-        OpBuilder::InsertionGuard ig(b);
-        b.setInsertionPointToStart(inRange.thenBlock());
-        for (int64_t j = 0; j < dvTiles; ++j) {
-          Value frag = results[4 * mT + mt * dvTiles + j];
-          Value col = k.add(k.mul(t, 2), j * 8);
-          Value v0 = arith::TruncFOp::create(
-              b, cfg.elt, k.fmul(k.extract(frag, {r, 0}), inv));
-          Value v1 = arith::TruncFOp::create(
-              b, cfg.elt, k.fmul(k.extract(frag, {r, 1}), inv));
-          if (j * 8 + 8 <= cfg.dv && cfg.dv % 2 == 0) {
-            vector::StoreOp::create(
-                b, k.vec(VectorType::get({2}, cfg.elt), {v0, v1}), out,
-                ValueRange{bIdx, h, row, col});
-            continue;
-          }
-          // A partial tile: element stores guarded by the width.
-          for (int64_t e = 0; e < 2; ++e) {
-            Value c = k.add(col, e);
-            auto inCol = scf::IfOp::create(b, k.lt(c, cfg.dv));
-            OpBuilder::InsertionGuard ig2(b);
-            b.setInsertionPointToStart(inCol.thenBlock());
-            memref::StoreOp::create(b, e ? v1 : v0, out,
-                                    ValueRange{bIdx, h, row, c});
-          }
-        }
-        if (lse) {
-          auto first = scf::IfOp::create(
-              b, k.cmp(arith::CmpIPredicate::eq, t, k.c(0)));
-          OpBuilder::InsertionGuard ig2(b);
-          b.setInsertionPointToStart(first.thenBlock());
-          storeLse(mRow, lRow, row);
-        }
+private:
+  Kernel &kn;
+  Value kv0, stage;
+
+  /// fn(element, mt, r, j, e) over fragment tiles of `nTiles` n8 tiles per
+  /// m-tile, as fragments of `elt`.
+  Tile perElement(
+      const Tile &frags, int64_t nTiles, Type elt,
+      function_ref<Value(Value, int64_t, int64_t, int64_t, int64_t)> fn) {
+    Tile out;
+    auto fragT = VectorType::get({2, 2}, elt);
+    for (int64_t mt = 0; mt < kn.cfg.mTiles; ++mt)
+      for (int64_t j = 0; j < nTiles; ++j) {
+        Value frag = frags[mt * nTiles + j];
+        SmallVector<Value> elems;
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t e = 0; e < 2; ++e)
+            elems.push_back(fn(kn.k.extract(frag, {r, e}), mt, r, j, e));
+        out.push_back(kn.k.vec(fragT, elems));
       }
+    return out;
+  }
+  /// The max or sum of this thread's elements of each row.
+  Tile reduceThreadRows(const Tile &frags, bool isMax) {
+    int64_t nTiles = kn.cfg.kvBlock / 8;
+    Tile out;
+    for (int64_t mt = 0; mt < kn.cfg.mTiles; ++mt)
+      for (int64_t r = 0; r < 2; ++r) {
+        Value acc;
+        for (int64_t j = 0; j < nTiles; ++j)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value v = kn.k.extract(frags[mt * nTiles + j], {r, e});
+            acc = !acc ? v : isMax ? kn.k.fmax(acc, v) : kn.k.fadd(acc, v);
+          }
+        out.push_back(acc);
+      }
+    return out;
   }
 };
 
+/// O += P·V: P is rounded to the element type and kept in registers (the
+/// accumulator layout of two n8 tiles is the A-operand layout of the next
+/// mma); P of key step kk is n8 tiles 2kk and 2kk+1.
+Tile FragmentTileOps::accumulatePV(const Tile &accIn, const Tile &p) {
+  const Config &cfg = kn.cfg;
+  KB &k = kn.k;
+  ImplicitLocOpBuilder &b = kn.b;
+  int64_t nTiles = cfg.kvBlock / 8, dvTiles = cfg.dvp / 8, mT = cfg.mTiles;
+  Tile acc = accIn;
+  auto half = [&](Value frag) {
+    SmallVector<Value> v;
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t e = 0; e < 2; ++e)
+        v.push_back(arith::TruncFOp::create(b, cfg.elt, k.extract(frag, {r, e})));
+    return v;
+  };
+  for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
+    SmallVector<Value> aFrag;
+    for (int64_t mt = 0; mt < mT; ++mt) {
+      SmallVector<Value> elems = half(p[mt * nTiles + 2 * kk]);
+      elems.append(half(p[mt * nTiles + 2 * kk + 1]));
+      aFrag.push_back(k.vec(kn.aT, elems));
+    }
+    for (int64_t dp = 0; dp < cfg.dvp / 16; ++dp) {
+      Value bv = nvgpu::LdMatrixOp::create(
+          b, kn.aT, kn.vs,
+          ValueRange{stage, k.add(kn.vRow, kk * 16),
+                     k.add(kn.half, dp * 16)},
+          true, 4);
+      for (int64_t x2 = 0; x2 < 2; ++x2) {
+        Value bFrag = k.rows(bv, 2 * x2, kn.bT);
+        for (int64_t mt = 0; mt < mT; ++mt) {
+          Value &a = acc[mt * dvTiles + 2 * dp + x2];
+          a = kn.mma(aFrag[mt], bFrag, a);
+        }
+      }
+    }
+  }
+  return acc;
+}
+
+/// The f32 kernel: no tensor cores (their f32 mode is tf32, too coarse
+/// for f32's tolerance). One warp per query row; lane l holds elements
+/// l, l+32, ... of the Q row and of the output; K and V tiles are staged
+/// in shared memory as in the tensor-core kernel; each key's score is a
+/// warp-wide butterfly sum, and the online softmax runs per key.
+void Kernel::buildSimt() {
+  int64_t qRegs = cfg.dp / 32, vRegs = cfg.dvp / 32;
+  Value row = k.add(q0, warp);
+  Value rowc = k.min(row, k.c(cfg.tq - 1));
+
+  // This lane's slice of the Q row (zero past D).
+  Value zero = k.f(0.0);
+  SmallVector<Value> qv;
+  for (int64_t i = 0; i < qRegs; ++i) {
+    Value col = k.add(lane, i * 32);
+    Value x = memref::LoadOp::create(
+        b, q, ValueRange{bIdx, h, rowc, k.min(col, k.c(cfg.d - 1))});
+    qv.push_back(k.sel(k.lt(col, cfg.d), x, zero));
+  }
+
+  auto [kbBegin, kbEnd] = visibleBlocks();
+  prologueKV(kbBegin, kbEnd);
+
+  SmallVector<Value> init{k.f(kNegInf), k.f(0.0)};
+  for (int64_t i = 0; i < vRegs; ++i)
+    init.push_back(zero);
+  auto loop = scf::ForOp::create(b, kbBegin, kbEnd, k.c(1), init);
+  {
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kb = loop.getInductionVar();
+    Value stage = stageBlock(kb, kbBegin, kbEnd);
+    Value kv0 = k.mul(kb, cfg.kvBlock);
+    // Keys of the block, one at a time.
+    auto keys = scf::ForOp::create(b, k.c(0), k.c(cfg.kvBlock), k.c(1),
+                                   loop.getRegionIterArgs());
+    {
+      OpBuilder::InsertionGuard ig2(b);
+      b.setInsertionPointToStart(keys.getBody());
+      Value j = keys.getInductionVar();
+      auto it = keys.getRegionIterArgs();
+      Value partial;
+      for (int64_t i = 0; i < qRegs; ++i) {
+        Value kx = memref::LoadOp::create(
+            b, ks, ValueRange{stage, j, k.add(lane, i * 32)});
+        Value prod = k.fmul(qv[i], kx);
+        partial = partial ? k.fadd(partial, prod) : prod;
+      }
+      partial = k.xorReduce(partial, {16, 8, 4, 2, 1}, /*isMax=*/false);
+      SimtTileOps ops(*this, row, k.add(kv0, j), stage, j);
+      // Every key of the block is tested: the SIMT path has no fragment
+      // layout to specialize.
+      Tile logits = scoresToLogits(ops, form, {partial}, /*predicate=*/true);
+      OnlineState next = onlineSoftmaxStep(
+          ops, form, logits,
+          {{it[0]}, {it[1]}, Tile(it.begin() + 2, it.end())});
+      SmallVector<Value> yields{next.m[0], next.l[0]};
+      yields.append(next.acc.begin(), next.acc.end());
+      scf::YieldOp::create(b, yields);
+    }
+    if (cfg.stages == 1)
+      gpu::BarrierOp::create(b);
+    scf::YieldOp::create(b, keys.getResults());
+  }
+  waitAll(commit());
+
+  auto res = loop.getResults();
+  SimtTileOps ops(*this, row, Value(), Value(), Value());
+  OnlineResult fin = finishOnlineState(
+      ops, form, {{res[0]}, {res[1]}, Tile(res.begin() + 2, res.end())},
+      cfg.elt, static_cast<bool>(lse));
+  auto inRange = scf::IfOp::create(b, k.lt(row, cfg.tq));
+  OpBuilder::InsertionGuard ig(b);
+  b.setInsertionPointToStart(inRange.thenBlock());
+  for (int64_t i = 0; i < vRegs; ++i) {
+    Value col = k.add(lane, i * 32);
+    auto inCol = scf::IfOp::create(b, k.lt(col, cfg.dv));
+    OpBuilder::InsertionGuard ig2(b);
+    b.setInsertionPointToStart(inCol.thenBlock());
+    memref::StoreOp::create(b, fin.output[i], out,
+                            ValueRange{bIdx, h, row, col});
+  }
+  if (lse) {
+    auto first =
+        scf::IfOp::create(b, k.cmp(arith::CmpIPredicate::eq, lane, k.c(0)));
+    OpBuilder::InsertionGuard ig2(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    memref::StoreOp::create(b, fin.lse[0], lse, ValueRange{bIdx, h, row});
+  }
+}
+
+/// S = Q·Kᵀ of key block `stage` on tensor cores: ldmatrix of Q (A) and K
+/// (B, two n8 tiles per x4), mma.sync per (m-tile, n8 tile, k-step).
+static Tile scoreFragments(Kernel &kn, Value stage, Value zeroAcc) {
+  const Config &cfg = kn.cfg;
+  KB &k = kn.k;
+  int64_t nTiles = cfg.kvBlock / 8, mT = cfg.mTiles;
+  Tile s(mT * nTiles, zeroAcc);
+  for (int64_t kstep = 0; kstep < cfg.dp / 16; ++kstep) {
+    SmallVector<Value> aFrag;
+    for (int64_t mt = 0; mt < mT; ++mt)
+      aFrag.push_back(nvgpu::LdMatrixOp::create(
+          kn.b, kn.aT, kn.qs,
+          ValueRange{k.add(kn.qRow, mt * 16), k.add(kn.half, kstep * 16)},
+          false, 4));
+    for (int64_t np = 0; np < nTiles / 2; ++np) {
+      Value bq = nvgpu::LdMatrixOp::create(
+          kn.b, kn.aT, kn.ks,
+          ValueRange{stage, k.add(kn.kRow, np * 16),
+                     k.add(kn.quarter, kstep * 16)},
+          false, 4);
+      for (int64_t x = 0; x < 2; ++x) {
+        Value bFrag = k.rows(bq, 2 * x, kn.bT);
+        for (int64_t mt = 0; mt < mT; ++mt) {
+          Value &c = s[mt * nTiles + 2 * np + x];
+          c = kn.mma(aFrag[mt], bFrag, c);
+        }
+      }
+    }
+  }
+  return s;
+}
+
+/// Stores the normalized output fragments and the LSE of this thread's
+/// rows (rows past Tq and columns past Dv skipped).
+void Kernel::storeFragments(const OnlineResult &fin) {
+  int64_t dvTiles = cfg.dvp / 8, mT = cfg.mTiles;
+  for (int64_t mt = 0; mt < mT; ++mt)
+    for (int64_t r = 0; r < 2; ++r) {
+      Value row =
+          k.add(q0, k.add(k.mul(warp, 16 * mT), k.add(g, mt * 16 + r * 8)));
+      auto inRange = scf::IfOp::create(b, k.lt(row, cfg.tq));
+      OpBuilder::InsertionGuard ig(b);
+      b.setInsertionPointToStart(inRange.thenBlock());
+      for (int64_t j = 0; j < dvTiles; ++j) {
+        Value frag = fin.output[mt * dvTiles + j];
+        Value col = k.add(k.mul(t, 2), j * 8);
+        Value v0 = k.extract(frag, {r, 0}), v1 = k.extract(frag, {r, 1});
+        if (j * 8 + 8 <= cfg.dv && cfg.dv % 2 == 0) {
+          vector::StoreOp::create(
+              b, k.vec(VectorType::get({2}, cfg.elt), {v0, v1}), out,
+              ValueRange{bIdx, h, row, col});
+          continue;
+        }
+        // A partial tile: element stores guarded by the width.
+        for (int64_t e = 0; e < 2; ++e) {
+          Value c = k.add(col, e);
+          auto inCol = scf::IfOp::create(b, k.lt(c, cfg.dv));
+          OpBuilder::InsertionGuard ig2(b);
+          b.setInsertionPointToStart(inCol.thenBlock());
+          memref::StoreOp::create(b, e ? v1 : v0, out,
+                                  ValueRange{bIdx, h, row, c});
+        }
+      }
+      if (lse) {
+        auto first =
+            scf::IfOp::create(b, k.cmp(arith::CmpIPredicate::eq, t, k.c(0)));
+        OpBuilder::InsertionGuard ig2(b);
+        b.setInsertionPointToStart(first.thenBlock());
+        memref::StoreOp::create(b, fin.lse[mt * 2 + r], lse,
+                                ValueRange{bIdx, h, row});
+      }
+    }
+}
+
+void Kernel::buildTensorCore() {
+  Type f32 = b.getF32Type();
+  accT = VectorType::get({2, 2}, f32);
+  aT = VectorType::get({4, 2}, cfg.elt);
+  bT = VectorType::get({2, 2}, cfg.elt);
+  int64_t dvTiles = cfg.dvp / 8, mT = cfg.mTiles;
+  g = k.div(lane, 4);
+  t = k.rem(lane, 4);
+  // ldmatrix row/column of this lane (see the fragment layouts above).
+  Value lane16 = k.rem(lane, 16), lane8 = k.rem(lane, 8);
+  half = k.mul(k.div(lane, 16), 8);             // 0 or 8 by lane/16
+  quarter = k.mul(k.rem(k.div(lane, 8), 2), 8); // 0 or 8 by (lane/8)%2
+  qRow = k.add(k.mul(warp, 16 * mT), lane16);
+  kRow = k.add(half, lane8);
+  vRow = k.add(quarter, lane8);
+
+  auto [kbBegin, kbEnd] = visibleBlocks();
+  // Prologue: Q (and the first K/V stage) in flight.
+  copyTile(q, h, q0, cfg.bm, cfg.tq, cfg.d, cfg.dp, qs, {});
+  prologueKV(kbBegin, kbEnd);
+
+  // Loop state: m (log2 units) and partial l per row, O fragments.
+  Value zeroAcc = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(accT, b.getF32FloatAttr(0.0)));
+  SmallVector<Value> init(2 * mT, k.f(kNegInf));
+  init.append(2 * mT, k.f(0.0));
+  init.append(mT * dvTiles, zeroAcc);
+  auto split = [&](ValueRange v) {
+    return OnlineState{Tile(v.begin(), v.begin() + 2 * mT),
+                       Tile(v.begin() + 2 * mT, v.begin() + 4 * mT),
+                       Tile(v.begin() + 4 * mT, v.end())};
+  };
+  auto loop = scf::ForOp::create(b, kbBegin, kbEnd, k.c(1), init);
+  {
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kb = loop.getInductionVar();
+    Value stage = stageBlock(kb, kbBegin, kbEnd);
+    Tile s = scoreFragments(*this, stage, zeroAcc);
+    Value kv0 = k.mul(kb, cfg.kvBlock);
+    FragmentTileOps ops(*this, kv0, stage);
+    // The element predicate only where the block needs it.
+    Tile x;
+    if (Value pred = needsPredicate(kv0)) {
+      SmallVector<Type> types(s.size(), accT);
+      auto ifOp = scf::IfOp::create(b, types, pred, /*withElse=*/true);
+      OpBuilder::InsertionGuard ig2(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b, scoresToLogits(ops, form, s, true));
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, scoresToLogits(ops, form, s, false));
+      x.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    } else {
+      x = scoresToLogits(ops, form, s, false);
+    }
+    OnlineState next =
+        onlineSoftmaxStep(ops, form, x, split(loop.getRegionIterArgs()));
+    if (cfg.stages == 1)
+      gpu::BarrierOp::create(b);
+    SmallVector<Value> yields(next.m.begin(), next.m.end());
+    yields.append(next.l.begin(), next.l.end());
+    yields.append(next.acc.begin(), next.acc.end());
+    scf::YieldOp::create(b, yields);
+  }
+  // Nothing may still be in flight when the kernel ends.
+  waitAll(commit());
+  FragmentTileOps ops(*this, Value(), Value());
+  storeFragments(finishOnlineState(ops, form, split(loop.getResults()),
+                                   cfg.elt, static_cast<bool>(lse)));
+}
+
+void Kernel::build() {
+  form = ScoreForm{op, /*scaleFolded=*/false, /*base2=*/true};
+  vis.emplace(op);
+  // Shared memory: Q [BM, D+pad] (tensor cores only), K [stages, BN,
+  // D+pad], V [stages, BN, Dv+pad].
+  if (cfg.qBytes)
+    qs = sharedView({cfg.bm, cfg.qStride}, cfg.elt, 0);
+  ks = sharedView({cfg.stages, cfg.kvBlock, cfg.kStride}, cfg.elt,
+                  cfg.qBytes);
+  vs = sharedView({cfg.stages, cfg.kvBlock, cfg.vStride}, cfg.elt,
+                  cfg.qBytes + cfg.kBytes);
+  lane = k.rem(tid, 32);
+  warp = k.div(tid, 32);
+  hk = k.div(h, cfg.hq / cfg.hkv);
+  if (alibi)
+    slope = memref::LoadOp::create(b, alibi, ValueRange{h});
+  if (cfg.elt.isF32())
+    return buildSimt();
+  buildTensorCore();
+}
+
+} // namespace
+
+namespace {
 /// Shared memory per block (bytes) the chip allows with opt-in, from the
 /// chip table; runOnOperation has rejected chips the table does not list.
 int64_t sharedMemoryLimit(StringRef chip) {
@@ -866,8 +960,11 @@ struct AttnGpuFlashPass
       kern.q = entry->getArgument(0);
       kern.key = entry->getArgument(1);
       kern.val = entry->getArgument(2);
+      unsigned next = 3;
       if (op.getMask())
-        kern.mask = entry->getArgument(3);
+        kern.mask = entry->getArgument(next++);
+      if (op.getAlibi())
+        kern.alibi = entry->getArgument(next++);
       kern.out = entry->getArgument(nIn);
       if (op.getLse())
         kern.lse = entry->getArgument(nIn + 1);

@@ -193,6 +193,11 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
       maps.push_back(getMaskMap(ctx, cast<RankedTensorType>(mask.getType()), 4,
                                 {0, 1, 2, 3}));
     }
+    Value alibi = op.getAlibi();
+    if (alibi) {
+      ins.push_back(alibi);
+      maps.push_back(projMap(ctx, 4, {1}));
+    }
     maps.push_back(id4);
     Value masked =
         linalg::GenericOp::create(
@@ -203,8 +208,12 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
               Value i = linalg::IndexOp::create(b, l, 2);
               Value j = linalg::IndexOp::create(b, l, 3);
               Value visible = buildVisibility(b, l, op, i, j);
-              Value s = applyScoreModifiers(b, l, op, a[0],
-                                            mask ? a[1] : Value(), visible);
+              Value bias = alibi
+                               ? buildAlibiBias(b, l, op, a[mask ? 2 : 1], i, j)
+                               : Value();
+              Value s =
+                  applyScoreModifiers(b, l, op, a[0], mask ? a[1] : Value(),
+                                      visible, /*scale=*/true, bias);
               yieldValue(b, l, s);
             })
             .getResult(0);

@@ -16,6 +16,7 @@
 
 #include "Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -100,6 +101,138 @@ struct Builder {
   }
 };
 
+/// The CPU layout of the online-softmax tiles, as linalg ops on tensors:
+/// scores transposed, Sᵀ [keys, rows] (loops (j, i): both matmuls stream
+/// contiguous rows and the row statistics are element-wise updates of
+/// vectors over the rows); per-row tiles [rows]; accumulators [rows, Dv].
+/// A result with `into` is computed into that tensor, so that
+/// bufferization keeps the loop-carried m, l and acc in place.
+class LinalgTileOps : public TileOps {
+public:
+  explicit LinalgTileOps(Builder &in) : in(in) {}
+
+  // The step being built: key block `kb` of the rows from `q0`, its value
+  // tile, the head's ALiBi slope and, with a mask, its mask tile and map.
+  Value q0, kb, vTile, slope, maskTile;
+  AffineMap maskMap;
+
+  Tile mapRows(ArrayRef<Tile> ins, const Tile &into, ElementFn fn) override {
+    return {mapInto(ins, {}, into, in.b.getF32Type(), 1, fn)};
+  }
+  Tile mapScores(const Tile &scores, const Tile &rows, ElementFn fn) override {
+    Value s = scores[0];
+    return {in.generic(like(s, in.b.getF32Type()), ValueRange{s, rows[0]},
+                       {in.map(2, {0, 1}), in.map(2, {1}), in.map(2, {0, 1})},
+                       {kPar, kPar}, fn)};
+  }
+  Tile
+  mapScoreSites(const Tile &scores, bool positions,
+                function_ref<Value(OpBuilder &, Location, const ScoreSite &)>
+                    fn) override {
+    Value s = scores[0];
+    SmallVector<Value> ins{s};
+    SmallVector<AffineMap> maps{in.map(2, {0, 1})};
+    if (maskTile) {
+      ins.push_back(maskTile);
+      maps.push_back(maskMap);
+    }
+    maps.push_back(in.map(2, {0, 1}));
+    return {in.generic(
+        like(s, in.b.getF32Type()), ins, maps, {kPar, kPar},
+        [&](OpBuilder &bb, Location bl, ValueRange a) {
+          ScoreSite site{a[0], maskTile ? a[1] : Value(), {}, {}, {}, slope};
+          if (positions) {
+            site.row = arith::AddIOp::create(
+                bb, bl, q0, linalg::IndexOp::create(bb, bl, 1));
+            site.col = arith::AddIOp::create(
+                bb, bl, kb, linalg::IndexOp::create(bb, bl, 0));
+          }
+          return fn(bb, bl, site);
+        })};
+  }
+  Tile mapAcc(ArrayRef<Tile> accs, ArrayRef<Tile> rows, const Tile &into,
+              Type elt, ElementFn fn) override {
+    return {mapInto(accs, rows, into, elt, 2, fn)};
+  }
+  // Reassociation lets the row reductions vectorize; they are
+  // order-independent up to rounding.
+  Tile rowMax(const Tile &scores) override {
+    Value s = scores[0];
+    Value init =
+        in.filled({tensor::getMixedSizes(in.b, in.loc, s)[1]}, kNegInf);
+    return {reduceRows(s, init, [](OpBuilder &bb, Location bl, ValueRange a) {
+      return arith::MaxNumFOp::create(bb, bl, a[0], a[1],
+                                      arith::FastMathFlags::reassoc)
+          .getResult();
+    })};
+  }
+  Tile rowSum(const Tile &p, const Tile &init) override {
+    return {
+        reduceRows(p[0], init[0], [](OpBuilder &bb, Location bl, ValueRange a) {
+          return arith::AddFOp::create(bb, bl, a[1], a[0],
+                                       arith::FastMathFlags::reassoc)
+              .getResult();
+        })};
+  }
+  // acc' = acc + P · V, P read through Pᵀ; loops (i, j, e).
+  Tile accumulatePV(const Tile &acc, const Tile &p) override {
+    return {in.generic(
+        acc[0], ValueRange{p[0], vTile},
+        {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
+        {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+          Value prod = arith::MulFOp::create(
+              bb, bl, a[0], castFloat(bb, bl, a[1], bb.getF32Type()));
+          return arith::AddFOp::create(bb, bl, a[2], prod).getResult();
+        })};
+  }
+
+private:
+  Builder &in;
+
+  Value like(Value v, Type elt) {
+    return in.empty(tensor::getMixedSizes(in.b, in.loc, v), elt);
+  }
+  Value reduceRows(Value s, Value init, ElementFn fn) {
+    return in.generic(init, ValueRange{s}, {in.map(2, {0, 1}), in.map(2, {1})},
+                      {kRed, kPar}, fn);
+  }
+  /// fn over `tiles` (of rank `rank`) and `rows` (broadcast along the
+  /// columns) into `into` or a new tensor of `elt`. The tile that is
+  /// `into` is read through the output operand, not as an input.
+  Value mapInto(ArrayRef<Tile> tiles, ArrayRef<Tile> rows, const Tile &into,
+                Type elt, unsigned rank, ElementFn fn) {
+    Value dest = into.empty() ? like(tiles[0][0], elt) : into[0];
+    SmallVector<unsigned> all{0, 1};
+    all.resize(rank);
+    AffineMap id = in.map(rank, all), row = in.map(rank, {0});
+    SmallVector<Value> ins;
+    SmallVector<AffineMap> maps;
+    SmallVector<int> source; // operand k: -1 = the output, else its input
+    auto add = [&](Value v, AffineMap m) {
+      if (!into.empty() && v == into[0]) {
+        source.push_back(-1);
+        return;
+      }
+      source.push_back(ins.size());
+      ins.push_back(v);
+      maps.push_back(m);
+    };
+    for (const Tile &t : tiles)
+      add(t[0], id);
+    for (const Tile &r : rows)
+      add(r[0], row);
+    maps.push_back(id);
+    SmallVector<IteratorType> iters(rank, kPar);
+    return in.generic(dest, ins, maps, iters,
+                      [&](OpBuilder &bb, Location bl, ValueRange a) {
+                        SmallVector<Value> vals;
+                        for (int k : source)
+                          vals.push_back(k < 0 ? a.back() : a[k]);
+                        return fn(bb, bl, vals);
+                      });
+  }
+};
+
 /// Key ranges longer than this are cut into chunks whose online softmax
 /// starts afresh and is merged into the running statistics: an f32 row sum
 /// of more than 2^24 terms of about 1 stalls (x + 1 == x), and l and acc
@@ -110,52 +243,15 @@ struct Builder {
 // and a chunk's f32 sums of at most 16384 terms stay far from stalling.
 constexpr int64_t kChunkKeys = 16384;
 
-/// Merges the statistics of a chunk (m, l, acc relative to m) into the
-/// running ones, in place: M' = max(M, m), L' = L·e^(M-M') + l·e^(m-M'),
-/// ACC' likewise. The same exact merge as split-KV attention's.
-static SmallVector<Value> mergeChunk(Builder &in, ValueRange run,
-                                     ValueRange chunk, double expScale) {
-  auto scaleOf = [&](Value mRun, Value mChunk, bool ofRun) {
-    return in.generic(
-        in.empty(tensor::getMixedSizes(in.b, in.loc, mRun), in.b.getF32Type()),
-        ValueRange{mRun, mChunk},
-        {in.map(1, {0}), in.map(1, {0}), in.map(1, {0})}, {kPar},
-        [&](OpBuilder &bb, Location bl, ValueRange a) {
-          Value mNew = arith::MaximumFOp::create(bb, bl, a[0], a[1]);
-          return expShifted(bb, bl, ofRun ? a[0] : a[1],
-                            safeRowMax(bb, bl, mNew), expScale);
-        });
-  };
-  Value aRun = scaleOf(run[0], chunk[0], true);
-  Value aChunk = scaleOf(run[0], chunk[0], false);
-  auto merge = [&](Value r, Value c, unsigned rank) {
-    SmallVector<unsigned> all, rows{0};
-    for (unsigned i = 0; i < rank; ++i)
-      all.push_back(i);
-    AffineMap id = in.map(rank, all), row = in.map(rank, rows);
-    return in.generic(r, ValueRange{aRun, c, aChunk}, {row, id, row, id},
-                      SmallVector<IteratorType>(rank, kPar),
-                      [](OpBuilder &bb, Location bl, ValueRange a) {
-                        Value x = arith::MulFOp::create(bb, bl, a[3], a[0]);
-                        Value y = arith::MulFOp::create(bb, bl, a[1], a[2]);
-                        return arith::AddFOp::create(bb, bl, x, y).getResult();
-                      });
-  };
-  Value m = in.generic(
-      run[0], ValueRange{chunk[0]}, {in.map(1, {0}), in.map(1, {0})}, {kPar},
-      [](OpBuilder &bb, Location bl, ValueRange a) {
-        return arith::MaximumFOp::create(bb, bl, a[1], a[0]).getResult();
-      });
-  return {m, merge(run[1], chunk[1], 1), merge(run[2], chunk[2], 2)};
-}
-
 /// The key loop over [lo, hi) as chunks of kChunkKeys keys (a multiple of
 /// the key block), each an online softmax from (-inf, 0, 0) merged into
-/// the running statistics. `blockHi` is the bound `step` reads.
+/// the running statistics (mergeOnlineStates). `blockHi` is the bound
+/// `step` reads.
 static scf::ForOp buildChunkedKeyLoop(
-    Builder &bld, Value lo, Value hi, int64_t bk, ValueRange init,
+    Builder &bld, const ScoreForm &form, Value lo, Value hi, int64_t bk,
+    ValueRange init,
     function_ref<void(OpBuilder &, Location, Value, ValueRange)> step,
-    Value &blockHi, double expScale) {
+    Value &blockHi) {
   int64_t chunk = std::max<int64_t>(1, kChunkKeys / bk) * bk;
   return scf::ForOp::create(
       bld.b, bld.loc, lo, hi, bld.idx(chunk), init,
@@ -171,9 +267,231 @@ static scf::ForOp buildChunkedKeyLoop(
                                                    fresh(run[1], 0.0),
                                                    fresh(run[2], 0.0)},
                                         step);
-        scf::YieldOp::create(ob, ol,
-                             mergeChunk(in, run, inner.getResults(), expScale));
+        LinalgTileOps ops(in);
+        ValueRange part = inner.getResults();
+        OnlineState merged =
+            mergeOnlineStates(ops, form, {{run[0]}, {run[1]}, {run[2]}},
+                              {{part[0]}, {part[1]}, {part[2]}});
+        scf::YieldOp::create(
+            ob, ol, ValueRange{merged.m[0], merged.l[0], merged.acc[0]});
       });
+}
+
+/// The static facts of one attn.sdpa being tiled.
+struct SdpaTiling {
+  mutable SdpaOp op; // Op accessors are not const.
+  Type elt;
+  int64_t batch, hq, tq, d, tk, dv, group, bq, bk;
+  /// The scale is folded into Qᵀ unless it is above 1: then it is left on
+  /// the scores (softcap or a float mask need it there) or goes to the
+  /// exponent, since folded into Q it could overflow Q itself (3e38 · q =
+  /// inf) and the dot products with it.
+  ScoreForm form;
+  KeyVisibility visibility;
+
+  SdpaTiling(SdpaOp op, int64_t qBlock, int64_t kvBlock)
+      : op(op), elt(op.getQuery().getType().getElementType()),
+        form{op, scoreScale(op) <= 1.0, false}, visibility(op) {
+    ArrayRef<int64_t> qShape = op.getQuery().getType().getShape();
+    batch = qShape[0];
+    hq = qShape[1];
+    tq = qShape[2];
+    d = qShape[3];
+    tk = op.getKey().getType().getDimSize(2);
+    dv = op.getValue().getType().getDimSize(3);
+    group = op.getGroupSize();
+    bq = std::max<int64_t>(1, std::min(qBlock, tq));
+    bk = std::max<int64_t>(1, std::min(kvBlock, tk));
+  }
+  /// Every key block has bk keys: no bound cuts one short.
+  bool staticKeyBlocks() const { return !visibility.bounded() && tk % bk == 0; }
+};
+
+/// The values of one (b, h, q-block) tile that its key loop reads.
+struct QueryTile {
+  Value b, h, kvh, q0, qLast;
+  Value slope; ///< ALiBi slope of head h (f32), null without ALiBi
+  OpFoldResult qs;
+  Value qT; ///< Qᵀ [D, qs] in f32, times the folded scale
+};
+
+/// Qᵀ [D, qs], once per query block: scores are computed transposed,
+/// Sᵀ = K_blk · Qᵀ (see LinalgTileOps). The folded scale is applied here,
+/// in f32: one multiply per element of Q instead of one per score.
+static Value buildScaledQT(Builder &bld, const SdpaTiling &t,
+                           const QueryTile &qt) {
+  OpFoldResult zeroA = bld.b.getIndexAttr(0), oneA = bld.b.getIndexAttr(1),
+               dA = bld.b.getIndexAttr(t.d);
+  Value qTile = tensor::ExtractSliceOp::create(
+      bld.b, bld.loc, bld.type({qt.qs, dA}, t.elt), t.op.getQuery(),
+      ArrayRef<OpFoldResult>{qt.b, qt.h, qt.q0, zeroA},
+      ArrayRef<OpFoldResult>{oneA, oneA, qt.qs, dA},
+      ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
+  Type f32 = bld.b.getF32Type();
+  double scale = t.form.scaleFolded ? scoreScale(t.op) : 1.0;
+  return bld.generic(bld.empty({dA, qt.qs}, f32), ValueRange{qTile},
+                     {bld.map(2, {1, 0}), bld.map(2, {0, 1})}, {kPar, kPar},
+                     [&](OpBuilder &bb, Location bl, ValueRange a) {
+                       Value x = castFloat(bb, bl, a[0], f32);
+                       Value c = arith::ConstantOp::create(
+                           bb, bl, bb.getF32FloatAttr(scale));
+                       return arith::MulFOp::create(bb, bl, x, c).getResult();
+                     });
+}
+
+/// The mask tile of key block kb and its indexing map in the (j, i) loops
+/// of the score tile (size-1 dimensions broadcast).
+static std::pair<Value, AffineMap> sliceMask(Builder &in, const QueryTile &qt,
+                                             Value kb, OpFoldResult ks,
+                                             Value mask) {
+  auto mT = cast<RankedTensorType>(mask.getType());
+  int64_t rank = mT.getRank();
+  OpFoldResult zeroA = in.b.getIndexAttr(0), oneA = in.b.getIndexAttr(1);
+  SmallVector<OpFoldResult> offs, sizes, strides;
+  SmallVector<AffineExpr> exprs;
+  Value full[4] = {qt.b, qt.h, qt.q0, kb};
+  OpFoldResult tileSizes[4] = {oneA, oneA, qt.qs, ks};
+  for (int64_t k = 0; k < rank; ++k) {
+    unsigned target = 4 - rank + k;
+    bool bcast = mT.getDimSize(k) == 1;
+    offs.push_back(bcast ? zeroA : OpFoldResult(full[target]));
+    sizes.push_back(bcast ? oneA : tileSizes[target]);
+    strides.push_back(oneA);
+    // Tile loops are (j, i): Tq is dim 1, Tk dim 0.
+    if (bcast || target < 2)
+      exprs.push_back(getAffineConstantExpr(0, in.ctx));
+    else
+      exprs.push_back(getAffineDimExpr(target == 2 ? 1 : 0, in.ctx));
+  }
+  Value tile =
+      tensor::ExtractSliceOp::create(in.b, in.loc, mask, offs, sizes, strides);
+  return {tile, AffineMap::get(2, 0, exprs, in.ctx)};
+}
+
+/// One key block [kb, kb + ks) of the online softmax, ks = min(bk,
+/// blockHi - kb): Sᵀ = K_blk · Qᵀ, the logits (the visibility predicate
+/// only on blocks that cross its boundary), the recurrence. Yields the new
+/// (m, l, acc).
+static void buildKeyStep(OpBuilder &nb, Location nl, const SdpaTiling &t,
+                         const QueryTile &qt, Value kb, Value blockHi,
+                         ValueRange iter) {
+  Builder in{nb, nl, nb.getContext()};
+  OpFoldResult ks = nb.getIndexAttr(t.bk);
+  if (!t.staticKeyBlocks())
+    ks = arith::MinSIOp::create(nb, nl, in.idx(t.bk),
+                                arith::SubIOp::create(nb, nl, blockHi, kb))
+             .getResult();
+  OpFoldResult zeroA = nb.getIndexAttr(0), oneA = nb.getIndexAttr(1);
+  auto slice = [&](Value src, int64_t width) {
+    OpFoldResult w = nb.getIndexAttr(width);
+    return tensor::ExtractSliceOp::create(
+        nb, nl, in.type({ks, w}, t.elt), src,
+        ArrayRef<OpFoldResult>{qt.b, qt.kvh, kb, zeroA},
+        ArrayRef<OpFoldResult>{oneA, oneA, ks, w},
+        ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
+  };
+  Value kTile = slice(t.op.getKey(), t.d);
+  LinalgTileOps ops(in);
+  ops.q0 = qt.q0;
+  ops.kb = kb;
+  ops.vTile = slice(t.op.getValue(), t.dv);
+  ops.slope = qt.slope;
+  if (Value mask = t.op.getMask())
+    std::tie(ops.maskTile, ops.maskMap) = sliceMask(in, qt, kb, ks, mask);
+  // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i]; loops (j, d, i).
+  Type f32 = nb.getF32Type();
+  Value s = in.generic(
+      in.filled({ks, qt.qs}, 0.0), ValueRange{kTile, qt.qT},
+      {in.map(3, {0, 1}), in.map(3, {1, 2}), in.map(3, {0, 2})},
+      {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+        Value p = arith::MulFOp::create(bb, bl, castFloat(bb, bl, a[0], f32),
+                                        castFloat(bb, bl, a[1], f32));
+        return arith::AddFOp::create(bb, bl, a[2], p).getResult();
+      });
+  Tile logits;
+  Value kLast = arith::SubIOp::create(
+      nb, nl, arith::AddIOp::create(nb, nl, kb, in.val(ks)), in.idx(1));
+  if (Value needs = t.visibility.blockNeedsPredicate(nb, nl, qt.q0, qt.qLast,
+                                                     kb, kLast)) {
+    // scf.if builds both branches with `nb` itself, which `ops` uses.
+    auto branch = [&](bool predicate) {
+      return [&, predicate](OpBuilder &bb, Location bl) {
+        scf::YieldOp::create(bb, bl,
+                             scoresToLogits(ops, t.form, {s}, predicate));
+      };
+    };
+    logits = {scf::IfOp::create(nb, nl, needs, branch(true), branch(false))
+                  .getResult(0)};
+  } else {
+    logits = scoresToLogits(ops, t.form, {s}, false);
+  }
+  OnlineState next =
+      onlineSoftmaxStep(ops, t.form, logits, {{iter[0]}, {iter[1]}, {iter[2]}});
+  scf::YieldOp::create(nb, nl, ValueRange{next.m[0], next.l[0], next.acc[0]});
+}
+
+/// The (b, h, q-block) tile: Qᵀ, the key loop over the visible keys
+/// [lo, hi), the normalized output and LSE, inserted into the shared
+/// outputs of `forall`.
+static void buildQueryTile(Builder &bld, const SdpaTiling &t,
+                           scf::ForallOp forall) {
+  OpBuilder &b = bld.b;
+  SmallVector<Value> ivs = llvm::to_vector(forall.getInductionVars());
+  QueryTile qt;
+  qt.b = ivs[0];
+  qt.h = ivs[1];
+  qt.q0 = arith::MulIOp::create(b, bld.loc, ivs[2], bld.idx(t.bq));
+  // Rows of this block: static when bq divides Tq.
+  qt.qs = b.getIndexAttr(t.bq);
+  if (t.tq % t.bq != 0)
+    qt.qs = arith::MinSIOp::create(
+                b, bld.loc, bld.idx(t.bq),
+                arith::SubIOp::create(b, bld.loc, bld.idx(t.tq), qt.q0))
+                .getResult();
+  qt.kvh = t.group == 1
+               ? qt.h
+               : arith::DivUIOp::create(b, bld.loc, qt.h, bld.idx(t.group))
+                     .getResult();
+  qt.qLast = arith::SubIOp::create(
+      b, bld.loc, arith::AddIOp::create(b, bld.loc, qt.q0, bld.val(qt.qs)),
+      bld.idx(1));
+  if (Value alibi = t.op.getAlibi())
+    qt.slope = tensor::ExtractOp::create(b, bld.loc, alibi, ValueRange{qt.h});
+  auto [lo, hi] = t.visibility.keyRange(b, bld.loc, qt.q0, qt.qLast);
+  qt.qT = buildScaledQT(bld, t, qt);
+
+  OpFoldResult dvA = b.getIndexAttr(t.dv);
+  SmallVector<Value> init{bld.filled({qt.qs}, kNegInf),
+                          bld.filled({qt.qs}, 0.0),
+                          bld.filled({qt.qs, dvA}, 0.0)};
+  Value blockHi = hi;
+  auto step = [&](OpBuilder &nb, Location nl, Value kb, ValueRange iter) {
+    buildKeyStep(nb, nl, t, qt, kb, blockHi, iter);
+  };
+  scf::ForOp loop =
+      t.tk <= kChunkKeys
+          ? scf::ForOp::create(b, bld.loc, lo, hi, bld.idx(t.bk), init, step)
+          : buildChunkedKeyLoop(bld, t.form, lo, hi, t.bk, init, step, blockHi);
+  LinalgTileOps ops(bld);
+  ValueRange fin = loop.getResults();
+  OnlineResult res =
+      finishOnlineState(ops, t.form, {{fin[0]}, {fin[1]}, {fin[2]}}, t.elt,
+                        static_cast<bool>(t.op.getLse()));
+
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  ValueRange shared = forall.getRegionIterArgs();
+  OpFoldResult zeroA = b.getIndexAttr(0), oneA = b.getIndexAttr(1);
+  tensor::ParallelInsertSliceOp::create(
+      b, bld.loc, res.output[0], shared[0],
+      ArrayRef<OpFoldResult>{qt.b, qt.h, qt.q0, zeroA},
+      ArrayRef<OpFoldResult>{oneA, oneA, qt.qs, dvA},
+      ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
+  if (t.op.getLse())
+    tensor::ParallelInsertSliceOp::create(
+        b, bld.loc, res.lse[0], shared[1],
+        ArrayRef<OpFoldResult>{qt.b, qt.h, qt.q0},
+        ArrayRef<OpFoldResult>{oneA, oneA, qt.qs},
+        ArrayRef<OpFoldResult>{oneA, oneA, oneA});
 }
 
 struct TileSdpa : OpRewritePattern<SdpaOp> {
@@ -184,341 +502,47 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
                                 PatternRewriter &rewriter) const override {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
-    Location loc = op.getLoc();
-    Builder bld{rewriter, loc, rewriter.getContext()};
-    Type f32 = rewriter.getF32Type();
-    Type elt = op.getQuery().getType().getElementType();
-    ArrayRef<int64_t> qShape = op.getQuery().getType().getShape();
-    ArrayRef<int64_t> kShape = op.getKey().getType().getShape();
-    ArrayRef<int64_t> vShape = op.getValue().getType().getShape();
-    int64_t batch = qShape[0], hq = qShape[1], tq = qShape[2], d = qShape[3];
-    int64_t tk = kShape[2], dv = vShape[3];
-    int64_t group = op.getGroupSize();
-    int64_t bq = std::max<int64_t>(1, std::min(qBlock, tq));
-    int64_t bk = std::max<int64_t>(1, std::min(kvBlock, tk));
-    int64_t numQBlocks = (tq + bq - 1) / bq;
-
-    // Visible keys satisfy lower <= j - i <= upper (when set).
-    auto [left, right] = op.getWindowBounds();
-    std::optional<int64_t> lower, upper; // captured by the loop builders
-    std::tie(lower, upper) =
-        getVisibleOffsetRange(op.getCausal(), left, right, tq, tk);
-    bool bounded = upper || lower;
-
-    SmallVector<Value> outs{
-        bld.empty({rewriter.getIndexAttr(batch), rewriter.getIndexAttr(hq),
-                   rewriter.getIndexAttr(tq), rewriter.getIndexAttr(dv)},
-                  elt)};
-    if (op.getLse())
-      outs.push_back(
-          bld.empty({rewriter.getIndexAttr(batch), rewriter.getIndexAttr(hq),
-                     rewriter.getIndexAttr(tq)},
-                    f32));
-    SmallVector<OpFoldResult> ubs{rewriter.getIndexAttr(batch),
-                                  rewriter.getIndexAttr(hq),
-                                  rewriter.getIndexAttr(numQBlocks)};
-    auto forall = scf::ForallOp::create(rewriter, loc, ubs, outs, std::nullopt);
-
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(forall.getBody());
-    SmallVector<Value> ivs = llvm::to_vector(forall.getInductionVars());
-    Value b = ivs[0], h = ivs[1], qb = ivs[2];
-    OpFoldResult zeroA = rewriter.getIndexAttr(0),
-                 oneA = rewriter.getIndexAttr(1);
-
-    Value q0 = arith::MulIOp::create(rewriter, loc, qb, bld.idx(bq));
-    // Rows of this block: static when bq divides Tq.
-    OpFoldResult qs = rewriter.getIndexAttr(bq);
-    if (tq % bq != 0)
-      qs = arith::MinSIOp::create(
-               rewriter, loc, bld.idx(bq),
-               arith::SubIOp::create(rewriter, loc, bld.idx(tq), q0))
-               .getResult();
-    Value qsV = bld.val(qs);
-    Value kvh = group == 1
-                    ? h
-                    : arith::DivUIOp::create(rewriter, loc, h, bld.idx(group))
-                          .getResult();
-
-    // The kv range that any row of the block can see.
-    Value lo = bld.idx(0), hi = bld.idx(tk);
-    Value qLast = arith::SubIOp::create(
-        rewriter, loc, arith::AddIOp::create(rewriter, loc, q0, qsV),
-        bld.idx(1));
-    if (lower)
-      lo = arith::MaxSIOp::create(
-          rewriter, loc, lo,
-          arith::AddIOp::create(rewriter, loc, q0, bld.idx(*lower)));
-    if (upper)
-      hi = arith::MinSIOp::create(
-          rewriter, loc, hi,
-          arith::AddIOp::create(rewriter, loc, qLast, bld.idx(*upper + 1)));
-
-    auto qTileT = bld.type({qs, rewriter.getIndexAttr(d)}, elt);
-    Value qTile = tensor::ExtractSliceOp::create(
-        rewriter, loc, qTileT, op.getQuery(),
-        ArrayRef<OpFoldResult>{b, h, q0, zeroA},
-        ArrayRef<OpFoldResult>{oneA, oneA, qs, rewriter.getIndexAttr(d)},
-        ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
-    // Qᵀ [D, qs], once per query block: scores are computed transposed,
-    // Sᵀ = K_blk · Qᵀ, so that both matmuls stream contiguous rows and the
-    // row statistics (max, sum over keys) become element-wise updates of
-    // vectors over the query rows.
-    // The scale is folded into Qᵀ, in f32 (one multiply per element of Q
-    // instead of one per score); loops (d, i).
-    // A scale above 1 left on the scores (softcap or a float mask need it
-    // there) is applied to each score: folded into Q it would overflow Q
-    // itself (3e38 · q = inf) and the dot products with it.
-    double expScale = exponentScale(op);
-    bool foldScale = scoreScale(op) <= 1.0;
-    double scale = foldScale ? scoreScale(op) : 1.0;
-    Value qT = bld.generic(
-        bld.empty({rewriter.getIndexAttr(d), qs}, f32), ValueRange{qTile},
-        {bld.map(2, {1, 0}), bld.map(2, {0, 1})}, {kPar, kPar},
-        [&](OpBuilder &bb, Location bl, ValueRange a) {
-          Value x = castFloat(bb, bl, a[0], f32);
-          Value c =
-              arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(scale));
-          return arith::MulFOp::create(bb, bl, x, c).getResult();
-        });
-
-    Value m0 = bld.filled({qs}, kNegInf);
-    Value l0 = bld.filled({qs}, 0.0);
-    Value acc0 = bld.filled({qs, rewriter.getIndexAttr(dv)}, 0.0);
-    bool staticKv = !bounded && tk % bk == 0;
-
-    // One key block of the online softmax, the body of the key loop over
-    // the blocks of [.., blockHi).
-    Value blockHi = hi;
-    auto step = [&](OpBuilder &nb, Location nl, Value kb, ValueRange iter) {
-      Builder in{nb, nl, nb.getContext()};
-      OpFoldResult ks = nb.getIndexAttr(bk);
-      if (!staticKv)
-        ks = arith::MinSIOp::create(nb, nl, in.idx(bk),
-                                    arith::SubIOp::create(nb, nl, blockHi, kb))
-                 .getResult();
-      OpFoldResult dA = nb.getIndexAttr(d), dvA = nb.getIndexAttr(dv);
-      Value kTile = tensor::ExtractSliceOp::create(
-          nb, nl, in.type({ks, dA}, elt), op.getKey(),
-          ArrayRef<OpFoldResult>{b, kvh, kb, zeroA},
-          ArrayRef<OpFoldResult>{oneA, oneA, ks, dA},
-          ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
-      Value vTile = tensor::ExtractSliceOp::create(
-          nb, nl, in.type({ks, dvA}, elt), op.getValue(),
-          ArrayRef<OpFoldResult>{b, kvh, kb, zeroA},
-          ArrayRef<OpFoldResult>{oneA, oneA, ks, dvA},
-          ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
-      // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i]; loops (j, d, i).
-      Value s = in.generic(
-          in.filled({ks, qs}, 0.0), ValueRange{kTile, qT},
-          {in.map(3, {0, 1}), in.map(3, {1, 2}), in.map(3, {0, 2})},
-          {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-            Value p =
-                arith::MulFOp::create(bb, bl, castFloat(bb, bl, a[0], f32),
-                                      castFloat(bb, bl, a[1], f32));
-            return arith::AddFOp::create(bb, bl, a[2], p).getResult();
-          });
-
-      // Scale, softcap, the user mask and, on boundary blocks only, the
-      // causal/window predicate.
-      Value mask = op.getMask();
-      Value maskTile;
-      AffineMap maskMap;
-      if (mask) {
-        auto mT = cast<RankedTensorType>(mask.getType());
-        int64_t rank = mT.getRank();
-        SmallVector<OpFoldResult> offs, sizes, strides;
-        SmallVector<AffineExpr> exprs;
-        Value full[4] = {b, h, q0, kb};
-        OpFoldResult tileSizes[4] = {oneA, oneA, qs, ks};
-        for (int64_t k = 0; k < rank; ++k) {
-          unsigned target = 4 - rank + k;
-          bool bcast = mT.getDimSize(k) == 1;
-          offs.push_back(bcast ? zeroA : OpFoldResult(full[target]));
-          sizes.push_back(bcast ? oneA : tileSizes[target]);
-          strides.push_back(oneA);
-          // Tile loops are (j, i): Tq is dim 1, Tk dim 0.
-          if (bcast || target < 2)
-            exprs.push_back(getAffineConstantExpr(0, in.ctx));
-          else
-            exprs.push_back(getAffineDimExpr(target == 2 ? 1 : 0, in.ctx));
-        }
-        maskTile =
-            tensor::ExtractSliceOp::create(nb, nl, mask, offs, sizes, strides);
-        maskMap = AffineMap::get(2, 0, exprs, in.ctx);
-      }
-      // Without softcap, mask or predicate the scores are final.
-      bool elementwise = maskTile || op.getSoftcap();
-      auto modify = [&](OpBuilder &mb, Location ml, bool predicate) {
-        if (!predicate && !elementwise)
-          return s;
-        Builder mbld{mb, ml, mb.getContext()};
-        SmallVector<Value> ins{s};
-        SmallVector<AffineMap> maps{mbld.map(2, {0, 1})};
-        if (maskTile) {
-          ins.push_back(maskTile);
-          maps.push_back(maskMap);
-        }
-        maps.push_back(mbld.map(2, {0, 1}));
-        return mbld.generic(
-            mbld.empty({ks, qs}, f32), ins, maps, {kPar, kPar},
-            [&](OpBuilder &bb, Location bl, ValueRange a) {
-              Value visible;
-              if (predicate) {
-                Value i = arith::AddIOp::create(
-                    bb, bl, q0, linalg::IndexOp::create(bb, bl, 1));
-                Value j = arith::AddIOp::create(
-                    bb, bl, kb, linalg::IndexOp::create(bb, bl, 0));
-                visible = buildVisibility(bb, bl, op, i, j);
-              }
-              return applyScoreModifiers(bb, bl, op, a[0],
-                                         maskTile ? a[1] : Value(), visible,
-                                         /*scale=*/!foldScale);
-            });
-      };
-      Value scores;
-      if (!bounded) {
-        scores = modify(nb, nl, false);
-      } else {
-        // The block needs the predicate unless every (i, j) in it is
-        // visible: max(j - i) <= upper and min(j - i) >= lower.
-        Value kLast = arith::SubIOp::create(
-            nb, nl, arith::AddIOp::create(nb, nl, kb, in.val(ks)), in.idx(1));
-        Value inside = arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true));
-        if (upper) {
-          Value maxDiff = arith::SubIOp::create(nb, nl, kLast, q0);
-          inside = arith::AndIOp::create(
-              nb, nl, inside,
-              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sle, maxDiff,
-                                    in.idx(*upper)));
-        }
-        if (lower) {
-          Value minDiff = arith::SubIOp::create(nb, nl, kb, qLast);
-          inside = arith::AndIOp::create(
-              nb, nl, inside,
-              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, minDiff,
-                                    in.idx(*lower)));
-        }
-        auto ifOp = scf::IfOp::create(
-            nb, nl, inside,
-            [&](OpBuilder &tb, Location tl) {
-              scf::YieldOp::create(tb, tl, modify(tb, tl, false));
-            },
-            [&](OpBuilder &eb, Location el) {
-              scf::YieldOp::create(eb, el, modify(eb, el, true));
-            });
-        scores = ifOp.getResult(0);
-      }
-
-      // Every update below writes into the buffer of its loop-carried
-      // value (m, l, acc), so that bufferization keeps the loop in place.
-      Value mOld = iter[0], lOld = iter[1], accOld = iter[2];
-      // Block row maximum, then alpha = exp(m - max(m, mBlk)) with the
-      // new maximum replaced by 0 when it is -inf. The maximum ignores
-      // NaN (maxnumf, which vectorizes): a NaN score still reaches the
-      // output through P = exp(NaN - m). Reassociation lets the row
-      // reductions vectorize; they are order-independent up to rounding.
-      auto reassoc = arith::FastMathFlags::reassoc;
-      Value mBlk = in.generic(in.filled({qs}, kNegInf), ValueRange{scores},
-                              {in.map(2, {0, 1}), in.map(2, {1})}, {kRed, kPar},
-                              [&](OpBuilder &bb, Location bl, ValueRange a) {
-                                return arith::MaxNumFOp::create(bb, bl, a[0],
-                                                                a[1], reassoc)
-                                    .getResult();
-                              });
-      Value alpha = in.generic(
-          in.empty({qs}, f32), ValueRange{mOld, mBlk},
-          {in.map(1, {0}), in.map(1, {0}), in.map(1, {0})}, {kPar},
-          [&](OpBuilder &bb, Location bl, ValueRange a) {
-            Value mNew = arith::MaximumFOp::create(bb, bl, a[0], a[1]);
-            return expShifted(bb, bl, a[0], safeRowMax(bb, bl, mNew), expScale);
-          });
-      // m' = max(m, mBlk), in place.
-      Value mNew = in.generic(
-          mOld, ValueRange{mBlk}, {in.map(1, {0}), in.map(1, {0})}, {kPar},
-          [](OpBuilder &bb, Location bl, ValueRange a) {
-            return arith::MaximumFOp::create(bb, bl, a[1], a[0]).getResult();
-          });
-      // Pᵀ = exp(Sᵀ - m').
-      Value p = in.generic(
-          in.empty({ks, qs}, f32), ValueRange{scores, mNew},
-          {in.map(2, {0, 1}), in.map(2, {1}), in.map(2, {0, 1})}, {kPar, kPar},
-          [&](OpBuilder &bb, Location bl, ValueRange a) {
-            return expShifted(bb, bl, a[0], safeRowMax(bb, bl, a[1]), expScale);
-          });
-      // l' = l·alpha + rowsum P.
-      Value lScaled = in.generic(
-          lOld, ValueRange{alpha}, {in.map(1, {0}), in.map(1, {0})}, {kPar},
-          [](OpBuilder &bb, Location bl, ValueRange a) {
-            return arith::MulFOp::create(bb, bl, a[1], a[0]).getResult();
-          });
-      Value lNew = in.generic(
-          lScaled, ValueRange{p}, {in.map(2, {0, 1}), in.map(2, {1})},
-          {kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-            return arith::AddFOp::create(bb, bl, a[1], a[0], reassoc)
-                .getResult();
-          });
-      // acc' = acc·alpha + P · V (P read through Pᵀ); loops (i, j, e).
-      Value accScaled = in.generic(
-          accOld, ValueRange{alpha}, {in.map(2, {0}), in.map(2, {0, 1})},
-          {kPar, kPar}, [](OpBuilder &bb, Location bl, ValueRange a) {
-            return arith::MulFOp::create(bb, bl, a[1], a[0]).getResult();
-          });
-      Value accNew = in.generic(
-          accScaled, ValueRange{p, vTile},
-          {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
-          {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-            Value prod = arith::MulFOp::create(bb, bl, a[0],
-                                               castFloat(bb, bl, a[1], f32));
-            return arith::AddFOp::create(bb, bl, a[2], prod).getResult();
-          });
-      scf::YieldOp::create(nb, nl, ValueRange{mNew, lNew, accNew});
-    };
-    scf::ForOp loop =
-        tk <= kChunkKeys
-            ? scf::ForOp::create(rewriter, loc, lo, hi, bld.idx(bk),
-                                 ValueRange{m0, l0, acc0}, step)
-            : buildChunkedKeyLoop(bld, lo, hi, bk, ValueRange{m0, l0, acc0},
-                                  step, blockHi, expScale);
-
-    Value mFin = loop.getResult(0), lFin = loop.getResult(1),
-          accFin = loop.getResult(2);
-    OpFoldResult dvA = rewriter.getIndexAttr(dv);
-    // O = l == 0 ? 0 : acc / l, in the input type.
-    Value outTile = bld.generic(
-        bld.empty({qs, dvA}, elt), ValueRange{accFin, lFin},
-        {bld.map(2, {0, 1}), bld.map(2, {0}), bld.map(2, {0, 1})}, {kPar, kPar},
-        [&](OpBuilder &bb, Location bl, ValueRange a) {
-          return normalizeRow(bb, bl, a[0], a[1], elt);
-        });
-    Value lseTile;
-    if (op.getLse())
-      lseTile =
-          bld.generic(bld.empty({qs}, f32), ValueRange{mFin, lFin},
-                      {bld.map(1, {0}), bld.map(1, {0}), bld.map(1, {0})},
-                      {kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-                        return rowLogSumExp(
-                            bb, bl, scaleRowMax(bb, bl, a[0], expScale), a[1]);
-                      });
-
-    rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
-    ValueRange shared = forall.getRegionIterArgs();
-    tensor::ParallelInsertSliceOp::create(
-        rewriter, loc, outTile, shared[0],
-        ArrayRef<OpFoldResult>{b, h, q0, zeroA},
-        ArrayRef<OpFoldResult>{oneA, oneA, qs, dvA},
-        ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
-    if (lseTile)
-      tensor::ParallelInsertSliceOp::create(
-          rewriter, loc, lseTile, shared[1], ArrayRef<OpFoldResult>{b, h, q0},
-          ArrayRef<OpFoldResult>{oneA, oneA, qs},
-          ArrayRef<OpFoldResult>{oneA, oneA, oneA});
-    rewriter.replaceOp(op, forall.getResults());
+    FailureOr<scf::ForallOp> forall = tileSdpa(rewriter, op, qBlock, kvBlock);
+    if (failed(forall))
+      return failure();
+    rewriter.replaceOp(op, forall->getResults());
     return success();
   }
 
   int64_t qBlock, kvBlock;
 };
+
+/// The forall of tileSdpa, built before `op`.
+static scf::ForallOp buildLoopNest(RewriterBase &rewriter, SdpaOp op,
+                                   int64_t qBlock, int64_t kvBlock) {
+  SdpaTiling t(op, qBlock, kvBlock);
+  Location loc = op.getLoc();
+  Builder bld{rewriter, loc, rewriter.getContext()};
+  auto idxA = [&](int64_t v) { return rewriter.getIndexAttr(v); };
+  SmallVector<Value> outs{
+      bld.empty({idxA(t.batch), idxA(t.hq), idxA(t.tq), idxA(t.dv)}, t.elt)};
+  if (op.getLse())
+    outs.push_back(bld.empty({idxA(t.batch), idxA(t.hq), idxA(t.tq)},
+                             rewriter.getF32Type()));
+  SmallVector<OpFoldResult> ubs{idxA(t.batch), idxA(t.hq),
+                                idxA((t.tq + t.bq - 1) / t.bq)};
+  auto forall = scf::ForallOp::create(rewriter, loc, ubs, outs, std::nullopt);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(forall.getBody());
+  buildQueryTile(bld, t, forall);
+  return forall;
+}
+
+} // namespace
+
+FailureOr<scf::ForallOp> attn::tileSdpa(RewriterBase &rewriter, SdpaOp op,
+                                        int64_t qBlock, int64_t kvBlock) {
+  if (!hasStaticShapes(op) || qBlock < 1 || kvBlock < 1)
+    return failure();
+  return buildLoopNest(rewriter, op, qBlock, kvBlock);
+}
+
+namespace {
 
 struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
   using Base::Base;

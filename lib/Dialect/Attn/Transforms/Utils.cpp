@@ -129,7 +129,8 @@ double attn::exponentScale(SdpaOp op) {
   bool floatMask =
       op.getMask() &&
       !cast<ShapedType>(op.getMask().getType()).getElementType().isInteger(1);
-  return scale > 1.0 && !op.getSoftcap() && !floatMask ? scale : 1.0;
+  return scale > 1.0 && !op.getSoftcap() && !floatMask && !op.getAlibi() ? scale
+                                                                         : 1.0;
 }
 
 double attn::scoreScale(SdpaOp op) {
@@ -154,8 +155,26 @@ Value attn::scaleRowMax(OpBuilder &b, Location loc, Value m, double c) {
       b, loc, m, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(c)));
 }
 
+Value attn::buildAlibiBias(OpBuilder &b, Location loc, SdpaOp op, Value slope,
+                           Value i, Value j) {
+  int64_t tq = op.getQuery().getType().getDimSize(2);
+  int64_t tk = op.getKey().getType().getDimSize(2);
+  Type i64 = b.getI64Type();
+  Value ii = arith::IndexCastOp::create(b, loc, i64, i);
+  Value jj = arith::IndexCastOp::create(b, loc, i64, j);
+  Value off = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(tk - tq));
+  Value d =
+      arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, ii, off), jj);
+  Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+  Value abs =
+      arith::MaxSIOp::create(b, loc, d, arith::SubIOp::create(b, loc, zero, d));
+  Value dist = arith::SIToFPOp::create(b, loc, b.getF32Type(), abs);
+  return arith::MulFOp::create(b, loc, slope, dist);
+}
+
 Value attn::applyScoreModifiers(OpBuilder &b, Location loc, SdpaOp op, Value s,
-                                Value maskVal, Value visible, bool scale) {
+                                Value maskVal, Value visible, bool scale,
+                                Value alibiBias) {
   Type f32 = b.getF32Type();
   auto cstF = [&](double v) {
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, v));
@@ -168,6 +187,8 @@ Value attn::applyScoreModifiers(OpBuilder &b, Location loc, SdpaOp op, Value s,
         b, loc, arith::MulFOp::create(b, loc, s, cstF(1.0 / c)));
     s = arith::MulFOp::create(b, loc, t, cstF(c));
   }
+  if (alibiBias)
+    s = arith::SubFOp::create(b, loc, s, alibiBias);
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   if (maskVal) {
     if (maskVal.getType().isInteger(1))

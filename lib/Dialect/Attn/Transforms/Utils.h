@@ -67,9 +67,9 @@ Value rowLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
 
 /// Where the scale goes. Multiplying scores by a scale above 1 can overflow
 /// f32 where the exact answer is finite (3e38 · q·k = inf, then inf - inf =
-/// NaN in the softmax). So, unless softcap or a float mask needs the scaled
-/// score, such a scale is applied in the exponent after the row maximum is
-/// subtracted, exp(c · (s - m)) with s - m <= 0, as FlashAttention applies
+/// NaN in the softmax). So, unless softcap, ALiBi or a float mask needs the
+/// scaled score, such a scale is applied in the exponent after the row maximum
+/// is subtracted, exp(c · (s - m)) with s - m <= 0, as FlashAttention applies
 /// its softmax scale: nothing overflows. Returns that c (1 when the whole
 /// scale is applied to the scores).
 double exponentScale(SdpaOp op);
@@ -85,12 +85,18 @@ Value expShifted(OpBuilder &b, Location loc, Value x, Value mSafe, double c,
 /// m · c, the row maximum in natural units (no multiply when c is 1).
 Value scaleRowMax(OpBuilder &b, Location loc, Value m, double c);
 
+/// The ALiBi bias slope · |i + Tk - Tq - j| of the score at index
+/// positions (i, j), in f32.
+Value buildAlibiBias(OpBuilder &b, Location loc, SdpaOp op, Value slope,
+                     Value i, Value j);
+
 /// Applies scoreScale (unless `scale` is false: the caller folded it into Q),
-/// softcap, the mask value and the visibility predicate to an f32 score.
-/// `maskVal` is null without a mask; `visible` is null when every key is
-/// visible.
+/// softcap, the ALiBi bias (subtracted), the mask value and the visibility
+/// predicate to an f32 score. `alibiBias`, `maskVal` and `visible` are null
+/// when the op has none (every key visible).
 Value applyScoreModifiers(OpBuilder &b, Location loc, SdpaOp op, Value s,
-                          Value maskVal, Value visible, bool scale = true);
+                          Value maskVal, Value visible, bool scale = true,
+                          Value alibiBias = {});
 
 } // namespace attn
 } // namespace mlir

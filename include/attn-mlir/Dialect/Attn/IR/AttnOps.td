@@ -17,7 +17,7 @@ def Attn_MaskTensor : RankedTensorOf<[F32, F16, BF16, I1]>;
 // attn.sdpa
 //===----------------------------------------------------------------------===//
 
-def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
+def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
   let summary = "scaled dot-product attention with mask, causal, window, "
                 "softcap and KV grouping";
   let description = [{
@@ -26,6 +26,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
     ```
     s(b,h,i,j) = scale * <Q[b,h,i,:], K[b,g(h),j,:]>
     s          = softcap * tanh(s / softcap)             (if softcap is set)
+    s          = s - slope[h] * |i + Tk - Tq - j|        (ALiBi)
     s          = s + mask[b,h,i,j]                       (additive mask)
     s          = -inf where the key is not visible       (boolean mask,
                                                           causal, window)
@@ -51,6 +52,10 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
       `j` is visible iff `i + Tk - Tq - left <= j <= i + Tk - Tq + right`;
       `-1` means unbounded on that side.
     - `softcap`: applied after scaling and before the mask.
+    - `alibi` is optional: per-query-head slopes `[Hq]` in f32 (ALiBi,
+      FlashAttention's `alibi_slopes`): the bias `-slope[h] * |i + Tk - Tq -
+      j|` is added after scaling and softcap, so key `j` is penalized by its
+      distance from the bottom-right-aligned diagonal.
 
     The softmax is always numerically stable (the row maximum is subtracted).
     A row whose every key is masked gives an output of 0 and an LSE of -inf.
@@ -62,6 +67,15 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
     %o = attn.sdpa %q, %k, %v {causal = #attn.causal<top_left>}
         : tensor<1x8x128x64xf16>, tensor<1x2x128x64xf16>,
           tensor<1x2x128x64xf16> -> tensor<1x8x128x64xf16>
+    ```
+
+    Causal with ALiBi slopes for 8 heads:
+
+    ```mlir
+    %o = attn.sdpa %q, %k, %v alibi(%slopes : tensor<8xf32>)
+        {causal = #attn.causal<bottom_right>}
+        : tensor<1x8x128x64xf16>, tensor<1x8x128x64xf16>,
+          tensor<1x8x128x64xf16> -> tensor<1x8x128x64xf16>
     ```
 
     With a boolean mask, a window and the LSE result:
@@ -76,6 +90,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
 
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
       Attn_FloatTensor:$value, Optional<Attn_MaskTensor>:$mask,
+      Optional<RankedTensorOf<[F32]>>:$alibi,
       OptionalAttr<F32Attr>:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
       OptionalAttr<DenseI64ArrayAttr>:$window,
@@ -85,6 +100,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
 
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type(results)
   }];

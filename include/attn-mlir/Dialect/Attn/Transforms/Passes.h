@@ -3,6 +3,7 @@
 #ifndef ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_PASSES_H
 #define ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_PASSES_H
 
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -33,6 +34,13 @@ void populateLowerReferencePatterns(RewritePatternSet &patterns);
 /// Patterns rewriting attn.sdpa into the tiled online-softmax loop nest.
 void populateTilePatterns(RewritePatternSet &patterns, int64_t qBlock,
                           int64_t kvBlock);
+
+/// Rewrites a static-shape `op` into the online-softmax loop nest (the
+/// attn-tile contract): an scf.forall over (b, h, q-block) whose results
+/// replace op's, an scf.for over the visible key blocks carrying (m, l,
+/// acc). Fails, changing nothing, on dynamic shapes or blocks below 1.
+FailureOr<scf::ForallOp> tileSdpa(RewriterBase &rewriter, SdpaOp op,
+                                  int64_t qBlock, int64_t kvBlock);
 
 /// Patterns register-blocking C += A·B tile matmuls on memrefs with vectors.
 void populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,

@@ -1,0 +1,153 @@
+//===- OnlineSoftmax.h - the FlashAttention recurrence, once ----*- C++ -*-===//
+//
+// The online-softmax algorithm of attention, written once for every
+// backend. A backend describes how it holds a tile (TileOps): the CPU loop
+// nest as linalg ops on tensors, the CUDA kernels as mma.sync fragments or
+// per-lane registers. The functions here state the algorithm on top of
+// those primitives:
+//
+//   logits   s -> scale, softcap, ALiBi, mask, visibility  (scoresToLogits)
+//   step     m' = max(m, rowmax S);  a = exp(m - m')      (onlineSoftmaxStep)
+//            P = exp(S - m');  l' = l·a + rowsum P;  acc' = acc·a + P·V
+//   merge    two partial states of the same rows          (mergeOnlineStates)
+//   finish   O = acc · (l == 0 ? 0 : 1/l), LSE = m + log l (finishOnlineState)
+//
+// and which key blocks a query block sees (KeyVisibility). The fp64
+// references in the runtime and in Python are independent of this file on
+// purpose.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_ONLINESOFTMAX_H
+#define ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_ONLINESOFTMAX_H
+
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <optional>
+
+namespace mlir {
+namespace attn {
+
+/// A tile as the backend holds it: one tensor (CPU), or the registers of
+/// one thread (one value per fragment or per row).
+using Tile = SmallVector<Value, 4>;
+
+/// A scalar function of one element of each operand tile.
+using ElementFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// One score as the logit computation sees it.
+struct ScoreSite {
+  Value score;    ///< f32 Q·Kᵀ (times the scale when the backend folded it)
+  Value maskVal;  ///< the mask element, null without a mask
+  Value row, col; ///< index positions (i, j); null unless requested
+  Value inBounds; ///< i1, false for padding keys; null when there are none
+  Value slope;    ///< the head's ALiBi slope (f32), null without ALiBi
+};
+
+/// The primitives of one backend's tile layout. Three kinds of tiles:
+/// scores [rows x keys] (f32), per-row values (m, l, scale factors) and
+/// accumulators [rows x Dv]. `into` names the loop-carried tile whose
+/// storage the result may reuse (empty: fresh storage).
+class TileOps {
+public:
+  virtual ~TileOps() = default;
+  /// fn over the per-row values of `ins` (every tile a per-row tile).
+  virtual Tile mapRows(ArrayRef<Tile> ins, const Tile &into, ElementFn fn) = 0;
+  /// fn(score, row value) over a score tile.
+  virtual Tile mapScores(const Tile &scores, const Tile &rows,
+                         ElementFn fn) = 0;
+  /// fn(site) over a score tile; the sites carry positions when
+  /// `positions` is set.
+  virtual Tile mapScoreSites(
+      const Tile &scores, bool positions,
+      function_ref<Value(OpBuilder &, Location, const ScoreSite &)> fn) = 0;
+  /// fn(acc elements..., row values...) over accumulator tiles, giving
+  /// elements of type `elt`.
+  virtual Tile mapAcc(ArrayRef<Tile> accs, ArrayRef<Tile> rows,
+                      const Tile &into, Type elt, ElementFn fn) = 0;
+  /// The maximum of each row of a score tile (NaN ignored).
+  virtual Tile rowMax(const Tile &scores) = 0;
+  /// init + the sum of each row of `p`. A backend may keep partial sums
+  /// (one thread's share of a row) until completeRowSum.
+  virtual Tile rowSum(const Tile &p, const Tile &init) = 0;
+  /// The full row sums from what rowSum accumulated.
+  virtual Tile completeRowSum(const Tile &l) { return l; }
+  /// acc + P·V for the value block of this step.
+  virtual Tile accumulatePV(const Tile &acc, const Tile &p) = 0;
+};
+
+/// How the raw scores of one attn.sdpa become logits, and the units of
+/// the exponent.
+struct ScoreForm {
+  mutable SdpaOp op; // Op accessors are not const.
+  /// The backend multiplied Q (or the scores) by scoreScale(op) already.
+  bool scaleFolded = false;
+  /// Logits in log2 units: the softmax exponentiates with exp2.
+  bool base2 = false;
+
+  /// The scale applied in the exponent (exponentScale(op)).
+  double expScale() const;
+  /// The logit of one score: the score modifiers of the op, then -inf where
+  /// `visible` (i1, or null) or `site.inBounds` is false.
+  Value logit(OpBuilder &b, Location loc, const ScoreSite &site,
+              Value visible) const;
+  /// True when logit() of an in-bounds, visible score is the score itself.
+  bool isIdentity() const;
+  /// True when logit() needs the positions of the score (ALiBi).
+  bool needsPositions() const;
+};
+
+/// Which keys the rows of a query block can see (causal alignment,
+/// window), in key positions.
+struct KeyVisibility {
+  std::optional<int64_t> lower, upper; ///< lower <= j - i <= upper
+  int64_t numKeys;
+
+  explicit KeyVisibility(SdpaOp op);
+  bool bounded() const { return lower || upper; }
+  /// [lo, hi): the keys some row of [qFirst, qLast] can see (lo >= hi when
+  /// none).
+  std::pair<Value, Value> keyRange(OpBuilder &b, Location loc, Value qFirst,
+                                   Value qLast) const;
+  /// i1: the block [qFirst, qLast] x [kFirst, kLast] holds a key that some
+  /// row cannot see (null when no block ever does).
+  Value blockNeedsPredicate(OpBuilder &b, Location loc, Value qFirst,
+                            Value qLast, Value kFirst, Value kLast) const;
+};
+
+/// The running statistics of a block of rows: row maximum m (logit units),
+/// row sum l relative to m, accumulator acc relative to m.
+struct OnlineState {
+  Tile m, l, acc;
+};
+
+/// Scores -> logits (ScoreForm::logit); with `predicate`, each score is
+/// tested for visibility. Returns `scores` when nothing applies.
+Tile scoresToLogits(TileOps &t, const ScoreForm &form, const Tile &scores,
+                    bool predicate);
+
+/// One online-softmax step over a block of logits. Each result reuses the
+/// storage of the state it updates.
+OnlineState onlineSoftmaxStep(TileOps &t, const ScoreForm &form,
+                              const Tile &logits, const OnlineState &state);
+
+/// Merges the state of a disjoint range of keys (`part`) into `run`, in
+/// place: M = max(m_run, m_part), each side rescaled by exp(m - M).
+OnlineState mergeOnlineStates(TileOps &t, const ScoreForm &form,
+                              const OnlineState &run, const OnlineState &part);
+
+/// The output of a finished state: O = acc / l in `elt` (0 for a row that
+/// saw no key) and, with `withLse`, the natural-log LSE per row (-inf for
+/// such a row).
+struct OnlineResult {
+  Tile output, lse;
+};
+OnlineResult finishOnlineState(TileOps &t, const ScoreForm &form,
+                               const OnlineState &state, Type elt,
+                               bool withLse);
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_ONLINESOFTMAX_H

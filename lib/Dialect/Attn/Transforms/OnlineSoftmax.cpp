@@ -1,0 +1,229 @@
+//===- OnlineSoftmax.cpp - the FlashAttention recurrence, once --*- C++ -*-===//
+
+#include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
+#include "Utils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+static constexpr double kLog2e = 1.4426950408889634;
+static constexpr double kLn2 = 0.6931471805599453;
+
+static Value cstF32(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+//===----------------------------------------------------------------------===//
+// ScoreForm
+//===----------------------------------------------------------------------===//
+
+double ScoreForm::expScale() const { return exponentScale(op); }
+
+/// Softcap, ALiBi and masks need the scaled score in natural units;
+/// otherwise the scale (and log2 e) is one multiply.
+static bool needsNaturalScore(SdpaOp op) {
+  return op.getSoftcap() || op.getMask() || op.getAlibi();
+}
+
+/// The one multiply that takes a raw score to its logit when no modifier
+/// needs natural units.
+static double plainFactor(const ScoreForm &f) {
+  return (f.scaleFolded ? 1.0 : scoreScale(f.op)) * (f.base2 ? kLog2e : 1.0);
+}
+
+bool ScoreForm::isIdentity() const {
+  return !needsNaturalScore(op) && plainFactor(*this) == 1.0;
+}
+
+bool ScoreForm::needsPositions() const {
+  return static_cast<bool>(op.getAlibi());
+}
+
+Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
+                       Value visible) const {
+  if (site.inBounds)
+    visible =
+        visible
+            ? arith::AndIOp::create(b, loc, visible, site.inBounds).getResult()
+            : site.inBounds;
+  Value s = site.score;
+  if (!needsNaturalScore(op)) {
+    double f = plainFactor(*this);
+    if (f != 1.0)
+      s = arith::MulFOp::create(b, loc, s, cstF32(b, loc, f));
+    return applyScoreModifiers(b, loc, op, s, Value(), visible,
+                               /*scale=*/false);
+  }
+  Value bias = site.slope
+                   ? buildAlibiBias(b, loc, op, site.slope, site.row, site.col)
+                   : Value();
+  Value x = applyScoreModifiers(b, loc, op, s, site.maskVal, visible,
+                                /*scale=*/!scaleFolded, bias);
+  // -inf stays -inf.
+  return base2 ? arith::MulFOp::create(b, loc, x, cstF32(b, loc, kLog2e))
+                     .getResult()
+               : x;
+}
+
+//===----------------------------------------------------------------------===//
+// KeyVisibility
+//===----------------------------------------------------------------------===//
+
+KeyVisibility::KeyVisibility(SdpaOp op)
+    : numKeys(op.getKey().getType().getDimSize(2)) {
+  auto [left, right] = op.getWindowBounds();
+  std::tie(lower, upper) =
+      getVisibleOffsetRange(op.getCausal(), left, right,
+                            op.getQuery().getType().getDimSize(2), numKeys);
+}
+
+std::pair<Value, Value> KeyVisibility::keyRange(OpBuilder &b, Location loc,
+                                                Value qFirst,
+                                                Value qLast) const {
+  auto idx = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value lo = idx(0), hi = idx(numKeys);
+  if (lower)
+    lo = arith::MaxSIOp::create(
+        b, loc, lo, arith::AddIOp::create(b, loc, qFirst, idx(*lower)));
+  if (upper)
+    hi = arith::MinSIOp::create(
+        b, loc, hi, arith::AddIOp::create(b, loc, qLast, idx(*upper + 1)));
+  return {lo, hi};
+}
+
+Value KeyVisibility::blockNeedsPredicate(OpBuilder &b, Location loc,
+                                         Value qFirst, Value qLast,
+                                         Value kFirst, Value kLast) const {
+  auto idx = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value any;
+  auto orI = [&](Value p) {
+    any = any ? arith::OrIOp::create(b, loc, any, p).getResult() : p;
+  };
+  // Some j - i > upper: the largest is kLast - qFirst.
+  if (upper)
+    orI(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                              arith::SubIOp::create(b, loc, kLast, qFirst),
+                              idx(*upper)));
+  // Some j - i < lower: the smallest is kFirst - qLast.
+  if (lower)
+    orI(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                              arith::SubIOp::create(b, loc, kFirst, qLast),
+                              idx(*lower)));
+  return any;
+}
+
+//===----------------------------------------------------------------------===//
+// The recurrence
+//===----------------------------------------------------------------------===//
+
+Tile attn::scoresToLogits(TileOps &t, const ScoreForm &form, const Tile &scores,
+                          bool predicate) {
+  if (!predicate && form.isIdentity())
+    return scores;
+  bool positions = predicate || form.needsPositions();
+  return t.mapScoreSites(
+      scores, positions,
+      [&](OpBuilder &b, Location loc, const ScoreSite &site) {
+        Value visible =
+            predicate ? buildVisibility(b, loc, form.op, site.row, site.col)
+                      : Value();
+        return form.logit(b, loc, site, visible);
+      });
+}
+
+static Value maxOf(OpBuilder &b, Location loc, ValueRange a) {
+  return arith::MaxNumFOp::create(b, loc, a[0], a[1]);
+}
+
+static Value productOf(OpBuilder &b, Location loc, ValueRange a) {
+  return arith::MulFOp::create(b, loc, a[0], a[1]);
+}
+
+OnlineState attn::onlineSoftmaxStep(TileOps &t, const ScoreForm &form,
+                                    const Tile &logits, const OnlineState &s) {
+  double c = form.expScale();
+  bool base2 = form.base2;
+  Tile blockMax = t.rowMax(logits);
+  // a = exp(m - m'), with m' = max(m, rowmax) replaced by 0 while it is
+  // -inf (a row that has seen no key yet): exp(-inf - 0) = 0, never NaN.
+  Tile alpha = t.mapRows(
+      {s.m, blockMax}, {}, [&](OpBuilder &b, Location loc, ValueRange a) {
+        Value mNew = maxOf(b, loc, a);
+        return expShifted(b, loc, a[0], safeRowMax(b, loc, mNew), c, base2);
+      });
+  Tile m = t.mapRows({s.m, blockMax}, s.m, maxOf);
+  // P = exp(S - m'). A NaN score reaches the output through P (the row
+  // maximum ignores it).
+  Tile p =
+      t.mapScores(logits, m, [&](OpBuilder &b, Location loc, ValueRange a) {
+        return expShifted(b, loc, a[0], safeRowMax(b, loc, a[1]), c, base2);
+      });
+  Tile l = t.rowSum(p, t.mapRows({s.l, alpha}, s.l, productOf));
+  Type f32 = Float32Type::get(form.op->getContext());
+  Tile acc =
+      t.accumulatePV(t.mapAcc({s.acc}, {alpha}, s.acc, f32, productOf), p);
+  return {m, l, acc};
+}
+
+OnlineState attn::mergeOnlineStates(TileOps &t, const ScoreForm &form,
+                                    const OnlineState &run,
+                                    const OnlineState &part) {
+  double c = form.expScale();
+  bool base2 = form.base2;
+  auto factor = [&](bool ofRun) {
+    return t.mapRows({run.m, part.m}, {},
+                     [&](OpBuilder &b, Location loc, ValueRange a) {
+                       Value mNew = maxOf(b, loc, a);
+                       return expShifted(b, loc, ofRun ? a[0] : a[1],
+                                         safeRowMax(b, loc, mNew), c, base2);
+                     });
+  };
+  Tile aRun = factor(true), aPart = factor(false);
+  auto merged = [](OpBuilder &b, Location loc, ValueRange a) -> Value {
+    // a = (x_run, x_part, a_run, a_part)
+    Value x = arith::MulFOp::create(b, loc, a[0], a[2]);
+    Value y = arith::MulFOp::create(b, loc, a[1], a[3]);
+    return arith::AddFOp::create(b, loc, x, y);
+  };
+  Tile m = t.mapRows({run.m, part.m}, run.m, maxOf);
+  Tile l = t.mapRows({run.l, part.l, aRun, aPart}, run.l, merged);
+  Type f32 = Float32Type::get(form.op->getContext());
+  Tile acc = t.mapAcc({run.acc, part.acc}, {aRun, aPart}, run.acc, f32, merged);
+  return {m, l, acc};
+}
+
+OnlineResult attn::finishOnlineState(TileOps &t, const ScoreForm &form,
+                                     const OnlineState &state, Type elt,
+                                     bool withLse) {
+  Tile l = t.completeRowSum(state.l);
+  // 1/l, 0 for a row that saw no key (l == 0).
+  Tile inv = t.mapRows({l}, {}, [](OpBuilder &b, Location loc, ValueRange a) {
+    Value zero = cstF32(b, loc, 0.0);
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a[0], zero);
+    Value r = arith::DivFOp::create(b, loc, cstF32(b, loc, 1.0), a[0]);
+    return arith::SelectOp::create(b, loc, empty, zero, r).getResult();
+  });
+  OnlineResult res;
+  res.output =
+      t.mapAcc({state.acc}, {inv}, {}, elt,
+               [&](OpBuilder &b, Location loc, ValueRange a) {
+                 return castFloat(
+                     b, loc, arith::MulFOp::create(b, loc, a[0], a[1]), elt);
+               });
+  if (!withLse)
+    return res;
+  // m is in logit units: natural units are m · c (· ln 2 for base 2).
+  double toNatural = form.expScale() * (form.base2 ? kLn2 : 1.0);
+  res.lse = t.mapRows(
+      {state.m, l}, {}, [&](OpBuilder &b, Location loc, ValueRange a) {
+        return rowLogSumExp(b, loc, scaleRowMax(b, loc, a[0], toNatural), a[1]);
+      });
+  return res;
+}
