@@ -15,47 +15,89 @@
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 #include "attn-mlir/Pipelines/Pipelines.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/Support/raw_ostream.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 
+/// attn ops on tensors to memrefs with caller-allocated results: every
+/// public function becomes `void f(in..., out...)`.
+static void addBufferization(OpPassManager &pm) {
+  // After CSE, which can make two results one value.
+  pm.addNestedPass<func::FuncOp>(createAttnCopyRepeatedResultsPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::buildBufferDeallocationPipeline(pm);
+}
+
+/// Loops, OpenMP and everything to the LLVM dialect with the bare-pointer
+/// calling convention.
+static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
+  // Projections (linalg.matmul) take the same register-blocked path.
+  pm.addPass(createLinalgGeneralizeNamedOpsPass());
+  AttnCpuVectorizeMatmulPassOptions vectorize;
+  vectorize.vectorWidth = o.vectorWidth;
+  pm.addPass(createAttnCpuVectorizeMatmulPass(vectorize));
+  pm.addPass(createConvertLinalgToLoopsPass());
+  // bf16 conversions as integer ops: no compiler-rt call in artifacts.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  if (o.parallel) {
+    pm.addPass(createForallToParallelLoopPass());
+    pm.addPass(createConvertSCFToOpenMPPass());
+  } else {
+    pm.addPass(createForallToForLoopPass());
+  }
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefs;
+  memrefs.useAlignedAlloc = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
+  // func-to-llvm before openmp-to-llvm keeps the bare-pointer convention.
+  ConvertFuncToLLVMPassOptions funcs;
+  funcs.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcs));
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
 void attn::buildCpuPipeline(OpPassManager &pm,
                             const CpuPipelineOptions &options) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "attn-decompose-mha,";
-  if (options.tiled)
-    os << "attn-tile{q-block=" << options.qBlock
-       << " kv-block=" << options.kvBlock << "},";
-  os << "attn-lower-reference,canonicalize,cse,"
-     // After CSE, which can make two results one value.
-     << "func.func(attn-copy-repeated-results),"
-     << "one-shot-bufferize{bufferize-function-boundaries "
-        "function-boundary-type-conversion=identity-layout-map},"
-     << "buffer-results-to-out-params{hoist-static-allocs "
-        "modify-public-functions},"
-     << "buffer-deallocation-pipeline,"
-     // Projections (linalg.matmul) take the same register-blocked path.
-     << "linalg-generalize-named-ops,"
-     << "attn-cpu-vectorize-matmul{vector-width=" << options.vectorWidth << "},"
-     << "convert-linalg-to-loops,"
-     // bf16 conversions as integer ops: no compiler-rt call in artifacts.
-     << "arith-expand{include-bf16},";
-  if (options.parallel)
-    os << "scf-forall-to-parallel,convert-scf-to-openmp,";
-  else
-    os << "scf-forall-to-for,";
-  // func-to-llvm before openmp-to-llvm keeps the bare-pointer convention.
-  os << "canonicalize,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-     << "finalize-memref-to-llvm{use-aligned-alloc},"
-     << "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
-     << "convert-vector-to-llvm,convert-openmp-to-llvm,convert-to-llvm,"
-     << "convert-ub-to-llvm,"
-     << "reconcile-unrealized-casts,canonicalize";
-  if (failed(parsePassPipeline(os.str(), pm, llvm::errs())))
-    llvm::report_fatal_error("attn-mlir: malformed built-in CPU pipeline");
+  pm.addPass(createAttnDecomposeMhaPass());
+  if (options.tiled) {
+    AttnTilePassOptions tile;
+    tile.qBlock = options.qBlock;
+    tile.kvBlock = options.kvBlock;
+    pm.addPass(createAttnTilePass(tile));
+  }
+  pm.addPass(createAttnLowerReferencePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  addBufferization(pm);
+  addLowerToLLVM(pm, options);
 }
 
 void attn::registerPipelines() {

@@ -12,9 +12,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 #include "attn-mlir/Pipelines/Pipelines.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -110,24 +116,39 @@ void attn::buildGpuPipeline(OpPassManager &pm,
   if (!features)
     llvm::report_fatal_error("attn-mlir: unchecked GPU pipeline options: " +
                              Twine(llvm::toString(features.takeError())));
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "attn-gpu-flash{warps=" << options.warps
-     << " row-tiles=" << options.rowTiles << " kv-block=" << options.kvBlock
-     << " stages=" << options.stages << " chip=" << options.chip << "},"
-     << "gpu-kernel-outlining,"
-     << "nvvm-attach-target{chip=" << options.chip << " features=" << *features
-     << " O=3},"
-     << "gpu.module(convert-nvgpu-to-nvvm,canonicalize,cse,"
-     << "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-     << "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-     << "attn-nvvm-extern-shared,canonicalize,cse,"
-     << "reconcile-unrealized-casts)";
+  AttnGpuFlashPassOptions flash;
+  flash.warps = options.warps;
+  flash.rowTiles = options.rowTiles;
+  flash.kvBlock = options.kvBlock;
+  flash.stages = options.stages;
+  flash.chip = options.chip;
+  pm.addPass(createAttnGpuFlashPass(flash));
+  pm.addPass(createGpuKernelOutliningPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = *features;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createConvertNVGPUToNVVMPass());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  ConvertGpuOpsToNVVMOpsOptions toNvvm;
+  toNvvm.useBarePtrCallConv = true;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(toNvvm));
+  kernels.addPass(createAttnNvvmExternSharedPass());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  if (options.format == "none")
+    return;
   // The toolkit is named explicitly: without it gpu-module-to-binary looks
   // for libdevice through $PATH and silently leaves __nv_* calls unresolved.
-  if (options.format != "none")
-    os << ",gpu-module-to-binary{format=" << options.format
-       << " toolkit=" << options.cudaPath << "}";
-  if (failed(parsePassPipeline(os.str(), pm, llvm::errs())))
-    llvm::report_fatal_error("attn-mlir: malformed built-in GPU pipeline");
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  binary.toolkitPath = options.cudaPath;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
 }

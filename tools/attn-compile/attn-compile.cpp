@@ -23,7 +23,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
-#include "mlir/InitAllPasses.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -452,10 +451,6 @@ int main(int argc, char **argv) {
     embedPtx = true;
   if (emit == Emit::Cubin)
     embedPtx = false;
-
-  // The CPU pipeline is assembled from registered passes by name.
-  registerAllPasses();
-  mlir::attn::registerAttnPasses();
 
   DialectRegistry registry;
   registerAllDialects(registry);

@@ -36,7 +36,6 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
-#include "mlir/InitAllPasses.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -139,8 +138,6 @@ void printStats() {
 
 DialectRegistry &registry() {
   static DialectRegistry *r = [] {
-    registerAllPasses();
-    mlir::attn::registerAttnPasses();
     auto *reg = new DialectRegistry();
     registerAllDialects(*reg);
     registerAllExtensions(*reg);

@@ -53,7 +53,8 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 /// attn ops on tensors -> LLVM dialect: decompose attn.mha, tile (or
 /// materialize) attn.sdpa, bufferize with caller-allocated results (every
 /// public function becomes `void f(in..., out...)` on bare pointers), lower
-/// loops, OpenMP, math approximations and everything to LLVM.
+/// loops, OpenMP, math approximations and everything to LLVM. Built from
+/// the passes' typed constructors: nothing needs to be registered first.
 void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options);
 
 /// Options of the CUDA pipeline (`attn-opt --attn-gpu-pipeline="..."`).
@@ -109,7 +110,8 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
 /// functions keep their gpu.launch_func: the artifact's runtime launches the
 /// kernels through the CUDA driver from the launch description. The chip
 /// and features must pass resolveCudaTarget (parseFromString and
-/// attn-compile check them first); anything else is a fatal error.
+/// attn-compile check them first); anything else is a fatal error. Built
+/// from the passes' typed constructors, like the CPU pipeline.
 void buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options);
 
 /// Registers `attn-cpu-pipeline` and `attn-gpu-pipeline` with attn-opt.
