@@ -831,8 +831,9 @@ void Kernel::buildTensorCore() {
 }
 
 void Kernel::build() {
-  form = ScoreForm{op, /*scaleFolded=*/false, /*base2=*/true};
-  vis.emplace(op);
+  AttentionSpec spec = AttentionSpec::get(op);
+  form = ScoreForm{spec, /*scaleFolded=*/false, /*base2=*/true};
+  vis.emplace(spec);
   // Shared memory: Q [BM, D+pad] (tensor cores only), K [stages, BN,
   // D+pad], V [stages, BN, Dv+pad].
   if (cfg.qBytes)

@@ -151,6 +151,7 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
                                 PatternRewriter &rewriter) const override {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
+    AttentionSpec spec = AttentionSpec::get(op);
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     Type f32 = rewriter.getF32Type();
@@ -207,19 +208,19 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
             [&](OpBuilder &b, Location l, ValueRange a) {
               Value i = linalg::IndexOp::create(b, l, 2);
               Value j = linalg::IndexOp::create(b, l, 3);
-              Value visible = buildVisibility(b, l, op, i, j);
+              Value visible = buildVisibility(b, l, spec, i, j);
               Value bias = alibi
-                               ? buildAlibiBias(b, l, op, a[mask ? 2 : 1], i, j)
+                               ? buildAlibiBias(b, l, spec, a[mask ? 2 : 1], i, j)
                                : Value();
               Value s =
-                  applyScoreModifiers(b, l, op, a[0], mask ? a[1] : Value(),
+                  applyScoreModifiers(b, l, spec, a[0], mask ? a[1] : Value(),
                                       visible, /*scale=*/true, bias);
               yieldValue(b, l, s);
             })
             .getResult(0);
 
     Value rowMax = reduceLastDim(rewriter, loc, masked, /*isMax=*/true);
-    Value probs = expMinusMax(rewriter, loc, masked, rowMax, exponentScale(op));
+    Value probs = expMinusMax(rewriter, loc, masked, rowMax, exponentScale(spec));
     Value rowSum = reduceLastDim(rewriter, loc, probs, /*isMax=*/false);
 
     // O[b,h,i,e] = sum_j P[b,h,i,j] * V[b,h/G,j,e]; loops (b,h,i,e,j).
@@ -259,7 +260,7 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
               {id3, id3, id3},
               SmallVector<IteratorType>(3, IteratorType::parallel),
               [&](OpBuilder &b, Location l, ValueRange a) {
-                Value m = scaleRowMax(b, l, a[0], exponentScale(op));
+                Value m = scaleRowMax(b, l, a[0], exponentScale(spec));
                 yieldValue(b, l, rowLogSumExp(b, l, m, a[1]));
               })
               .getResult(0));

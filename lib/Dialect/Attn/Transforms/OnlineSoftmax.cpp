@@ -19,26 +19,26 @@ static Value cstF32(OpBuilder &b, Location loc, double v) {
 // ScoreForm
 //===----------------------------------------------------------------------===//
 
-double ScoreForm::expScale() const { return exponentScale(op); }
+double ScoreForm::expScale() const { return exponentScale(spec); }
 
 /// Softcap, ALiBi and masks need the scaled score in natural units;
 /// otherwise the scale (and log2 e) is one multiply.
-static bool needsNaturalScore(SdpaOp op) {
-  return op.getSoftcap() || op.getMask() || op.getAlibi();
+static bool needsNaturalScore(const AttentionSpec &spec) {
+  return spec.softcap || spec.hasMask || spec.hasAlibi;
 }
 
 /// The one multiply that takes a raw score to its logit when no modifier
 /// needs natural units.
 static double plainFactor(const ScoreForm &f) {
-  return (f.scaleFolded ? 1.0 : scoreScale(f.op)) * (f.base2 ? kLog2e : 1.0);
+  return (f.scaleFolded ? 1.0 : scoreScale(f.spec)) * (f.base2 ? kLog2e : 1.0);
 }
 
 bool ScoreForm::isIdentity() const {
-  return !needsNaturalScore(op) && plainFactor(*this) == 1.0;
+  return !needsNaturalScore(spec) && plainFactor(*this) == 1.0;
 }
 
 bool ScoreForm::needsPositions() const {
-  return static_cast<bool>(op.getAlibi());
+  return spec.hasAlibi;
 }
 
 Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
@@ -49,17 +49,17 @@ Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
             ? arith::AndIOp::create(b, loc, visible, site.inBounds).getResult()
             : site.inBounds;
   Value s = site.score;
-  if (!needsNaturalScore(op)) {
+  if (!needsNaturalScore(spec)) {
     double f = plainFactor(*this);
     if (f != 1.0)
       s = arith::MulFOp::create(b, loc, s, cstF32(b, loc, f));
-    return applyScoreModifiers(b, loc, op, s, Value(), visible,
+    return applyScoreModifiers(b, loc, spec, s, Value(), visible,
                                /*scale=*/false);
   }
   Value bias = site.slope
-                   ? buildAlibiBias(b, loc, op, site.slope, site.row, site.col)
+                   ? buildAlibiBias(b, loc, spec, site.slope, site.row, site.col)
                    : Value();
-  Value x = applyScoreModifiers(b, loc, op, s, site.maskVal, visible,
+  Value x = applyScoreModifiers(b, loc, spec, s, site.maskVal, visible,
                                 /*scale=*/!scaleFolded, bias);
   // -inf stays -inf.
   return base2 ? arith::MulFOp::create(b, loc, x, cstF32(b, loc, kLog2e))
@@ -71,12 +71,11 @@ Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
 // KeyVisibility
 //===----------------------------------------------------------------------===//
 
-KeyVisibility::KeyVisibility(SdpaOp op)
-    : numKeys(op.getKey().getType().getDimSize(2)) {
-  auto [left, right] = op.getWindowBounds();
+KeyVisibility::KeyVisibility(const AttentionSpec &spec)
+    : numKeys(spec.keyLength) {
   std::tie(lower, upper) =
-      getVisibleOffsetRange(op.getCausal(), left, right,
-                            op.getQuery().getType().getDimSize(2), numKeys);
+      getVisibleOffsetRange(spec.causal, spec.windowLeft, spec.windowRight,
+                            spec.queryLength, spec.keyLength);
 }
 
 std::pair<Value, Value> KeyVisibility::keyRange(OpBuilder &b, Location loc,
@@ -131,7 +130,7 @@ Tile attn::scoresToLogits(TileOps &t, const ScoreForm &form, const Tile &scores,
       scores, positions,
       [&](OpBuilder &b, Location loc, const ScoreSite &site) {
         Value visible =
-            predicate ? buildVisibility(b, loc, form.op, site.row, site.col)
+            predicate ? buildVisibility(b, loc, form.spec, site.row, site.col)
                       : Value();
         return form.logit(b, loc, site, visible);
       });
@@ -165,7 +164,7 @@ OnlineState attn::onlineSoftmaxStep(TileOps &t, const ScoreForm &form,
         return expShifted(b, loc, a[0], safeRowMax(b, loc, a[1]), c, base2);
       });
   Tile l = t.rowSum(p, t.mapRows({s.l, alpha}, s.l, productOf));
-  Type f32 = Float32Type::get(form.op->getContext());
+  Type f32 = Float32Type::get(s.m.front().getContext());
   Tile acc =
       t.accumulatePV(t.mapAcc({s.acc}, {alpha}, s.acc, f32, productOf), p);
   return {m, l, acc};
@@ -193,7 +192,7 @@ OnlineState attn::mergeOnlineStates(TileOps &t, const ScoreForm &form,
   };
   Tile m = t.mapRows({run.m, part.m}, run.m, maxOf);
   Tile l = t.mapRows({run.l, part.l, aRun, aPart}, run.l, merged);
-  Type f32 = Float32Type::get(form.op->getContext());
+  Type f32 = Float32Type::get(run.m.front().getContext());
   Tile acc = t.mapAcc({run.acc, part.acc}, {aRun, aPart}, run.acc, f32, merged);
   return {m, l, acc};
 }

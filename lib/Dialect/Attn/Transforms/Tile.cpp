@@ -291,7 +291,9 @@ struct SdpaTiling {
 
   SdpaTiling(SdpaOp op, int64_t qBlock, int64_t kvBlock)
       : op(op), elt(op.getQuery().getType().getElementType()),
-        form{op, scoreScale(op) <= 1.0, false}, visibility(op) {
+        form{AttentionSpec::get(op),
+             scoreScale(AttentionSpec::get(op)) <= 1.0, false},
+        visibility(form.spec) {
     ArrayRef<int64_t> qShape = op.getQuery().getType().getShape();
     batch = qShape[0];
     hq = qShape[1];
@@ -328,7 +330,7 @@ static Value buildScaledQT(Builder &bld, const SdpaTiling &t,
       ArrayRef<OpFoldResult>{oneA, oneA, qt.qs, dA},
       ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
   Type f32 = bld.b.getF32Type();
-  double scale = t.form.scaleFolded ? scoreScale(t.op) : 1.0;
+  double scale = t.form.scaleFolded ? scoreScale(t.form.spec) : 1.0;
   return bld.generic(bld.empty({dA, qt.qs}, f32), ValueRange{qTile},
                      {bld.map(2, {1, 0}), bld.map(2, {0, 1})}, {kPar, kPar},
                      [&](OpBuilder &bb, Location bl, ValueRange a) {

@@ -76,11 +76,8 @@ bool attn::hasStaticShapes(Operation *op) {
          llvm::all_of(op->getResultTypes(), isStatic);
 }
 
-Value attn::buildVisibility(OpBuilder &b, Location loc, SdpaOp op, Value i,
-                            Value j) {
-  int64_t tq = op.getQuery().getType().getDimSize(2);
-  int64_t tk = op.getKey().getType().getDimSize(2);
-  auto [left, right] = op.getWindowBounds();
+Value attn::buildVisibility(OpBuilder &b, Location loc,
+                            const AttentionSpec &spec, Value i, Value j) {
   // Every bound is `j - i <= c` or `j - i >= c`: compute d = j - i once.
   Value d;
   auto diff = [&]() {
@@ -100,7 +97,8 @@ Value attn::buildVisibility(OpBuilder &b, Location loc, SdpaOp op, Value i,
         visible ? arith::AndIOp::create(b, loc, visible, p).getResult() : p;
   };
   auto [lower, upper] =
-      getVisibleOffsetRange(op.getCausal(), left, right, tq, tk);
+      getVisibleOffsetRange(spec.causal, spec.windowLeft, spec.windowRight,
+                            spec.queryLength, spec.keyLength);
   if (upper)
     conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, diff(),
                                cst(*upper)));
@@ -124,17 +122,33 @@ AffineMap attn::getMaskMap(MLIRContext *ctx, RankedTensorType maskType,
   return AffineMap::get(numLoops, 0, exprs, ctx);
 }
 
-double attn::exponentScale(SdpaOp op) {
-  double scale = op.getEffectiveScale();
-  bool floatMask =
-      op.getMask() &&
-      !cast<ShapedType>(op.getMask().getType()).getElementType().isInteger(1);
-  return scale > 1.0 && !op.getSoftcap() && !floatMask && !op.getAlibi() ? scale
-                                                                         : 1.0;
+AttentionSpec AttentionSpec::get(SdpaOp op) {
+  AttentionSpec spec;
+  spec.scale = op.getEffectiveScale();
+  if (auto cap = op.getSoftcap())
+    spec.softcap = cap->convertToDouble();
+  spec.causal = op.getCausal();
+  std::tie(spec.windowLeft, spec.windowRight) = op.getWindowBounds();
+  spec.queryLength = op.getQuery().getType().getDimSize(2);
+  spec.keyLength = op.getKey().getType().getDimSize(2);
+  if (Value mask = op.getMask()) {
+    spec.hasMask = true;
+    spec.floatMask =
+        !cast<ShapedType>(mask.getType()).getElementType().isInteger(1);
+  }
+  spec.hasAlibi = static_cast<bool>(op.getAlibi());
+  return spec;
 }
 
-double attn::scoreScale(SdpaOp op) {
-  return op.getEffectiveScale() / exponentScale(op);
+double attn::exponentScale(const AttentionSpec &spec) {
+  return spec.scale > 1.0 && !spec.softcap && !spec.floatMask &&
+                 !spec.hasAlibi
+             ? spec.scale
+             : 1.0;
+}
+
+double attn::scoreScale(const AttentionSpec &spec) {
+  return spec.scale / exponentScale(spec);
 }
 
 Value attn::expShifted(OpBuilder &b, Location loc, Value x, Value mSafe,
@@ -155,10 +169,10 @@ Value attn::scaleRowMax(OpBuilder &b, Location loc, Value m, double c) {
       b, loc, m, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(c)));
 }
 
-Value attn::buildAlibiBias(OpBuilder &b, Location loc, SdpaOp op, Value slope,
-                           Value i, Value j) {
-  int64_t tq = op.getQuery().getType().getDimSize(2);
-  int64_t tk = op.getKey().getType().getDimSize(2);
+Value attn::buildAlibiBias(OpBuilder &b, Location loc,
+                           const AttentionSpec &spec, Value slope, Value i,
+                           Value j) {
+  int64_t tq = spec.queryLength, tk = spec.keyLength;
   Type i64 = b.getI64Type();
   Value ii = arith::IndexCastOp::create(b, loc, i64, i);
   Value jj = arith::IndexCastOp::create(b, loc, i64, j);
@@ -172,17 +186,18 @@ Value attn::buildAlibiBias(OpBuilder &b, Location loc, SdpaOp op, Value slope,
   return arith::MulFOp::create(b, loc, slope, dist);
 }
 
-Value attn::applyScoreModifiers(OpBuilder &b, Location loc, SdpaOp op, Value s,
+Value attn::applyScoreModifiers(OpBuilder &b, Location loc,
+                                const AttentionSpec &spec, Value s,
                                 Value maskVal, Value visible, bool scale,
                                 Value alibiBias) {
   Type f32 = b.getF32Type();
   auto cstF = [&](double v) {
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, v));
   };
-  if (scale && scoreScale(op) != 1.0)
-    s = arith::MulFOp::create(b, loc, s, cstF(scoreScale(op)));
-  if (auto cap = op.getSoftcap()) {
-    double c = cap->convertToDouble();
+  if (scale && scoreScale(spec) != 1.0)
+    s = arith::MulFOp::create(b, loc, s, cstF(scoreScale(spec)));
+  if (spec.softcap) {
+    double c = *spec.softcap;
     Value t = math::TanhOp::create(
         b, loc, arith::MulFOp::create(b, loc, s, cstF(1.0 / c)));
     s = arith::MulFOp::create(b, loc, t, cstF(c));

@@ -4,6 +4,7 @@
 #define ATTN_MLIR_LIB_DIALECT_ATTN_TRANSFORMS_UTILS_H
 
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -41,9 +42,10 @@ LogicalResult checkStaticShapes(Operation *root, StringRef pass) {
 }
 
 /// Builds the i1 "key j is visible from query i" predicate for the causal
-/// mask and the sliding window of `op` (true when neither applies). `i` and
+/// mask and the sliding window of `spec` (true when neither applies). `i` and
 /// `j` are index values.
-Value buildVisibility(OpBuilder &b, Location loc, SdpaOp op, Value i, Value j);
+Value buildVisibility(OpBuilder &b, Location loc, const AttentionSpec &spec,
+                      Value i, Value j);
 
 /// Indexing map of a mask broadcast to [B, Hq, Tq, Tk] (numpy rules, rank 2
 /// to 4), as a map from the four dimensions (b, h, i, j) placed at
@@ -72,10 +74,10 @@ Value rowLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
 /// is subtracted, exp(c · (s - m)) with s - m <= 0, as FlashAttention applies
 /// its softmax scale: nothing overflows. Returns that c (1 when the whole
 /// scale is applied to the scores).
-double exponentScale(SdpaOp op);
+double exponentScale(const AttentionSpec &spec);
 
 /// The part of the scale applied to the scores (scale / exponentScale).
-double scoreScale(SdpaOp op);
+double scoreScale(const AttentionSpec &spec);
 
 /// exp(c · (x - mSafe)) for a row maximum already through safeRowMax, or
 /// exp2 with `base2`; no multiply when c is 1.
@@ -87,14 +89,16 @@ Value scaleRowMax(OpBuilder &b, Location loc, Value m, double c);
 
 /// The ALiBi bias slope · |i + Tk - Tq - j| of the score at index
 /// positions (i, j), in f32.
-Value buildAlibiBias(OpBuilder &b, Location loc, SdpaOp op, Value slope,
+Value buildAlibiBias(OpBuilder &b, Location loc, const AttentionSpec &spec,
+                     Value slope,
                      Value i, Value j);
 
 /// Applies scoreScale (unless `scale` is false: the caller folded it into Q),
 /// softcap, the ALiBi bias (subtracted), the mask value and the visibility
 /// predicate to an f32 score. `alibiBias`, `maskVal` and `visible` are null
 /// when the op has none (every key visible).
-Value applyScoreModifiers(OpBuilder &b, Location loc, SdpaOp op, Value s,
+Value applyScoreModifiers(OpBuilder &b, Location loc,
+                          const AttentionSpec &spec, Value s,
                           Value maskVal, Value visible, bool scale = true,
                           Value alibiBias = {});
 

@@ -29,6 +29,20 @@
 namespace mlir {
 namespace attn {
 
+/// What the score modifiers and the visibility of one attention depend on,
+/// read from attn.sdpa or from the tile-level ops.
+struct AttentionSpec {
+  double scale = 1.0; ///< the effective scale of Q·Kᵀ
+  std::optional<double> softcap;
+  CausalKind causal = CausalKind::none;
+  int64_t windowLeft = -1, windowRight = -1; ///< -1: unbounded
+  /// Tq and Tk: they align causal (bottom-right), windows and ALiBi.
+  int64_t queryLength = 0, keyLength = 0;
+  bool hasMask = false, floatMask = false, hasAlibi = false;
+
+  static AttentionSpec get(SdpaOp op);
+};
+
 /// A tile as the backend holds it: one tensor (CPU), or the registers of
 /// one thread (one value per fragment or per row).
 using Tile = SmallVector<Value, 4>;
@@ -80,7 +94,7 @@ public:
 /// How the raw scores of one attn.sdpa become logits, and the units of
 /// the exponent.
 struct ScoreForm {
-  mutable SdpaOp op; // Op accessors are not const.
+  AttentionSpec spec;
   /// The backend multiplied Q (or the scores) by scoreScale(op) already.
   bool scaleFolded = false;
   /// Logits in log2 units: the softmax exponentiates with exp2.
@@ -104,7 +118,7 @@ struct KeyVisibility {
   std::optional<int64_t> lower, upper; ///< lower <= j - i <= upper
   int64_t numKeys;
 
-  explicit KeyVisibility(SdpaOp op);
+  explicit KeyVisibility(const AttentionSpec &spec);
   bool bounded() const { return lower || upper; }
   /// [lo, hi): the keys some row of [qFirst, qLast] can see (lo >= hi when
   /// none).
