@@ -482,5 +482,128 @@ LogicalResult SoftmaxOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Tile-level ops
+//===----------------------------------------------------------------------===//
+
+/// Checks the rank of each (value, name, layout) and that the state tiles
+/// (m, l: [M]; acc: [M, Dv]) agree with each other.
+static LogicalResult
+verifyRanks(Operation *op,
+            ArrayRef<std::tuple<Value, StringRef, int64_t>> values) {
+  for (auto [v, name, rank] : values) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != rank)
+      return op->emitOpError("expected ")
+             << name << " to have rank " << rank << ", found "
+             << formatType(t);
+  }
+  return success();
+}
+
+static LogicalResult verifyState(Operation *op, Value m, Value l, Value acc,
+                                 StringRef what) {
+  if (failed(verifyRanks(op, {{m, "the row maximum", 1},
+                              {l, "the row sum", 1},
+                              {acc, "the accumulator", 2}})))
+    return failure();
+  int64_t rows = cast<RankedTensorType>(m.getType()).getDimSize(0);
+  if (!dimsAgree(cast<RankedTensorType>(l.getType()).getDimSize(0), rows) ||
+      !dimsAgree(cast<RankedTensorType>(acc.getType()).getDimSize(0), rows))
+    return op->emitOpError("expected ")
+           << what << " row maximum, row sum and accumulator to have the same "
+           << "rows, found " << formatType(m.getType()) << ", "
+           << formatType(l.getType()) << " and " << formatType(acc.getType());
+  return success();
+}
+
+/// The results of an op that updates a state have the state's types.
+static LogicalResult verifyResultsLikeState(Operation *op, ValueRange state) {
+  for (auto [res, in] : llvm::zip(op->getResults(), state))
+    if (res.getType() != in.getType())
+      return op->emitOpError("expected result types to match the state, "
+                             "found ")
+             << formatType(res.getType()) << " for "
+             << formatType(in.getType());
+  return success();
+}
+
+static LogicalResult verifyExponentScale(Operation *op, double c) {
+  if (!std::isfinite(c) || c <= 0.0)
+    return op->emitOpError("expected exponent_scale to be finite and > 0, "
+                           "found ")
+           << c;
+  return success();
+}
+
+std::pair<int64_t, int64_t> OnlineStepOp::getWindowBounds() {
+  auto clamp = [](int64_t w) { return w > (int64_t(1) << 40) ? -1 : w; };
+  if (auto w = getWindow(); w && w->size() == 2)
+    return {clamp((*w)[0]), clamp((*w)[1])};
+  return {-1, -1};
+}
+
+LogicalResult OnlineStepOp::verify() {
+  if (failed(verifyKnownAttributes(*this)) ||
+      failed(verifyRanks(*this, {{getQuery(), "the query tile", 2},
+                                 {getKey(), "the key block", 2},
+                                 {getValue(), "the value block", 2}})) ||
+      failed(verifyState(*this, getMax(), getSum(), getAcc(), "the")))
+    return failure();
+  auto qT = getQuery().getType(), kT = getKey().getType(),
+       vT = getValue().getType();
+  Type elt = qT.getElementType();
+  if (kT.getElementType() != elt || vT.getElementType() != elt)
+    return emitOpError("expected key and value element types to match the "
+                       "query element type ")
+           << elt << ", found " << kT.getElementType() << " and "
+           << vT.getElementType();
+  auto accT = getAcc().getType();
+  int64_t rows = qT.getDimSize(0), keys = kT.getDimSize(0);
+  if (!dimsAgree(qT.getDimSize(1), kT.getDimSize(1)) ||
+      !dimsAgree(keys, vT.getDimSize(0)) ||
+      !dimsAgree(accT.getDimSize(0), rows) ||
+      !dimsAgree(accT.getDimSize(1), vT.getDimSize(1)))
+    return emitOpError("expected query [M, D], key [N, D], value [N, Dv] and "
+                       "accumulator [M, Dv], found ")
+           << formatType(qT) << ", " << formatType(kT) << ", "
+           << formatType(vT) << " and " << formatType(accT);
+  if (failed(verifyResultsLikeState(*this, {getMax(), getSum(), getAcc()})))
+    return failure();
+  if (getQueryLength() < 1 || getKeyLength() < 1)
+    return emitOpError("expected query_length and key_length >= 1, found ")
+           << getQueryLength() << " and " << getKeyLength();
+  if (Value mask = getMask())
+    if (failed(verifyMask(*this, cast<RankedTensorType>(mask.getType()), elt,
+                          {1, 1, rows, keys}, "the tile [M, N] =")))
+      return failure();
+  return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
+}
+
+LogicalResult OnlineMergeOp::verify() {
+  if (failed(verifyKnownAttributes(*this)) ||
+      failed(verifyState(*this, getMax(), getSum(), getAcc(), "the")))
+    return failure();
+  return verifyExponentScale(*this, getExponentScale().convertToDouble());
+}
+
+LogicalResult OnlineFinishOp::verify() {
+  if (failed(verifyKnownAttributes(*this)) ||
+      failed(verifyState(*this, getMax(), getSum(), getAcc(), "the")))
+    return failure();
+  auto oT = getOutput().getType();
+  if (!shapesAgree(oT.getShape(), getAcc().getType().getShape()))
+    return emitOpError("expected the output to have the accumulator's shape ")
+           << formatShape(getAcc().getType().getShape()) << ", found "
+           << formatType(oT);
+  if (Value lse = getLse())
+    if (!shapesAgree(cast<RankedTensorType>(lse.getType()).getShape(),
+                     getMax().getType().getShape()))
+      return emitOpError("expected the LSE to have the row maximum's shape ")
+             << formatShape(getMax().getType().getShape()) << ", found "
+             << formatType(lse.getType());
+  return verifyExponentScale(*this, getExponentScale().convertToDouble());
+}
+
 #define GET_OP_CLASSES
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.cpp.inc"

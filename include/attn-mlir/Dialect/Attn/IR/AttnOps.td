@@ -222,4 +222,142 @@ def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Tile-level ops: the online-softmax loop nest of attn-tile
+//===----------------------------------------------------------------------===//
+
+def Attn_F32Tensor : RankedTensorOf<[F32]>;
+
+def Attn_OnlineStepOp : Attn_Op<"online_step",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "one online-softmax step: a query tile against one key block";
+  let description = [{
+    The body of the key loop that `attn-tile` produces, and the contract
+    between it and the backends (CPU: `attn-decompose-online`, CUDA: the
+    kernel lowering). With the query tile `Q : [M, D]` (rows `i =
+    query_offset + r`), the key and value block `K : [N, D]`, `V : [N, Dv]`
+    (keys `j = key_offset + c`) and the running state `m, l : [M]`, `acc :
+    [M, Dv]` (f32):
+
+    ```
+    s   = the logits of Q·Kᵀ: scale, softcap, ALiBi (alibi_slope), the mask
+          tile, causal and window, exactly as attn.sdpa with
+          Tq = query_length and Tk = key_length
+    m'  = max(m, rowmax s)
+    l'  = l · e^(c (m - m')) + rowsum e^(c (s - m'))
+    acc'= acc · e^(c (m - m')) + e^(c (s - m')) · V
+    ```
+
+    where `c` is the exponent scale (`scale` when it is above 1 and no
+    softcap, float mask or ALiBi needs the scaled score, else 1; the rest of
+    the scale is on `s`). A row that has seen no visible key keeps `m = -inf`
+    and `l = 0`. The mask tile has rank 2 to 4; its last two dimensions are
+    `M` (or 1) and `N` (or 1), the others 1. The state starts at (-inf, 0,
+    0); `attn.online_finish` turns it into the output.
+
+    ```mlir
+    %m1, %l1, %acc1 = attn.online_step %qt, %kt, %vt
+        state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>)
+        at(%q0, %kb)
+        {scale = 0.125 : f32, causal = #attn.causal<top_left>,
+         query_length = 100 : i64, key_length = 100 : i64}
+        : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>
+        -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+    ```
+  }];
+
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+      Attn_FloatTensor:$value, Optional<Attn_MaskTensor>:$mask,
+      Optional<F32>:$alibi_slope,
+      Attn_F32Tensor:$max, Attn_F32Tensor:$sum, Attn_F32Tensor:$acc,
+      Index:$query_offset, Index:$key_offset,
+      F32Attr:$scale,
+      DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
+      OptionalAttr<DenseI64ArrayAttr>:$window,
+      OptionalAttr<F32Attr>:$softcap,
+      I64Attr:$query_length, I64Attr:$key_length);
+  let results = (outs Attn_F32Tensor:$new_max, Attn_F32Tensor:$new_sum,
+      Attn_F32Tensor:$new_acc);
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`alibi` `(` $alibi_slope^ `)`)?
+    `state` `(` $max `,` $sum `,` $acc `:` type($max) `,` type($sum) `,`
+    type($acc) `)` `at` `(` $query_offset `,` $key_offset `)`
+    attr-dict `:` type($query) `,` type($key) `,` type($value)
+    `->` type($new_max) `,` type($new_sum) `,` type($new_acc)
+  }];
+
+  let extraClassDeclaration = [{
+    /// Left and right window extents, -1 when unbounded (or no window).
+    std::pair<int64_t, int64_t> getWindowBounds();
+  }];
+
+  let hasVerifier = 1;
+}
+
+def Attn_OnlineMergeOp : Attn_Op<"online_merge",
+    [Pure, AllTypesMatch<["max", "sum", "other_max", "other_sum", "new_max",
+                          "new_sum"]>,
+     AllTypesMatch<["acc", "other_acc", "new_acc"]>]> {
+  let summary = "merges the online-softmax states of two disjoint key ranges";
+  let description = [{
+    For the same rows, with `M = max(m_a, m_b)` and `c` the exponent scale:
+
+    ```
+    m = M,  l = l_a e^(c (m_a - M)) + l_b e^(c (m_b - M)),
+    acc = acc_a e^(c (m_a - M)) + acc_b e^(c (m_b - M))
+    ```
+
+    (a row with `M = -inf` has `l = 0`, `acc = 0`). `attn-tile` merges the
+    chunks of very long key ranges with it (an f32 sum of more than 2^24
+    terms stalls); split-KV attention merges the splits the same way.
+
+    ```mlir
+    %m, %l, %acc = attn.online_merge state(%m0, %l0, %acc0)
+        with(%m1, %l1, %acc1) : tensor<32xf32>, tensor<32x64xf32>
+    ```
+  }];
+
+  let arguments = (ins Attn_F32Tensor:$max, Attn_F32Tensor:$sum,
+      Attn_F32Tensor:$acc, Attn_F32Tensor:$other_max,
+      Attn_F32Tensor:$other_sum, Attn_F32Tensor:$other_acc,
+      DefaultValuedAttr<F64Attr, "1.0">:$exponent_scale);
+  let results = (outs Attn_F32Tensor:$new_max, Attn_F32Tensor:$new_sum,
+      Attn_F32Tensor:$new_acc);
+
+  let assemblyFormat = [{
+    `state` `(` $max `,` $sum `,` $acc `)`
+    `with` `(` $other_max `,` $other_sum `,` $other_acc `)`
+    attr-dict `:` type($max) `,` type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_OnlineFinishOp : Attn_Op<"online_finish",
+    [Pure, AllTypesMatch<["max", "sum"]>]> {
+  let summary = "the output (and LSE) of a finished online-softmax state";
+  let description = [{
+    `O = acc / l` in the result's element type, 0 for a row that saw no
+    visible key (`l == 0`), and with a second result the natural-log LSE
+    `c · m + log l` (-inf for such a row), `c` the exponent scale.
+
+    ```mlir
+    %o, %lse = attn.online_finish state(%m, %l, %acc)
+        : tensor<32xf32>, tensor<32x64xf32> -> tensor<32x64xf16>, tensor<32xf32>
+    ```
+  }];
+
+  let arguments = (ins Attn_F32Tensor:$max, Attn_F32Tensor:$sum,
+      Attn_F32Tensor:$acc,
+      DefaultValuedAttr<F64Attr, "1.0">:$exponent_scale);
+  let results = (outs Attn_FloatTensor:$output, Optional<Attn_F32Tensor>:$lse);
+
+  let assemblyFormat = [{
+    `state` `(` $max `,` $sum `,` $acc `)` attr-dict `:` type($max) `,`
+    type($acc) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ATTN_OPS_TD
