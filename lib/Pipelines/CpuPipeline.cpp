@@ -2,7 +2,9 @@
 //
 // Stage contract (each stage verifies on its own):
 //   attn-decompose-mha      no attn.mha remains
-//   attn-tile               attn.sdpa -> scf.forall/scf.for + linalg on tiles
+//   attn-tile               attn.sdpa -> scf.forall/scf.for of attn.online_step,
+//                           online_merge, online_finish (backend-neutral)
+//   attn-decompose-online   the tile-level ops -> linalg on tensors
 //   attn-lower-reference    no attn op remains (softmax, untiled sdpa)
 //   attn-copy-repeated-results  no tensor is returned twice
 //   bufferization           memrefs only; results are caller-allocated
@@ -92,6 +94,7 @@ void attn::buildCpuPipeline(OpPassManager &pm,
     tile.qBlock = options.qBlock;
     tile.kvBlock = options.kvBlock;
     pm.addPass(createAttnTilePass(tile));
+    pm.addPass(createAttnDecomposeOnlinePass());
   }
   pm.addPass(createAttnLowerReferencePass());
   pm.addPass(createCanonicalizerPass());

@@ -648,7 +648,7 @@ void Kernel::buildSimt() {
       // layout to specialize.
       Tile logits = scoresToLogits(ops, form, {partial}, /*predicate=*/true);
       OnlineState next = onlineSoftmaxStep(
-          ops, form, logits,
+          ops, form.exponent(), logits,
           {{it[0]}, {it[1]}, Tile(it.begin() + 2, it.end())});
       SmallVector<Value> yields{next.m[0], next.l[0]};
       yields.append(next.acc.begin(), next.acc.end());
@@ -663,7 +663,7 @@ void Kernel::buildSimt() {
   auto res = loop.getResults();
   SimtTileOps ops(*this, row, Value(), Value(), Value());
   OnlineResult fin = finishOnlineState(
-      ops, form, {{res[0]}, {res[1]}, Tile(res.begin() + 2, res.end())},
+      ops, form.exponent(), {{res[0]}, {res[1]}, Tile(res.begin() + 2, res.end())},
       cfg.elt, static_cast<bool>(lse));
   auto inRange = scf::IfOp::create(b, k.lt(row, cfg.tq));
   OpBuilder::InsertionGuard ig(b);
@@ -815,7 +815,7 @@ void Kernel::buildTensorCore() {
       x = scoresToLogits(ops, form, s, false);
     }
     OnlineState next =
-        onlineSoftmaxStep(ops, form, x, split(loop.getRegionIterArgs()));
+        onlineSoftmaxStep(ops, form.exponent(), x, split(loop.getRegionIterArgs()));
     if (cfg.stages == 1)
       gpu::BarrierOp::create(b);
     SmallVector<Value> yields(next.m.begin(), next.m.end());
@@ -826,7 +826,7 @@ void Kernel::buildTensorCore() {
   // Nothing may still be in flight when the kernel ends.
   waitAll(commit());
   FragmentTileOps ops(*this, Value(), Value());
-  storeFragments(finishOnlineState(ops, form, split(loop.getResults()),
+  storeFragments(finishOnlineState(ops, form.exponent(), split(loop.getResults()),
                                    cfg.elt, static_cast<bool>(lse)));
 }
 

@@ -19,7 +19,7 @@ static Value cstF32(OpBuilder &b, Location loc, double v) {
 // ScoreForm
 //===----------------------------------------------------------------------===//
 
-double ScoreForm::expScale() const { return exponentScale(spec); }
+Exponent ScoreForm::exponent() const { return {exponentScale(spec), base2}; }
 
 /// Softcap, ALiBi and masks need the scaled score in natural units;
 /// otherwise the scale (and log2 e) is one multiply.
@@ -37,9 +37,7 @@ bool ScoreForm::isIdentity() const {
   return !needsNaturalScore(spec) && plainFactor(*this) == 1.0;
 }
 
-bool ScoreForm::needsPositions() const {
-  return spec.hasAlibi;
-}
+bool ScoreForm::needsPositions() const { return spec.hasAlibi; }
 
 Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
                        Value visible) const {
@@ -56,9 +54,9 @@ Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
     return applyScoreModifiers(b, loc, spec, s, Value(), visible,
                                /*scale=*/false);
   }
-  Value bias = site.slope
-                   ? buildAlibiBias(b, loc, spec, site.slope, site.row, site.col)
-                   : Value();
+  Value bias =
+      site.slope ? buildAlibiBias(b, loc, spec, site.slope, site.row, site.col)
+                 : Value();
   Value x = applyScoreModifiers(b, loc, spec, s, site.maskVal, visible,
                                 /*scale=*/!scaleFolded, bias);
   // -inf stays -inf.
@@ -144,10 +142,10 @@ static Value productOf(OpBuilder &b, Location loc, ValueRange a) {
   return arith::MulFOp::create(b, loc, a[0], a[1]);
 }
 
-OnlineState attn::onlineSoftmaxStep(TileOps &t, const ScoreForm &form,
-                                    const Tile &logits, const OnlineState &s) {
-  double c = form.expScale();
-  bool base2 = form.base2;
+OnlineState attn::onlineSoftmaxStep(TileOps &t, Exponent e, const Tile &logits,
+                                    const OnlineState &s) {
+  double c = e.scale;
+  bool base2 = e.base2;
   Tile blockMax = t.rowMax(logits);
   // a = exp(m - m'), with m' = max(m, rowmax) replaced by 0 while it is
   // -inf (a row that has seen no key yet): exp(-inf - 0) = 0, never NaN.
@@ -170,11 +168,11 @@ OnlineState attn::onlineSoftmaxStep(TileOps &t, const ScoreForm &form,
   return {m, l, acc};
 }
 
-OnlineState attn::mergeOnlineStates(TileOps &t, const ScoreForm &form,
+OnlineState attn::mergeOnlineStates(TileOps &t, Exponent e,
                                     const OnlineState &run,
                                     const OnlineState &part) {
-  double c = form.expScale();
-  bool base2 = form.base2;
+  double c = e.scale;
+  bool base2 = e.base2;
   auto factor = [&](bool ofRun) {
     return t.mapRows({run.m, part.m}, {},
                      [&](OpBuilder &b, Location loc, ValueRange a) {
@@ -197,7 +195,7 @@ OnlineState attn::mergeOnlineStates(TileOps &t, const ScoreForm &form,
   return {m, l, acc};
 }
 
-OnlineResult attn::finishOnlineState(TileOps &t, const ScoreForm &form,
+OnlineResult attn::finishOnlineState(TileOps &t, Exponent e,
                                      const OnlineState &state, Type elt,
                                      bool withLse) {
   Tile l = t.completeRowSum(state.l);
@@ -219,7 +217,7 @@ OnlineResult attn::finishOnlineState(TileOps &t, const ScoreForm &form,
   if (!withLse)
     return res;
   // m is in logit units: natural units are m · c (· ln 2 for base 2).
-  double toNatural = form.expScale() * (form.base2 ? kLn2 : 1.0);
+  double toNatural = e.scale * (e.base2 ? kLn2 : 1.0);
   res.lse = t.mapRows(
       {state.m, l}, {}, [&](OpBuilder &b, Location loc, ValueRange a) {
         return rowLogSumExp(b, loc, scaleRowMax(b, loc, a[0], toNatural), a[1]);

@@ -140,9 +140,26 @@ AttentionSpec AttentionSpec::get(SdpaOp op) {
   return spec;
 }
 
+AttentionSpec AttentionSpec::get(OnlineStepOp op) {
+  AttentionSpec spec;
+  spec.scale = op.getScale().convertToDouble();
+  if (auto cap = op.getSoftcap())
+    spec.softcap = cap->convertToDouble();
+  spec.causal = op.getCausal();
+  std::tie(spec.windowLeft, spec.windowRight) = op.getWindowBounds();
+  spec.queryLength = op.getQueryLength();
+  spec.keyLength = op.getKeyLength();
+  if (Value mask = op.getMask()) {
+    spec.hasMask = true;
+    spec.floatMask =
+        !cast<ShapedType>(mask.getType()).getElementType().isInteger(1);
+  }
+  spec.hasAlibi = static_cast<bool>(op.getAlibiSlope());
+  return spec;
+}
+
 double attn::exponentScale(const AttentionSpec &spec) {
-  return spec.scale > 1.0 && !spec.softcap && !spec.floatMask &&
-                 !spec.hasAlibi
+  return spec.scale > 1.0 && !spec.softcap && !spec.floatMask && !spec.hasAlibi
              ? spec.scale
              : 1.0;
 }

@@ -41,6 +41,7 @@ struct AttentionSpec {
   bool hasMask = false, floatMask = false, hasAlibi = false;
 
   static AttentionSpec get(SdpaOp op);
+  static AttentionSpec get(OnlineStepOp op);
 };
 
 /// A tile as the backend holds it: one tensor (CPU), or the registers of
@@ -91,7 +92,15 @@ public:
   virtual Tile accumulatePV(const Tile &acc, const Tile &p) = 0;
 };
 
-/// How the raw scores of one attn.sdpa become logits, and the units of
+/// The units of the running maximum and of the exponent: the softmax
+/// weights are e^(scale (s - m)), or 2^(scale (s - m)) with `base2` (the
+/// logits then carry a factor log2 e).
+struct Exponent {
+  double scale = 1.0;
+  bool base2 = false;
+};
+
+/// How the raw scores of one attention become logits, and the units of
 /// the exponent.
 struct ScoreForm {
   AttentionSpec spec;
@@ -100,8 +109,8 @@ struct ScoreForm {
   /// Logits in log2 units: the softmax exponentiates with exp2.
   bool base2 = false;
 
-  /// The scale applied in the exponent (exponentScale(op)).
-  double expScale() const;
+  /// The scale applied in the exponent (exponentScale(spec)) and the base.
+  Exponent exponent() const;
   /// The logit of one score: the score modifiers of the op, then -inf where
   /// `visible` (i1, or null) or `site.inBounds` is false.
   Value logit(OpBuilder &b, Location loc, const ScoreSite &site,
@@ -143,13 +152,13 @@ Tile scoresToLogits(TileOps &t, const ScoreForm &form, const Tile &scores,
 
 /// One online-softmax step over a block of logits. Each result reuses the
 /// storage of the state it updates.
-OnlineState onlineSoftmaxStep(TileOps &t, const ScoreForm &form,
-                              const Tile &logits, const OnlineState &state);
+OnlineState onlineSoftmaxStep(TileOps &t, Exponent e, const Tile &logits,
+                              const OnlineState &state);
 
 /// Merges the state of a disjoint range of keys (`part`) into `run`, in
 /// place: M = max(m_run, m_part), each side rescaled by exp(m - M).
-OnlineState mergeOnlineStates(TileOps &t, const ScoreForm &form,
-                              const OnlineState &run, const OnlineState &part);
+OnlineState mergeOnlineStates(TileOps &t, Exponent e, const OnlineState &run,
+                              const OnlineState &part);
 
 /// The output of a finished state: O = acc / l in `elt` (0 for a row that
 /// saw no key) and, with `withLse`, the natural-log LSE per row (-inf for
@@ -157,9 +166,8 @@ OnlineState mergeOnlineStates(TileOps &t, const ScoreForm &form,
 struct OnlineResult {
   Tile output, lse;
 };
-OnlineResult finishOnlineState(TileOps &t, const ScoreForm &form,
-                               const OnlineState &state, Type elt,
-                               bool withLse);
+OnlineResult finishOnlineState(TileOps &t, Exponent e, const OnlineState &state,
+                               Type elt, bool withLse);
 
 } // namespace attn
 } // namespace mlir

@@ -35,6 +35,10 @@ void populateLowerReferencePatterns(RewritePatternSet &patterns);
 void populateTilePatterns(RewritePatternSet &patterns, int64_t qBlock,
                           int64_t kvBlock);
 
+/// Patterns rewriting attn.online_step, online_merge and online_finish into
+/// linalg ops on tensors (the CPU layout of the shared algorithm).
+void populateDecomposeOnlinePatterns(RewritePatternSet &patterns);
+
 /// Rewrites a static-shape `op` into the online-softmax loop nest (the
 /// attn-tile contract): an scf.forall over (b, h, q-block) whose results
 /// replace op's, an scf.for over the visible key blocks carrying (m, l,

@@ -106,34 +106,31 @@ def AttnPrintCostPass : Pass<"attn-print-cost", "::mlir::ModuleOp"> {
 
 def AttnTilePass : Pass<"attn-tile"> {
   let summary = "Rewrite attn.sdpa into the tiled online-softmax loop nest "
-                "(FlashAttention)";
+                "(FlashAttention) of tile-level attn ops";
   let description = [{
-    Each `attn.sdpa` becomes an `scf.forall` over (batch, query head,
-    query block) whose body runs an `scf.for` over key/value blocks carrying
-    the running row maximum `m`, the running row sum `l` and the f32
-    accumulator; each step rescales by `exp(m_old - m_new)`. The scores of
-    one `q-block x kv-block` tile are the only ones that ever exist, so
-    memory is O(T), not O(T²).
+    Each `attn.sdpa` becomes the backend-neutral loop nest that both
+    backends consume (CPU: `attn-decompose-online`; CUDA: the kernel
+    lowering): an `scf.forall` over (batch, query head, query block) whose
+    body slices its query tile, runs an `scf.for` over the visible key
+    blocks carrying the running row maximum `m`, row sum `l` and f32
+    accumulator (initially -inf, 0, 0) through one `attn.online_step` per
+    block, and ends with `attn.online_finish` and `tensor.parallel_insert_slice`
+    of the output (and LSE) tile. The scores of one `q-block x kv-block`
+    tile are the only ones that ever exist, so memory is O(T), not O(T²).
 
-    - GQA/MQA: the loop indexes key/value head `h / (Hq / Hkv)`; K and V are
+    - GQA/MQA: the loop slices key/value head `h / (Hq / Hkv)`; K and V are
       never copied per head.
     - Causal and window masks bound the key loop of each query block, so
-      blocks that are entirely masked are never visited; the element-wise
-      predicate runs only on blocks that cross the mask's boundary (an
-      `scf.if` picks the unmasked tile otherwise).
-    - Fully masked rows end with `l == 0` and produce exactly 0 (LSE -inf);
-      a row maximum of -inf is replaced by 0 before exponentiating, so no NaN
-      is created; NaN inputs still propagate.
-    - The K tile is transposed once per block so that both matmuls run with
-      the innermost loop over contiguous memory.
+      blocks that are entirely masked are never visited.
     - More than 16384 keys: the key loop runs in chunks of 16384 keys, each
       an online softmax from (-inf, 0, 0) merged exactly into the running
-      statistics (the split-KV merge), so that no f32 row sum grows past
-      16384 terms (a sum of 2^24 terms of about 1 stalls).
-    - A scale at most 1 is folded into Q; a larger one is applied in the
-      exponent after the row maximum is subtracted, exp(scale · (s - m)),
-      or, with softcap or a float mask, to each score: folded into Q it
-      could overflow f32 where the exact answer is finite.
+      state with `attn.online_merge` (the split-KV merge), so that no f32
+      row sum grows past 16384 terms (a sum of 2^24 terms of about 1
+      stalls).
+    - The step carries the attention's facts (scale, softcap, causal,
+      window, Tq, Tk, mask tile, ALiBi slope of the head); a scale above 1
+      goes to the exponent (`exponent_scale` of merge and finish) unless
+      softcap, a float mask or ALiBi needs the scaled score.
 
     Only static shapes are supported.
   }];
@@ -148,6 +145,27 @@ def AttnTilePass : Pass<"attn-tile"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect"];
+}
+
+def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
+  let summary = "Decompose the tile-level online-softmax ops into linalg on "
+                "tensors (the CPU backend of attn-tile's loop nest)";
+  let description = [{
+    `attn.online_step` becomes the transposed score tile `Sᵀ = K · Qᵀ`
+    (`Qᵀ` in f32, times the scale when it is at most 1, built once before the
+    key loop), the logits (softcap, ALiBi, mask; the causal/window predicate
+    only on blocks that cross its boundary, decided per block at run time)
+    and the recurrence, each update written into the storage of the state
+    it replaces so that bufferization keeps the loop in place.
+    `attn.online_merge` and `attn.online_finish` become element-wise
+    `linalg.generic` ops. The algorithm is the one the CUDA kernels use
+    (`OnlineSoftmax.h`); only the tile layout is the CPU's.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {

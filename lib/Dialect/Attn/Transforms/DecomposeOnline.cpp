@@ -1,0 +1,335 @@
+//===- DecomposeOnline.cpp - tile-level attn ops -> linalg ------*- C++ -*-===//
+//
+// The CPU backend of attn-tile's loop nest: attn.online_step, online_merge
+// and online_finish become linalg ops on tensors through the shared
+// algorithm (OnlineSoftmax.h) over the linalg tile layout below.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilder.h"
+#include "Utils.h"
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#define DEBUG_TYPE "attn-decompose-online"
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_ATTNDECOMPOSEONLINEPASS
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// The CPU layout of the online-softmax tiles, as linalg ops on tensors:
+/// scores transposed, Sᵀ [keys, rows] (loops (j, i): both matmuls stream
+/// contiguous rows and the row statistics are element-wise updates of
+/// vectors over the rows); per-row tiles [rows]; accumulators [rows, Dv].
+/// A result with `into` is computed into that tensor, so that
+/// bufferization keeps the loop-carried m, l and acc in place.
+class LinalgTileOps : public TileOps {
+public:
+  explicit LinalgTileOps(LinalgBuilder &in) : in(in) {}
+
+  // The step being built: key block `kb` of the rows from `q0`, its value
+  // tile, the head's ALiBi slope and, with a mask, its mask tile and map.
+  Value q0, kb, vTile, slope, maskTile;
+  AffineMap maskMap;
+
+  Tile mapRows(ArrayRef<Tile> ins, const Tile &into, ElementFn fn) override {
+    return {mapInto(ins, {}, into, in.b.getF32Type(), 1, fn)};
+  }
+  Tile mapScores(const Tile &scores, const Tile &rows, ElementFn fn) override {
+    Value s = scores[0];
+    return {in.generic(like(s, in.b.getF32Type()), ValueRange{s, rows[0]},
+                       {in.map(2, {0, 1}), in.map(2, {1}), in.map(2, {0, 1})},
+                       {kPar, kPar}, fn)};
+  }
+  Tile
+  mapScoreSites(const Tile &scores, bool positions,
+                function_ref<Value(OpBuilder &, Location, const ScoreSite &)>
+                    fn) override {
+    Value s = scores[0];
+    SmallVector<Value> ins{s};
+    SmallVector<AffineMap> maps{in.map(2, {0, 1})};
+    if (maskTile) {
+      ins.push_back(maskTile);
+      maps.push_back(maskMap);
+    }
+    maps.push_back(in.map(2, {0, 1}));
+    return {in.generic(
+        like(s, in.b.getF32Type()), ins, maps, {kPar, kPar},
+        [&](OpBuilder &bb, Location bl, ValueRange a) {
+          ScoreSite site{a[0], maskTile ? a[1] : Value(), {}, {}, {}, slope};
+          if (positions) {
+            site.row = arith::AddIOp::create(
+                bb, bl, q0, linalg::IndexOp::create(bb, bl, 1));
+            site.col = arith::AddIOp::create(
+                bb, bl, kb, linalg::IndexOp::create(bb, bl, 0));
+          }
+          return fn(bb, bl, site);
+        })};
+  }
+  Tile mapAcc(ArrayRef<Tile> accs, ArrayRef<Tile> rows, const Tile &into,
+              Type elt, ElementFn fn) override {
+    return {mapInto(accs, rows, into, elt, 2, fn)};
+  }
+  // Reassociation lets the row reductions vectorize; they are
+  // order-independent up to rounding.
+  Tile rowMax(const Tile &scores) override {
+    Value s = scores[0];
+    Value init =
+        in.filled({tensor::getMixedSizes(in.b, in.loc, s)[1]}, kNegInf);
+    return {reduceRows(s, init, [](OpBuilder &bb, Location bl, ValueRange a) {
+      return arith::MaxNumFOp::create(bb, bl, a[0], a[1],
+                                      arith::FastMathFlags::reassoc)
+          .getResult();
+    })};
+  }
+  Tile rowSum(const Tile &p, const Tile &init) override {
+    return {
+        reduceRows(p[0], init[0], [](OpBuilder &bb, Location bl, ValueRange a) {
+          return arith::AddFOp::create(bb, bl, a[1], a[0],
+                                       arith::FastMathFlags::reassoc)
+              .getResult();
+        })};
+  }
+  // acc' = acc + P · V, P read through Pᵀ; loops (i, j, e).
+  Tile accumulatePV(const Tile &acc, const Tile &p) override {
+    return {in.generic(
+        acc[0], ValueRange{p[0], vTile},
+        {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
+        {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+          Value prod = arith::MulFOp::create(
+              bb, bl, a[0], castFloat(bb, bl, a[1], bb.getF32Type()));
+          return arith::AddFOp::create(bb, bl, a[2], prod).getResult();
+        })};
+  }
+
+private:
+  LinalgBuilder &in;
+
+  Value like(Value v, Type elt) {
+    return in.empty(tensor::getMixedSizes(in.b, in.loc, v), elt);
+  }
+  Value reduceRows(Value s, Value init, ElementFn fn) {
+    return in.generic(init, ValueRange{s}, {in.map(2, {0, 1}), in.map(2, {1})},
+                      {kRed, kPar}, fn);
+  }
+  /// fn over `tiles` (of rank `rank`) and `rows` (broadcast along the
+  /// columns) into `into` or a new tensor of `elt`. The tile that is
+  /// `into` is read through the output operand, not as an input.
+  Value mapInto(ArrayRef<Tile> tiles, ArrayRef<Tile> rows, const Tile &into,
+                Type elt, unsigned rank, ElementFn fn) {
+    Value dest = into.empty() ? like(tiles[0][0], elt) : into[0];
+    SmallVector<unsigned> all{0, 1};
+    all.resize(rank);
+    AffineMap id = in.map(rank, all), row = in.map(rank, {0});
+    SmallVector<Value> ins;
+    SmallVector<AffineMap> maps;
+    SmallVector<int> source; // operand k: -1 = the output, else its input
+    auto add = [&](Value v, AffineMap m) {
+      if (!into.empty() && v == into[0]) {
+        source.push_back(-1);
+        return;
+      }
+      source.push_back(ins.size());
+      ins.push_back(v);
+      maps.push_back(m);
+    };
+    for (const Tile &t : tiles)
+      add(t[0], id);
+    for (const Tile &r : rows)
+      add(r[0], row);
+    maps.push_back(id);
+    SmallVector<utils::IteratorType> iters(rank, kPar);
+    return in.generic(dest, ins, maps, iters,
+                      [&](OpBuilder &bb, Location bl, ValueRange a) {
+                        SmallVector<Value> vals;
+                        for (int k : source)
+                          vals.push_back(k < 0 ? a.back() : a[k]);
+                        return fn(bb, bl, vals);
+                      });
+  }
+};
+
+/// Qᵀ [D, M] in f32 times `scale`: scores are computed transposed,
+/// Sᵀ = K_blk · Qᵀ (see LinalgTileOps), one multiply per element of Q
+/// instead of one per score. Built before the outermost loop that `query`
+/// is invariant in, so that it happens once per query tile.
+static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
+                           double scale) {
+  Operation *anchor = op;
+  Value query = op.getQuery();
+  while (auto loop = anchor->getParentOfType<scf::ForOp>()) {
+    if (loop->isAncestor(query.getParentBlock()->getParentOp()))
+      break;
+    anchor = loop;
+  }
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(anchor);
+  LinalgBuilder bld{rewriter, op.getLoc(), rewriter.getContext()};
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(rewriter, op.getLoc(), query);
+  Type f32 = rewriter.getF32Type();
+  return bld.generic(bld.empty({sizes[1], sizes[0]}, f32), ValueRange{query},
+                     {bld.map(2, {1, 0}), bld.map(2, {0, 1})}, {kPar, kPar},
+                     [&](OpBuilder &bb, Location bl, ValueRange a) {
+                       Value x = castFloat(bb, bl, a[0], f32);
+                       Value c = arith::ConstantOp::create(
+                           bb, bl, bb.getF32FloatAttr(scale));
+                       return arith::MulFOp::create(bb, bl, x, c).getResult();
+                     });
+}
+
+/// The indexing map of a mask tile in the (j, i) loops of the score tile:
+/// its last two dimensions are the rows and keys unless of size 1
+/// (broadcast), every other dimension is 1.
+static AffineMap maskTileMap(MLIRContext *ctx, RankedTensorType mT) {
+  int64_t rank = mT.getRank();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k < rank - 2 || mT.getDimSize(k) == 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(k == rank - 2 ? 1 : 0, ctx));
+  }
+  return AffineMap::get(2, 0, exprs, ctx);
+}
+
+/// attn.online_step -> Sᵀ = K · Qᵀ, the logits (the visibility predicate
+/// only on blocks that cross its boundary, decided at run time), and the
+/// recurrence, each update in the storage of the state it replaces.
+struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnlineStepOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    AttentionSpec spec = AttentionSpec::get(op);
+    // The scale is folded into Qᵀ unless it is above 1 (folded into Q it
+    // could overflow Q itself, 3e38 · q = inf): then it stays on the
+    // scores or goes to the exponent (exponentScale).
+    ScoreForm form{spec, scoreScale(spec) <= 1.0, /*base2=*/false};
+    Value qT =
+        buildScaledQT(rewriter, op, form.scaleFolded ? scoreScale(spec) : 1.0);
+    LinalgBuilder in{rewriter, loc, rewriter.getContext()};
+    LinalgTileOps ops(in);
+    ops.q0 = op.getQueryOffset();
+    ops.kb = op.getKeyOffset();
+    ops.vTile = op.getValue();
+    ops.slope = op.getAlibiSlope();
+    if (Value mask = op.getMask()) {
+      ops.maskTile = mask;
+      ops.maskMap = maskTileMap(rewriter.getContext(),
+                                cast<RankedTensorType>(mask.getType()));
+    }
+    OpFoldResult ks = tensor::getMixedSizes(rewriter, loc, op.getKey())[0];
+    OpFoldResult qs = tensor::getMixedSizes(rewriter, loc, op.getQuery())[0];
+    // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i]; loops (j, d, i).
+    Type f32 = rewriter.getF32Type();
+    Value s = in.generic(
+        in.filled({ks, qs}, 0.0), ValueRange{op.getKey(), qT},
+        {in.map(3, {0, 1}), in.map(3, {1, 2}), in.map(3, {0, 2})},
+        {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+          Value p = arith::MulFOp::create(bb, bl, castFloat(bb, bl, a[0], f32),
+                                          castFloat(bb, bl, a[1], f32));
+          return arith::AddFOp::create(bb, bl, a[2], p).getResult();
+        });
+    auto last = [&](Value first, OpFoldResult size) {
+      return arith::SubIOp::create(
+          rewriter, loc,
+          arith::AddIOp::create(rewriter, loc, first, in.val(size)), in.idx(1));
+    };
+    Tile logits;
+    KeyVisibility visibility(spec);
+    if (Value needs = visibility.blockNeedsPredicate(rewriter, loc, ops.q0,
+                                                     last(ops.q0, qs), ops.kb,
+                                                     last(ops.kb, ks))) {
+      // scf.if builds both branches with `rewriter` itself, which `ops`
+      // uses.
+      auto branch = [&](bool predicate) {
+        return [&, predicate](OpBuilder &bb, Location bl) {
+          scf::YieldOp::create(bb, bl,
+                               scoresToLogits(ops, form, {s}, predicate));
+        };
+      };
+      logits = {
+          scf::IfOp::create(rewriter, loc, needs, branch(true), branch(false))
+              .getResult(0)};
+    } else {
+      logits = scoresToLogits(ops, form, {s}, false);
+    }
+    OnlineState next =
+        onlineSoftmaxStep(ops, form.exponent(), logits,
+                          {{op.getMax()}, {op.getSum()}, {op.getAcc()}});
+    rewriter.replaceOp(op, ValueRange{next.m[0], next.l[0], next.acc[0]});
+    return success();
+  }
+};
+
+struct DecomposeMerge : OpRewritePattern<OnlineMergeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnlineMergeOp op,
+                                PatternRewriter &rewriter) const override {
+    LinalgBuilder in{rewriter, op.getLoc(), rewriter.getContext()};
+    LinalgTileOps ops(in);
+    OnlineState merged = mergeOnlineStates(
+        ops, {op.getExponentScale().convertToDouble(), false},
+        {{op.getMax()}, {op.getSum()}, {op.getAcc()}},
+        {{op.getOtherMax()}, {op.getOtherSum()}, {op.getOtherAcc()}});
+    rewriter.replaceOp(op, ValueRange{merged.m[0], merged.l[0], merged.acc[0]});
+    return success();
+  }
+};
+
+struct DecomposeFinish : OpRewritePattern<OnlineFinishOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnlineFinishOp op,
+                                PatternRewriter &rewriter) const override {
+    LinalgBuilder in{rewriter, op.getLoc(), rewriter.getContext()};
+    LinalgTileOps ops(in);
+    OnlineResult res =
+        finishOnlineState(ops, {op.getExponentScale().convertToDouble(), false},
+                          {{op.getMax()}, {op.getSum()}, {op.getAcc()}},
+                          op.getOutput().getType().getElementType(),
+                          static_cast<bool>(op.getLse()));
+    SmallVector<Value> results{res.output[0]};
+    if (op.getLse())
+      results.push_back(res.lse[0]);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct AttnDecomposeOnlinePass
+    : attn::impl::AttnDecomposeOnlinePassBase<AttnDecomposeOnlinePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateDecomposeOnlinePatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+
+void attn::populateDecomposeOnlinePatterns(RewritePatternSet &patterns) {
+  patterns.add<DecomposeStep, DecomposeMerge, DecomposeFinish>(
+      patterns.getContext());
+}
