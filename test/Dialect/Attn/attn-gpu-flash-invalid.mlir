@@ -8,7 +8,7 @@
 // RUN: not attn-opt %s --attn-gpu-flash="chip=sm_70" -split-input-file 2>&1 | FileCheck %s --check-prefix=CHIP
 // CHIP: error: attn-gpu-flash: unsupported chip 'sm_70': the kernel needs cp.async, ldmatrix and mma.sync m16n8k16 (sm_80 or newer); supported chips: sm_80, sm_86,
 
-// expected-error @+1 {{the CUDA target compiles public functions whose body is one attn.sdpa on the function's arguments, in order; attn.mha, attn.softmax and composite graphs run on the CPU target (--target=cpu)}}
+// expected-error @+1 {{the CUDA target compiles public functions whose body is one attn.sdpa on the function's arguments, in order, or its attn-tile loop nest; attn.mha, attn.softmax and composite graphs run on the CPU target (--target=cpu)}}
 func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
   %y = attn.softmax %x : tensor<4x8xf16>
   return %y : tensor<4x8xf16>

@@ -1,9 +1,12 @@
-//===- GpuFlash.cpp - attn.sdpa -> one fused tensor-core kernel -*- C++ -*-===//
+//===- GpuFlash.cpp - attn-tile's loop nest -> one fused kernel -*- C++ -*-===//
 //
-// Rewrites every public function whose body is one attn.sdpa on its
-// arguments into a function on memrefs (results become out-params, the same
-// `void f(in..., out...)` ABI as the CPU target) whose body is a `gpu.launch`
-// of the FlashAttention-2 forward kernel:
+// The CUDA backend of attn-tile's loop nest (tiling a function's single
+// attn.sdpa first, with the kernel's blocks). The nest of every public
+// function becomes a function on memrefs (results become out-params, the
+// same `void f(in..., out...)` ABI as the CPU target) whose body is a
+// `gpu.launch` of the FlashAttention-2 forward kernel; the forall is the
+// grid, attn.online_step the shared algorithm (OnlineSoftmax.h) over the
+// mma.sync fragment layout (or the SIMT one for f32):
 //
 //   grid  (ceil(Tq / BM), Hq, B), block 32·W threads, BM = 16·MT·W rows
 //   Q tile -> shared memory (cp.async), once
@@ -41,6 +44,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cmath>
 #include <limits>
@@ -140,7 +144,7 @@ struct KB {
 struct Kernel {
   ImplicitLocOpBuilder &b;
   KB k;
-  SdpaOp op;
+  AttentionSpec spec; // of the attn.online_step lowered
   const Config &cfg;
   Value q = {}, key = {}, val = {}, mask = {}, alibi = {}, out = {}, lse = {};
   Value slope = {}; // this block's head's ALiBi slope
@@ -831,7 +835,6 @@ void Kernel::buildTensorCore() {
 }
 
 void Kernel::build() {
-  AttentionSpec spec = AttentionSpec::get(op);
   form = ScoreForm{spec, /*scaleFolded=*/false, /*base2=*/true};
   vis.emplace(spec);
   // Shared memory: Q [BM, D+pad] (tensor cores only), K [stages, BN,
@@ -861,19 +864,127 @@ int64_t sharedMemoryLimit(StringRef chip) {
   return lookupCudaChip(chip)->sharedMemoryPerBlock;
 }
 
+/// attn-tile's loop nest of one function, as the kernel lowering reads it:
+/// the function returns the results of one scf.forall over (b, h, q-block)
+/// whose body slices its query tile from a function argument, runs one
+/// scf.for over the key blocks carrying (m, l, acc) through one
+/// attn.online_step (K, V and the mask tile sliced from function arguments,
+/// the ALiBi slope read from one), and inserts attn.online_finish's tiles
+/// into its outputs.
+struct TiledAttention {
+  scf::ForallOp forall;
+  scf::ForOp loop;
+  mutable OnlineStepOp step; // Op accessors are not const.
+  mutable OnlineFinishOp finish;
+  int64_t queryBlock = 0, keyBlock = 0;
+};
+
+/// The function argument a tile is sliced (or an element extracted) from.
+static BlockArgument sourceArgument(Value tile, func::FuncOp func) {
+  Value src;
+  if (auto slice = tile.getDefiningOp<tensor::ExtractSliceOp>())
+    src = slice.getSource();
+  else if (auto extract = tile.getDefiningOp<tensor::ExtractOp>())
+    src = extract.getTensor();
+  auto arg = dyn_cast_or_null<BlockArgument>(src);
+  return arg && arg.getOwner() == &func.getBody().front() ? arg
+                                                          : BlockArgument();
+}
+
+/// Matches the nest (see TiledAttention); a failure says what differs.
+static FailureOr<TiledAttention> matchTiledAttention(func::FuncOp func,
+                                                     std::string &why) {
+  Block &body = func.getBody().front();
+  TiledAttention t;
+  // One forall whose results the function returns; everything else in the
+  // body is pure (its constants and outputs' tensor.empty).
+  bool others = false;
+  for (Operation &op : body.without_terminator()) {
+    if (auto forall = dyn_cast<scf::ForallOp>(op))
+      others |= static_cast<bool>(std::exchange(t.forall, forall));
+    else
+      others |= !isPure(&op);
+  }
+  if (!t.forall || others ||
+      !llvm::equal(body.getTerminator()->getOperands(),
+                   t.forall.getResults())) {
+    why = "the body must be one scf.forall whose results it returns";
+    return failure();
+  }
+  t.forall.walk([&](OnlineStepOp s) { t.step = t.step ? OnlineStepOp() : s; });
+  t.forall.walk([&](OnlineFinishOp f) { t.finish = f; });
+  if (!t.step || !t.finish || t.forall->walk([](OnlineMergeOp) {
+                                 return WalkResult::interrupt();
+                               }).wasInterrupted()) {
+    why = "the loop nest must have one attn.online_step and one "
+          "attn.online_finish (no chunks)";
+    return failure();
+  }
+  t.loop = dyn_cast<scf::ForOp>(t.step->getParentOp());
+  if (!t.loop || t.loop->getParentOp() != t.forall ||
+      !llvm::equal(t.step.getOperands().slice(
+                       t.step.getODSOperandIndexAndLength(5).first, 3),
+                   t.loop.getRegionIterArgs()) ||
+      !llvm::equal(t.finish.getOperands(), t.loop.getResults())) {
+    why = "attn.online_step must update the state of an scf.for directly "
+          "inside the forall, and attn.online_finish finish it";
+    return failure();
+  }
+  for (Value tile :
+       SmallVector<Value>{t.step.getQuery(), t.step.getKey(),
+                          t.step.getValue(), t.step.getMask(),
+                          t.step.getAlibiSlope()})
+    if (tile && !sourceArgument(tile, func)) {
+      why = "the tiles of attn.online_step must be read from the function's "
+            "arguments";
+      return failure();
+    }
+  // The query block: q0 = qb · BM (qb the forall's third index).
+  std::optional<int64_t> rows;
+  Value q0 = t.step.getQueryOffset(), qb = t.forall.getInductionVars()[2];
+  if (q0 == qb)
+    rows = 1;
+  else if (auto mul = q0.getDefiningOp<arith::MulIOp>())
+    if (mul.getLhs() == qb)
+      rows = getConstantIntValue(mul.getRhs());
+  std::optional<int64_t> step = getConstantIntValue(t.loop.getStep());
+  t.queryBlock = rows ? *rows : 0;
+  t.keyBlock = step ? *step : 0;
+  if (!rows || !step) {
+    why = "the query offset must be the forall's block index times a "
+          "constant and the key loop step a constant";
+    return failure();
+  }
+  return t;
+}
+
+/// The single attn.sdpa of `func` on its arguments in order, if that is
+/// its whole body.
+static SdpaOp singleSdpa(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  auto sdpa = dyn_cast<SdpaOp>(body.front());
+  bool single = sdpa && std::next(body.begin(), 2) == body.end() &&
+                llvm::equal(sdpa->getOperands(), func.getArguments()) &&
+                llvm::equal(body.getTerminator()->getOperands(),
+                            sdpa->getResults());
+  return single ? sdpa : SdpaOp();
+}
+
 struct AttnGpuFlashPass
     : public attn::impl::AttnGpuFlashPassBase<AttnGpuFlashPass> {
   using Base::Base;
 
-  LogicalResult convert(func::FuncOp func, SdpaOp op) {
-    auto qT = op.getQuery().getType(), kT = op.getKey().getType(),
-         vT = op.getValue().getType();
+  /// The kernel configuration for attention over `q`, `k`, `v` (function
+  /// arguments); `block` is the key block (0: the largest of 64, 32, 16 that
+  /// fits the chip's shared memory).
+  FailureOr<Config> configure(Operation *at, RankedTensorType qT,
+                              RankedTensorType kT, RankedTensorType vT,
+                              int64_t block) {
     Type elt = qT.getElementType();
     bool simt = elt.isF32();
     Config cfg;
     cfg.warps = warps;
     cfg.mTiles = rowTiles;
-    cfg.kvBlock = kvBlock;
     cfg.stages = stages;
     cfg.batch = qT.getDimSize(0);
     cfg.hq = qT.getDimSize(1);
@@ -888,96 +999,109 @@ struct AttnGpuFlashPass
     cfg.dp = alignTo(cfg.d, simt ? 32 : 16);
     cfg.dvp = alignTo(cfg.dv, simt ? 32 : 16);
     if (cfg.dp > 256 || cfg.dvp > 256)
-      return op.emitError("the CUDA kernel supports head dimensions up to "
-                          "256, found D = ")
+      return at->emitError("the CUDA kernel supports head dimensions up to "
+                           "256, found D = ")
              << cfg.d << ", Dv = " << cfg.dv;
     // Rows padded by 16 bytes: ldmatrix rows of a warp then hit distinct
-    // banks.
-    // f32 rows are read by consecutive lanes: no padding needed.
+    // banks. f32 rows are read by consecutive lanes: no padding needed.
     int64_t pad = simt ? 0 : 8;
     cfg.qStride = cfg.dp + pad;
     cfg.kStride = cfg.dp + pad;
     cfg.vStride = cfg.dvp + pad;
     int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
     cfg.qBytes = simt ? 0 : cfg.bm * cfg.qStride * bytes;
-    auto size = [&](int64_t block) {
-      cfg.kvBlock = block;
-      cfg.kBytes = cfg.stages * block * cfg.kStride * bytes;
-      cfg.vBytes = cfg.stages * block * cfg.vStride * bytes;
+    auto size = [&](int64_t keys) {
+      cfg.kvBlock = keys;
+      cfg.kBytes = cfg.stages * keys * cfg.kStride * bytes;
+      cfg.vBytes = cfg.stages * keys * cfg.vStride * bytes;
     };
-    // kv-block 0 (auto): the largest of 64, 32, 16 keys that fits the chip.
-    size(kvBlock ? kvBlock.getValue() : 64);
-    for (int64_t block : {32, 16})
-      if (!kvBlock && cfg.smemBytes() > sharedMemoryLimit(chip))
-        size(block);
+    size(block ? block : 64);
+    for (int64_t keys : {32, 16})
+      if (!block && cfg.smemBytes() > sharedMemoryLimit(chip))
+        size(keys);
     if (cfg.smemBytes() > sharedMemoryLimit(chip))
-      return op.emitError("the kernel needs ")
+      return at->emitError("the kernel needs ")
              << cfg.smemBytes() << " bytes of shared memory per block, more "
              << "than " << chip << " allows (" << sharedMemoryLimit(chip)
              << "): lower kv-block, stages or warps";
+    return cfg;
+  }
 
-    // The new signature: inputs, then the results as out-params.
-    OpBuilder ob(func);
-    SmallVector<Type> argTypes;
-    for (Type t : func.getArgumentTypes()) {
-      auto rt = cast<RankedTensorType>(t);
-      argTypes.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
-    }
-    for (Type t : func.getResultTypes()) {
-      auto rt = cast<RankedTensorType>(t);
-      argTypes.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
-    }
-    auto newFunc = func::FuncOp::create(ob, func.getLoc(), func.getName(),
-                                        ob.getFunctionType(argTypes, {}));
-    newFunc->setAttr("attn.kernel_config",
-                     ob.getDictionaryAttr({
-                         ob.getNamedAttr("warps", ob.getI64IntegerAttr(warps)),
-                         ob.getNamedAttr("row_tiles",
-                                         ob.getI64IntegerAttr(rowTiles)),
-                         ob.getNamedAttr("kv_block",
-                                         ob.getI64IntegerAttr(cfg.kvBlock)),
-                         ob.getNamedAttr("stages",
-                                         ob.getI64IntegerAttr(stages)),
-                     }));
-    Block *entry = newFunc.addEntryBlock();
-    ImplicitLocOpBuilder b(op.getLoc(), entry, entry->begin());
-    KB k{b};
-    int64_t nIn = func.getNumArguments();
-    Value gx = k.c((cfg.tq + cfg.bm - 1) / cfg.bm), gy = k.c(cfg.hq),
-          gz = k.c(cfg.batch), bx = k.c(cfg.threads()), one = k.c(1);
-    Value smemSize =
-        arith::ConstantOp::create(b, b.getI32IntegerAttr(cfg.smemBytes()));
-    auto launch = gpu::LaunchOp::create(
-        b, gx, gy, gz, bx, one, one, smemSize, nullptr, ValueRange{},
-        TypeRange{}, TypeRange{}, nullptr, nullptr, nullptr,
-        FlatSymbolRefAttr::get(b.getContext(),
-                               (func.getName() + "_kernels").str()),
-        FlatSymbolRefAttr::get(b.getContext(),
-                               (func.getName() + "_kernel").str()));
-    func::ReturnOp::create(b);
-    {
-      b.setInsertionPointToStart(&launch.getBody().front());
-      Kernel kern{b, k, op, cfg};
-      kern.q = entry->getArgument(0);
-      kern.key = entry->getArgument(1);
-      kern.val = entry->getArgument(2);
-      unsigned next = 3;
-      if (op.getMask())
-        kern.mask = entry->getArgument(next++);
-      if (op.getAlibi())
-        kern.alibi = entry->getArgument(next++);
-      kern.out = entry->getArgument(nIn);
-      if (op.getLse())
-        kern.lse = entry->getArgument(nIn + 1);
-      kern.tid = launch.getThreadIds().x;
-      kern.q0 = k.mul(launch.getBlockIds().x, cfg.bm);
-      kern.h = launch.getBlockIds().y;
-      kern.bIdx = launch.getBlockIds().z;
-      kern.build();
-      gpu::TerminatorOp::create(b);
-    }
-    func.erase();
+  /// The kernel configuration of a nest: its blocks must be the kernel's
+  /// (query rows per block BM, clamped to Tq; a key block that is a
+  /// multiple of 16, or all of Tk when shorter).
+  FailureOr<Config> configure(func::FuncOp func, const TiledAttention &t) {
+    auto type = [&](unsigned i) {
+      return cast<RankedTensorType>(func.getArgument(i).getType());
+    };
+    int64_t tk = type(1).getDimSize(2);
+    int64_t block = t.keyBlock == tk && tk % 16 ? alignTo(tk, 16) : t.keyBlock;
+    if (block < 16 || block % 16 || block > 256)
+      return t.step.emitError("the CUDA kernel needs a key block that is a "
+                              "multiple of 16 in [16, 256] (or all of Tk), "
+                              "found ")
+             << t.keyBlock;
+    FailureOr<Config> cfg =
+        configure(t.step, type(0), type(1), type(2), kvBlock ? kvBlock : block);
+    if (failed(cfg))
+      return failure();
+    // A key block clamped to a short Tk is one block of any larger size.
+    bool keys = cfg->kvBlock == t.keyBlock ||
+                (t.keyBlock == tk && cfg->kvBlock >= tk);
+    if (t.queryBlock != std::min(cfg->bm, cfg->tq) || !keys)
+      return t.step.emitError("the loop nest is tiled with q-block ")
+             << t.queryBlock << " and kv-block " << t.keyBlock
+             << "; the kernel's blocks are " << std::min(cfg->bm, cfg->tq)
+             << " query rows (16 x row-tiles x warps, 1 x warps for f32) and "
+             << cfg->kvBlock << " keys";
+    return cfg;
+  }
+
+  /// Tiles the function's single attn.sdpa for the kernel (attn-tile's
+  /// loop nest with the kernel's blocks, no key chunks).
+  LogicalResult tile(SdpaOp sdpa) {
+    FailureOr<Config> cfg =
+        configure(sdpa, sdpa.getQuery().getType(), sdpa.getKey().getType(),
+                  sdpa.getValue().getType(), kvBlock);
+    if (failed(cfg))
+      return failure();
+    IRRewriter rewriter(sdpa->getContext());
+    rewriter.setInsertionPoint(sdpa);
+    FailureOr<scf::ForallOp> forall = tileSdpa(
+        rewriter, sdpa, cfg->bm, cfg->kvBlock, /*chunkLongKeys=*/false);
+    if (failed(forall))
+      return sdpa.emitError("the CUDA target needs static shapes");
+    rewriter.replaceOp(sdpa, forall->getResults());
     return success();
+  }
+
+  LogicalResult convert(func::FuncOp func, const TiledAttention &t,
+                        const Config &cfg);
+
+  /// The nest of `func` (tiling its attn.sdpa first), or an error.
+  FailureOr<TiledAttention> prepare(func::FuncOp func) {
+    std::string why;
+    FailureOr<TiledAttention> t = failure();
+    if (!func.isPrivate()) {
+      if (SdpaOp sdpa = singleSdpa(func)) {
+        if (!hasStaticShapes(sdpa))
+          return func.emitError("the CUDA target needs static shapes");
+        if (failed(tile(sdpa)))
+          return failure();
+      }
+      t = matchTiledAttention(func, why);
+    }
+    if (succeeded(t))
+      return t;
+    InFlightDiagnostic diag = func.emitError(
+        "the CUDA target compiles public functions whose body is one "
+        "attn.sdpa on the function's arguments, in order, or its attn-tile "
+        "loop nest; attn.mha, attn.softmax and composite graphs run on the "
+        "CPU target (--target=cpu)");
+    // A nest that is almost the contract: say what differs.
+    if (!why.empty() && !func.getBody().getOps<scf::ForallOp>().empty())
+      diag.attachNote() << "the loop nest differs: " << why;
+    return failure();
   }
 
   void runOnOperation() override {
@@ -995,39 +1119,24 @@ struct AttnGpuFlashPass
       module.emitError("attn-gpu-flash: ") << describeUnsupportedCudaChip(chip);
       return signalPassFailure();
     }
-    SmallVector<std::pair<func::FuncOp, SdpaOp>> work;
+    SmallVector<std::tuple<func::FuncOp, TiledAttention, Config>> work;
     bool failedAny = false;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal())
+    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+      if (func.isExternal() || !func->walk([](Operation *o) {
+                                       return isa<AttnDialect>(o->getDialect())
+                                                  ? WalkResult::interrupt()
+                                                  : WalkResult::advance();
+                                     }).wasInterrupted())
         continue;
-      Block &body = func.getBody().front();
-      bool hasAttn = false;
-      func.walk([&](Operation *o) {
-        if (isa<AttnDialect>(o->getDialect()))
-          hasAttn = true;
-      });
-      if (!hasAttn)
-        continue;
-      auto sdpa = dyn_cast<SdpaOp>(body.front());
-      bool single = sdpa && std::next(body.begin(), 2) == body.end() &&
-                    llvm::equal(sdpa->getOperands(), func.getArguments()) &&
-                    llvm::equal(body.getTerminator()->getOperands(),
-                                sdpa->getResults());
-      if (!single || func.isPrivate()) {
-        func.emitError("the CUDA target compiles public functions whose body "
-                       "is one attn.sdpa on the function's arguments, in "
-                       "order; attn.mha, attn.softmax and composite graphs "
-                       "run on the CPU target (--target=cpu)");
+      FailureOr<TiledAttention> t = prepare(func);
+      FailureOr<Config> cfg = failure();
+      if (succeeded(t))
+        cfg = configure(func, *t);
+      if (failed(cfg)) {
         failedAny = true;
         continue;
       }
-      // The op's operands and results are the function's.
-      if (!hasStaticShapes(sdpa)) {
-        func.emitError("the CUDA target needs static shapes");
-        failedAny = true;
-        continue;
-      }
-      work.push_back({func, sdpa});
+      work.push_back({func, *t, *cfg});
     }
     if (failedAny)
       return signalPassFailure();
@@ -1035,10 +1144,76 @@ struct AttnGpuFlashPass
       return;
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(module.getContext()));
-    for (auto [func, sdpa] : work)
-      if (failed(convert(func, sdpa)))
+    for (auto &[func, t, cfg] : work)
+      if (failed(convert(func, t, cfg)))
         return signalPassFailure();
   }
 };
+
+/// The function on memrefs (results as out-params, the CPU target's `void
+/// f(in..., out...)` ABI) whose body launches the kernel lowered from the
+/// nest: forall (b, h, q-block) -> grid (q-block, h, b); the key loop -> the
+/// cp.async-staged block loop; attn.online_step -> the tile layout's step;
+/// attn.online_finish and the inserts -> the normalized stores.
+LogicalResult AttnGpuFlashPass::convert(func::FuncOp func,
+                                        const TiledAttention &t,
+                                        const Config &cfg) {
+  OpBuilder ob(func);
+  SmallVector<Type> argTypes;
+  for (Type type : llvm::concat<const Type>(func.getArgumentTypes(),
+                                            func.getResultTypes())) {
+    auto rt = cast<RankedTensorType>(type);
+    argTypes.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
+  }
+  auto newFunc = func::FuncOp::create(ob, func.getLoc(), func.getName(),
+                                      ob.getFunctionType(argTypes, {}));
+  newFunc->setAttr(
+      "attn.kernel_config",
+      ob.getDictionaryAttr({
+          ob.getNamedAttr("warps", ob.getI64IntegerAttr(cfg.warps)),
+          ob.getNamedAttr("row_tiles", ob.getI64IntegerAttr(cfg.mTiles)),
+          ob.getNamedAttr("kv_block", ob.getI64IntegerAttr(cfg.kvBlock)),
+          ob.getNamedAttr("stages", ob.getI64IntegerAttr(cfg.stages)),
+      }));
+  Block *entry = newFunc.addEntryBlock();
+  ImplicitLocOpBuilder b(t.step.getLoc(), entry, entry->begin());
+  KB k{b};
+  Value gx = k.c((cfg.tq + cfg.bm - 1) / cfg.bm), gy = k.c(cfg.hq),
+        gz = k.c(cfg.batch), bx = k.c(cfg.threads()), one = k.c(1);
+  Value smemSize =
+      arith::ConstantOp::create(b, b.getI32IntegerAttr(cfg.smemBytes()));
+  auto launch = gpu::LaunchOp::create(
+      b, gx, gy, gz, bx, one, one, smemSize, nullptr, ValueRange{},
+      TypeRange{}, TypeRange{}, nullptr, nullptr, nullptr,
+      FlatSymbolRefAttr::get(b.getContext(), (func.getName() + "_kernels").str()),
+      FlatSymbolRefAttr::get(b.getContext(), (func.getName() + "_kernel").str()));
+  func::ReturnOp::create(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Kernel kern{b, k, AttentionSpec::get(t.step), cfg};
+  // Each tile's memref is the new function's argument for the one it is
+  // read from.
+  auto memrefOf = [&](Value tile) -> Value {
+    if (!tile)
+      return Value();
+    return entry->getArgument(sourceArgument(tile, func).getArgNumber());
+  };
+  kern.q = memrefOf(t.step.getQuery());
+  kern.key = memrefOf(t.step.getKey());
+  kern.val = memrefOf(t.step.getValue());
+  kern.mask = memrefOf(t.step.getMask());
+  kern.alibi = memrefOf(t.step.getAlibiSlope());
+  int64_t nIn = func.getNumArguments();
+  kern.out = entry->getArgument(nIn);
+  if (t.finish.getLse())
+    kern.lse = entry->getArgument(nIn + 1);
+  kern.tid = launch.getThreadIds().x;
+  kern.q0 = k.mul(launch.getBlockIds().x, cfg.bm);
+  kern.h = launch.getBlockIds().y;
+  kern.bIdx = launch.getBlockIds().z;
+  kern.build();
+  gpu::TerminatorOp::create(b);
+  func.erase();
+  return success();
+}
 
 } // namespace

@@ -56,6 +56,7 @@ struct SdpaTiling {
   int64_t batch, hq, tq, d, tk, dv, group, bq, bk;
   AttentionSpec spec;
   KeyVisibility visibility;
+  bool chunkLongKeys = true;
 
   SdpaTiling(SdpaOp op, int64_t qBlock, int64_t kvBlock)
       : op(op), elt(op.getQuery().getType().getElementType()),
@@ -217,7 +218,7 @@ static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
     buildKeyStep(nb, nl, t, qt, kb, blockHi, iter);
   };
   scf::ForOp loop =
-      t.tk <= kChunkKeys
+      t.tk <= kChunkKeys || !t.chunkLongKeys
           ? scf::ForOp::create(b, bld.loc, lo, hi, bld.idx(t.bk), init, step)
           : buildChunkedKeyLoop(bld, t, lo, hi, init, step, blockHi);
   SmallVector<Type> resultTypes{bld.type({qt.qs, dvA}, t.elt)};
@@ -243,8 +244,10 @@ static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
 
 /// The forall of tileSdpa, built before `op`.
 static scf::ForallOp buildLoopNest(RewriterBase &rewriter, SdpaOp op,
-                                   int64_t qBlock, int64_t kvBlock) {
+                                   int64_t qBlock, int64_t kvBlock,
+                                   bool chunkLongKeys) {
   SdpaTiling t(op, qBlock, kvBlock);
+  t.chunkLongKeys = chunkLongKeys;
   Location loc = op.getLoc();
   LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
   auto idxA = [&](int64_t v) { return rewriter.getIndexAttr(v); };
@@ -303,10 +306,11 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
 } // namespace
 
 FailureOr<scf::ForallOp> attn::tileSdpa(RewriterBase &rewriter, SdpaOp op,
-                                        int64_t qBlock, int64_t kvBlock) {
+                                        int64_t qBlock, int64_t kvBlock,
+                                        bool chunkLongKeys) {
   if (!hasStaticShapes(op) || qBlock < 1 || kvBlock < 1)
     return failure();
-  return buildLoopNest(rewriter, op, qBlock, kvBlock);
+  return buildLoopNest(rewriter, op, qBlock, kvBlock, chunkLongKeys);
 }
 
 void attn::populateTilePatterns(RewritePatternSet &patterns, int64_t qBlock,

@@ -43,8 +43,11 @@ void populateDecomposeOnlinePatterns(RewritePatternSet &patterns);
 /// attn-tile contract): an scf.forall over (b, h, q-block) whose results
 /// replace op's, an scf.for over the visible key blocks carrying (m, l,
 /// acc). Fails, changing nothing, on dynamic shapes or blocks below 1.
+/// `chunkLongKeys`: key ranges over 16384 keys run in chunks merged by
+/// attn.online_merge (see attn-tile).
 FailureOr<scf::ForallOp> tileSdpa(RewriterBase &rewriter, SdpaOp op,
-                                  int64_t qBlock, int64_t kvBlock);
+                                  int64_t qBlock, int64_t kvBlock,
+                                  bool chunkLongKeys = true);
 
 /// Patterns register-blocking C += A·B tile matmuls on memrefs with vectors.
 void populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,

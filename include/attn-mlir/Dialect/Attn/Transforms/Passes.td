@@ -198,13 +198,20 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
 }
 
 def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
-  let summary = "Rewrite each single-attn.sdpa function into a gpu.launch of "
-                "the fused tensor-core FlashAttention kernel";
+  let summary = "Lower attn-tile's loop nest of each attention function to a "
+                "gpu.launch of the fused tensor-core FlashAttention kernel";
   let description = [{
-    Every public function whose body is one `attn.sdpa` on its arguments
-    becomes a function on memrefs with the results as out-params (the ABI
-    of the CPU target: `void f(in..., out...)`) whose body is one
-    `gpu.launch` of the FlashAttention-2 forward kernel:
+    The CUDA backend of attn-tile's loop nest. A public function whose body
+    is one `attn.sdpa` on its arguments is first tiled with the kernel's
+    blocks (`attn::tileSdpa`, no key chunks); a function that already holds
+    the nest (attn-tile with q-block `16 * row-tiles * warps`, or `warps`
+    for f32, and a kv-block that is a multiple of 16) is taken as is. The
+    nest becomes a function on memrefs with the results as out-params (the
+    ABI of the CPU target: `void f(in..., out...)`) whose body is one
+    `gpu.launch` of the FlashAttention-2 forward kernel: the `scf.forall`
+    over (b, h, q-block) is the grid, the key loop the staged block loop,
+    `attn.online_step` the fragments' step of the shared online-softmax
+    algorithm and `attn.online_finish` the normalized stores:
 
     - grid `(ceil(Tq / BM), Hq, B)`, `32 * warps` threads, `BM = 16 *
       row-tiles * warps` query rows per block; the key/value loop is an
@@ -256,6 +263,8 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::func::FuncDialect"];
