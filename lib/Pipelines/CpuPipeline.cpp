@@ -3,7 +3,8 @@
 // Stage contract (each stage verifies on its own):
 //   attn-decompose-mha      no attn.mha remains
 //   attn-tile               attn.sdpa -> scf.forall/scf.for of attn.online_step,
-//                           online_merge, online_finish (backend-neutral)
+//                           online_merge, online_finish (backend-neutral),
+//                           checked by attn-verify-tiled
 //   attn-decompose-online   the tile-level ops -> linalg on tensors
 //   attn-lower-reference    no attn op remains (softmax, untiled sdpa)
 //   attn-copy-repeated-results  no tensor is returned twice
@@ -94,6 +95,7 @@ void attn::buildCpuPipeline(OpPassManager &pm,
     tile.qBlock = options.qBlock;
     tile.kvBlock = options.kvBlock;
     pm.addPass(createAttnTilePass(tile));
+    pm.addPass(createAttnVerifyTiledPass());
     pm.addPass(createAttnDecomposeOnlinePass());
   }
   pm.addPass(createAttnLowerReferencePass());

@@ -3,7 +3,7 @@
 // RUN: attn-opt %s --attn-cpu-pipeline | FileCheck %s
 // RUN: attn-opt %s --attn-cpu-pipeline="tiled=false parallel=false" | FileCheck %s --check-prefix=REF
 // RUN: attn-opt %s --attn-cpu-pipeline="q-block=16 kv-block=32 vector-width=16" | FileCheck %s --check-prefix=OPTS
-// RUN: attn-opt %s --attn-cpu-pipeline --mlir-print-ir-after=attn-tile 2>&1 >/dev/null | FileCheck %s --check-prefix=STAGE
+// RUN: attn-opt %s --attn-cpu-pipeline --mlir-print-ir-after=attn-tile,attn-verify-tiled,attn-decompose-online 2>&1 >/dev/null | FileCheck %s --check-prefix=STAGE
 
 // Inputs then outputs, one pointer each; no MLIR runtime call remains; the
 // tiled kernel is an OpenMP parallel region with vector FMAs.
@@ -25,8 +25,15 @@
 
 // OPTS: llvm.intr.fmuladd{{.*}}vector<16xf32>
 
+// The stages of the loop nest: attn-tile's tile-level ops, the contract
+// check, their linalg decomposition.
 // STAGE: IR Dump After AttnTilePass (attn-tile)
 // STAGE: scf.forall {{.*}} in (1, 2, 2)
+// STAGE: attn.online_step
+// STAGE: IR Dump After AttnVerifyTiledPass (attn-verify-tiled)
+// STAGE: IR Dump After AttnDecomposeOnlinePass (attn-decompose-online)
+// STAGE-NOT: attn.online_step
+// STAGE: linalg.generic
 func.func @sdpa(%q: tensor<1x2x128x64xf32>, %k: tensor<1x2x128x64xf32>,
                 %v: tensor<1x2x128x64xf32>)
     -> (tensor<1x2x128x64xf32>, tensor<1x2x128xf32>) {

@@ -35,6 +35,10 @@ void populateLowerReferencePatterns(RewritePatternSet &patterns);
 void populateTilePatterns(RewritePatternSet &patterns, int64_t qBlock,
                           int64_t kvBlock);
 
+/// Checks the attn-tile stage's contract under `root` (attn-verify-tiled);
+/// emits an error on the first op that breaks it.
+LogicalResult verifyTiledContract(Operation *root);
+
 /// Patterns rewriting attn.online_step, online_merge and online_finish into
 /// linalg ops on tensors (the CPU layout of the shared algorithm).
 void populateDecomposeOnlinePatterns(RewritePatternSet &patterns);

@@ -147,6 +147,19 @@ def AttnTilePass : Pass<"attn-tile"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def AttnVerifyTiledPass : Pass<"attn-verify-tiled"> {
+  let summary = "Check the contract of the attn-tile stage";
+  let description = [{
+    What the backends of attn-tile's loop nest assume, checked: no
+    `attn.sdpa` or `attn.mha` is left; every `attn.online_step` and
+    `attn.online_merge` updates the (m, l, acc) that its `scf.for` carries
+    and yields the result, inside the `scf.forall` over (b, h, q-block); every
+    `attn.online_finish` finishes the state a key loop returns, inside the
+    forall. The CPU pipeline runs it after attn-tile; a violation is an
+    error on the op.
+  }];
+}
+
 def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
   let summary = "Decompose the tile-level online-softmax ops into linalg on "
                 "tensors (the CPU backend of attn-tile's loop nest)";

@@ -1,0 +1,74 @@
+//===- VerifyTiled.cpp - the attn-tile stage's contract ---------*- C++ -*-===//
+//
+// After attn-tile, what the backends may assume: no attn.sdpa or attn.mha is
+// left, and the tile-level ops form the online-softmax loop nest (see
+// attn-tile in Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#define DEBUG_TYPE "attn-verify-tiled"
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_ATTNVERIFYTILEDPASS
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+
+/// The state of a step or merge is what its loop carries, and the loop
+/// carries on what it returns: the op updates the running state in place.
+static LogicalResult verifyCarried(Operation *op, ValueRange state) {
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  if (!loop || !llvm::equal(state, loop.getRegionIterArgs()) ||
+      !llvm::equal(loop.getBody()->getTerminator()->getOperands(),
+                   op->getResults()))
+    return op->emitOpError("breaks the attn-tile contract: it must update "
+                           "the (m, l, acc) its scf.for carries and yield the "
+                           "result");
+  if (!op->getParentOfType<scf::ForallOp>())
+    return op->emitOpError("breaks the attn-tile contract: its key loop must "
+                           "be inside the scf.forall over (b, h, q-block)");
+  return success();
+}
+
+LogicalResult attn::verifyTiledContract(Operation *root) {
+  WalkResult result = root->walk([&](Operation *op) {
+    LogicalResult ok = success();
+    if (isa<SdpaOp, MhaOp>(op))
+      ok = op->emitOpError("breaks the attn-tile contract: no attn.sdpa or "
+                           "attn.mha may remain after attn-tile");
+    else if (auto step = dyn_cast<OnlineStepOp>(op))
+      ok = verifyCarried(op, {step.getMax(), step.getSum(), step.getAcc()});
+    else if (auto merge = dyn_cast<OnlineMergeOp>(op))
+      ok = verifyCarried(op, {merge.getMax(), merge.getSum(), merge.getAcc()});
+    else if (auto finish = dyn_cast<OnlineFinishOp>(op)) {
+      auto loop = finish.getMax().getDefiningOp<scf::ForOp>();
+      if (!loop || !llvm::equal(finish->getOperands(), loop.getResults()) ||
+          !op->getParentOfType<scf::ForallOp>())
+        ok = op->emitOpError("breaks the attn-tile contract: it must finish "
+                             "the state a key loop returns, inside the "
+                             "scf.forall");
+    }
+    return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+namespace {
+struct AttnVerifyTiledPass
+    : attn::impl::AttnVerifyTiledPassBase<AttnVerifyTiledPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (failed(verifyTiledContract(getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace

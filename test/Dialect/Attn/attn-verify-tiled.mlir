@@ -1,0 +1,75 @@
+// attn-verify-tiled: the attn-tile stage's contract. attn-tile's own output
+// (causal GQA here) satisfies it; each case below breaks one clause.
+// RUN: attn-opt %s --attn-verify-tiled -split-input-file -verify-diagnostics
+// RUN: attn-opt %S/../../Tools/Inputs/sdpa-small.mlir --attn-tile --attn-verify-tiled | FileCheck %s --check-prefix=OK
+// OK: scf.forall
+// OK: attn.online_step
+// OK: attn.online_finish
+
+// An attn.sdpa left untiled.
+func.func @untiled(%q: tensor<1x1x16x16xf32>) -> tensor<1x1x16x16xf32> {
+  // expected-error @+1 {{breaks the attn-tile contract: no attn.sdpa or attn.mha may remain after attn-tile}}
+  %o = attn.sdpa %q, %q, %q : tensor<1x1x16x16xf32>, tensor<1x1x16x16xf32>, tensor<1x1x16x16xf32> -> tensor<1x1x16x16xf32>
+  return %o : tensor<1x1x16x16xf32>
+}
+
+// -----
+
+// A step outside any key loop.
+func.func @no_loop(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16xf32>, %i: index) -> tensor<8xf32> {
+  // expected-error @+1 {{breaks the attn-tile contract: it must update the (m, l, acc) its scf.for carries and yield the result}}
+  %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%m, %m, %acc : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i)
+      {scale = 0.25 : f32, query_length = 8 : i64, key_length = 8 : i64}
+      : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+  return %m1 : tensor<8xf32>
+}
+
+// -----
+
+// A step in a loop, but on a state the loop does not carry.
+func.func @not_carried(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16xf32>, %n: index) -> tensor<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r:3 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %m, %b = %m, %c = %acc) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
+    // expected-error @+1 {{breaks the attn-tile contract: it must update the (m, l, acc) its scf.for carries and yield the result}}
+    %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%m, %b, %c : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i)
+        {scale = 0.25 : f32, query_length = 8 : i64, key_length = 8 : i64}
+        : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+    scf.yield %m1, %l1, %a1 : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+  }
+  return %r#0 : tensor<8xf32>
+}
+
+// -----
+
+// A well-formed key loop, but not inside a forall over (b, h, q-block).
+func.func @no_forall(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16xf32>, %n: index) -> tensor<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r:3 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %m, %b = %m, %c = %acc) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
+    // expected-error @+1 {{breaks the attn-tile contract: its key loop must be inside the scf.forall over (b, h, q-block)}}
+    %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%a, %b, %c : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i)
+        {scale = 0.25 : f32, query_length = 8 : i64, key_length = 8 : i64}
+        : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+    scf.yield %m1, %l1, %a1 : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+  }
+  return %r#0 : tensor<8xf32>
+}
+
+// -----
+
+// A merge outside a chunk loop.
+func.func @merge(%m: tensor<8xf32>, %acc: tensor<8x16xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{breaks the attn-tile contract: it must update the (m, l, acc) its scf.for carries and yield the result}}
+  %m1, %l1, %a1 = attn.online_merge state(%m, %m, %acc) with(%m, %m, %acc) : tensor<8xf32>, tensor<8x16xf32>
+  return %m1 : tensor<8xf32>
+}
+
+// -----
+
+// A finish of a state that no key loop returns.
+func.func @finish(%m: tensor<8xf32>, %acc: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{breaks the attn-tile contract: it must finish the state a key loop returns, inside the scf.forall}}
+  %o = attn.online_finish state(%m, %m, %acc) : tensor<8xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}
