@@ -1,0 +1,69 @@
+//===- Driver.h - the attn-compile driver as a library ----------*- C++ -*-===//
+//
+// What attn-compile does, callable: parse a graph, run the CPU or CUDA
+// pipeline, and write MLIR, LLVM IR, an object, a kernel or the
+// self-contained shared object with its metadata. The tool only turns its
+// command line into CompileOptions and checks which flags belong to which
+// target.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_MLIR_DRIVER_DRIVER_H
+#define ATTN_MLIR_DRIVER_DRIVER_H
+
+#include <cstdint>
+#include <string>
+
+namespace mlir {
+namespace attn {
+namespace driver {
+
+enum class Target { CPU, CUDA };
+
+/// What to write (attn-compile --emit).
+enum class Emit {
+  Tiled,
+  LLVMDialect,
+  LLVMIR,
+  Object,
+  PTX,
+  Cubin,
+  SharedObject
+};
+
+/// How CUDA kernels are embedded (attn-compile --kernel-format).
+enum class KernelFormat { Auto, Cubin, PTX };
+
+struct CompileOptions {
+  std::string input, output;
+  Target target = Target::CPU;
+  Emit emit = Emit::SharedObject;
+  /// CPU: the materialized reference instead of the tiled loop nest, the
+  /// tile sizes, and one core instead of OpenMP.
+  bool reference = false;
+  int64_t qBlock = 64, kvBlock = 128;
+  /// CUDA: kv-block given (otherwise the kernel picks the largest that
+  /// fits the chip).
+  bool kvBlockGiven = false;
+  bool noParallel = false;
+  /// CUDA: chip, PTX features, kernel shape and embedding.
+  std::string chip = "sm_90", ptxFeatures;
+  int64_t warps = 4, rowTiles = 1, stages = 2;
+  KernelFormat kernelFormat = KernelFormat::Auto;
+  /// The IR after every pass, to stderr.
+  bool printIR = false;
+  /// The clang that optimizes and links shared objects.
+  std::string clang;
+};
+
+/// Compiles `options.input` into `options.output`. Returns the process exit
+/// status: 0, or 1 after printing the diagnostics or an
+/// "attn-compile: error: ..." line to stderr. The output is written
+/// atomically (never half an artifact).
+int compile(const CompileOptions &options);
+
+} // namespace driver
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_MLIR_DRIVER_DRIVER_H

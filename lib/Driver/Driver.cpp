@@ -1,0 +1,516 @@
+//===- Driver.cpp - attn-compile's compilation driver -----------*- C++ -*-===//
+//
+// Compiles an MLIR file of attn graphs into a shared object: each public
+// function `@f(tensor...) -> tensor...` becomes the C entry point
+// `void f(const T *in..., T *out...)` over dense row-major buffers, and the
+// global string `attn_mlir_metadata` describes entries, arguments, shapes,
+// dtypes and, for single-op graphs, the attention semantics (so that
+// attn-run can check results against its own fp64 reference). CUDA
+// artifacts carry the kernel images and their launches instead of code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-mlir/Driver/Driver.h"
+#include "attn-mlir/Artifact/Format.h"
+#include "attn-mlir/Artifact/Metadata.h"
+#include "attn-mlir/Dialect/Attn/IR/AttnDialect.h"
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <map>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace mlir::attn::driver;
+
+/// The kernel record of every public function after the GPU pipeline: its
+/// gpu.launch_func (constant grid, block and shared memory) and the bytes
+/// of its gpu.binary, which become the global `attn_mlir_image_<i>`.
+static LogicalResult
+describeKernels(ModuleOp module, bool ptx,
+                std::map<std::string, std::string> &lines,
+                std::vector<std::pair<std::string, std::string>> &images) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isPrivate() || func.isExternal())
+      continue;
+    SmallVector<gpu::LaunchFuncOp> launches;
+    func.walk([&](gpu::LaunchFuncOp l) { launches.push_back(l); });
+    if (launches.size() != 1)
+      return func.emitError("expected one kernel launch after the GPU "
+                            "pipeline, found ")
+             << launches.size();
+    gpu::LaunchFuncOp launch = launches.front();
+    auto constant = [](Value v) -> std::optional<int64_t> {
+      APInt value;
+      if (v && matchPattern(v, m_ConstantInt(&value)))
+        return value.getSExtValue();
+      return std::nullopt;
+    };
+    auto dims = {launch.getGridSizeX(),  launch.getGridSizeY(),
+                 launch.getGridSizeZ(),  launch.getBlockSizeX(),
+                 launch.getBlockSizeY(), launch.getBlockSizeZ()};
+    SmallVector<int64_t> d;
+    for (Value v : dims) {
+      auto c = constant(v);
+      if (!c)
+        return launch.emitError("the launch configuration must be constant");
+      d.push_back(*c);
+    }
+    int64_t smem = 0;
+    if (Value s = launch.getDynamicSharedMemorySize()) {
+      auto c = constant(s);
+      if (!c)
+        return launch.emitError("the shared memory size must be constant");
+      smem = *c;
+    }
+    std::string args;
+    for (Value operand : launch.getKernelOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner()->getParentOp() != func)
+        return launch.emitError("kernel operands must be function arguments");
+      args += (args.empty() ? "" : ",") + std::to_string(arg.getArgNumber());
+    }
+    auto binary = SymbolTable::lookupNearestSymbolFrom<gpu::BinaryOp>(
+        launch, launch.getKernelModuleName());
+    if (!binary || binary.getObjects().size() != 1)
+      return launch.emitError("no serialized kernel (gpu.binary) for ")
+             << launch.getKernelModuleName();
+    auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+    std::string bytes = object.getObject().getValue().str();
+    if (ptx)
+      bytes.push_back('\0'); // cuModuleLoadData reads PTX as a C string
+    std::string symbol = "attn_mlir_image_" + std::to_string(images.size());
+    std::string line;
+    llvm::raw_string_ostream os(line);
+    os << "kernel " << launch.getKernelName().getValue() << " grid=" << d[0]
+       << "," << d[1] << "," << d[2] << " block=" << d[3] << "," << d[4] << ","
+       << d[5] << " smem=" << smem << " args=" << args << " image=" << symbol
+       << " format=" << (ptx ? "ptx" : "cubin") << " size=" << bytes.size()
+       << "\n";
+    lines[func.getName().str()] = line;
+    images.push_back({symbol, std::move(bytes)});
+  }
+  return success();
+}
+
+/// The CUDA toolkit: $CUDA_ROOT, else /usr/local/cuda, else the directory
+/// above the ptxas on $PATH ("" when none is found).
+static std::string findCudaRoot() {
+  if (const char *cuda = std::getenv("CUDA_ROOT"); cuda && *cuda)
+    return cuda;
+  if (llvm::sys::fs::exists("/usr/local/cuda/nvvm/libdevice"))
+    return "/usr/local/cuda";
+  if (auto ptxas = llvm::sys::findProgramByName("ptxas"))
+    return llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
+        .str();
+  return "";
+}
+
+/// C support code linked into every artifact: the strided copy that MLIR's
+/// memref lowering calls for non-contiguous `memref.copy` (the upstream
+/// version lives in libmlir_c_runner_utils, which artifacts must not need).
+static const char *kSupportSource = R"C(
+#include <stdint.h>
+#include <string.h>
+typedef struct { int64_t rank; void *descriptor; } UnrankedMemRef;
+__attribute__((visibility("hidden")))
+void memrefCopy(int64_t elemSize, UnrankedMemRef *src, UnrankedMemRef *dst) {
+  int64_t rank = src->rank;
+  char **s = (char **)src->descriptor, **d = (char **)dst->descriptor;
+  int64_t *sMeta = (int64_t *)(s + 2), *dMeta = (int64_t *)(d + 2);
+  char *sp = s[1] + sMeta[0] * elemSize, *dp = d[1] + dMeta[0] * elemSize;
+  const int64_t *sizes = sMeta + 1, *sStr = sMeta + 1 + rank,
+                *dStr = dMeta + 1 + rank;
+  int64_t idx[16] = {0};
+  if (rank > 16) __builtin_trap();
+  for (int64_t r = 0; r < rank; ++r)
+    if (sizes[r] == 0) return;
+  for (;;) {
+    int64_t so = 0, dof = 0;
+    for (int64_t r = 0; r < rank; ++r) {
+      so += idx[r] * sStr[r];
+      dof += idx[r] * dStr[r];
+    }
+    memcpy(dp + dof * elemSize, sp + so * elemSize, elemSize);
+    int64_t r = rank - 1;
+    for (; r >= 0; --r) {
+      if (++idx[r] < sizes[r]) break;
+      idx[r] = 0;
+    }
+    if (r < 0) return;
+  }
+}
+/* LLVM promotes bf16 values it moves through registers to f32 on targets
+   without native bf16 and truncates them back with this libgcc/compiler-rt
+   routine; it is defined here so artifacts need neither. Round to nearest
+   even, NaN stays NaN. */
+__attribute__((visibility("hidden"))) __bf16 __truncsfbf2(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint16_t h;
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    h = (uint16_t)((x >> 16) | 0x40);
+  else
+    h = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  __bf16 out;
+  memcpy(&out, &h, 2);
+  return out;
+}
+)C";
+
+/// Rejects empty tensors at the entry points (describeEntries has checked
+/// that they are static tensors): the CPU lowering of a graph on a
+/// zero-size argument, such as a matmul over an empty contraction, reads
+/// out of bounds. attn ops reject them in their verifiers.
+static LogicalResult verifyNonEmptyEntries(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isPrivate() || func.isExternal())
+      continue;
+    FunctionType type = func.getFunctionType();
+    for (auto [kind, types] : {std::pair{"argument", type.getInputs()},
+                               std::pair{"result", type.getResults()}})
+      for (auto [i, t] : llvm::enumerate(types))
+        for (auto [dim, size] :
+             llvm::enumerate(cast<RankedTensorType>(t).getShape()))
+          if (size == 0)
+            return func.emitError("expected every dimension of ")
+                   << kind << " #" << i << " of @" << func.getName()
+                   << " to be >= 1, found 0 at dimension " << dim << " (" << t
+                   << "): empty tensors are not supported";
+  }
+  return success();
+}
+
+static bool hostHasAvx512() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  auto it = features.find("avx512f");
+  return it != features.end() && it->second;
+}
+
+static int fail(const Twine &msg) {
+  llvm::errs() << "attn-compile: error: " << msg << "\n";
+  return 1;
+}
+
+/// A constant global `name` holding `bytes` (NUL-terminated by default:
+/// the metadata and PTX are read as C strings), 16-byte aligned.
+static void addConstantBytes(llvm::Module &m, llvm::StringRef name,
+                             llvm::StringRef bytes, bool nulTerminate = true) {
+  auto *init =
+      llvm::ConstantDataArray::getString(m.getContext(), bytes, nulTerminate);
+  auto *g =
+      new llvm::GlobalVariable(m, init->getType(), /*isConstant=*/true,
+                               llvm::GlobalValue::ExternalLinkage, init, name);
+  g->setAlignment(llvm::Align(16));
+}
+
+/// Compiles `module` (plus the C support code when `support`) with clang:
+/// `clang flags... module.ll [support.c] post... -o output`. Written to a
+/// new uniquely named file beside the output and renamed, so a failure
+/// never leaves half an artifact and concurrent compiles to one output
+/// never share a temporary.
+static int buildWithClang(const CompileOptions &o, const llvm::Module &module,
+                          const std::vector<std::string> &flags,
+                          const std::vector<std::string> &post, bool support) {
+  llvm::SmallString<128> llPath, cPath;
+  int fd, cFd;
+  if (llvm::sys::fs::createTemporaryFile("attn", "ll", fd, llPath) ||
+      (support &&
+       llvm::sys::fs::createTemporaryFile("attn-support", "c", cFd, cPath)))
+    return fail("cannot create a temporary file");
+  {
+    llvm::raw_fd_ostream llOut(fd, /*shouldClose=*/true);
+    module.print(llOut, nullptr);
+  }
+  if (support) {
+    llvm::raw_fd_ostream cOut(cFd, /*shouldClose=*/true);
+    cOut << kSupportSource;
+  }
+  llvm::SmallString<128> tmpPath;
+  int tmpFd;
+  if (llvm::sys::fs::createUniqueFile(o.output + ".tmp-%%%%%%%%", tmpFd,
+                                      tmpPath))
+    return fail("cannot create a file next to '" + o.output + "'");
+  ::close(tmpFd);
+  std::string tmp = tmpPath.str().str();
+  std::vector<llvm::StringRef> args{o.clang, "-Wno-override-module"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.push_back(llPath);
+  if (support)
+    args.push_back(cPath);
+  args.insert(args.end(), post.begin(), post.end());
+  args.insert(args.end(), {"-o", tmp});
+  std::string clangError;
+  int rc = llvm::sys::ExecuteAndWait(o.clang, args, std::nullopt, {}, 0, 0,
+                                     &clangError);
+  llvm::sys::fs::remove(llPath);
+  if (support)
+    llvm::sys::fs::remove(cPath);
+  if (rc != 0) {
+    llvm::sys::fs::remove(tmp);
+    return fail("linking with '" + o.clang + "' failed" +
+                (clangError.empty() ? "" : ": " + clangError));
+  }
+  if (auto ec = llvm::sys::fs::rename(tmp, o.output))
+    return fail("cannot write '" + o.output + "': " + ec.message());
+  return 0;
+}
+
+/// The CUDA toolkit a compile for --target=cuda uses, and how kernels are
+/// embedded.
+struct Toolchain {
+  std::string cudaRoot;
+  bool embedPtx = false;
+};
+
+/// Finds the toolkit pieces the options need; 1 (with a message) when one
+/// is missing.
+static int findToolchain(const CompileOptions &o, Toolchain &tc) {
+  bool cuda = o.target == Target::CUDA;
+  std::string cudaRoot = cuda ? findCudaRoot() : "";
+  tc.cudaRoot = cudaRoot;
+  if (cuda &&
+      !llvm::sys::fs::exists(cudaRoot + "/nvvm/libdevice/libdevice.10.bc"))
+    return fail("the CUDA target needs the CUDA toolkit's libdevice "
+                "(nvvm/libdevice/libdevice.10.bc) to compile kernels; none "
+                "found under '" +
+                cudaRoot + "': install the toolkit or set CUDA_ROOT");
+  bool ptxas = cuda && llvm::sys::fs::can_execute(cudaRoot + "/bin/ptxas");
+  if (cuda &&
+      (o.kernelFormat == KernelFormat::Cubin || o.emit == Emit::Cubin) &&
+      !ptxas)
+    return fail("a cubin needs ptxas (CUDA toolkit), which is not installed "
+                "here: use --kernel-format=ptx, or set CUDA_ROOT");
+  bool &embedPtx = tc.embedPtx;
+  embedPtx = o.kernelFormat == KernelFormat::PTX ||
+             (o.kernelFormat == KernelFormat::Auto && !ptxas);
+  if (o.emit == Emit::PTX)
+    embedPtx = true;
+  if (o.emit == Emit::Cubin)
+    embedPtx = false;
+
+  return 0;
+}
+
+/// The pipeline for the options: the CPU or GPU pipeline, or the stages
+/// up to tiling for --emit=tiled.
+static void buildPipeline(PassManager &pm, const CompileOptions &o,
+                          const Toolchain &tc) {
+  bool cuda = o.target == Target::CUDA;
+  bool embedPtx = tc.embedPtx;
+  const std::string &cudaRoot = tc.cudaRoot;
+  if (o.printIR) {
+    pm.getContext()->disableMultithreading();
+    // After every pass, changed or not, so each stage can be read in turn.
+    pm.enableIRPrinting([](Pass *, Operation *) { return false; },
+                        [](Pass *, Operation *) { return true; },
+                        /*printModuleScope=*/true,
+                        /*printAfterOnlyOnChange=*/false);
+  }
+  if (cuda) {
+    mlir::attn::GpuPipelineOptions options;
+    options.chip = o.chip;
+    options.features = o.ptxFeatures;
+    options.warps = o.warps;
+    options.rowTiles = o.rowTiles;
+    // Not given: the pass picks the largest tile that fits the chip.
+    options.kvBlock = o.kvBlockGiven ? o.kvBlock : 0;
+    options.stages = o.stages;
+    options.format = embedPtx ? "isa" : "bin";
+    options.cudaPath = cudaRoot;
+    if (o.emit == Emit::Tiled) {
+      mlir::attn::AttnGpuFlashPassOptions flash;
+      flash.warps = options.warps;
+      flash.rowTiles = options.rowTiles;
+      flash.kvBlock = options.kvBlock;
+      flash.stages = options.stages;
+      flash.chip = options.chip;
+      pm.addPass(mlir::attn::createAttnGpuFlashPass(flash));
+    } else {
+      if (o.emit == Emit::LLVMDialect)
+        options.format = "none";
+      mlir::attn::buildGpuPipeline(pm, options);
+    }
+  } else if (o.emit == Emit::Tiled) {
+    pm.addPass(mlir::attn::createAttnDecomposeMhaPass());
+    if (!o.reference)
+      pm.addPass(mlir::attn::createAttnTilePass(
+          mlir::attn::AttnTilePassOptions{o.qBlock, o.kvBlock}));
+  } else {
+    mlir::attn::CpuPipelineOptions options;
+    options.tiled = !o.reference;
+    options.qBlock = o.qBlock;
+    options.kvBlock = o.kvBlock;
+    options.parallel = !o.noParallel;
+    // The artifact is built for this machine (-march=native below).
+    options.vectorWidth = hostHasAvx512() ? 16 : 8;
+    mlir::attn::buildCpuPipeline(pm, options);
+  }
+}
+
+/// Writes what --emit asks for from the compiled module: MLIR, LLVM IR, an
+/// object, one kernel's PTX or cubin, or the shared object with its
+/// metadata.
+static int writeOutputs(const CompileOptions &o, ModuleOp module,
+                        const Toolchain &tc, uint64_t sourceHash,
+                        ArrayRef<std::pair<std::string, std::string>> chunks) {
+  bool cuda = o.target == Target::CUDA;
+  bool embedPtx = tc.embedPtx;
+  std::string errorMessage;
+  if (o.emit == Emit::Tiled || o.emit == Emit::LLVMDialect) {
+    auto out = openOutputFile(o.output, &errorMessage);
+    if (!out)
+      return fail(errorMessage);
+    module.print(out->os());
+    out->keep();
+    return 0;
+  }
+
+  std::string metadata = std::string(::attn::format::kHeader) + "\ntarget " +
+                         (cuda ? "cuda" : "cpu") + "\n" +
+                         ::attn::format::sourceRecord(sourceHash);
+  std::map<std::string, std::string> kernelLines;
+  std::vector<std::pair<std::string, std::string>> images;
+  if (cuda && failed(describeKernels(module, embedPtx, kernelLines, images)))
+    return 1;
+  for (auto &[name, text] : chunks)
+    metadata += text + kernelLines[name];
+  metadata = ::attn::format::seal(metadata);
+
+  if (o.emit == Emit::PTX || o.emit == Emit::Cubin) {
+    auto out = openOutputFile(o.output, &errorMessage);
+    if (!out)
+      return fail(errorMessage);
+    std::string &bytes = images.front().second;
+    if (o.emit == Emit::PTX)
+      bytes.pop_back(); // the C-string terminator
+    out->os() << bytes;
+    out->keep();
+    return 0;
+  }
+
+  llvm::LLVMContext llvmContext;
+  if (cuda) {
+    // A data-only shared object: the metadata and one image per entry.
+    llvm::Module data("attn-cuda", llvmContext);
+    addConstantBytes(data, "attn_mlir_metadata", metadata);
+    for (auto &[symbol, bytes] : images)
+      addConstantBytes(data, symbol, bytes, /*nulTerminate=*/false);
+    return buildWithClang(o, data, {"-shared", "-fPIC"}, {}, /*support=*/false);
+  }
+
+  auto llvmModule = translateModuleToLLVMIR(module, llvmContext, "attn");
+  if (!llvmModule)
+    return fail("translation to LLVM IR failed");
+  // Full-width AVX-512: LLVM defaults to 256-bit vectors on some CPUs (Zen
+  // 4) and the register-blocked matmuls then spill. Clang applies
+  // -mprefer-vector-width to C sources only, so it is set on each function.
+  for (llvm::Function &fn : *llvmModule) {
+    if (fn.isDeclaration())
+      continue;
+    fn.addFnAttr("prefer-vector-width", "512");
+    fn.addFnAttr("min-legal-vector-width", "512");
+  }
+  addConstantBytes(*llvmModule, "attn_mlir_metadata", metadata);
+
+  if (o.emit == Emit::LLVMIR) {
+    auto out = openOutputFile(o.output, &errorMessage);
+    if (!out)
+      return fail(errorMessage);
+    llvmModule->print(out->os(), nullptr);
+    out->keep();
+    return 0;
+  }
+
+  // Optimize and link with clang: O3 for this machine, vectorized exp from
+  // glibc's libmvec, OpenMP from LLVM's libomp.
+  std::vector<std::string> flags{"-O3", "-march=native", "-fveclib=libmvec",
+                                 "-fPIC"};
+  if (o.emit == Emit::Object) {
+    flags.push_back("-c");
+    return buildWithClang(o, *llvmModule, flags, {}, /*support=*/false);
+  }
+  std::string libDir =
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(o.clang))
+          .str() +
+      "/lib";
+  flags.insert(flags.end(), {"-shared", "-fopenmp", "-Wl,-rpath," + libDir});
+  return buildWithClang(o, *llvmModule, flags, {"-lm"}, /*support=*/true);
+}
+
+int mlir::attn::driver::compile(const CompileOptions &o) {
+  Toolchain tc;
+  if (int rc = findToolchain(o, tc))
+    return rc;
+  bool cuda = o.target == Target::CUDA;
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  registry.insert<mlir::attn::AttnDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // Diagnostics point at the user's source; no dump of the op in generic
+  // form after each.
+  context.printOpOnDiagnostic(false);
+
+  std::string errorMessage;
+  auto file = openInputFile(o.input, &errorMessage);
+  if (!file)
+    return fail(errorMessage);
+  // The graph's text is recorded (hashed) in the artifact, so that a cache
+  // can tell that an artifact was compiled from the graph it expects.
+  uint64_t sourceHash =
+      ::attn::format::fnv1a64(file->getBufferStart(), file->getBufferSize());
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return fail("could not parse '" + o.input + "'");
+
+  std::vector<std::pair<std::string, std::string>> chunks;
+  if (failed(mlir::attn::describeEntries(*module, chunks)) ||
+      failed(verifyNonEmptyEntries(*module)))
+    return 1;
+  if (cuda && (o.emit == Emit::PTX || o.emit == Emit::Cubin) &&
+      chunks.size() != 1)
+    return fail(
+        "--emit=ptx and --emit=cubin write one kernel; the module has " +
+        std::to_string(chunks.size()) + " public functions");
+
+  PassManager pm(&context);
+  buildPipeline(pm, o, tc);
+  if (failed(pm.run(*module)))
+    return fail("the compilation pipeline failed (see the diagnostics above)");
+
+  return writeOutputs(o, *module, tc, sourceHash, chunks);
+}
