@@ -361,9 +361,11 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
     }
   } else if (o.emit == Emit::Tiled) {
     pm.addPass(mlir::attn::createAttnDecomposeMhaPass());
-    if (!o.reference)
+    if (!o.reference) {
       pm.addPass(mlir::attn::createAttnTilePass(
           mlir::attn::AttnTilePassOptions{o.qBlock, o.kvBlock}));
+      pm.addPass(mlir::attn::createAttnVerifyTiledPass());
+    }
   } else {
     mlir::attn::CpuPipelineOptions options;
     options.tiled = !o.reference;
@@ -466,7 +468,29 @@ static int writeOutputs(const CompileOptions &o, ModuleOp module,
   return buildWithClang(o, *llvmModule, flags, {"-lm"}, /*support=*/true);
 }
 
+/// The option combinations a compile cannot honour: an output or value
+/// of the other target, or one out of range. (The tool also refuses flags of
+/// the other target; a library caller has no flags.)
+static int checkOptions(const CompileOptions &o) {
+  bool cuda = o.target == Target::CUDA;
+  if (o.qBlock < 1 || o.kvBlock < 1)
+    return fail("--q-block and --kv-block must be >= 1");
+  if (cuda && (o.emit == Emit::LLVMIR || o.emit == Emit::Object))
+    return fail("--emit=llvm-ir and --emit=obj are CPU outputs; for "
+                "--target=cuda use tiled, llvm-dialect, ptx, cubin or so");
+  if (!cuda && (o.emit == Emit::PTX || o.emit == Emit::Cubin))
+    return fail("--emit=ptx and --emit=cubin need --target=cuda");
+  if (cuda) {
+    if (llvm::Error e =
+            mlir::attn::resolveCudaTarget(o.chip, o.ptxFeatures).takeError())
+      return fail(llvm::toString(std::move(e)));
+  }
+  return 0;
+}
+
 int mlir::attn::driver::compile(const CompileOptions &o) {
+  if (int rc = checkOptions(o))
+    return rc;
   Toolchain tc;
   if (int rc = findToolchain(o, tc))
     return rc;

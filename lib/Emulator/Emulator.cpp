@@ -284,7 +284,8 @@ private:
   void sharedRead(int64_t t, const uint8_t *p, int64_t n) {
     if (!inShared(p))
       return;
-    for (int64_t i = 0, o = p - smemView.base; i < n; ++i, ++o) {
+    for (int64_t i = 0, o = p - smemView.base; i < n && o < smemView.bytes;
+         ++i, ++o) {
       if (inflight[o])
         race("read of shared memory while a cp.async to it is in flight "
              "(missing wait)",
@@ -301,7 +302,8 @@ private:
   void sharedWrite(int64_t t, const uint8_t *p, int64_t n) {
     if (!inShared(p))
       return;
-    for (int64_t i = 0, o = p - smemView.base; i < n; ++i, ++o) {
+    for (int64_t i = 0, o = p - smemView.base; i < n && o < smemView.bytes;
+         ++i, ++o) {
       if (reader[o] != -1 && reader[o] != t)
         race("write to shared memory that another thread read since the "
              "last barrier",
@@ -525,8 +527,6 @@ private:
 
   /// math: exp2, tanh, log. False when `op` is not of this family.
   bool runMath(Operation *op, const std::vector<char> &mask) {
-    Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
-    (void)rt;
     auto fUn = [&](auto fn) {
       Val *r = row(op->getResult(0)), *a = row(op->getOperand(0));
       forEach(mask, [&](int64_t t) { r[t].f[0] = fn(a[t].f[0]); });
@@ -545,8 +545,6 @@ private:
   /// vector: extract, from_elements, the bf16 bitcast, store. False when `op`
   /// is not of this family.
   bool runVector(Operation *op, const std::vector<char> &mask) {
-    Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
-    (void)rt;
     if (auto e = dyn_cast<vector::ExtractOp>(op)) {
       auto src = cast<VectorType>(e.getSource().getType());
       SmallVector<int64_t> pos(e.getStaticPosition());
@@ -611,8 +609,6 @@ private:
   /// memref and the dynamic shared memory: views, loads, stores. False when
   /// `op` is not of this family.
   bool runMemory(Operation *op, const std::vector<char> &mask) {
-    Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
-    (void)rt;
     if (auto dyn = dyn_cast<gpu::DynamicSharedMemoryOp>(op)) {
       forEach(mask, [&](int64_t t) { at(dyn, t).i = -1; });
       return true;
@@ -673,8 +669,6 @@ private:
   /// gpu: barriers (which publish shared memory), shuffles, the terminator.
   /// False when `op` is not of this family.
   bool runGpu(Operation *op, const std::vector<char> &mask) {
-    Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
-    (void)rt;
     if (isa<gpu::BarrierOp>(op)) {
       if (std::count(mask.begin(), mask.end(), 1) != threads)
         return fail("gpu.barrier reached by only some threads"), true;
@@ -707,8 +701,6 @@ private:
   /// nvgpu and NVVM: cp.async and its groups, ldmatrix, mma.sync. False when
   /// `op` is not of this family.
   bool runNvgpu(Operation *op, const std::vector<char> &mask) {
-    Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
-    (void)rt;
     if (auto cp = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
       forEach(mask, [&](int64_t t) {
         const View &s = view(cp.getSrc(), t);
@@ -723,6 +715,8 @@ private:
         if (c.srcN > 0)
           s.at(c.src + c.srcN - 1); // the bytes read must exist
         d.at(c.dst + c.n - 1);
+        if (!error.empty())
+          return; // out of bounds: nothing is issued
         open[t].push_back(c);
         // The copy may land any time from now: a write for hazards.
         uint8_t *dp = d.at(c.dst);
@@ -766,8 +760,6 @@ private:
   /// scf: if (per-thread masks), for (uniform bounds, or per thread), yield.
   /// False when `op` is not of this family.
   bool runScf(Operation *op, const std::vector<char> &mask) {
-    Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
-    (void)rt;
     if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
       std::vector<char> thenMask(threads, 0), elseMask(threads, 0);
       forEach(mask, [&](int64_t t) {

@@ -19,3 +19,4 @@ func.func @chunked(%q: tensor<1x1x16x64xf16>, %k: tensor<1x1x20000x64xf16>, %v: 
   %o = attn.sdpa %q, %k, %v : tensor<1x1x16x64xf16>, tensor<1x1x20000x64xf16>, tensor<1x1x20000x64xf16> -> tensor<1x1x16x64xf16>
   return %o : tensor<1x1x16x64xf16>
 }
+

@@ -73,3 +73,26 @@ func.func @finish(%m: tensor<8xf32>, %acc: tensor<8x16xf32>) -> tensor<8x16xf32>
   %o = attn.online_finish state(%m, %m, %acc) : tensor<8xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
   return %o : tensor<8x16xf32>
 }
+
+// -----
+
+// A finish whose exponent scale is not the steps' (scale 4 with nothing
+// that needs it on the scores goes to the exponent: exponent_scale 4).
+func.func @exponent(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16xf32>, %n: index) -> tensor<8x16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %o = scf.forall (%b, %h, %qb) in (1, 1, 1) shared_outs(%out = %acc) -> (tensor<8x16xf32>) {
+    %r:3 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %m, %l = %m, %c = %acc) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
+      %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%a, %l, %c : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i)
+          {scale = 4.0 : f32, query_length = 8 : i64, key_length = 8 : i64}
+          : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+      scf.yield %m1, %l1, %a1 : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+    }
+    // expected-error @+1 {{breaks the attn-tile contract: its exponent_scale (1.000000e+00) is not the one its steps' attention implies}}
+    %f = attn.online_finish state(%r#0, %r#1, %r#2) : tensor<8xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %f into %out[0, 0] [8, 16] [1, 1] : tensor<8x16xf32> into tensor<8x16xf32>
+    }
+  }
+  return %o : tensor<8x16xf32>
+}

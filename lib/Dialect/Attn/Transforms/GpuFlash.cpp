@@ -867,15 +867,18 @@ int64_t sharedMemoryLimit(StringRef chip) {
 /// attn-tile's loop nest of one function, as the kernel lowering reads it:
 /// the function returns the results of one scf.forall over (b, h, q-block)
 /// whose body slices its query tile from a function argument, runs one
-/// scf.for over the key blocks carrying (m, l, acc) through one
-/// attn.online_step (K, V and the mask tile sliced from function arguments,
-/// the ALiBi slope read from one), and inserts attn.online_finish's tiles
-/// into its outputs.
+/// scf.for over the key blocks carrying (m, l, acc) from (-inf, 0, 0)
+/// through one attn.online_step (K, V and the mask tile sliced from function
+/// arguments at (b, h / G, kb), the ALiBi slope read at h), and inserts
+/// attn.online_finish's tiles into its outputs. The kernel recomputes the
+/// indices and the visible key blocks from these facts, so the matcher
+/// checks that the nest says exactly that.
 struct TiledAttention {
   scf::ForallOp forall;
   scf::ForOp loop;
   mutable OnlineStepOp step; // Op accessors are not const.
   mutable OnlineFinishOp finish;
+  RankedTensorType qType, kType, vType;
   int64_t queryBlock = 0, keyBlock = 0;
 };
 
@@ -891,13 +894,30 @@ static BlockArgument sourceArgument(Value tile, func::FuncOp func) {
                                                           : BlockArgument();
 }
 
-/// Matches the nest (see TiledAttention); a failure says what differs.
-static FailureOr<TiledAttention> matchTiledAttention(func::FuncOp func,
-                                                     std::string &why) {
+/// True when `v` is a linalg.fill of the float constant `c`.
+static bool isFilled(Value v, double c) {
+  auto fill = v.getDefiningOp<linalg::FillOp>();
+  auto cst = fill ? fill.getInputs()[0].getDefiningOp<arith::ConstantOp>()
+                  : arith::ConstantOp();
+  auto f = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+  return f && f.getValueAsDouble() == c;
+}
+
+/// True when `tile` is an extract_slice at `offsets` (null: the constant 0).
+static bool sliceAt(Value tile, ArrayRef<Value> offsets) {
+  auto slice = tile.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice || slice.getMixedOffsets().size() != offsets.size())
+    return false;
+  for (auto [o, e] : llvm::zip(slice.getMixedOffsets(), offsets))
+    if (e ? dyn_cast<Value>(o) != e : !isConstantIntValue(o, 0))
+      return false;
+  return true;
+}
+
+/// The forall, the key loop and the two ops of the nest.
+static LogicalResult matchStructure(func::FuncOp func, TiledAttention &t,
+                                    std::string &why) {
   Block &body = func.getBody().front();
-  TiledAttention t;
-  // One forall whose results the function returns; everything else in the
-  // body is pure (its constants and outputs' tensor.empty).
   bool others = false;
   for (Operation &op : body.without_terminator()) {
     if (auto forall = dyn_cast<scf::ForallOp>(op))
@@ -905,40 +925,151 @@ static FailureOr<TiledAttention> matchTiledAttention(func::FuncOp func,
     else
       others |= !isPure(&op);
   }
-  if (!t.forall || others ||
+  if (!t.forall || others || t.forall.getRank() != 3 ||
       !llvm::equal(body.getTerminator()->getOperands(),
                    t.forall.getResults())) {
-    why = "the body must be one scf.forall whose results it returns";
+    why = "the body must be one scf.forall over (b, h, q-block) whose "
+          "results it returns";
     return failure();
   }
-  t.forall.walk([&](OnlineStepOp s) { t.step = t.step ? OnlineStepOp() : s; });
-  t.forall.walk([&](OnlineFinishOp f) { t.finish = f; });
-  if (!t.step || !t.finish || t.forall->walk([](OnlineMergeOp) {
-                                 return WalkResult::interrupt();
-                               }).wasInterrupted()) {
+  SmallVector<OnlineStepOp> steps;
+  SmallVector<OnlineFinishOp> finishes;
+  t.forall.walk([&](OnlineStepOp s) { steps.push_back(s); });
+  t.forall.walk([&](OnlineFinishOp f) { finishes.push_back(f); });
+  if (steps.size() != 1 || finishes.size() != 1 ||
+      t.forall->walk([](OnlineMergeOp) { return WalkResult::interrupt(); })
+          .wasInterrupted()) {
     why = "the loop nest must have one attn.online_step and one "
           "attn.online_finish (no chunks)";
     return failure();
   }
+  t.step = steps.front();
+  t.finish = finishes.front();
   t.loop = dyn_cast<scf::ForOp>(t.step->getParentOp());
   if (!t.loop || t.loop->getParentOp() != t.forall ||
-      !llvm::equal(t.step.getOperands().slice(
-                       t.step.getODSOperandIndexAndLength(5).first, 3),
+      !llvm::equal(ValueRange{t.step.getMax(), t.step.getSum(),
+                              t.step.getAcc()},
                    t.loop.getRegionIterArgs()) ||
-      !llvm::equal(t.finish.getOperands(), t.loop.getResults())) {
-    why = "attn.online_step must update the state of an scf.for directly "
-          "inside the forall, and attn.online_finish finish it";
+      !llvm::equal(t.loop.getBody()->getTerminator()->getOperands(),
+                   t.step.getResults()) ||
+      !llvm::equal(t.finish->getOperands(), t.loop.getResults()) ||
+      !isFilled(t.loop.getInitArgs()[0], kNegInf) ||
+      !isFilled(t.loop.getInitArgs()[1], 0.0) ||
+      !isFilled(t.loop.getInitArgs()[2], 0.0) ||
+      t.step.getKeyOffset() != t.loop.getInductionVar()) {
+    why = "attn.online_step must update the (-inf, 0, 0)-initialized state "
+          "of an scf.for directly inside the forall, at key offset the "
+          "loop's index, and attn.online_finish finish it";
     return failure();
   }
-  for (Value tile :
-       SmallVector<Value>{t.step.getQuery(), t.step.getKey(),
-                          t.step.getValue(), t.step.getMask(),
-                          t.step.getAlibiSlope()})
-    if (tile && !sourceArgument(tile, func)) {
-      why = "the tiles of attn.online_step must be read from the function's "
-            "arguments";
+  return success();
+}
+
+/// The tiles: Q at (b, h, q0), K and V at (b, h / G, kb), the mask
+/// broadcast the same way, the ALiBi slope of h, all from arguments.
+static LogicalResult matchTiles(func::FuncOp func, TiledAttention &t,
+                                std::string &why) {
+  why = "the tiles of attn.online_step must be slices of the function's "
+        "arguments at (b, h, q0) for Q and (b, h / (Hq / Hkv), kb) for K, V "
+        "and the mask, and the ALiBi slope its element h";
+  BlockArgument q = sourceArgument(t.step.getQuery(), func),
+                k = sourceArgument(t.step.getKey(), func),
+                v = sourceArgument(t.step.getValue(), func);
+  auto rank4 = [](BlockArgument a) {
+    auto type = a ? dyn_cast<RankedTensorType>(a.getType()) : nullptr;
+    return type && type.getRank() == 4 && type.hasStaticShape() ? type
+                                                                : nullptr;
+  };
+  t.qType = rank4(q);
+  t.kType = rank4(k);
+  t.vType = rank4(v);
+  if (!t.qType || !t.kType || !t.vType)
+    return failure();
+  ValueRange ivs = t.forall.getInductionVars();
+  Value b = ivs[0], h = ivs[1], q0 = t.step.getQueryOffset(),
+        kb = t.loop.getInductionVar();
+  int64_t group = t.qType.getDimSize(1) / t.kType.getDimSize(1);
+  Value kvh = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>()
+                  ? dyn_cast<Value>(t.step.getKey()
+                                        .getDefiningOp<tensor::ExtractSliceOp>()
+                                        .getMixedOffsets()[1])
+                  : Value();
+  auto div = kvh ? kvh.getDefiningOp<arith::DivUIOp>() : arith::DivUIOp();
+  bool headOk = group == 1 ? kvh == h
+                           : div && div.getLhs() == h &&
+                                 isConstantIntValue(div.getRhs(), group);
+  if (!headOk || !sliceAt(t.step.getQuery(), {b, h, q0, Value()}) ||
+      !sliceAt(t.step.getKey(), {b, kvh, kb, Value()}) ||
+      !sliceAt(t.step.getValue(), {b, kvh, kb, Value()}))
+    return failure();
+  if (Value mask = t.step.getMask()) {
+    BlockArgument m = sourceArgument(mask, func);
+    auto mT = m ? dyn_cast<RankedTensorType>(m.getType()) : nullptr;
+    if (!mT || !mT.hasStaticShape())
       return failure();
-    }
+    Value full[4] = {b, h, q0, kb};
+    SmallVector<Value> offs;
+    for (int64_t i = 0, r = mT.getRank(); i < r; ++i)
+      offs.push_back(mT.getDimSize(i) == 1 ? Value() : full[4 - r + i]);
+    if (!sliceAt(mask, offs))
+      return failure();
+  }
+  if (Value slope = t.step.getAlibiSlope()) {
+    auto extract = slope.getDefiningOp<tensor::ExtractOp>();
+    if (!extract || !sourceArgument(slope, func) ||
+        !llvm::equal(extract.getIndices(), ValueRange{h}) ||
+        extract.getTensor().getType() !=
+            RankedTensorType::get({t.qType.getDimSize(1)},
+                                  Float32Type::get(func.getContext())))
+      return failure();
+  }
+  return success();
+}
+
+/// The facts of the step and the finish agree with the arguments; the
+/// outputs are the finish's tiles inserted at (b, h, q0).
+static LogicalResult matchFacts(func::FuncOp func, TiledAttention &t,
+                                std::string &why) {
+  why = "the nest's lengths, element types, exponent scale and outputs must "
+        "be those of its arguments and of the attention";
+  if (t.step.getQueryLength() != t.qType.getDimSize(2) ||
+      t.step.getKeyLength() != t.kType.getDimSize(2) ||
+      t.kType.getDimSize(2) != t.vType.getDimSize(2) ||
+      t.finish.getOutput().getType().getElementType() !=
+          t.qType.getElementType() ||
+      t.finish.getExponentScale().convertToDouble() !=
+          exponentScale(AttentionSpec::get(t.step)))
+    return failure();
+  size_t outs = 1 + (t.finish.getLse() ? 1 : 0);
+  if (t.forall.getNumResults() != outs ||
+      !llvm::all_of(func.getArgumentTypes(),
+                    [](Type type) {
+                      auto rt = dyn_cast<RankedTensorType>(type);
+                      return rt && rt.hasStaticShape();
+                    }))
+    return failure();
+  auto inserts = t.forall.getTerminator().getYieldingOps();
+  SmallVector<Value> tiles{t.finish.getOutput()};
+  if (Value lse = t.finish.getLse())
+    tiles.push_back(lse);
+  if (llvm::range_size(inserts) != outs)
+    return failure();
+  for (auto [i, op] : llvm::enumerate(inserts)) {
+    auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(&op);
+    if (!insert || insert.getSource() != tiles[i] ||
+        insert.getDest() != t.forall.getRegionIterArgs()[i])
+      return failure();
+  }
+  return success();
+}
+
+/// Matches the nest (see TiledAttention); a failure says what differs.
+static FailureOr<TiledAttention> matchTiledAttention(func::FuncOp func,
+                                                     std::string &why) {
+  TiledAttention t;
+  if (failed(matchStructure(func, t, why)) || failed(matchTiles(func, t, why)) ||
+      failed(matchFacts(func, t, why)))
+    return failure();
   // The query block: q0 = qb · BM (qb the forall's third index).
   std::optional<int64_t> rows;
   Value q0 = t.step.getQueryOffset(), qb = t.forall.getInductionVars()[2];
@@ -1031,10 +1162,7 @@ struct AttnGpuFlashPass
   /// (query rows per block BM, clamped to Tq; a key block that is a
   /// multiple of 16, or all of Tk when shorter).
   FailureOr<Config> configure(func::FuncOp func, const TiledAttention &t) {
-    auto type = [&](unsigned i) {
-      return cast<RankedTensorType>(func.getArgument(i).getType());
-    };
-    int64_t tk = type(1).getDimSize(2);
+    int64_t tk = t.kType.getDimSize(2);
     int64_t block = t.keyBlock == tk && tk % 16 ? alignTo(tk, 16) : t.keyBlock;
     if (block < 16 || block % 16 || block > 256)
       return t.step.emitError("the CUDA kernel needs a key block that is a "
@@ -1042,7 +1170,7 @@ struct AttnGpuFlashPass
                               "found ")
              << t.keyBlock;
     FailureOr<Config> cfg =
-        configure(t.step, type(0), type(1), type(2), kvBlock ? kvBlock : block);
+        configure(t.step, t.qType, t.kType, t.vType, kvBlock ? kvBlock : block);
     if (failed(cfg))
       return failure();
     // A key block clamped to a short Tk is one block of any larger size.

@@ -11,10 +11,6 @@ using namespace mlir::attn;
 static constexpr double kLog2e = 1.4426950408889634;
 static constexpr double kLn2 = 0.6931471805599453;
 
-static Value cstF32(OpBuilder &b, Location loc, double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-}
-
 //===----------------------------------------------------------------------===//
 // ScoreForm
 //===----------------------------------------------------------------------===//
@@ -50,7 +46,7 @@ Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
   if (!needsNaturalScore(spec)) {
     double f = plainFactor(*this);
     if (f != 1.0)
-      s = arith::MulFOp::create(b, loc, s, cstF32(b, loc, f));
+      s = arith::MulFOp::create(b, loc, s, createF32Constant(b, loc, f));
     return applyScoreModifiers(b, loc, spec, s, Value(), visible,
                                /*scale=*/false);
   }
@@ -60,7 +56,8 @@ Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
   Value x = applyScoreModifiers(b, loc, spec, s, site.maskVal, visible,
                                 /*scale=*/!scaleFolded, bias);
   // -inf stays -inf.
-  return base2 ? arith::MulFOp::create(b, loc, x, cstF32(b, loc, kLog2e))
+  return base2 ? arith::MulFOp::create(b, loc, x,
+                                       createF32Constant(b, loc, kLog2e))
                      .getResult()
                : x;
 }
@@ -201,10 +198,11 @@ OnlineResult attn::finishOnlineState(TileOps &t, Exponent e,
   Tile l = t.completeRowSum(state.l);
   // 1/l, 0 for a row that saw no key (l == 0).
   Tile inv = t.mapRows({l}, {}, [](OpBuilder &b, Location loc, ValueRange a) {
-    Value zero = cstF32(b, loc, 0.0);
+    Value zero = createF32Constant(b, loc, 0.0);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a[0], zero);
-    Value r = arith::DivFOp::create(b, loc, cstF32(b, loc, 1.0), a[0]);
+    Value r =
+        arith::DivFOp::create(b, loc, createF32Constant(b, loc, 1.0), a[0]);
     return arith::SelectOp::create(b, loc, empty, zero, r).getResult();
   });
   OnlineResult res;

@@ -37,8 +37,12 @@ void attn::yieldValue(OpBuilder &b, Location loc, Value v) {
   linalg::YieldOp::create(b, loc, ValueRange{v});
 }
 
-static Value cstF32(OpBuilder &b, Location loc, double v) {
+Value attn::createF32Constant(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+static Value cstF32(OpBuilder &b, Location loc, double v) {
+  return createF32Constant(b, loc, v);
 }
 
 Value attn::safeRowMax(OpBuilder &b, Location loc, Value m) {

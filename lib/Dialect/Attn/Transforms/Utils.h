@@ -53,6 +53,9 @@ Value buildVisibility(OpBuilder &b, Location loc, const AttentionSpec &spec,
 AffineMap getMaskMap(MLIRContext *ctx, RankedTensorType maskType,
                      unsigned numLoops, ArrayRef<unsigned> dims);
 
+/// An f32 `arith.constant` of `v`.
+Value createF32Constant(OpBuilder &b, Location loc, double v);
+
 /// `linalg.yield v`.
 void yieldValue(OpBuilder &b, Location loc, Value v);
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 
@@ -39,6 +40,24 @@ static LogicalResult verifyCarried(Operation *op, ValueRange state) {
   return success();
 }
 
+/// Merges and finishes use the exponent scale of the steps of their forall
+/// (both backends rely on it: the CPU reads the attribute, the kernel the
+/// step's facts).
+static LogicalResult verifyExponentScale(Operation *op, double c) {
+  auto forall = op->getParentOfType<scf::ForallOp>();
+  WalkResult r = forall ? forall->walk([&](OnlineStepOp step) {
+    return exponentScale(AttentionSpec::get(step)) == c
+               ? WalkResult::advance()
+               : WalkResult::interrupt();
+  })
+                        : WalkResult::advance();
+  if (r.wasInterrupted())
+    return op->emitOpError("breaks the attn-tile contract: its "
+                           "exponent_scale (")
+           << c << ") is not the one its steps' attention implies";
+  return success();
+}
+
 LogicalResult attn::verifyTiledContract(Operation *root) {
   WalkResult result = root->walk([&](Operation *op) {
     LogicalResult ok = success();
@@ -48,7 +67,11 @@ LogicalResult attn::verifyTiledContract(Operation *root) {
     else if (auto step = dyn_cast<OnlineStepOp>(op))
       ok = verifyCarried(op, {step.getMax(), step.getSum(), step.getAcc()});
     else if (auto merge = dyn_cast<OnlineMergeOp>(op))
-      ok = verifyCarried(op, {merge.getMax(), merge.getSum(), merge.getAcc()});
+      ok = failed(verifyCarried(
+               op, {merge.getMax(), merge.getSum(), merge.getAcc()}))
+               ? failure()
+               : verifyExponentScale(
+                     op, merge.getExponentScale().convertToDouble());
     else if (auto finish = dyn_cast<OnlineFinishOp>(op)) {
       auto loop = finish.getMax().getDefiningOp<scf::ForOp>();
       if (!loop || !llvm::equal(finish->getOperands(), loop.getResults()) ||
@@ -56,6 +79,9 @@ LogicalResult attn::verifyTiledContract(Operation *root) {
         ok = op->emitOpError("breaks the attn-tile contract: it must finish "
                              "the state a key loop returns, inside the "
                              "scf.forall");
+      else
+        ok = verifyExponentScale(op,
+                                 finish.getExponentScale().convertToDouble());
     }
     return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
   });
