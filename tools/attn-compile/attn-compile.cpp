@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 #include "attn-mlir/Driver/Driver.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -51,10 +52,11 @@ static cl::opt<bool> reference(
     cl::desc("Lower attn.sdpa with the materialized reference instead of "
              "the tiled loop nest (the benchmark baseline)"),
     cl::cat(cat));
-static cl::opt<int64_t> qBlock("q-block", cl::init(64),
-                               cl::desc("Query rows per tile"), cl::cat(cat));
+static cl::opt<int64_t>
+    qBlock("q-block", cl::init(mlir::attn::AttnTilePassOptions().qBlock),
+           cl::desc("Query rows per tile"), cl::cat(cat));
 static cl::opt<int64_t> kvBlock(
-    "kv-block", cl::init(128),
+    "kv-block", cl::init(mlir::attn::AttnTilePassOptions().kvBlock),
     cl::desc("Key/value rows per tile (cpu: default 128; cuda: default the "
              "largest of 64, 32, 16 that fits the chip's shared memory)"),
     cl::cat(cat));
@@ -62,7 +64,7 @@ static cl::opt<bool> noParallel("no-parallel",
                                 cl::desc("Run on one core (no OpenMP)"),
                                 cl::cat(cat));
 static cl::opt<std::string>
-    chip("chip", cl::init("sm_90"),
+    chip("chip", cl::init(mlir::attn::AttnGpuFlashPassOptions().chip),
          cl::desc("cuda: the GPU to compile for, sm_80 or newer (sm_80, "
                   "sm_86, sm_89, sm_90, sm_100, sm_120, ...)"),
          cl::cat(cat));
@@ -71,16 +73,17 @@ static cl::opt<std::string> ptxFeatures(
     cl::desc("cuda: PTX ISA features, +ptxNN for PTX N.N (default: the "
              "oldest version --chip supports, +ptx78 for sm_90)"),
     cl::cat(cat));
-static cl::opt<int64_t> warps("warps", cl::init(4),
-                              cl::desc("cuda: warps per thread block"),
-                              cl::cat(cat));
 static cl::opt<int64_t>
-    rowTiles("row-tiles", cl::init(1),
+    warps("warps", cl::init(mlir::attn::AttnGpuFlashPassOptions().warps),
+          cl::desc("cuda: warps per thread block"), cl::cat(cat));
+static cl::opt<int64_t>
+    rowTiles("row-tiles",
+             cl::init(mlir::attn::AttnGpuFlashPassOptions().rowTiles),
              cl::desc("cuda: 16-row m-tiles per warp (1 or 2); a block "
                       "covers 16 x row-tiles x warps query rows"),
              cl::cat(cat));
 static cl::opt<int64_t>
-    stages("stages", cl::init(2),
+    stages("stages", cl::init(mlir::attn::AttnGpuFlashPassOptions().stages),
            cl::desc("cuda: K/V shared-memory buffers (2: the next tile's copy "
                     "overlaps the math)"),
            cl::cat(cat));

@@ -49,17 +49,20 @@ namespace rt = ::attn::rt;
 static cl::OptionCategory cat("attn-gpu-emulate options");
 static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
                                       cl::desc("<graph.mlir>"), cl::cat(cat));
-static cl::opt<int64_t> warps("warps", cl::init(4), cl::desc("Warps per block"),
+static cl::opt<int64_t> warps("warps", cl::init(AttnGpuFlashPassOptions().warps),
+                              cl::desc("Warps per block"),
                               cl::cat(cat));
-static cl::opt<int64_t> rowTiles("row-tiles", cl::init(1),
+static cl::opt<int64_t> rowTiles("row-tiles",
+                                 cl::init(AttnGpuFlashPassOptions().rowTiles),
                                  cl::desc("16-row m-tiles per warp"),
                                  cl::cat(cat));
 static cl::opt<int64_t> kvBlock(
-    "kv-block", cl::init(0),
+    "kv-block", cl::init(AttnGpuFlashPassOptions().kvBlock),
     cl::desc("Keys per shared-memory tile (0: the largest of 64, 32, 16 "
              "that fits sm_90)"),
                                 cl::cat(cat));
-static cl::opt<int64_t> stages("stages", cl::init(2),
+static cl::opt<int64_t> stages("stages",
+                               cl::init(AttnGpuFlashPassOptions().stages),
                                cl::desc("K/V shared-memory buffers"),
                                cl::cat(cat));
 static cl::opt<bool> runOnly(

@@ -11,6 +11,8 @@
 #ifndef ATTN_MLIR_DRIVER_DRIVER_H
 #define ATTN_MLIR_DRIVER_DRIVER_H
 
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+
 #include <cstdint>
 #include <string>
 
@@ -41,14 +43,17 @@ struct CompileOptions {
   /// CPU: the materialized reference instead of the tiled loop nest, the
   /// tile sizes, and one core instead of OpenMP.
   bool reference = false;
-  int64_t qBlock = 64, kvBlock = 128;
+  int64_t qBlock = AttnTilePassOptions().qBlock,
+          kvBlock = AttnTilePassOptions().kvBlock;
   /// CUDA: kv-block given (otherwise the kernel picks the largest that
   /// fits the chip).
   bool kvBlockGiven = false;
   bool noParallel = false;
   /// CUDA: chip, PTX features, kernel shape and embedding.
-  std::string chip = "sm_90", ptxFeatures;
-  int64_t warps = 4, rowTiles = 1, stages = 2;
+  std::string chip = AttnGpuFlashPassOptions().chip, ptxFeatures;
+  int64_t warps = AttnGpuFlashPassOptions().warps,
+          rowTiles = AttnGpuFlashPassOptions().rowTiles,
+          stages = AttnGpuFlashPassOptions().stages;
   KernelFormat kernelFormat = KernelFormat::Auto;
   /// The IR after every pass, to stderr.
   bool printIR = false;

@@ -4,6 +4,7 @@
 #define ATTN_MLIR_PIPELINES_PIPELINES_H
 
 #include "attn-mlir/Dialect/Attn/Transforms/CudaChips.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/STLExtras.h"
@@ -32,17 +33,19 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Lower attn.sdpa with the tiled online-softmax loop nest "
                      "(attn-tile); false uses the materialized reference"),
       llvm::cl::init(true)};
-  PassOptions::Option<int64_t> qBlock{*this, "q-block",
-                                      llvm::cl::desc("Query rows per tile"),
-                                      llvm::cl::init(64)};
+  // The tile and kernel options take their defaults from the passes'
+  // (Passes.td): the pipeline re-exposes them, the tools reuse these.
+  PassOptions::Option<int64_t> qBlock{
+      *this, "q-block", llvm::cl::desc("Query rows per tile"),
+      llvm::cl::init(AttnTilePassOptions().qBlock)};
   PassOptions::Option<int64_t> kvBlock{
       *this, "kv-block", llvm::cl::desc("Key/value rows per tile"),
-      llvm::cl::init(128)};
+      llvm::cl::init(AttnTilePassOptions().kvBlock)};
   PassOptions::Option<int64_t> vectorWidth{
       *this, "vector-width",
       llvm::cl::desc("f32 lanes of one vector register for the tile matmuls "
                      "(8: AVX2, 16: AVX-512)"),
-      llvm::cl::init(8)};
+      llvm::cl::init(AttnCpuVectorizeMatmulPassOptions().vectorWidth)};
   PassOptions::Option<bool> parallel{
       *this, "parallel",
       llvm::cl::desc("Run the (batch, head, q-block) loop on all cores with "
@@ -63,26 +66,26 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       *this, "chip",
       llvm::cl::desc("Target chip, sm_80 or newer (sm_80, sm_86, sm_89, "
                      "sm_90, sm_100, sm_120, ...)"),
-      llvm::cl::init("sm_90")};
+      llvm::cl::init(AttnGpuFlashPassOptions().chip)};
   PassOptions::Option<std::string> features{
       *this, "features",
       llvm::cl::desc("PTX features: +ptxNN selects PTX ISA N.N (empty: the "
                      "oldest version the chip supports, +ptx78 for sm_90)"),
       llvm::cl::init("")};
-  PassOptions::Option<int64_t> warps{*this, "warps",
-                                     llvm::cl::desc("Warps per thread block"),
-                                     llvm::cl::init(4)};
+  PassOptions::Option<int64_t> warps{
+      *this, "warps", llvm::cl::desc("Warps per thread block"),
+      llvm::cl::init(AttnGpuFlashPassOptions().warps)};
   PassOptions::Option<int64_t> rowTiles{
       *this, "row-tiles", llvm::cl::desc("16-row m-tiles per warp (1 or 2)"),
-      llvm::cl::init(1)};
+      llvm::cl::init(AttnGpuFlashPassOptions().rowTiles)};
   PassOptions::Option<int64_t> kvBlock{
       *this, "kv-block",
       llvm::cl::desc("Key/value rows per shared-memory tile (0: the largest "
                      "of 64, 32, 16 that fits the chip)"),
-      llvm::cl::init(0)};
+      llvm::cl::init(AttnGpuFlashPassOptions().kvBlock)};
   PassOptions::Option<int64_t> stages{
       *this, "stages", llvm::cl::desc("K/V shared-memory buffers (1 or 2)"),
-      llvm::cl::init(2)};
+      llvm::cl::init(AttnGpuFlashPassOptions().stages)};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",
       llvm::cl::desc("CUDA toolkit: ptxas for cubins, libdevice for the "
