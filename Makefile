@@ -74,7 +74,7 @@ bench: build
 docs: build
 	ninja -C $(BUILD) mlir-doc
 	cp $(BUILD)/docs/Dialects/AttnOps.md $(BUILD)/docs/Dialects/AttnDialect.md docs/
-	cp $(BUILD)/docs/AttnPasses.md docs/
+	cp $(BUILD)/docs/AttnPasses.md $(BUILD)/docs/AttnConversionPasses.md docs/
 
 # Artifacts for tools/gpu-check.sh (the device check), built here: the CUDA
 # correctness matrix and the FlashAttention benchmark grid as sm_90 cubins.

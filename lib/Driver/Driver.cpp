@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn-mlir/Conversion/Passes.h"
 #include "attn-mlir/Driver/Driver.h"
 #include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Artifact/Metadata.h"

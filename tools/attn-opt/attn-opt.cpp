@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn-mlir/Conversion/Passes.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnDialect.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 #include "attn-mlir/Pipelines/Pipelines.h"
@@ -19,6 +20,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::attn::registerAttnPasses();
+  mlir::attn::registerAttnConversionPasses();
   mlir::attn::registerPipelines();
 
   mlir::DialectRegistry registry;

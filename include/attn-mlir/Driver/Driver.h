@@ -11,6 +11,7 @@
 #ifndef ATTN_MLIR_DRIVER_DRIVER_H
 #define ATTN_MLIR_DRIVER_DRIVER_H
 
+#include "attn-mlir/Conversion/Passes.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 
 #include <cstdint>

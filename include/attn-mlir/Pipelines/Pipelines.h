@@ -3,6 +3,7 @@
 #ifndef ATTN_MLIR_PIPELINES_PIPELINES_H
 #define ATTN_MLIR_PIPELINES_PIPELINES_H
 
+#include "attn-mlir/Conversion/Passes.h"
 #include "attn-mlir/Dialect/Attn/Transforms/CudaChips.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"

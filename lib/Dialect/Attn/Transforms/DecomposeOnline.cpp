@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LinalgBuilder.h"
-#include "Utils.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"

@@ -1,7 +1,7 @@
 //===- OnlineSoftmax.cpp - the FlashAttention recurrence, once --*- C++ -*-===//
 
 #include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
-#include "Utils.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 

@@ -1,6 +1,6 @@
 //===- Utils.cpp - helpers shared by the attn lowerings ---------*- C++ -*-===//
 
-#include "Utils.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

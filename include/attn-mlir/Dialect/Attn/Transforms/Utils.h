@@ -1,7 +1,7 @@
 //===- Utils.h - helpers shared by the attn lowerings -----------*- C++ -*-===//
 
-#ifndef ATTN_MLIR_LIB_DIALECT_ATTN_TRANSFORMS_UTILS_H
-#define ATTN_MLIR_LIB_DIALECT_ATTN_TRANSFORMS_UTILS_H
+#ifndef ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_UTILS_H
+#define ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_UTILS_H
 
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
@@ -108,4 +108,4 @@ Value applyScoreModifiers(OpBuilder &b, Location loc,
 } // namespace attn
 } // namespace mlir
 
-#endif // ATTN_MLIR_LIB_DIALECT_ATTN_TRANSFORMS_UTILS_H
+#endif // ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_UTILS_H

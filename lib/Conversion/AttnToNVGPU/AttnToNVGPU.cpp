@@ -27,11 +27,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Utils.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/CudaChips.h"
 #include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
-#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -52,7 +52,7 @@
 namespace mlir {
 namespace attn {
 #define GEN_PASS_DEF_ATTNGPUFLASHPASS
-#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+#include "attn-mlir/Conversion/Passes.h.inc"
 } // namespace attn
 } // namespace mlir
 

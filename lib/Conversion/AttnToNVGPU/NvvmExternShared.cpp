@@ -1,6 +1,6 @@
 //===- NvvmExternShared.cpp - dynamic shared memory linkage -----*- C++ -*-===//
 
-#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -8,7 +8,7 @@
 namespace mlir {
 namespace attn {
 #define GEN_PASS_DEF_ATTNNVVMEXTERNSHAREDPASS
-#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+#include "attn-mlir/Conversion/Passes.h.inc"
 } // namespace attn
 } // namespace mlir
 
