@@ -276,8 +276,10 @@ struct Kernel {
     Value full[4] = {bIdx, h, k.min(row, k.c(cfg.tq - 1)),
                      k.min(col, k.c(cfg.tk - 1))};
     SmallVector<Value> idx;
-    for (int64_t i = 0; i < rank; ++i)
-      idx.push_back(mt.getDimSize(i) == 1 ? k.c(0) : full[4 - rank + i]);
+    for (int64_t i = 0; i < rank; ++i) {
+      std::optional<unsigned> target = maskTargetDim(mt.getShape(), i);
+      idx.push_back(target ? full[*target] : k.c(0));
+    }
     return memref::LoadOp::create(b, mask, idx);
   }
 
@@ -985,14 +987,14 @@ static LogicalResult matchTiles(func::FuncOp func, TiledAttention &t,
   t.vType = rank4(v);
   if (!t.qType || !t.kType || !t.vType)
     return failure();
-  ValueRange ivs = t.forall.getInductionVars();
+  SmallVector<Value> ivs = llvm::to_vector(t.forall.getInductionVars());
   Value b = ivs[0], h = ivs[1], q0 = t.step.getQueryOffset(),
         kb = t.loop.getInductionVar();
   int64_t group = t.qType.getDimSize(1) / t.kType.getDimSize(1);
-  Value kvh = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>()
-                  ? dyn_cast<Value>(t.step.getKey()
-                                        .getDefiningOp<tensor::ExtractSliceOp>()
-                                        .getMixedOffsets()[1])
+  // The key/value head: the K slice's head offset, h or h / G.
+  auto kSlice = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
+  Value kvh = kSlice && kSlice.getMixedOffsets().size() == 4
+                  ? dyn_cast<Value>(kSlice.getMixedOffsets()[1])
                   : Value();
   auto div = kvh ? kvh.getDefiningOp<arith::DivUIOp>() : arith::DivUIOp();
   bool headOk = group == 1 ? kvh == h
@@ -1009,8 +1011,10 @@ static LogicalResult matchTiles(func::FuncOp func, TiledAttention &t,
       return failure();
     Value full[4] = {b, h, q0, kb};
     SmallVector<Value> offs;
-    for (int64_t i = 0, r = mT.getRank(); i < r; ++i)
-      offs.push_back(mT.getDimSize(i) == 1 ? Value() : full[4 - r + i]);
+    for (int64_t i = 0, r = mT.getRank(); i < r; ++i) {
+      std::optional<unsigned> target = maskTargetDim(mT.getShape(), i);
+      offs.push_back(target ? full[*target] : Value());
+    }
     if (!sliceAt(mask, offs))
       return failure();
   }
@@ -1032,8 +1036,8 @@ static LogicalResult matchFacts(func::FuncOp func, TiledAttention &t,
                                 std::string &why) {
   why = "the nest's lengths, element types, exponent scale and outputs must "
         "be those of its arguments and of the attention";
-  if (t.step.getQueryLength() != t.qType.getDimSize(2) ||
-      t.step.getKeyLength() != t.kType.getDimSize(2) ||
+  if (t.step.getQueryLengthAttr().getInt() != t.qType.getDimSize(2) ||
+      t.step.getKeyLengthAttr().getInt() != t.kType.getDimSize(2) ||
       t.kType.getDimSize(2) != t.vType.getDimSize(2) ||
       t.finish.getOutput().getType().getElementType() !=
           t.qType.getElementType() ||

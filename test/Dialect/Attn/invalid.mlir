@@ -761,3 +761,12 @@ func.func @f(%m: tensor<32xf32>, %acc: tensor<32x64xf32>) {
   %r = attn.online_finish state(%m, %m, %acc) {exponent_scale = 0x7FF0000000000000 : f64} : tensor<32xf32>, tensor<32x64xf32> -> tensor<32x64xf16>
   return
 }
+
+// -----
+
+// online_step: a negative key length (read as unsigned it passed as "not 0").
+func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %m: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
+  // expected-error @+1 {{expected query_length and key_length >= 1, found 100 and -5}}
+  %r:3 = attn.online_step %q, %k, %k state(%m, %m, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 100 : i64, key_length = -5 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+  return
+}

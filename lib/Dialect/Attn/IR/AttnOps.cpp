@@ -190,13 +190,19 @@ double SdpaOp::getEffectiveScale() {
   return 1.0 / std::sqrt(static_cast<double>(d));
 }
 
-std::pair<int64_t, int64_t> SdpaOp::getWindowBounds() {
-  // An extent beyond any representable length is unbounded; clamping keeps
-  // the index arithmetic of the lowerings free of overflow.
+/// Left and right extents of a `window` attribute, -1 when unbounded (or
+/// no window). An extent beyond any representable length is unbounded;
+/// clamping keeps the index arithmetic of the lowerings free of overflow.
+static std::pair<int64_t, int64_t>
+windowBounds(std::optional<ArrayRef<int64_t>> window) {
   auto clamp = [](int64_t w) { return w > (int64_t(1) << 40) ? -1 : w; };
-  if (auto w = getWindow(); w && w->size() == 2)
-    return {clamp((*w)[0]), clamp((*w)[1])};
+  if (window && window->size() == 2)
+    return {clamp((*window)[0]), clamp((*window)[1])};
   return {-1, -1};
+}
+
+std::pair<int64_t, int64_t> SdpaOp::getWindowBounds() {
+  return windowBounds(getWindow());
 }
 
 int64_t SdpaOp::getGroupSize() {
@@ -404,9 +410,8 @@ LogicalResult MhaOp::verify() {
            << kvName << " = " << dkv << " rows, found " << wk.getDimSize(0);
   // Products of sizes are checked: num_heads = 2^62 made Hq * Dv wrap.
   auto overflows = [&](StringRef what, int64_t a, int64_t b) {
-    return emitOpError("expected ")
-           << what << " = " << a << " * " << b
-           << ", which overflows a 64-bit size";
+    return emitOpError("expected ") << what << " = " << a << " * " << b
+                                    << ", which overflows a 64-bit size";
   };
   std::optional<int64_t> kCols;
   if (!ShapedType::isDynamic(d) && !(kCols = llvm::checkedMul(hkv, d)))
@@ -495,8 +500,7 @@ verifyRanks(Operation *op,
     auto t = cast<RankedTensorType>(v.getType());
     if (t.getRank() != rank)
       return op->emitOpError("expected ")
-             << name << " to have rank " << rank << ", found "
-             << formatType(t);
+             << name << " to have rank " << rank << ", found " << formatType(t);
   }
   return success();
 }
@@ -537,10 +541,7 @@ static LogicalResult verifyExponentScale(Operation *op, double c) {
 }
 
 std::pair<int64_t, int64_t> OnlineStepOp::getWindowBounds() {
-  auto clamp = [](int64_t w) { return w > (int64_t(1) << 40) ? -1 : w; };
-  if (auto w = getWindow(); w && w->size() == 2)
-    return {clamp((*w)[0]), clamp((*w)[1])};
-  return {-1, -1};
+  return windowBounds(getWindow());
 }
 
 LogicalResult OnlineStepOp::verify() {
@@ -566,13 +567,14 @@ LogicalResult OnlineStepOp::verify() {
       !dimsAgree(accT.getDimSize(1), vT.getDimSize(1)))
     return emitOpError("expected query [M, D], key [N, D], value [N, Dv] and "
                        "accumulator [M, Dv], found ")
-           << formatType(qT) << ", " << formatType(kT) << ", "
-           << formatType(vT) << " and " << formatType(accT);
+           << formatType(qT) << ", " << formatType(kT) << ", " << formatType(vT)
+           << " and " << formatType(accT);
   if (failed(verifyResultsLikeState(*this, {getMax(), getSum(), getAcc()})))
     return failure();
-  if (getQueryLength() < 1 || getKeyLength() < 1)
+  int64_t tq = getQueryLengthAttr().getInt(), tk = getKeyLengthAttr().getInt();
+  if (tq < 1 || tk < 1)
     return emitOpError("expected query_length and key_length >= 1, found ")
-           << getQueryLength() << " and " << getKeyLength();
+           << tq << " and " << tk;
   if (Value mask = getMask())
     if (failed(verifyMask(*this, cast<RankedTensorType>(mask.getType()), elt,
                           {1, 1, rows, keys}, "the tile [M, N] =")))

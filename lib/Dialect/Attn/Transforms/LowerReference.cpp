@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -36,10 +36,6 @@ namespace {
 
 using utils::IteratorType;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-Value cstF32(OpBuilder &b, Location loc, double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-}
 
 /// Maps (d0..d{n-1}) -> (d[i] for i in dims).
 AffineMap projMap(MLIRContext *ctx, unsigned n, ArrayRef<unsigned> dims) {
@@ -117,7 +113,7 @@ Value expMinusMax(OpBuilder &b, Location loc, Value x, Value m, double c = 1.0,
                  return yieldValue(nb, nl, expShifted(nb, nl, a[0], safe, c));
                Value d = arith::DivFOp::create(
                    nb, nl, arith::SubFOp::create(nb, nl, a[0], safe),
-                   cstF32(nb, nl, divisor));
+                   createF32Constant(nb, nl, divisor));
                yieldValue(nb, nl, math::ExpOp::create(nb, nl, d));
              })
       .getResult(0);
@@ -209,9 +205,9 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
               Value i = linalg::IndexOp::create(b, l, 2);
               Value j = linalg::IndexOp::create(b, l, 3);
               Value visible = buildVisibility(b, l, spec, i, j);
-              Value bias = alibi
-                               ? buildAlibiBias(b, l, spec, a[mask ? 2 : 1], i, j)
-                               : Value();
+              Value bias =
+                  alibi ? buildAlibiBias(b, l, spec, a[mask ? 2 : 1], i, j)
+                        : Value();
               Value s =
                   applyScoreModifiers(b, l, spec, a[0], mask ? a[1] : Value(),
                                       visible, /*scale=*/true, bias);
@@ -220,7 +216,8 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
             .getResult(0);
 
     Value rowMax = reduceLastDim(rewriter, loc, masked, /*isMax=*/true);
-    Value probs = expMinusMax(rewriter, loc, masked, rowMax, exponentScale(spec));
+    Value probs =
+        expMinusMax(rewriter, loc, masked, rowMax, exponentScale(spec));
     Value rowSum = reduceLastDim(rewriter, loc, probs, /*isMax=*/false);
 
     // O[b,h,i,e] = sum_j P[b,h,i,j] * V[b,h/G,j,e]; loops (b,h,i,e,j).
@@ -298,7 +295,8 @@ struct LowerSoftmaxReference : OpRewritePattern<SoftmaxOp> {
             [&](OpBuilder &b, Location l, ValueRange a) {
               Value x = castFloat(b, l, a[0], f32);
               if (inner != 1.0)
-                x = arith::DivFOp::create(b, l, x, cstF32(b, l, inner));
+                x = arith::DivFOp::create(b, l, x,
+                                          createF32Constant(b, l, inner));
               yieldValue(b, l, x);
             })
             .getResult(0);

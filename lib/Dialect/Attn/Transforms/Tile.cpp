@@ -14,10 +14,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "LinalgBuilder.h"
-#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -99,10 +99,9 @@ static Value sliceMask(LinalgBuilder &in, const QueryTile &qt, Value kb,
   Value full[4] = {qt.b, qt.h, qt.q0, kb};
   OpFoldResult tileSizes[4] = {oneA, oneA, qt.qs, ks};
   for (int64_t k = 0; k < rank; ++k) {
-    unsigned target = 4 - rank + k;
-    bool bcast = mT.getDimSize(k) == 1;
-    offs.push_back(bcast ? zeroA : OpFoldResult(full[target]));
-    sizes.push_back(bcast ? oneA : tileSizes[target]);
+    std::optional<unsigned> target = maskTargetDim(mT.getShape(), k);
+    offs.push_back(target ? OpFoldResult(full[*target]) : zeroA);
+    sizes.push_back(target ? tileSizes[*target] : oneA);
     strides.push_back(oneA);
   }
   return tensor::ExtractSliceOp::create(in.b, in.loc, mask, offs, sizes,

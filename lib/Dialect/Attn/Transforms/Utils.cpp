@@ -41,20 +41,17 @@ Value attn::createF32Constant(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
 }
 
-static Value cstF32(OpBuilder &b, Location loc, double v) {
-  return createF32Constant(b, loc, v);
-}
-
 Value attn::safeRowMax(OpBuilder &b, Location loc, Value m) {
   Value isNegInf = arith::CmpFOp::create(
       b, loc, arith::CmpFPredicate::OEQ, m,
-      cstF32(b, loc, -std::numeric_limits<double>::infinity()));
-  return arith::SelectOp::create(b, loc, isNegInf, cstF32(b, loc, 0.0), m);
+      createF32Constant(b, loc, -std::numeric_limits<double>::infinity()));
+  return arith::SelectOp::create(b, loc, isNegInf,
+                                 createF32Constant(b, loc, 0.0), m);
 }
 
 Value attn::normalizeRow(OpBuilder &b, Location loc, Value x, Value l,
                          Type elt) {
-  Value zero = cstF32(b, loc, 0.0);
+  Value zero = createF32Constant(b, loc, 0.0);
   Value empty =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
   Value q = arith::DivFOp::create(b, loc, x, l);
@@ -64,11 +61,11 @@ Value attn::normalizeRow(OpBuilder &b, Location loc, Value x, Value l,
 
 Value attn::rowLogSumExp(OpBuilder &b, Location loc, Value m, Value l) {
   Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l,
-                                      cstF32(b, loc, 0.0));
+                                      createF32Constant(b, loc, 0.0));
   Value lse = arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, l));
   return arith::SelectOp::create(
-      b, loc, empty, cstF32(b, loc, -std::numeric_limits<double>::infinity()),
-      lse);
+      b, loc, empty,
+      createF32Constant(b, loc, -std::numeric_limits<double>::infinity()), lse);
 }
 
 bool attn::hasStaticShapes(Operation *op) {
@@ -112,54 +109,56 @@ Value attn::buildVisibility(OpBuilder &b, Location loc,
   return visible;
 }
 
+std::optional<unsigned> attn::maskTargetDim(ArrayRef<int64_t> maskShape,
+                                            unsigned k) {
+  if (maskShape[k] == 1)
+    return std::nullopt;
+  return 4 - maskShape.size() + k;
+}
+
 AffineMap attn::getMaskMap(MLIRContext *ctx, RankedTensorType maskType,
                            unsigned numLoops, ArrayRef<unsigned> dims) {
   SmallVector<AffineExpr> exprs;
-  int64_t rank = maskType.getRank();
-  for (int64_t k = 0; k < rank; ++k) {
-    unsigned target = 4 - rank + k; // numpy: align from the right
-    if (maskType.getDimSize(k) == 1)
-      exprs.push_back(getAffineConstantExpr(0, ctx));
-    else
-      exprs.push_back(getAffineDimExpr(dims[target], ctx));
+  for (int64_t k = 0; k < maskType.getRank(); ++k) {
+    std::optional<unsigned> target = maskTargetDim(maskType.getShape(), k);
+    exprs.push_back(target ? getAffineDimExpr(dims[*target], ctx)
+                           : getAffineConstantExpr(0, ctx));
   }
   return AffineMap::get(numLoops, 0, exprs, ctx);
 }
 
-AttentionSpec AttentionSpec::get(SdpaOp op) {
+/// The facts attn.sdpa and attn.online_step share (softcap, causal,
+/// window, mask), read the same way from either.
+template <typename OpTy>
+static AttentionSpec specOf(OpTy op, double scale, int64_t queryLength,
+                            int64_t keyLength, bool hasAlibi) {
   AttentionSpec spec;
-  spec.scale = op.getEffectiveScale();
+  spec.scale = scale;
   if (auto cap = op.getSoftcap())
     spec.softcap = cap->convertToDouble();
   spec.causal = op.getCausal();
   std::tie(spec.windowLeft, spec.windowRight) = op.getWindowBounds();
-  spec.queryLength = op.getQuery().getType().getDimSize(2);
-  spec.keyLength = op.getKey().getType().getDimSize(2);
+  spec.queryLength = queryLength;
+  spec.keyLength = keyLength;
   if (Value mask = op.getMask()) {
     spec.hasMask = true;
     spec.floatMask =
         !cast<ShapedType>(mask.getType()).getElementType().isInteger(1);
   }
-  spec.hasAlibi = static_cast<bool>(op.getAlibi());
+  spec.hasAlibi = hasAlibi;
   return spec;
 }
 
+AttentionSpec AttentionSpec::get(SdpaOp op) {
+  return specOf(
+      op, op.getEffectiveScale(), op.getQuery().getType().getDimSize(2),
+      op.getKey().getType().getDimSize(2), static_cast<bool>(op.getAlibi()));
+}
+
 AttentionSpec AttentionSpec::get(OnlineStepOp op) {
-  AttentionSpec spec;
-  spec.scale = op.getScale().convertToDouble();
-  if (auto cap = op.getSoftcap())
-    spec.softcap = cap->convertToDouble();
-  spec.causal = op.getCausal();
-  std::tie(spec.windowLeft, spec.windowRight) = op.getWindowBounds();
-  spec.queryLength = op.getQueryLength();
-  spec.keyLength = op.getKeyLength();
-  if (Value mask = op.getMask()) {
-    spec.hasMask = true;
-    spec.floatMask =
-        !cast<ShapedType>(mask.getType()).getElementType().isInteger(1);
-  }
-  spec.hasAlibi = static_cast<bool>(op.getAlibiSlope());
-  return spec;
+  return specOf(
+      op, op.getScale().convertToDouble(), op.getQueryLengthAttr().getInt(),
+      op.getKeyLengthAttr().getInt(), static_cast<bool>(op.getAlibiSlope()));
 }
 
 double attn::exponentScale(const AttentionSpec &spec) {

@@ -47,6 +47,11 @@ LogicalResult checkStaticShapes(Operation *root, StringRef pass) {
 Value buildVisibility(OpBuilder &b, Location loc, const AttentionSpec &spec,
                       Value i, Value j);
 
+/// The dimension of [B, Hq, Tq, Tk] that dimension `k` of a mask of
+/// `maskShape` follows (numpy rules: aligned from the right), or nullopt
+/// when it is broadcast (size 1). Every mask reader places it this way.
+std::optional<unsigned> maskTargetDim(ArrayRef<int64_t> maskShape, unsigned k);
+
 /// Indexing map of a mask broadcast to [B, Hq, Tq, Tk] (numpy rules, rank 2
 /// to 4), as a map from the four dimensions (b, h, i, j) placed at
 /// positions `dims` of a `numLoops`-dimensional iteration space.
@@ -93,17 +98,15 @@ Value scaleRowMax(OpBuilder &b, Location loc, Value m, double c);
 /// The ALiBi bias slope · |i + Tk - Tq - j| of the score at index
 /// positions (i, j), in f32.
 Value buildAlibiBias(OpBuilder &b, Location loc, const AttentionSpec &spec,
-                     Value slope,
-                     Value i, Value j);
+                     Value slope, Value i, Value j);
 
 /// Applies scoreScale (unless `scale` is false: the caller folded it into Q),
 /// softcap, the ALiBi bias (subtracted), the mask value and the visibility
 /// predicate to an f32 score. `alibiBias`, `maskVal` and `visible` are null
 /// when the op has none (every key visible).
-Value applyScoreModifiers(OpBuilder &b, Location loc,
-                          const AttentionSpec &spec, Value s,
-                          Value maskVal, Value visible, bool scale = true,
-                          Value alibiBias = {});
+Value applyScoreModifiers(OpBuilder &b, Location loc, const AttentionSpec &spec,
+                          Value s, Value maskVal, Value visible,
+                          bool scale = true, Value alibiBias = {});
 
 } // namespace attn
 } // namespace mlir
