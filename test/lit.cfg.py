@@ -3,6 +3,7 @@
 
 import os
 import shutil
+import subprocess
 import sys
 
 import lit.formats
@@ -23,6 +24,22 @@ config.substitutions.append(("%attn_src_root", config.attn_src_root))
 config.substitutions.append(("%attn_lib_dir", config.attn_lib_dir))
 config.substitutions.append(("%clang", os.path.join(config.llvm_tools_dir, "clang")))
 config.substitutions.append(("%python", sys.executable))
+# The python3 on PATH, when it has numpy (make check installs it there; lit
+# itself may run on another interpreter): independent fp64 checks in numpy.
+_np_python = shutil.which("python3", path=config.environment["PATH"])
+if _np_python and subprocess.run([_np_python, "-c", "import numpy"],
+                                 capture_output=True).returncode == 0:
+    config.available_features.add("numpy")
+    config.substitutions.append(("%numpy_python", _np_python))
+# The host half of attn-gpu-pipeline after the kernel lowerings: One-Shot
+# Bufferize with caller-allocated results and attn-gpu-host (as
+# buildGpuKernelsPipeline runs them), so that a kernel reads %argN.
+config.substitutions.append(
+    ("%gpu-host",
+     "--one-shot-bufferize='bufferize-function-boundaries "
+     "function-boundary-type-conversion=identity-layout-map' "
+     "--buffer-results-to-out-params='hoist-static-allocs "
+     "modify-public-functions' --attn-gpu-host"))
 
 # Captured FileCheck variables do not leak between CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"

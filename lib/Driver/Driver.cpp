@@ -21,6 +21,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Matchers.h"
@@ -52,72 +53,111 @@
 using namespace mlir;
 using namespace mlir::attn::driver;
 
-/// The kernel record of every public function after the GPU pipeline: its
-/// gpu.launch_func (constant grid, block and shared memory) and the bytes
-/// of its gpu.binary, which become the global `attn_mlir_image_<i>`.
-static LogicalResult
-describeKernels(ModuleOp module, bool ptx,
-                std::map<std::string, std::string> &lines,
-                std::vector<std::pair<std::string, std::string>> &images) {
+static std::optional<int64_t> constantInt(Value v) {
+  APInt value;
+  if (v && matchPattern(v, m_ConstantInt(&value)))
+    return value.getSExtValue();
+  return std::nullopt;
+}
+
+/// The images of the gpu.binary ops, each the global `attn_mlir_image_<i>`
+/// of the artifact.
+struct Images {
+  bool ptx = false;
+  std::vector<std::pair<std::string, std::string>> symbolsAndBytes;
+  llvm::StringMap<size_t> byModule;
+
+  /// The image index of `binary` (added on first use).
+  size_t of(gpu::BinaryOp binary) {
+    auto [it, fresh] =
+        byModule.try_emplace(binary.getSymName(), symbolsAndBytes.size());
+    if (fresh) {
+      auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+      std::string bytes = object.getObject().getValue().str();
+      if (ptx)
+        bytes.push_back('\0'); // cuModuleLoadData reads PTX as a C string
+      symbolsAndBytes.push_back(
+          {"attn_mlir_image_" + std::to_string(symbolsAndBytes.size()),
+           std::move(bytes)});
+    }
+    return it->second;
+  }
+};
+
+/// The `kernel` record of `launch`, whose operands are the buffers `ids`.
+static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
+                                    const DenseMap<Value, int64_t> &ids,
+                                    Images &images, llvm::raw_ostream &os) {
+  SmallVector<int64_t> d;
+  for (Value v : {launch.getGridSizeX(), launch.getGridSizeY(),
+                  launch.getGridSizeZ(), launch.getBlockSizeX(),
+                  launch.getBlockSizeY(), launch.getBlockSizeZ()}) {
+    auto c = constantInt(v);
+    if (!c)
+      return launch.emitError("the launch configuration must be constant");
+    d.push_back(*c);
+  }
+  std::optional<int64_t> smem = 0;
+  if (Value s = launch.getDynamicSharedMemorySize())
+    smem = constantInt(s);
+  if (!smem)
+    return launch.emitError("the shared memory size must be constant");
+  std::string args;
+  for (Value operand : launch.getKernelOperands()) {
+    auto it = ids.find(operand);
+    if (it == ids.end())
+      return launch.emitError("kernel operands must be entry arguments or "
+                              "device buffers of the host code");
+    args += (args.empty() ? "" : ",") + std::to_string(it->second);
+  }
+  auto binary = SymbolTable::lookupNearestSymbolFrom<gpu::BinaryOp>(
+      launch, launch.getKernelModuleName());
+  if (!binary || binary.getObjects().size() != 1)
+    return launch.emitError("no serialized kernel (gpu.binary) for ")
+           << launch.getKernelModuleName();
+  auto &[symbol, bytes] = images.symbolsAndBytes[images.of(binary)];
+  os << "kernel " << launch.getKernelName().getValue() << " grid=" << d[0]
+     << "," << d[1] << "," << d[2] << " block=" << d[3] << "," << d[4] << ","
+     << d[5] << " smem=" << *smem << " args=" << args << " image=" << symbol
+     << " format=" << (images.ptx ? "ptx" : "cubin") << " size=" << bytes.size()
+     << "\n";
+  return success();
+}
+
+/// The device records of every public function after the GPU pipeline, in
+/// the order the runtime replays them: `buffer` per memref.alloc (buffer ids
+/// after the arguments; reshapes alias their source) and `kernel` per
+/// gpu.launch_func (see Artifact/Format.h).
+static LogicalResult describeKernels(ModuleOp module,
+                                     std::map<std::string, std::string> &lines,
+                                     Images &images) {
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal())
       continue;
-    SmallVector<gpu::LaunchFuncOp> launches;
-    func.walk([&](gpu::LaunchFuncOp l) { launches.push_back(l); });
-    if (launches.size() != 1)
-      return func.emitError("expected one kernel launch after the GPU "
-                            "pipeline, found ")
-             << launches.size();
-    gpu::LaunchFuncOp launch = launches.front();
-    auto constant = [](Value v) -> std::optional<int64_t> {
-      APInt value;
-      if (v && matchPattern(v, m_ConstantInt(&value)))
-        return value.getSExtValue();
-      return std::nullopt;
-    };
-    auto dims = {launch.getGridSizeX(),  launch.getGridSizeY(),
-                 launch.getGridSizeZ(),  launch.getBlockSizeX(),
-                 launch.getBlockSizeY(), launch.getBlockSizeZ()};
-    SmallVector<int64_t> d;
-    for (Value v : dims) {
-      auto c = constant(v);
-      if (!c)
-        return launch.emitError("the launch configuration must be constant");
-      d.push_back(*c);
+    DenseMap<Value, int64_t> ids;
+    for (BlockArgument a : func.getArguments())
+      ids[a] = a.getArgNumber();
+    int64_t next = func.getNumArguments();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    for (Operation &op : func.getBody().front()) {
+      if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+        MemRefType t = alloc.getType();
+        ids[alloc] = next++;
+        os << "buffer bytes="
+           << t.getNumElements() * std::max<int64_t>(
+                                       1, t.getElementTypeBitWidth() / 8)
+           << "\n";
+      } else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(op)) {
+        ids[op.getResult(0)] = ids.lookup(op.getOperand(0));
+      } else if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+        if (failed(describeLaunch(launch, ids, images, os)))
+          return failure();
+      } else if (!isa<arith::ConstantOp, func::ReturnOp>(op)) {
+        return op.emitError("unexpected host op after the GPU pipeline");
+      }
     }
-    int64_t smem = 0;
-    if (Value s = launch.getDynamicSharedMemorySize()) {
-      auto c = constant(s);
-      if (!c)
-        return launch.emitError("the shared memory size must be constant");
-      smem = *c;
-    }
-    std::string args;
-    for (Value operand : launch.getKernelOperands()) {
-      auto arg = dyn_cast<BlockArgument>(operand);
-      if (!arg || arg.getOwner()->getParentOp() != func)
-        return launch.emitError("kernel operands must be function arguments");
-      args += (args.empty() ? "" : ",") + std::to_string(arg.getArgNumber());
-    }
-    auto binary = SymbolTable::lookupNearestSymbolFrom<gpu::BinaryOp>(
-        launch, launch.getKernelModuleName());
-    if (!binary || binary.getObjects().size() != 1)
-      return launch.emitError("no serialized kernel (gpu.binary) for ")
-             << launch.getKernelModuleName();
-    auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
-    std::string bytes = object.getObject().getValue().str();
-    if (ptx)
-      bytes.push_back('\0'); // cuModuleLoadData reads PTX as a C string
-    std::string symbol = "attn_mlir_image_" + std::to_string(images.size());
-    std::string line;
-    llvm::raw_string_ostream os(line);
-    os << "kernel " << launch.getKernelName().getValue() << " grid=" << d[0]
-       << "," << d[1] << "," << d[2] << " block=" << d[3] << "," << d[4] << ","
-       << d[5] << " smem=" << smem << " args=" << args << " image=" << symbol
-       << " format=" << (ptx ? "ptx" : "cubin") << " size=" << bytes.size()
-       << "\n";
-    lines[func.getName().str()] = line;
-    images.push_back({symbol, std::move(bytes)});
+    lines[func.getName().str()] = text;
   }
   return success();
 }
@@ -348,13 +388,7 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
     options.format = embedPtx ? "isa" : "bin";
     options.cudaPath = cudaRoot;
     if (o.emit == Emit::Tiled) {
-      mlir::attn::AttnGpuFlashPassOptions flash;
-      flash.warps = options.warps;
-      flash.rowTiles = options.rowTiles;
-      flash.kvBlock = options.kvBlock;
-      flash.stages = options.stages;
-      flash.chip = options.chip;
-      pm.addPass(mlir::attn::createAttnGpuFlashPass(flash));
+      mlir::attn::buildGpuKernelsPipeline(pm, options.flashOptions());
     } else {
       if (o.emit == Emit::LLVMDialect)
         options.format = "none";
@@ -401,9 +435,11 @@ static int writeOutputs(const CompileOptions &o, ModuleOp module,
                          (cuda ? "cuda" : "cpu") + "\n" +
                          ::attn::format::sourceRecord(sourceHash);
   std::map<std::string, std::string> kernelLines;
-  std::vector<std::pair<std::string, std::string>> images;
-  if (cuda && failed(describeKernels(module, embedPtx, kernelLines, images)))
+  Images kernelImages;
+  kernelImages.ptx = embedPtx;
+  if (cuda && failed(describeKernels(module, kernelLines, kernelImages)))
     return 1;
+  auto &images = kernelImages.symbolsAndBytes;
   for (auto &[name, text] : chunks)
     metadata += text + kernelLines[name];
   metadata = ::attn::format::seal(metadata);

@@ -152,8 +152,11 @@ struct Copy {
 
 class Emulator {
 public:
-  Emulator(gpu::LaunchOp launch, std::vector<View> args)
-      : launch(launch), views(std::move(args)) {
+  /// `args[i]` is the buffer of `captured[i]`, a memref from above the
+  /// launch.
+  Emulator(gpu::LaunchOp launch, std::vector<Value> captured,
+           std::vector<View> args)
+      : launch(launch), captured(std::move(captured)), views(std::move(args)) {
     for (View &v : views)
       v.fault = &error;
   }
@@ -197,9 +200,8 @@ public:
         id(o);
     });
     regs.assign(ids.size() * threads, Val());
-    // Values from above the launch: the function's memref arguments.
-    auto func = launch->getParentOfType<func::FuncOp>();
-    for (auto [i, a] : llvm::enumerate(func.getArguments()))
+    // Values from above the launch: the buffers it was given.
+    for (auto [i, a] : llvm::enumerate(captured))
       if (ids.count(a))
         for (int64_t t = 0; t < threads; ++t)
           at(a, t).i = static_cast<int64_t>(i);
@@ -247,12 +249,11 @@ public:
     return success();
   }
 
-  size_t numArgViews() const {
-    return launch->getParentOfType<func::FuncOp>().getNumArguments();
-  }
+  size_t numArgViews() const { return captured.size(); }
 
 private:
   gpu::LaunchOp launch;
+  std::vector<Value> captured;
   std::vector<View> views;
   std::string error;
 
@@ -981,11 +982,94 @@ void attn::storeFloat(Type elt, float v, uint8_t *p) { fromFloat(elt, v, p); }
 LogicalResult attn::emulateLaunch(gpu::LaunchOp launch,
                                   ArrayRef<EmulatedBuffer> args,
                                   std::string &error) {
+  auto func = launch->getParentOfType<func::FuncOp>();
+  std::vector<Value> captured(func.getArguments().begin(),
+                              func.getArguments().end());
   std::vector<View> views;
   for (const EmulatedBuffer &a : args)
     views.push_back(View{a.base, a.bytes, a.shape, a.elt});
-  Emulator emulator(launch, std::move(views));
+  Emulator emulator(launch, std::move(captured), std::move(views));
   LogicalResult result = emulator.run();
   error = emulator.errorMessage();
   return result;
+}
+
+/// The buffers of a host function's memref values: its arguments,
+/// allocations (owned here, poisoned with 0xff: NaN for floats) and the
+/// reshapes that alias them.
+struct HostBuffers {
+  DenseMap<Value, EmulatedBuffer> of;
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> owned;
+
+  EmulatedBuffer alias(Value source, MemRefType type) {
+    EmulatedBuffer b = of.lookup(source);
+    b.shape.assign(type.getShape().begin(), type.getShape().end());
+    return b;
+  }
+  EmulatedBuffer allocate(MemRefType type) {
+    Type elt = type.getElementType();
+    int64_t size = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
+    owned.push_back(std::make_unique<std::vector<uint8_t>>(
+        type.getNumElements() * size, 0xff));
+    return EmulatedBuffer{owned.back()->data(),
+                          static_cast<int64_t>(owned.back()->size()),
+                          SmallVector<int64_t>(type.getShape()), elt};
+  }
+};
+
+/// Runs `launch` on the buffers of the memrefs it uses from above.
+static LogicalResult runHostLaunch(gpu::LaunchOp launch, HostBuffers &host,
+                                   std::string &error) {
+  std::vector<Value> captured;
+  llvm::SmallDenseSet<Value> seen;
+  launch.getBody().walk([&](Operation *op) {
+    for (Value v : op->getOperands())
+      if (isa<MemRefType>(v.getType()) &&
+          !launch.getBody().isAncestor(v.getParentRegion()) &&
+          seen.insert(v).second)
+        captured.push_back(v);
+  });
+  std::vector<View> views;
+  for (Value v : captured) {
+    auto it = host.of.find(v);
+    if (it == host.of.end()) {
+      error = "a kernel uses a memref the host code did not make";
+      return failure();
+    }
+    const EmulatedBuffer &a = it->second;
+    views.push_back(View{a.base, a.bytes, a.shape, a.elt});
+  }
+  Emulator emulator(launch, std::move(captured), std::move(views));
+  LogicalResult result = emulator.run();
+  error = emulator.errorMessage();
+  if (failed(result) && launch.getFunction())
+    error = "kernel " + launch.getFunction()->str() + ": " + error;
+  return result;
+}
+
+LogicalResult attn::emulateFunction(func::FuncOp func,
+                                    ArrayRef<EmulatedBuffer> args,
+                                    std::string &error) {
+  HostBuffers host;
+  for (auto [a, buf] : llvm::zip(func.getArguments(), args))
+    host.of[a] = buf;
+  for (Operation &op : func.getBody().front()) {
+    LogicalResult ok = success();
+    if (auto alloc = dyn_cast<memref::AllocOp>(op))
+      host.of[alloc] = host.allocate(alloc.getType());
+    else if (auto e = dyn_cast<memref::ExpandShapeOp>(op))
+      host.of[e] = host.alias(e.getSrc(), e.getType());
+    else if (auto c = dyn_cast<memref::CollapseShapeOp>(op))
+      host.of[c] = host.alias(c.getSrc(), c.getType());
+    else if (auto launch = dyn_cast<gpu::LaunchOp>(op))
+      ok = runHostLaunch(launch, host, error);
+    else if (!isa<arith::ConstantOp, func::ReturnOp>(op)) {
+      error = "the host code holds '" + op.getName().getStringRef().str() +
+              "', which the emulator does not run";
+      ok = failure();
+    }
+    if (failed(ok))
+      return failure();
+  }
+  return success();
 }

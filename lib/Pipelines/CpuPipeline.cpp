@@ -32,9 +32,7 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-/// attn ops on tensors to memrefs with caller-allocated results: every
-/// public function becomes `void f(in..., out...)`.
-static void addBufferization(OpPassManager &pm) {
+void attn::buildBufferizationWithOutParams(OpPassManager &pm) {
   // After CSE, which can make two results one value.
   pm.addNestedPass<func::FuncOp>(createAttnCopyRepeatedResultsPass());
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -46,6 +44,12 @@ static void addBufferization(OpPassManager &pm) {
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+}
+
+/// attn ops on tensors to memrefs with caller-allocated results: every
+/// public function becomes `void f(in..., out...)`.
+static void addBufferization(OpPassManager &pm) {
+  buildBufferizationWithOutParams(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
 }
 

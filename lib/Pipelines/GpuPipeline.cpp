@@ -1,9 +1,13 @@
 //===- GpuPipeline.cpp - attn ops to NVVM kernels ---------------*- C++ -*-===//
 //
 // Stage contract:
-//   attn-gpu-flash          each single-attn.sdpa function -> memref
-//                           function with one gpu.launch (the fused kernel)
-//   gpu-kernel-outlining    gpu.module + gpu.func kernel, gpu.launch_func
+//   attn-decompose-mha      no attn.mha remains
+//   attn-gpu-flash          each attn.sdpa -> its attn-tile nest -> a
+//                           gpu.launch of the fused kernel on buffers
+//   attn-gpu-linalg         each linalg op -> a GEMM or elementwise launch
+//   bufferization           memref functions `void f(in..., out...)`
+//   attn-gpu-host           host code = device buffers + launches only
+//   gpu-kernel-outlining    one gpu.module per entry, gpu.launch_func
 //   nvvm-attach-target      chip, PTX features, O3
 //   gpu.module lowering     nvgpu/gpu/vector/scf/arith -> NVVM + LLVM,
 //                           bare-pointer kernel arguments
@@ -17,6 +21,8 @@
 #include "attn-mlir/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -91,6 +97,16 @@ llvm::Expected<std::string> attn::resolveCudaTarget(StringRef chipName,
   return features.str();
 }
 
+AttnGpuFlashPassOptions GpuPipelineOptions::flashOptions() const {
+  AttnGpuFlashPassOptions flash;
+  flash.warps = warps;
+  flash.rowTiles = rowTiles;
+  flash.kvBlock = kvBlock;
+  flash.stages = stages;
+  flash.chip = chip;
+  return flash;
+}
+
 LogicalResult GpuPipelineOptions::parseFromString(StringRef options,
                                                   raw_ostream &errorStream) {
   if (failed(PassPipelineOptions::parseFromString(options, errorStream)))
@@ -110,6 +126,15 @@ LogicalResult GpuPipelineOptions::parseFromString(StringRef options,
   return success();
 }
 
+void attn::buildGpuKernelsPipeline(OpPassManager &pm,
+                                   const AttnGpuFlashPassOptions &flash) {
+  pm.addPass(createAttnDecomposeMhaPass());
+  pm.addPass(createAttnGpuFlashPass(flash));
+  pm.addPass(createAttnGpuLinalgPass());
+  buildBufferizationWithOutParams(pm);
+  pm.addPass(createAttnGpuHostPass());
+}
+
 void attn::buildGpuPipeline(OpPassManager &pm,
                             const GpuPipelineOptions &options) {
   llvm::Expected<std::string> features =
@@ -117,13 +142,10 @@ void attn::buildGpuPipeline(OpPassManager &pm,
   if (!features)
     llvm::report_fatal_error("attn-mlir: unchecked GPU pipeline options: " +
                              Twine(llvm::toString(features.takeError())));
-  AttnGpuFlashPassOptions flash;
-  flash.warps = options.warps;
-  flash.rowTiles = options.rowTiles;
-  flash.kvBlock = options.kvBlock;
-  flash.stages = options.stages;
-  flash.chip = options.chip;
-  pm.addPass(createAttnGpuFlashPass(flash));
+  buildGpuKernelsPipeline(pm, options.flashOptions());
+  // Constants the kernels share with the host code move into them, so that
+  // kernel arguments are buffers only.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;

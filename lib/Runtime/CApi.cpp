@@ -65,10 +65,15 @@ static std::string describe(const std::string &target,
                     ", \"source\": " + jsonString(source) + ", \"entries\": [";
   for (size_t i = 0; i < entries.size(); ++i) {
     const EntryInfo &e = entries[i];
+    int64_t scratch = 0; // at most 64 buffers of 2^40 bytes: no overflow
+    for (int64_t b : e.scratchBytes)
+      scratch += b;
     out += std::string(i ? ", " : "") + "{\"name\": " + jsonString(e.name) +
            ", \"inputs\": " + jsonArgs(e.inputs) +
            ", \"outputs\": " + jsonArgs(e.outputs) +
-           ", \"op\": " + jsonOp(e.op) + "}";
+           ", \"op\": " + jsonOp(e.op) +
+           ", \"kernels\": " + std::to_string(e.kernels.size()) +
+           ", \"scratch_bytes\": " + std::to_string(scratch) + "}";
   }
   return out + "]}";
 }

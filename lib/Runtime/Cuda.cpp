@@ -14,8 +14,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
-#include <unistd.h>
+#include <map>
 #include <string>
+#include <unistd.h>
+#include <vector>
 
 using namespace attn::rt;
 
@@ -149,6 +151,17 @@ struct Buffer {
   size_t bytes = 0;
 };
 
+/// One kernel of the entry, ready to launch.
+struct Launch {
+  const KernelInfo *kernel = nullptr;
+  CUfunction fn = nullptr;
+  std::string what; ///< "kernel #2 'name' of 'entry'", for errors
+  // The kernel's arguments (device pointers) and the pointers to them that
+  // cuLaunchKernel takes.
+  std::vector<CUdeviceptr> argPtrs;
+  std::vector<void *> params;
+};
+
 } // namespace
 
 struct CudaSession::Impl {
@@ -161,39 +174,182 @@ struct CudaSession::Impl {
   size_t totalMem = 0;
   // State of the last run(), reused by bench().
   const EntryInfo *entry = nullptr;
-  CUmodule module = nullptr;
-  CUfunction fn = nullptr;
+  std::map<std::string, CUmodule> modules; ///< by image symbol
+  std::vector<Launch> launches;            ///< in launch order
+  /// By buffer id: the entry's inputs, its outputs, its scratch buffers.
   std::vector<Buffer> buffers;
-  // The launch's kernel arguments (device pointers) and the pointers to
-  // them that cuLaunchKernel takes, built once per run().
-  std::vector<CUdeviceptr> argPtrs;
-  std::vector<void *> params;
 
   void release() {
     for (Buffer &b : buffers)
       if (b.ptr)
         cu.cuMemFree_v2(b.ptr);
     buffers.clear();
-    if (module)
-      cu.cuModuleUnload(module);
-    module = nullptr;
-    fn = nullptr;
+    for (auto &[symbol, module] : modules)
+      if (module)
+        cu.cuModuleUnload(module);
+    modules.clear();
+    launches.clear();
     entry = nullptr;
-    argPtrs.clear();
-    params.clear();
   }
 
-  /// Launches the loaded kernel on the buffers; nothing else runs on the
-  /// host between bench()'s events.
-  Error launch() {
-    const KernelInfo &k = entry->kernel;
-    return cu.check(cu.cuLaunchKernel(
-                        fn, k.grid[0], k.grid[1], k.grid[2], k.block[0],
-                        k.block[1], k.block[2], k.sharedBytes, stream,
-                        params.data(), nullptr),
-                    "cuLaunchKernel");
+  Error checkSharedMemory(const EntryInfo &e) const;
+  Error loadModule(const Artifact &art, const EntryInfo &e,
+                   const KernelInfo &k, CUmodule &module);
+  Error loadKernels(const Artifact &art, const EntryInfo &e);
+  Error allocate(const EntryInfo &e, const std::vector<Tensor> &inputs,
+                 const std::vector<Tensor> &outputs);
+  void bindArguments();
+  Error download(size_t numInputs, std::vector<Tensor> &outputs);
+
+  /// Launches every kernel of the entry in order on the stream, without
+  /// waiting: each starts after the previous one finished. Nothing else
+  /// runs on the host between bench()'s events.
+  Error launchAll() {
+    for (Launch &l : launches) {
+      const KernelInfo &k = *l.kernel;
+      if (Error e = cu.check(
+              cu.cuLaunchKernel(l.fn, k.grid[0], k.grid[1], k.grid[2],
+                                k.block[0], k.block[1], k.block[2],
+                                k.sharedBytes, stream, l.params.data(),
+                                nullptr),
+              "cuLaunchKernel"))
+        return {e.message + " (" + l.what + ")"};
+    }
+    return {};
   }
 };
+
+/// "kernel #2 'name' of 'entry'" (or "the kernel 'name' of 'entry'" when
+/// the entry has one).
+static std::string describeKernel(const EntryInfo &e, size_t i) {
+  std::string which = e.kernels.size() == 1
+                          ? std::string("the kernel")
+                          : "kernel #" + std::to_string(i + 1);
+  return which + " '" + e.kernels[i].name + "' of '" + e.name + "'";
+}
+
+/// Every kernel's shared memory fits the device: refused before anything
+/// is loaded or allocated.
+Error CudaSession::Impl::checkSharedMemory(const EntryInfo &e) const {
+  for (size_t i = 0; i < e.kernels.size(); ++i)
+    if (e.kernels[i].sharedBytes > maxShared)
+      return {describeKernel(e, i) + " needs " +
+              std::to_string(e.kernels[i].sharedBytes) +
+              " bytes of shared memory per block; " + name + " allows " +
+              std::to_string(maxShared) +
+              ": recompile with a smaller --kv-block or --stages=1"};
+  return {};
+}
+
+/// The module of kernel `k`'s image, loaded on its first use.
+Error CudaSession::Impl::loadModule(const Artifact &art, const EntryInfo &e,
+                                    const KernelInfo &k, CUmodule &module) {
+  auto found = modules.find(k.image);
+  if (found != modules.end()) {
+    module = found->second;
+    return {};
+  }
+  const void *image = art.image(k);
+  if (!image)
+    return {"the artifact has no kernel image '" + k.image + "' for '" +
+            e.name + "'"};
+  module = nullptr;
+  if (Error err = cu.check(cu.cuModuleLoadData(&module, image),
+                           "cuModuleLoadData"))
+    return {err.message + " (loading the " + k.format + " image '" + k.image +
+            "' of '" + e.name + "')"};
+  modules[k.image] = module;
+  return {};
+}
+
+/// Each distinct image loaded once, each kernel's function found and
+/// allowed its dynamic shared memory.
+Error CudaSession::Impl::loadKernels(const Artifact &art,
+                                     const EntryInfo &e) {
+  launches.resize(e.kernels.size());
+  for (size_t i = 0; i < e.kernels.size(); ++i) {
+    const KernelInfo &k = e.kernels[i];
+    Launch &l = launches[i];
+    l.kernel = &k;
+    l.what = describeKernel(e, i);
+    CUmodule module = nullptr;
+    if (Error err = loadModule(art, e, k, module))
+      return err;
+    if (Error err = cu.check(
+            cu.cuModuleGetFunction(&l.fn, module, k.name.c_str()),
+            "cuModuleGetFunction"))
+      return {err.message + " (" + l.what + ")"};
+    if (Error err = cu.check(
+            cu.cuFuncSetAttribute(l.fn, kFuncAttrMaxDynamicShared,
+                                  static_cast<int>(k.sharedBytes)),
+            "cuFuncSetAttribute"))
+      return {err.message + " (" + l.what + ")"};
+  }
+  return {};
+}
+
+/// Device buffers by id (inputs, outputs, scratch); the inputs uploaded,
+/// the outputs and scratch buffers poisoned: an element a kernel forgets
+/// to write reads NaN.
+Error CudaSession::Impl::allocate(const EntryInfo &e,
+                                  const std::vector<Tensor> &inputs,
+                                  const std::vector<Tensor> &outputs) {
+  std::vector<size_t> sizes;
+  for (const auto *ts : {&inputs, &outputs})
+    for (const Tensor &t : *ts)
+      sizes.push_back(t.data.size());
+  for (int64_t bytes : e.scratchBytes)
+    sizes.push_back(static_cast<size_t>(bytes));
+  for (size_t bytes : sizes) {
+    Buffer b;
+    b.bytes = bytes;
+    if (Error err = cu.check(cu.cuMemAlloc_v2(&b.ptr, bytes ? bytes : 1),
+                             "cuMemAlloc"))
+      return {err.message + " (allocating " + std::to_string(bytes) +
+              " bytes)"};
+    buffers.push_back(b);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (Error err = cu.check(cu.cuMemcpyHtoD_v2(buffers[i].ptr,
+                                                inputs[i].data.data(),
+                                                inputs[i].data.size()),
+                             "cuMemcpyHtoD"))
+      return err;
+  for (size_t i = inputs.size(); i < buffers.size(); ++i)
+    if (Error err = cu.check(
+            cu.cuMemsetD8_v2(buffers[i].ptr, 0xff, buffers[i].bytes),
+            "cuMemsetD8"))
+      return err;
+  return {};
+}
+
+/// Each launch's arguments: the device pointers of its buffer ids (checked
+/// against the buffers by validateEntries) and the pointers to them, then a
+/// null the driver does not read (it takes as many as the kernel has
+/// parameters) but a stand-in driver can count to.
+void CudaSession::Impl::bindArguments() {
+  for (Launch &l : launches) {
+    l.argPtrs.clear();
+    l.params.clear();
+    for (int64_t id : l.kernel->args)
+      l.argPtrs.push_back(buffers[static_cast<size_t>(id)].ptr);
+    for (CUdeviceptr &p : l.argPtrs)
+      l.params.push_back(&p);
+    l.params.push_back(nullptr);
+  }
+}
+
+Error CudaSession::Impl::download(size_t numInputs,
+                                  std::vector<Tensor> &outputs) {
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const Buffer &b = buffers[numInputs + o];
+    if (Error e = cu.check(
+            cu.cuMemcpyDtoH_v2(outputs[o].data.data(), b.ptr, b.bytes),
+            "cuMemcpyDtoH"))
+      return e;
+  }
+  return {};
+}
 
 Error CudaSession::open(int ordinal, std::unique_ptr<CudaSession> &out) {
   auto s = std::unique_ptr<CudaSession>(new CudaSession());
@@ -262,76 +418,30 @@ Error CudaSession::run(const Artifact &art, const EntryInfo &entry,
                        const std::vector<Tensor> &inputs,
                        std::vector<Tensor> &outputs) {
   Impl &im = *impl_;
-  Driver &cu = im.cu;
   im.release();
-  const KernelInfo &k = entry.kernel;
-  if (k.sharedBytes > im.maxShared)
-    return {"the kernel of '" + entry.name + "' needs " +
-            std::to_string(k.sharedBytes) +
-            " bytes of shared memory per block; " + im.name + " allows " +
-            std::to_string(im.maxShared) +
-            ": recompile with a smaller --kv-block or --stages=1"};
-  const void *image = art.image(entry);
-  if (!image)
-    return {"the artifact has no kernel image for '" + entry.name + "'"};
-  if (Error e = cu.check(cu.cuModuleLoadData(&im.module, image),
-                         "cuModuleLoadData"))
-    return {e.message + " (loading the " + k.format + " of '" + entry.name +
-            "')"};
-  if (Error e = cu.check(
-          cu.cuModuleGetFunction(&im.fn, im.module, k.name.c_str()),
-          "cuModuleGetFunction"))
+  if (entry.kernels.empty())
+    return {"internal error: entry '" + entry.name + "' has no kernel"};
+  if (inputs.size() != entry.inputs.size() ||
+      outputs.size() != entry.outputs.size())
+    return {"internal error: the arguments of '" + entry.name +
+            "' do not match its metadata"};
+  if (Error e = im.checkSharedMemory(entry))
     return e;
-  if (Error e = cu.check(cu.cuFuncSetAttribute(im.fn, kFuncAttrMaxDynamicShared,
-                                               static_cast<int>(k.sharedBytes)),
-                         "cuFuncSetAttribute"))
+  if (Error e = im.loadKernels(art, entry))
     return e;
+  if (Error e = im.allocate(entry, inputs, outputs))
+    return e;
+  im.bindArguments();
   im.entry = &entry;
-
-  // Device buffers in entry-argument order: inputs, then outputs.
-  std::vector<const Tensor *> all;
-  for (const Tensor &t : inputs)
-    all.push_back(&t);
-  for (Tensor &t : outputs)
-    all.push_back(&t);
-  for (const Tensor *t : all) {
-    Buffer b;
-    b.bytes = t->data.size();
-    if (Error e = cu.check(cu.cuMemAlloc_v2(&b.ptr, b.bytes ? b.bytes : 1),
-                           "cuMemAlloc"))
-      return {e.message + " (allocating " + std::to_string(b.bytes) +
-              " bytes)"};
-    im.buffers.push_back(b);
-  }
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (Error e = cu.check(cu.cuMemcpyHtoD_v2(im.buffers[i].ptr,
-                                              inputs[i].data.data(),
-                                              inputs[i].data.size()),
-                           "cuMemcpyHtoD"))
-      return e;
-  // Poison the outputs: an element the kernel forgets to write reads NaN.
-  for (size_t i = inputs.size(); i < all.size(); ++i)
-    if (Error e = cu.check(
-            cu.cuMemsetD8_v2(im.buffers[i].ptr, 0xff, im.buffers[i].bytes),
-            "cuMemsetD8"))
-      return e;
-  for (int a : k.args)
-    im.argPtrs.push_back(im.buffers[a].ptr);
-  for (CUdeviceptr &p : im.argPtrs)
-    im.params.push_back(&p);
-  if (Error e = im.launch())
+  if (Error e = im.launchAll())
     return e;
-  if (Error e = cu.check(cu.cuStreamSynchronize(im.stream),
-                         "the kernel (cuStreamSynchronize)"))
+  // One wait for the whole sequence: a kernel's fault surfaces here.
+  if (Error e = im.cu.check(im.cu.cuStreamSynchronize(im.stream),
+                            entry.kernels.size() == 1
+                                ? "the kernel (cuStreamSynchronize)"
+                                : "the kernels (cuStreamSynchronize)"))
     return e;
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    const Buffer &b = im.buffers[inputs.size() + o];
-    if (Error e = cu.check(
-            cu.cuMemcpyDtoH_v2(outputs[o].data.data(), b.ptr, b.bytes),
-            "cuMemcpyDtoH"))
-      return e;
-  }
-  return {};
+  return im.download(inputs.size(), outputs);
 }
 
 Error CudaSession::bench(const EntryInfo &entry, long iters,
@@ -341,17 +451,16 @@ Error CudaSession::bench(const EntryInfo &entry, long iters,
   if (im.entry != &entry)
     return {"internal error: bench before run"};
   CUevent start = nullptr, stop = nullptr;
-  if (Error e = cu.check(cu.cuEventCreate(&start, 0), "cuEventCreate"))
-    return e;
-  if (Error e = cu.check(cu.cuEventCreate(&stop, 0), "cuEventCreate"))
-    return e;
-  Error err;
+  Error err = cu.check(cu.cuEventCreate(&start, 0), "cuEventCreate");
+  if (!err)
+    err = cu.check(cu.cuEventCreate(&stop, 0), "cuEventCreate");
   for (int w = 0; w < 3 && !err; ++w) // warm-up
-    err = im.launch();
+    err = im.launchAll();
+  // Each iteration times one call: every kernel of the entry, in order.
   for (long i = 0; i < iters && !err; ++i) {
     err = cu.check(cu.cuEventRecord(start, im.stream), "cuEventRecord");
     if (!err)
-      err = im.launch();
+      err = im.launchAll();
     if (!err)
       err = cu.check(cu.cuEventRecord(stop, im.stream), "cuEventRecord");
     if (!err)
@@ -362,7 +471,9 @@ Error CudaSession::bench(const EntryInfo &entry, long iters,
                      "cuEventElapsedTime");
     ms.push_back(t);
   }
-  cu.cuEventDestroy_v2(start);
-  cu.cuEventDestroy_v2(stop);
+  if (start)
+    cu.cuEventDestroy_v2(start);
+  if (stop)
+    cu.cuEventDestroy_v2(stop);
   return err;
 }

@@ -66,6 +66,15 @@ static bool parseDType(const std::string &s, DType &t) {
   return false;
 }
 
+/// The most kernels and scratch buffers of one CUDA entry.
+static constexpr size_t kMaxKernels = 64, kMaxBuffers = 64;
+
+/// "entry 'f' kernel #2" (kernels are numbered from 1, in launch order),
+/// the subject of a kernel record's errors.
+static std::string kernelNumber(const EntryInfo &e, size_t index) {
+  return "entry '" + e.name + "' kernel #" + std::to_string(index + 1);
+}
+
 /// Calls f(key, value) for each remaining "key=value" word of a record;
 /// stops at the first error f returns.
 template <typename F> static Error forEachField(std::istringstream &ls, F f) {
@@ -86,8 +95,13 @@ static Error badField(const std::string &record, const std::string &key,
           "'"};
 }
 
-static Error parseKernel(std::istringstream &ls, KernelInfo &k) {
+/// A `kernel` record; `prefix` ("entry 'f' kernel #2") and the kernel's
+/// name prefix its errors.
+static Error parseKernel(std::istringstream &ls, const std::string &prefix,
+                         KernelInfo &k) {
   ls >> k.name;
+  std::string where = prefix + " '" + k.name + "'";
+  std::set<std::string> seen;
   return forEachField(ls, [&](const std::string &f, const std::string &v) {
     std::vector<int64_t> ints;
     bool ok = true;
@@ -104,14 +118,41 @@ static Error parseKernel(std::istringstream &ls, KernelInfo &k) {
     } else if (f == "size") {
       ok = parseInt(v, k.imageSize);
     } else if (f == "args") {
-      ok = parseInts(v, ints);
-      for (int64_t a : ints)
-        k.args.push_back(a < 0 || a > 64 ? -1 : static_cast<int>(a));
+      ok = parseInts(v, k.args); // the ids are checked by checkKernel
     } else {
-      return Error{"malformed metadata: unknown kernel field '" + f + "'"};
+      return Error{"malformed metadata: " + where + ": unknown field '" + f +
+                   "'"};
     }
-    return ok ? Error{} : badField("kernel", f, v);
+    if (!seen.insert(f).second)
+      return Error{"malformed metadata: " + where + ": field '" + f +
+                   "' given twice"};
+    return ok ? Error{} : badField(where + ":", f, v);
   });
+}
+
+/// A `buffer` record (one field, bytes=N), appended to `bytes`.
+static Error parseBuffer(std::istringstream &ls, const std::string &where,
+                         std::vector<int64_t> &bytes) {
+  int64_t n = 0;
+  bool seen = false;
+  Error err =
+      forEachField(ls, [&](const std::string &f, const std::string &v) {
+        if (f != "bytes")
+          return Error{"malformed metadata: " + where +
+                       ": unknown buffer field '" + f + "' (expected bytes=N)"};
+        if (seen)
+          return Error{"malformed metadata: " + where +
+                       ": buffer field 'bytes' given twice"};
+        seen = true;
+        return parseInt(v, n) ? Error{} : badField(where + ": buffer", f, v);
+      });
+  if (err)
+    return err;
+  if (!seen)
+    return {"malformed metadata: " + where +
+            ": buffer record without bytes=N"};
+  bytes.push_back(n);
+  return {};
 }
 
 static Error parseOp(std::istringstream &ls, OpInfo &op) {
@@ -158,6 +199,39 @@ static Error parseArg(std::istringstream &ls, ArgInfo &a) {
   if (!parseInts(shape, a.shape))
     return {"malformed metadata: shape '" + shape + "' of '" + a.name + "'"};
   return {};
+}
+
+/// A record of the current entry `e`: op, kernel, buffer, in or out.
+static Error parseEntryRecord(const std::string &key, std::istringstream &ls,
+                              EntryInfo &e) {
+  if (key == "op") {
+    // One per entry: a second would merge into the first.
+    if (!e.op.kind.empty())
+      return {"malformed metadata: entry '" + e.name +
+              "' has two 'op' records"};
+    return parseOp(ls, e.op);
+  }
+  if (key == "kernel") { // one per launch, in launch order
+    if (e.kernels.size() >= kMaxKernels)
+      return {"malformed metadata: entry '" + e.name + "' has more than " +
+              std::to_string(kMaxKernels) + " kernel records"};
+    e.kernels.emplace_back();
+    return parseKernel(ls, kernelNumber(e, e.kernels.size() - 1),
+                       e.kernels.back());
+  }
+  if (key == "buffer") {
+    if (e.scratchBytes.size() >= kMaxBuffers)
+      return {"malformed metadata: entry '" + e.name + "' has more than " +
+              std::to_string(kMaxBuffers) + " buffer records"};
+    return parseBuffer(ls, "entry '" + e.name + "'", e.scratchBytes);
+  }
+  if (key == "in" || key == "out") {
+    ArgInfo a;
+    Error err = parseArg(ls, a);
+    (key == "in" ? e.inputs : e.outputs).push_back(a);
+    return err;
+  }
+  return {"malformed metadata: unknown record '" + key + "'"};
 }
 
 /// Verifies the `end checksum=` record and returns the records before it.
@@ -213,20 +287,8 @@ Error attn::rt::parseMetadata(const std::string &text,
       continue;
     } else if (out.empty()) {
       return {"malformed metadata: '" + key + "' record before any entry"};
-    } else if (key == "kernel" || key == "op") {
-      // One of each per entry: a second would merge into the first.
-      EntryInfo &e = out.back();
-      bool seen = key == "op" ? !e.op.kind.empty() : !e.kernel.name.empty();
-      if (seen)
-        return {"malformed metadata: entry '" + e.name + "' has two '" + key +
-                "' records"};
-      err = key == "op" ? parseOp(ls, e.op) : parseKernel(ls, e.kernel);
-    } else if (key == "in" || key == "out") {
-      ArgInfo a;
-      err = parseArg(ls, a);
-      (key == "in" ? out.back().inputs : out.back().outputs).push_back(a);
     } else {
-      return {"malformed metadata: unknown record '" + key + "'"};
+      err = parseEntryRecord(key, ls, out.back());
     }
     if (err)
       return err;
@@ -419,22 +481,88 @@ static Error checkOp(const EntryInfo &e) {
   return {};
 }
 
-static Error checkKernel(const EntryInfo &e) {
-  const KernelInfo &k = e.kernel;
-  size_t nargs = e.inputs.size() + e.outputs.size();
-  bool ok = !k.name.empty() && !k.image.empty() && k.imageSize > 0 &&
-            !k.args.empty() && (k.format == "cubin" || k.format == "ptx") &&
-            k.sharedBytes >= 0 && k.sharedBytes <= (1 << 20);
-  for (int a : k.args)
-    ok = ok && a >= 0 && static_cast<size_t>(a) < nargs;
+static std::string formatDims(const int64_t d[3]) {
+  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" +
+         std::to_string(d[2]);
+}
+
+/// The launch of kernel `index` of CUDA entry `e`.
+static Error checkKernel(const EntryInfo &e, size_t index) {
+  const KernelInfo &k = e.kernels[index];
+  std::string what = kernelNumber(e, index);
+  if (k.name.empty() || k.name.find('=') != std::string::npos)
+    return {what + " has no name"};
+  what += " '" + k.name + "'";
+  if (k.image.empty())
+    return {what + " names no image (image=SYMBOL)"};
+  if (k.format != "cubin" && k.format != "ptx")
+    return {what + " has format '" + k.format + "' (expected cubin or ptx)"};
+  if (k.imageSize < 1)
+    return {what + " has image size " + std::to_string(k.imageSize) +
+            " (expected >= 1)"};
+  if (k.sharedBytes < 0 || k.sharedBytes > (1 << 20))
+    return {what + " has smem=" + std::to_string(k.sharedBytes) +
+            " (expected 0 to 1048576)"};
   int64_t threads = 1;
   for (int i = 0; i < 3; ++i) {
-    ok = ok && k.grid[i] >= 1 && k.grid[i] <= 0x7fffffff && k.block[i] >= 1 &&
-         k.block[i] <= 1024;
-    threads *= ok ? k.block[i] : 1;
+    if (k.grid[i] < 1 || k.grid[i] > 0x7fffffff)
+      return {what + " has grid " + formatDims(k.grid) +
+              " (expected 1 to 2^31-1 each)"};
+    if (k.block[i] < 1 || k.block[i] > 1024)
+      return {what + " has block " + formatDims(k.block) +
+              " (expected 1 to 1024 each)"};
+    threads *= k.block[i];
   }
-  if (!ok || threads > 1024)
-    return {"entry '" + e.name + "' has no valid kernel record"};
+  if (threads > 1024)
+    return {what + " has block " + formatDims(k.block) + " of " +
+            std::to_string(threads) + " threads (expected at most 1024)"};
+  if (k.args.empty())
+    return {what + " has no arguments (args=ID,...)"};
+  size_t nargs = e.numArgs(), ids = nargs + e.scratchBytes.size();
+  for (size_t i = 0; i < k.args.size(); ++i)
+    if (k.args[i] < 0 || static_cast<uint64_t>(k.args[i]) >= ids)
+      return {what + " argument " + std::to_string(i) + " is buffer id " +
+              std::to_string(k.args[i]) + ", expected 0 to " +
+              std::to_string(ids - 1) + " (" + std::to_string(nargs) +
+              " entry arguments, then " +
+              std::to_string(e.scratchBytes.size()) + " scratch buffers)"};
+  return {};
+}
+
+/// Where each kernel image was first named: (entry, kernel index).
+using ImageUses = std::map<std::string, std::pair<const EntryInfo *, size_t>>;
+
+/// The kernels and scratch buffers of CUDA entry `e`; kernels that share an
+/// image (the kernels of one module, in `images`) must agree on it.
+static Error checkLaunches(const EntryInfo &e, ImageUses &images) {
+  if (e.kernels.empty())
+    return {"entry '" + e.name + "' has no kernel record (a cuda entry " +
+            "launches 1 to " + std::to_string(kMaxKernels) + " kernels)"};
+  if (e.kernels.size() > kMaxKernels || e.scratchBytes.size() > kMaxBuffers)
+    return {"entry '" + e.name + "' has " + std::to_string(e.kernels.size()) +
+            " kernel and " + std::to_string(e.scratchBytes.size()) +
+            " buffer records (expected at most " +
+            std::to_string(kMaxKernels) + " and " +
+            std::to_string(kMaxBuffers) + ")"};
+  for (size_t i = 0; i < e.scratchBytes.size(); ++i)
+    if (e.scratchBytes[i] < 1 || e.scratchBytes[i] > kMaxDim)
+      return {"entry '" + e.name + "' buffer #" +
+              std::to_string(e.numArgs() + i) + " has " +
+              std::to_string(e.scratchBytes[i]) +
+              " bytes (expected 1 to 2^40)"};
+  for (size_t i = 0; i < e.kernels.size(); ++i) {
+    if (Error err = checkKernel(e, i))
+      return err;
+    const KernelInfo &k = e.kernels[i];
+    auto [it, first] = images.try_emplace(k.image, &e, i);
+    const KernelInfo &other = it->second.first->kernels[it->second.second];
+    if (!first && (other.format != k.format || other.imageSize != k.imageSize))
+      return {kernelNumber(e, i) + " '" + k.name + "' has image '" + k.image +
+              "' as " + k.format + " of " + std::to_string(k.imageSize) +
+              " bytes, " + kernelNumber(*it->second.first, it->second.second) +
+              " as " + other.format + " of " +
+              std::to_string(other.imageSize) + " bytes"};
+  }
   return {};
 }
 
@@ -443,6 +571,7 @@ Error attn::rt::validateEntries(const std::vector<EntryInfo> &entries,
   if (entries.empty())
     return {"malformed metadata: no entry"};
   std::set<std::string> names;
+  ImageUses images;
   for (const EntryInfo &e : entries) {
     if (!isIdentifier(e.name) || !names.insert(e.name).second)
       return {"malformed metadata: entry name '" + e.name +
@@ -465,9 +594,15 @@ Error attn::rt::validateEntries(const std::vector<EntryInfo> &entries,
     if (Error err = checkOp(e))
       return {"malformed metadata: entry '" + e.name + "' (" + e.op.kind +
               "): " + err.message};
-    if (target == "cuda")
-      if (Error err = checkKernel(e))
+    if (target == "cuda") {
+      if (Error err = checkLaunches(e, images))
         return {"malformed metadata: " + err.message};
+    } else if (!e.kernels.empty() || !e.scratchBytes.empty()) {
+      return {"malformed metadata: entry '" + e.name + "' has a '" +
+              (e.kernels.empty() ? "buffer" : "kernel") +
+              "' record in an artifact of target '" + target +
+              "' (only cuda entries launch kernels over scratch buffers)"};
+    }
   }
   return {};
 }

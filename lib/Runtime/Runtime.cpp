@@ -523,11 +523,20 @@ Error Artifact::load(const std::string &path, std::unique_ptr<Artifact> &out) {
   };
   for (const EntryInfo &e : art->entries_) {
     const void *sym = nullptr;
-    bool cuda = art->target_ == "cuda";
-    if (Error err = own(cuda ? e.kernel.image : e.name,
-                        cuda ? "kernel image" : "entry", sym))
-      return err;
-    (cuda ? art->images_ : art->fns_).push_back(const_cast<void *>(sym));
+    if (art->target_ != "cuda") {
+      if (Error err = own(e.name, "entry", sym))
+        return err;
+      art->fns_.push_back(const_cast<void *>(sym));
+      continue;
+    }
+    // Each image once, however many kernels (of one module) it holds.
+    for (const KernelInfo &k : e.kernels) {
+      if (art->images_.count(k.image))
+        continue;
+      if (Error err = own(k.image, "kernel image", sym))
+        return err;
+      art->images_[k.image] = sym;
+    }
   }
   if (!base)
     return {"'" + path + "': its metadata cannot be located"};
@@ -540,9 +549,9 @@ Artifact::~Artifact() {
     dlclose(handle_);
 }
 
-const void *Artifact::image(const EntryInfo &entry) const {
-  size_t index = &entry - entries_.data();
-  return index < images_.size() ? images_[index] : nullptr;
+const void *Artifact::image(const KernelInfo &kernel) const {
+  auto it = images_.find(kernel.image);
+  return it == images_.end() ? nullptr : it->second;
 }
 
 const EntryInfo *Artifact::find(const std::string &name) const {

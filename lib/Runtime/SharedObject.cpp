@@ -165,6 +165,23 @@ const char *SharedObject::object(const std::string &name,
   return bytes.data() + it->second.first;
 }
 
+/// The image of kernel `k` of entry `e` is present at its stated size.
+static Error checkImage(const SharedObject &so, const EntryInfo &e,
+                        const KernelInfo &k) {
+  uint64_t size = 0, want = static_cast<uint64_t>(k.imageSize);
+  const char *image = so.object(k.image, size);
+  if (!image || size < want)
+    return {"kernel image '" + k.image + "' of entry '" + e.name +
+            "' is missing or shorter than " + std::to_string(want) +
+            " bytes"};
+  // The driver reads PTX up to its terminator.
+  if (k.format == "ptx" && image[want - 1] != '\0')
+    return {"the PTX image '" + k.image + "' of entry '" + e.name +
+            "' is not NUL-terminated within its " + std::to_string(want) +
+            " bytes"};
+  return {};
+}
+
 Error attn::rt::checkArtifactFile(const std::string &path,
                                   std::vector<EntryInfo> &entries,
                                   std::string &target, std::string *source) {
@@ -179,23 +196,19 @@ Error attn::rt::checkArtifactFile(const std::string &path,
   std::string text(meta, strnlen(meta, metaSize));
   if (Error e = parseMetadata(text, entries, &target, source))
     return {"'" + path + "': " + e.message};
+  std::set<std::string> images;
   for (const EntryInfo &e : entries) {
     if (target == "cpu" && !so.functions.count(e.name))
       return {"'" + path + "': entry '" + e.name +
               "' is not a function defined in the artifact"};
     if (target != "cuda")
       continue;
-    uint64_t size = 0, want = static_cast<uint64_t>(e.kernel.imageSize);
-    const char *image = so.object(e.kernel.image, size);
-    if (!image || size < want)
-      return {"'" + path + "': kernel image '" + e.kernel.image +
-              "' of entry '" + e.name + "' is missing or shorter than " +
-              std::to_string(want) + " bytes"};
-    // The driver reads PTX up to its terminator.
-    if (e.kernel.format == "ptx" && image[want - 1] != '\0')
-      return {"'" + path + "': the PTX image of entry '" + e.name +
-              "' is not NUL-terminated within its " + std::to_string(want) +
-              " bytes"};
+    // Kernels that share an image agree on its format and size
+    // (validateEntries); each image is checked once.
+    for (const KernelInfo &k : e.kernels)
+      if (images.insert(k.image).second)
+        if (Error err = checkImage(so, e, k))
+          return {"'" + path + "': " + err.message};
   }
   return {};
 }

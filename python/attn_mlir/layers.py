@@ -27,6 +27,10 @@ def softmax(x, axis=-1, temperature=1.0):
 class MultiHeadAttention:
     """A multi-head attention layer (attn.mha) holding numpy weights.
 
+    Calling it runs the layer on the CPU, or with device="cuda" as CUDA
+    kernels on GPU 0 (GEMMs for the projections around the fused attention
+    kernel).
+
     Weights are stored [in, out] (y = x @ W): wq [E, H*D], wk and wv
     [Ekv, Hkv*D], wo [H*D, E], with D = embed_dim // num_heads. They start
     as seeded normal values scaled by 1/sqrt(fan-in); assign your own to
@@ -78,7 +82,9 @@ class MultiHeadAttention:
             raise ValueError(f"{name} must have shape {list(shape)}, got {list(w.shape)}")
         return np.ascontiguousarray(cast_checked(name, w, self.dtype))
 
-    def __call__(self, x, kv=None, attn_mask=None, is_causal=False):
+    def __call__(self, x, kv=None, attn_mask=None, is_causal=False, device="cpu"):
+        if device not in ("cpu", "cuda"):
+            raise NotImplementedError(f"device={device!r}: the backends are 'cpu' and 'cuda'")
         x = native(x)
         if x.ndim != 3 or x.shape[2] != self.embed_dim or x.dtype != self.dtype:
             raise ValueError(f"x must be [B, T, {self.embed_dim}] of {self.dtype}, got "
@@ -119,7 +125,7 @@ class MultiHeadAttention:
         text += f"{attrs} -> {yt}\n"
         args = ", ".join(f"%{n}: {t[n]}" for n, _ in operands)
         mlir = f"func.func @layer({args}) -> {yt} {{\n{text}  return %y : {yt}\n}}\n"
-        (y,) = compile_graph(mlir)("layer", [a for _, a in operands])
+        (y,) = compile_graph(mlir, device=device)("layer", [a for _, a in operands])
         return y
 
 

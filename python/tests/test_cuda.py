@@ -76,3 +76,34 @@ def test_matches_reference_on_gpu(dtype):
                          causal_alignment="bottom_right", enable_gqa=True)
     tol = 1e-4 if dt == np.float32 else 2e-2
     assert np.max(np.abs(out.astype(np.float64) - ref)) < tol
+
+
+def test_layer_with_stand_in_driver(fake_driver):
+    """MultiHeadAttention(device="cuda"): the layer's kernels (GEMMs around
+    the fused attention kernel) are launched in order over scratch buffers;
+    the stand-in driver computes nothing, so the output is the poison."""
+    layer = attn_mlir.MultiHeadAttention(64, 4, num_kv_heads=2, bias=True,
+                                         dtype=np.float16, seed=1)
+    x = rng.standard_normal((2, 24, 64)).astype(np.float16)
+    y = layer(x, is_causal=True, device="cuda")
+    assert y.shape == (2, 24, 64) and y.dtype == np.float16
+    assert np.isnan(y.astype(np.float32)).all()
+
+
+def test_layer_device_is_checked():
+    layer = attn_mlir.MultiHeadAttention(32, 2)
+    with pytest.raises(NotImplementedError, match="'cpu' and 'cuda'"):
+        layer(np.zeros((1, 4, 32), np.float32), device="tpu")
+
+
+@pytest.mark.skipif(not has_gpu(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_layer_matches_cpu_on_gpu(dtype):
+    dt = np.float16 if dtype == "float16" else np.float32
+    layer = attn_mlir.MultiHeadAttention(128, 4, num_kv_heads=2, bias=True,
+                                         dtype=dt, seed=2)
+    x = rng.standard_normal((2, 70, 128)).astype(dt)
+    gpu = layer(x, is_causal=True, device="cuda").astype(np.float64)
+    cpu = layer(x, is_causal=True).astype(np.float64)
+    tol = 1e-4 if dt == np.float32 else 2e-2
+    assert np.max(np.abs(gpu - cpu)) < tol

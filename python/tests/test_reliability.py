@@ -412,6 +412,7 @@ def test_entries_are_read_by_the_runtime_parser(fresh_cache, tmp_path):
     assert [a["name"] for a in entry["outputs"]] == ["output", "lse"]
     assert entry["op"]["kind"] == "sdpa" and entry["op"]["scale"] == 0.5
     assert entry["op"]["causal"] == "top_left"
+    assert entry["kernels"] == 0 and entry["scratch_bytes"] == 0  # cpu
     data = bytearray(open(path, "rb").read())
     at = data.index(b"in q f32 1,2,5,8")
     data[at:at + 16] = b"in q f32 1,2,5,9"  # a same-length edit

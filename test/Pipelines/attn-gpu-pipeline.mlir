@@ -8,7 +8,7 @@
 // memref arguments; the kernel is serialized into a gpu.binary.
 // HOST: module attributes {gpu.container_module}
 // HOST-LABEL: func.func @sdpa(
-// HOST: gpu.launch_func  @sdpa_kernels::@sdpa_kernel blocks in ({{.*}}) threads in ({{.*}})  dynamic_shared_memory_size %{{.*}} args(%arg0 : memref<2x4x128x64xf16>, %arg1 : memref<2x2x128x64xf16>, %arg2 : memref<2x2x128x64xf16>, %arg3 : memref<2x4x128x64xf16>)
+// HOST: gpu.launch_func  @sdpa_kernels::@attention_0 blocks in ({{.*}}) threads in ({{.*}})  dynamic_shared_memory_size %{{.*}} args(%arg0 : memref<2x4x128x64xf16>, %arg1 : memref<2x2x128x64xf16>, %arg2 : memref<2x2x128x64xf16>, %arg3 : memref<2x4x128x64xf16>)
 // Without features each chip gets the oldest PTX version that knows it
 // (sm_90: PTX 7.8, sm_80: PTX 7.0); explicit features are kept.
 // HOST: gpu.binary @sdpa_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx78">
@@ -18,7 +18,7 @@
 // NVVM: gpu.module @sdpa_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">]
 // EXPLICIT: gpu.module @sdpa_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx81">]
 // NVVM: llvm.mlir.global external @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
-// NVVM: llvm.func @sdpa_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {gpu.kernel, {{.*}}nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>}
+// NVVM: llvm.func @attention_0(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {gpu.kernel, {{.*}}nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>}
 // NVVM: nvvm.cp.async.shared.global
 // NVVM: nvvm.ldmatrix
 // NVVM: nvvm.mma.sync
@@ -30,7 +30,7 @@
 // PTX: .version 7.0
 // PTX: .target sm_80
 // PTX: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
-// PTX: .visible .entry sdpa_kernel(
+// PTX: .visible .entry attention_0(
 // PTX-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
 // PTX-DAG: cp.async.commit_group;
 // PTX-DAG: cp.async.wait_group 0;

@@ -34,7 +34,8 @@ static cl::opt<Emit> emit(
         clEnumValN(Emit::Tiled, "tiled",
                    "MLIR after decomposition and tiling (attn-tile: the loop "
                    "nest of attn.online_step/merge/finish); "
-                   "cuda: the kernel as a gpu.launch (attn-gpu-flash)"),
+                   "cuda: the host code as gpu.launch ops on buffers (attn-gpu-flash, "
+                   "attn-gpu-linalg, bufferization, attn-gpu-host)"),
         clEnumValN(Emit::LLVMDialect, "llvm-dialect",
                    "MLIR in the LLVM dialect, after the whole pipeline "
                    "(cuda: NVVM kernels, before serialization)"),
@@ -42,9 +43,9 @@ static cl::opt<Emit> emit(
         clEnumValN(Emit::Object, "obj",
                    "the optimized object file of the kernels (cpu; no "
                    "support code, not linked)"),
-        clEnumValN(Emit::PTX, "ptx", "the PTX of the kernel (cuda, one entry)"),
+        clEnumValN(Emit::PTX, "ptx", "the PTX of the entry's kernels (cuda, one entry)"),
         clEnumValN(Emit::Cubin, "cubin",
-                   "the cubin of the kernel, assembled by ptxas "
+                   "the cubin of the entry's kernels, assembled by ptxas "
                    "(cuda, one entry)"),
         clEnumValN(Emit::SharedObject, "so", "the shared object (default)")),
     cl::cat(cat));
@@ -145,9 +146,12 @@ int main(int argc, char **argv) {
       "point\n"
       "`void name(const T *inputs..., T *outputs...)` (dense row-major\n"
       "buffers), optimized for this machine.\n"
-      "cuda: each public func.func whose body is one attn.sdpa becomes one\n"
-      "fused kernel (tensor cores for f16/bf16, SIMT for f32) for --chip,\n"
-      "embedded as cubin (ptxas) or PTX with its launch description.\n"
+      "cuda: each public func.func becomes a sequence of kernels for --chip:\n"
+      "one fused attention kernel per attn.sdpa (tensor cores for f16/bf16,\n"
+      "SIMT for f32), GEMM kernels for attn.mha's projections and\n"
+      "linalg.matmul, one-thread-per-element kernels for elementwise ops;\n"
+      "embedded as cubin (ptxas) or PTX with the launches and the device\n"
+      "scratch buffers between them.\n"
       "The string symbol `attn_mlir_metadata` describes the entries. Run the\n"
       "result with attn-run (--device cuda for GPU artifacts).\n");
 

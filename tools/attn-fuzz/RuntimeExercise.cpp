@@ -78,10 +78,18 @@ std::string listing(const EntryInfo &e, const std::string &target) {
     for (const ArgInfo &a : *args)
       s += "  " + a.name + " " + dtypeName(a.dtype) + " " +
            formatShape(a.shape) + "\n";
-  if (target == "cuda")
-    s += "  kernel " + e.kernel.name + " " + e.kernel.format + " " +
-         std::to_string(e.kernel.imageSize) + " " +
-         std::to_string(e.kernel.grid[0] * e.kernel.block[0]) + "\n";
+  if (target != "cuda")
+    return s;
+  for (int64_t b : e.scratchBytes)
+    s += "  buffer " + std::to_string(b) + "\n";
+  for (const KernelInfo &k : e.kernels) {
+    s += "  kernel " + k.name + " " + k.format + " " +
+         std::to_string(k.imageSize) + " " +
+         std::to_string(k.grid[0] * k.block[0]) + " args";
+    for (int64_t a : k.args)
+      s += " " + std::to_string(a);
+    s += "\n";
+  }
   return s;
 }
 

@@ -24,7 +24,7 @@ import numpy as np
 
 OUT, ATTN_COMPILE, CLANG = sys.argv[1:4]
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-HEADER = "attn-mlir-artifact 2"
+HEADER = "attn-mlir-artifact 3"
 count = {"npy": 0, "metadata": 0, "elf": 0}
 
 
@@ -173,8 +173,20 @@ FAKES = {
                   "in v f16 1,1,16,16\nout output f16 1,1,16,16\n"
                   "op sdpa scale=0.25 causal=none window=-1,-1 softcap=0\n"
                   "kernel sdpa_kernel grid=1,1,1 block=128,1,1 smem=4096 "
-                  "args=0,1,2,3 image=attn_mlir_image_0 format=ptx size=16\n",
+                  "args=0,1,2,3 image=attn_mlir_image_0 format=ptx size=17\n",
                   [], {"attn_mlir_image_0": "// a ptx image 0"}),
+    # Three kernels (two of one module) over two scratch buffers.
+    "cuda_layer": (HEADER + "\ntarget cuda\nentry layer\n"
+                   "in x f16 1,16,32\nin w f16 32,32\nout y f16 1,16,32\n"
+                   "buffer bytes=1024\nbuffer bytes=4096\n"
+                   "kernel proj grid=1,1,1 block=128,1,1 smem=0 "
+                   "args=0,1,3 image=attn_mlir_image_0 format=ptx size=17\n"
+                   "kernel attn grid=1,1,1 block=128,1,1 smem=4096 "
+                   "args=3,4 image=attn_mlir_image_1 format=ptx size=17\n"
+                   "kernel proj_out grid=1,1,1 block=128,1,1 smem=0 "
+                   "args=4,1,2 image=attn_mlir_image_0 format=ptx size=17\n",
+                   [], {"attn_mlir_image_0": "// a ptx image 0",
+                        "attn_mlir_image_1": "// a ptx image 1"}),
 }
 
 

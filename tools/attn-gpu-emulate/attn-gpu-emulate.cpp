@@ -1,11 +1,15 @@
 //===- attn-gpu-emulate.cpp - run the CUDA kernel's IR on the CPU -*- C++ -*-===//
 //
-// Runs attn-gpu-flash on a graph and executes the kernel it generates with
-// the emulator (attn-mlir/Emulator/Emulator.h: the IR interpreted on the
-// CPU, threads in lockstep, the ISA's fragment layouts, cp.async groups,
-// race and bounds checks) on seeded random inputs, outputs poisoned with
-// NaN; the result is compared with the runtime's fp64 reference, as
-// `attn-run --check` does. --run-only interprets a gpu.launch given as is.
+// Runs the CUDA pipeline's kernel stages on a graph (buildGpuKernelsPipeline:
+// the fused attention kernel of each attn.sdpa, GEMM and elementwise kernels
+// for the rest, bufferized into a list of launches) and executes an entry's
+// launches in order with the emulator (attn-mlir/Emulator/Emulator.h: the IR
+// interpreted on the CPU, threads in lockstep, the ISA's fragment layouts,
+// cp.async groups, race and bounds checks) on seeded random inputs, outputs
+// and scratch buffers poisoned with NaN. Single-op graphs (attn.sdpa,
+// attn.mha) are compared with the runtime's fp64 reference, as `attn-run
+// --check` does; any graph's inputs and outputs can be written as .npy for
+// an independent check. --run-only interprets a gpu.launch given as is.
 // What it cannot check: timing, and the NVVM/PTX backend.
 //
 //===----------------------------------------------------------------------===//
@@ -17,6 +21,7 @@
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 #include "attn-mlir/Emulator/Emulator.h"
+#include "attn-mlir/Pipelines/Pipelines.h"
 #include "attn-mlir/Runtime/Runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -74,124 +79,132 @@ static cl::opt<bool> runOnly(
 static cl::opt<uint64_t> seed("seed", cl::init(0),
                               cl::desc("Seed of the random inputs"),
                               cl::cat(cat));
+static cl::opt<std::string> entryName(
+    "entry", cl::desc("Public function to run (default: the first one)"),
+    cl::cat(cat));
+static cl::opt<std::string> outputDir(
+    "output-dir",
+    cl::desc("Write the entry's inputs and outputs as DIR/NAME.npy (for a "
+             "check of graphs without a built-in reference)"),
+    cl::cat(cat));
 
+static int fail(const Twine &msg, int rc = 2) {
+  llvm::errs() << "attn-gpu-emulate: error: " << msg << "\n";
+  return rc;
+}
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM y(argc, argv);
-  cl::HideUnrelatedOptions(cat);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "attn-gpu-emulate: run the CUDA kernel of a single-attn.sdpa graph on "
-      "the CPU, by interpreting the IR that attn-gpu-flash generates (warp "
-      "collectives as the PTX ISA defines them), and check it against the "
-      "fp64 reference like attn-run --check. For machines without a GPU.\n");
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  registry.insert<mlir::attn::AttnDialect>();
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  context.printOpOnDiagnostic(false);
-  std::string err;
-  auto file = openInputFile(inputFile, &err);
-  if (!file) {
-    llvm::errs() << "attn-gpu-emulate: error: " << err << "\n";
-    return 2;
+/// --run-only: the first gpu.launch of the input on random arguments.
+static int runOnlyLaunch(ModuleOp module) {
+  gpu::LaunchOp launch;
+  module->walk([&](gpu::LaunchOp l) { launch = l; });
+  if (!launch)
+    return fail("no gpu.launch in the input");
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<std::vector<uint8_t>> buffers;
+  std::vector<EmulatedBuffer> views;
+  auto func = launch->getParentOfType<func::FuncOp>();
+  buffers.reserve(func.getNumArguments());
+  for (Type type : func.getArgumentTypes()) {
+    auto mt = dyn_cast<MemRefType>(type);
+    if (!mt || !mt.hasStaticShape())
+      return fail("kernel arguments must be static memrefs");
+    Type elt = mt.getElementType();
+    int64_t size = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
+    buffers.emplace_back(mt.getNumElements() * size);
+    EmulatedBuffer v{buffers.back().data(),
+                     static_cast<int64_t>(buffers.back().size()),
+                     SmallVector<int64_t>(mt.getShape()), elt};
+    for (int64_t i = 0; i < mt.getNumElements(); ++i)
+      if (!elt.isInteger(1))
+        storeFloat(elt, normal(rng), v.base + i * size);
+    views.push_back(v);
   }
-  llvm::SourceMgr sm;
-  sm.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  SourceMgrDiagnosticHandler handler(sm, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sm, &context);
-  if (!module)
-    return 2;
+  std::string error;
+  if (failed(emulateLaunch(launch, views, error)))
+    return fail("the kernel failed: " + error, 1);
+  llvm::outs() << "the kernel ran to completion\n";
+  return 0;
+}
 
-  if (runOnly) {
-    gpu::LaunchOp launch;
-    module->walk([&](gpu::LaunchOp l) { launch = l; });
-    if (!launch) {
-      llvm::errs() << "attn-gpu-emulate: error: no gpu.launch in the input\n";
-      return 2;
-    }
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<double> normal(0.0, 1.0);
-    std::vector<std::vector<uint8_t>> buffers;
-    std::vector<EmulatedBuffer> views;
-    for (Type type : launch->getParentOfType<func::FuncOp>().getArgumentTypes()) {
-      auto mt = dyn_cast<MemRefType>(type);
-      if (!mt || !mt.hasStaticShape()) {
-        llvm::errs() << "attn-gpu-emulate: error: kernel arguments must be "
-                        "static memrefs\n";
-        return 2;
-      }
-      Type elt = mt.getElementType();
-      int64_t size = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
-      buffers.emplace_back(mt.getNumElements() * size);
-      EmulatedBuffer v{buffers.back().data(),
-                       static_cast<int64_t>(buffers.back().size()),
-                       SmallVector<int64_t>(mt.getShape()), elt};
-      for (int64_t i = 0; i < mt.getNumElements(); ++i)
-        if (!elt.isInteger(1))
-          storeFloat(elt, normal(rng), v.base + i * size);
-      views.push_back(v);
-    }
-    std::string error;
-    if (failed(emulateLaunch(launch, views, error))) {
-      llvm::errs() << "attn-gpu-emulate: error: the kernel failed: " << error
-                   << "\n";
-      return 1;
-    }
-    llvm::outs() << "the kernel ran to completion\n";
-    return 0;
-  }
-
-  // The entry as an artifact would describe it (names, shapes, attention
-  // semantics), read back by the runtime's parser: the same reference as
-  // attn-run --check.
-  bool hasSdpa = false;
-  module->walk([&](mlir::attn::SdpaOp) { hasSdpa = true; });
-  if (!hasSdpa) {
-    llvm::errs() << "attn-gpu-emulate: error: no attn.sdpa in the input\n";
-    return 2;
-  }
+/// The entries as an artifact would describe them (names, shapes, attention
+/// semantics), read back by the runtime's parser: the same reference as
+/// attn-run --check.
+static int describe(ModuleOp module, std::vector<rt::EntryInfo> &entries) {
   std::vector<std::pair<std::string, std::string>> chunks;
-  if (failed(mlir::attn::describeEntries(*module, chunks)))
+  if (failed(mlir::attn::describeEntries(module, chunks)))
     return 2;
-  std::string metadata = std::string(::attn::format::kHeader) + "\ntarget cpu\n";
+  std::string metadata =
+      std::string(::attn::format::kHeader) + "\ntarget cpu\n";
   for (auto &chunk : chunks)
     metadata += chunk.second;
-  std::vector<rt::EntryInfo> entries;
-  if (rt::Error e = rt::parseMetadata(::attn::format::seal(metadata), entries)) {
-    llvm::errs() << "attn-gpu-emulate: error: " << e.message << "\n";
-    return 2;
-  }
-  auto sdpaEntry = llvm::find_if(
-      entries, [](const rt::EntryInfo &e) { return e.op.kind == "sdpa"; });
-  if (sdpaEntry == entries.end()) {
-    llvm::errs() << "attn-gpu-emulate: error: no public function is one "
-                    "attn.sdpa on its arguments\n";
-    return 2;
-  }
-  const rt::EntryInfo &entry = *sdpaEntry;
+  if (rt::Error e = rt::parseMetadata(::attn::format::seal(metadata), entries))
+    return fail(e.message);
+  return 0;
+}
 
+/// Checks the outputs against the fp64 reference, or writes the inputs and
+/// outputs for an outside check; the exit status.
+static int report(const rt::EntryInfo &entry,
+                  const std::vector<rt::Tensor> &inputs,
+                  const std::vector<rt::Tensor> &outputs) {
+  if (!outputDir.empty()) {
+    std::vector<std::pair<std::string, const rt::Tensor *>> files;
+    for (auto [args, tensors] :
+         {std::pair{&entry.inputs, &inputs}, std::pair{&entry.outputs, &outputs}})
+      for (size_t i = 0; i < args->size(); ++i)
+        files.push_back({outputDir + "/" + (*args)[i].name + ".npy",
+                         &(*tensors)[i]});
+    if (rt::Error e = rt::writeNpys(files))
+      return fail(e.message);
+    llvm::outs() << "wrote " << files.size() << " arrays to " << outputDir
+                 << "\n";
+  }
+  if (entry.op.kind.empty()) {
+    if (outputDir.empty())
+      return fail("'" + entry.name +
+                  "' is not a single attn.sdpa or attn.mha, so there is no "
+                  "built-in reference: give --output-dir and check the "
+                  "arrays");
+    return 0;
+  }
+  std::vector<rt::CheckResult> results;
+  if (rt::Error e = rt::checkOutputs(entry, inputs, outputs, results))
+    return fail(e.message);
+  int status = 0;
+  for (size_t o = 0; o < results.size(); ++o) {
+    llvm::outs() << rt::formatCheck(entry.outputs[o].name, results[o]) << "\n";
+    if (!results[o].ok)
+      status = 1;
+  }
+  return status;
+}
+
+/// Compiles the module's kernels and runs the chosen entry on seeded
+/// inputs.
+static int emulateEntry(MLIRContext &context, ModuleOp module) {
+  std::vector<rt::EntryInfo> entries;
+  if (int rc = describe(module, entries))
+    return rc;
+  auto it = llvm::find_if(entries, [](const rt::EntryInfo &e) {
+    return entryName.empty() || e.name == entryName;
+  });
+  if (it == entries.end())
+    return fail("no public function '" + entryName + "'");
+  const rt::EntryInfo &entry = *it;
   PassManager pm(&context);
   mlir::attn::AttnGpuFlashPassOptions options;
   options.warps = warps;
   options.rowTiles = rowTiles;
   options.kvBlock = kvBlock;
   options.stages = stages;
-  pm.addPass(mlir::attn::createAttnGpuFlashPass(options));
-  if (failed(pm.run(*module)))
+  mlir::attn::buildGpuKernelsPipeline(pm, options);
+  if (failed(pm.run(module)))
     return 2;
-  gpu::LaunchOp launch;
-  module->walk([&](gpu::LaunchOp l) { launch = l; });
-  if (!launch) {
-    llvm::errs() << "attn-gpu-emulate: error: no kernel was generated\n";
-    return 2;
-  }
-
+  auto func = module.lookupSymbol<func::FuncOp>(entry.name);
   // Inputs as attn-run makes them; outputs poisoned with NaN.
   rt::InputGenerator random(seed);
   std::vector<rt::Tensor> inputs, outputs;
-  std::vector<EmulatedBuffer> views;
   for (const rt::ArgInfo &a : entry.inputs)
     inputs.push_back(random.make(a, entry.op));
   for (const rt::ArgInfo &a : entry.outputs) {
@@ -201,7 +214,7 @@ int main(int argc, char **argv) {
     t.data.assign(t.numElements() * rt::dtypeSize(t.dtype), 0xff);
     outputs.push_back(std::move(t));
   }
-  auto func = launch->getParentOfType<func::FuncOp>();
+  std::vector<EmulatedBuffer> views;
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
     rt::Tensor &t = i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
     auto mt = cast<MemRefType>(type);
@@ -211,22 +224,36 @@ int main(int argc, char **argv) {
                                    mt.getElementType()});
   }
   std::string error;
-  if (failed(emulateLaunch(launch, views, error))) {
-    llvm::errs() << "attn-gpu-emulate: error: the kernel failed: " << error
-                 << "\n";
-    return 2;
-  }
+  if (failed(emulateFunction(func, views, error)))
+    return fail("the kernel failed: " + error);
+  return report(entry, inputs, outputs);
+}
 
-  std::vector<rt::CheckResult> results;
-  if (rt::Error e = rt::checkOutputs(entry, inputs, outputs, results)) {
-    llvm::errs() << "attn-gpu-emulate: error: " << e.message << "\n";
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(cat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "attn-gpu-emulate: compile a graph for CUDA and run an entry's kernels "
+      "on the CPU, by interpreting the IR the CUDA pipeline generates (warp "
+      "collectives as the PTX ISA defines them); check single-op graphs "
+      "against the fp64 reference like attn-run --check, or write inputs "
+      "and outputs with --output-dir. For machines without a GPU.\n");
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registry.insert<mlir::attn::AttnDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  context.printOpOnDiagnostic(false);
+  std::string err;
+  auto file = openInputFile(inputFile, &err);
+  if (!file)
+    return fail(err);
+  llvm::SourceMgr sm;
+  sm.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sm, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sm, &context);
+  if (!module)
     return 2;
-  }
-  int status = 0;
-  for (size_t o = 0; o < results.size(); ++o) {
-    llvm::outs() << rt::formatCheck(entry.outputs[o].name, results[o]) << "\n";
-    if (!results[o].ok)
-      status = 1;
-  }
-  return status;
+  return runOnly ? runOnlyLaunch(*module) : emulateEntry(context, *module);
 }

@@ -48,13 +48,18 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
   --device cpu|cuda[:N] where to run (default: the artifact's target). CUDA
                         artifacts run on GPU N (default 0) through the
                         driver API, loaded at run time (libcuda.so.1, or
-                        $ATTN_CUDA_DRIVER); outputs are poisoned with NaN
-                        before the launch, so unwritten elements fail --check;
-                        --bench times launches with CUDA events
+                        $ATTN_CUDA_DRIVER): the entry's kernels are launched
+                        in order over device buffers; outputs and scratch
+                        buffers are poisoned with NaN before the launches,
+                        so unwritten elements fail --check; --bench times
+                        each call (all its kernels) with CUDA events and
+                        reports the device memory of its buffers
   --compile-flags "..." extra attn-compile flags when given a .mlir, split
                         at spaces ('...' and "..." group words); attn-compile
                         is run directly, never through a shell
-  --list                print the entries of the artifact and exit
+  --list                print the entries of the artifact (CUDA: their
+                        scratch buffers and kernel launches, in order) and
+                        exit
   -h, --help            this help
 
 Tolerance (--check): f32 max abs error <= 1e-4; f16/bf16 <= 2x the error of
@@ -384,14 +389,24 @@ static void listEntries(const Artifact &art) {
                   formatShape(a.shape).c_str());
     if (art.target() != "cuda")
       continue;
-    const KernelInfo &k = e.kernel;
-    std::printf("  kernel %s (%s, %lld bytes): grid %lldx%lldx%lld, "
-                "block %lldx%lldx%lld, %lld bytes of shared memory\n",
-                k.name.c_str(), k.format.c_str(), (long long)k.imageSize,
-                (long long)k.grid[0], (long long)k.grid[1],
-                (long long)k.grid[2], (long long)k.block[0],
-                (long long)k.block[1], (long long)k.block[2],
-                (long long)k.sharedBytes);
+    // Scratch buffers by id (after the arguments), then the kernels in
+    // launch order.
+    for (size_t i = 0; i < e.scratchBytes.size(); ++i)
+      std::printf("  buffer #%zu: %lld bytes\n", e.numArgs() + i,
+                  (long long)e.scratchBytes[i]);
+    for (const KernelInfo &k : e.kernels) {
+      std::string args;
+      for (int64_t a : k.args)
+        args += (args.empty() ? "" : ",") + std::to_string(a);
+      std::printf("  kernel %s (%s, %lld bytes): grid %lldx%lldx%lld, "
+                  "block %lldx%lldx%lld, %lld bytes of shared memory, "
+                  "args %s, image %s\n",
+                  k.name.c_str(), k.format.c_str(), (long long)k.imageSize,
+                  (long long)k.grid[0], (long long)k.grid[1],
+                  (long long)k.grid[2], (long long)k.block[0],
+                  (long long)k.block[1], (long long)k.block[2],
+                  (long long)k.sharedBytes, args.c_str(), k.image.c_str());
+    }
   }
 }
 
@@ -492,18 +507,36 @@ static Error checkAll(const EntryInfo &entry, const std::vector<Tensor> &in,
   return {};
 }
 
-static Error benchCuda(CudaSession &cuda, const EntryInfo &entry, long n) {
+/// MiB of `bytes`.
+static double mib(double bytes) { return bytes / 1048576.0; }
+
+static Error benchCuda(CudaSession &cuda, const EntryInfo &entry,
+                       const std::vector<Tensor> &inputs,
+                       const std::vector<Tensor> &outputs, long n) {
   std::vector<double> ms;
   if (Error e = cuda.bench(entry, n, ms))
     return e;
   std::sort(ms.begin(), ms.end());
-  double median = ms[ms.size() / 2];
-  std::printf("bench %s: median %.4f ms over %ld launches (min %.4f ms, "
+  double median = ms[ms.size() / 2], io = 0, scratch = 0;
+  // One timing per call: every kernel of the entry, in order.
+  size_t kernels = entry.kernels.size();
+  std::string what = kernels == 1 ? "launches"
+                                  : "calls of " + std::to_string(kernels) +
+                                        " kernels";
+  std::printf("bench %s: median %.4f ms over %ld %s (min %.4f ms, "
               "CUDA events)",
-              entry.name.c_str(), median, n, ms[0]);
+              entry.name.c_str(), median, n, what.c_str(), ms[0]);
   if (entry.op.kind == "sdpa")
     std::printf(", %.3g TFLOP/s", sdpaFlops(entry) / (median * 1e-3) / 1e12);
-  std::printf("\n");
+  // The device memory the runtime allocated for the call.
+  for (const auto *ts : {&inputs, &outputs})
+    for (const Tensor &t : *ts)
+      io += static_cast<double>(t.data.size());
+  for (int64_t b : entry.scratchBytes)
+    scratch += static_cast<double>(b);
+  std::printf(", device memory %.1f MiB (%.1f MiB of inputs and outputs, "
+              "%.1f MiB of scratch buffers)\n",
+              mib(io + scratch), mib(io), mib(scratch));
   return {};
 }
 
@@ -567,7 +600,7 @@ static Error run(const Options &o, const Artifact &art, double rssStart,
     if (Error e = checkAll(*entry, inputs, outputs, status))
       return e;
   if (o.bench > 0 && cuda)
-    return benchCuda(*cuda, *entry, o.bench);
+    return benchCuda(*cuda, *entry, inputs, outputs, o.bench);
   if (o.bench > 0)
     benchCpu(art, *entry, inputs, outputs, o.bench, rssStart);
   return {};

@@ -5,12 +5,26 @@
 //
 // The metadata is a text of records, one per line:
 //
-//   attn-mlir-artifact 2
+//   attn-mlir-artifact 3
 //   target cpu|cuda
 //   source fnv1a64=<16 hex digits>        (optional: the graph's text hashed)
 //   entry NAME / in NAME DTYPE DIMS / out NAME DTYPE DIMS / op KIND k=v ...
-//   kernel NAME k=v ...                          (target cuda)
+//   buffer bytes=N                     (target cuda; zero or more per entry)
+//   kernel NAME grid=X,Y,Z block=X,Y,Z smem=N args=ID,ID,...
+//          image=SYMBOL format=cubin|ptx size=N
+//                                      (target cuda; one or more per entry)
 //   end checksum=<16 hex digits>
+//
+// The records after an `entry` belong to it. The i-th `buffer` record of an
+// entry (from 0) is a device scratch buffer of N bytes with buffer id
+// nargs + i, nargs being the entry's inputs plus outputs. Its `kernel`
+// records are launched in the order given, each after the previous one
+// finished (one stream); `args` lists each kernel argument's buffer id:
+// 0 to nargs - 1 the entry's arguments (inputs then outputs), nargs and up
+// its scratch buffers. `image` names the artifact's data object holding
+// the kernel's module (`size` bytes of cubin, or of NUL-terminated PTX);
+// kernels of one module name the same image, with the same format and size.
+// Version 2 had exactly one kernel record per entry and no buffer records.
 //
 // The checksum is FNV-1a (64-bit) of every byte before the `end` line. It
 // is no defence against a malicious artifact (an artifact is code: anyone
@@ -30,7 +44,7 @@
 namespace attn::format {
 
 /// The first line of the metadata of this version.
-inline constexpr const char *kHeader = "attn-mlir-artifact 2";
+inline constexpr const char *kHeader = "attn-mlir-artifact 3";
 
 /// FNV-1a, 64-bit.
 inline uint64_t fnv1a64(const char *data, size_t size) {

@@ -10,6 +10,7 @@
 #define ATTN_MLIR_CONVERSION_PASSES_H
 
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"

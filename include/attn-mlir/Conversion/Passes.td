@@ -13,17 +13,21 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
   let summary = "Lower attn-tile's loop nest of each attention function to a "
                 "gpu.launch of the fused tensor-core FlashAttention kernel";
   let description = [{
-    The CUDA backend of attn-tile's loop nest. A public function whose body
-    is one `attn.sdpa` on its arguments is first tiled with the kernel's
-    blocks (`attn::tileSdpa`, no key chunks); a function that already holds
-    the nest (attn-tile with q-block `16 * row-tiles * warps`, or `warps`
-    for f32, and a kv-block that is a multiple of 16) is taken as is. The
-    nest becomes a function on memrefs with the results as out-params (the
-    ABI of the CPU target: `void f(in..., out...)`) whose body is one
-    `gpu.launch` of the FlashAttention-2 forward kernel: the `scf.forall`
-    over (b, h, q-block) is the grid, the key loop the staged block loop,
-    `attn.online_step` the fragments' step of the shared online-softmax
-    algorithm and `attn.online_finish` the normalized stores:
+    The CUDA backend of attn-tile's loop nest. Every `attn.sdpa` of every
+    function (in any graph: its operands and uses may be anything) is first
+    tiled with the kernel's blocks (`attn::tileSdpa`, no key chunks); a nest
+    already there (attn-tile with q-block `16 * row-tiles * warps`, or
+    `warps` for f32, and a kv-block that is a multiple of 16) is taken as
+    is. Each nest is replaced in place by a `gpu.launch` of the
+    FlashAttention-2 forward kernel on buffers of its tensors
+    (`bufferization.to_buffer` of the sources, a `memref.alloc` per result,
+    `bufferization.to_tensor` of it), so that One-Shot Bufferize then only
+    has the host code left; `attn.mha` must be decomposed first
+    (`attn-decompose-mha`) and the linalg ops around attention lowered by
+    `attn-gpu-linalg`. The `scf.forall` over (b, h, q-block) is the grid,
+    the key loop the staged block loop, `attn.online_step` the fragments'
+    step of the shared online-softmax algorithm and `attn.online_finish`
+    the normalized stores:
 
     - grid `(ceil(Tq / BM), Hq, B)`, `32 * warps` threads, `BM = 16 *
       row-tiles * warps` query rows per block; the key/value loop is an
@@ -68,7 +72,8 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "Target chip, for its shared-memory limit">
   ];
-  let dependentDialects = ["::mlir::gpu::GPUDialect",
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::nvgpu::NVGPUDialect",
                            "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect",
@@ -80,6 +85,64 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def AttnGpuLinalgPass : Pass<"attn-gpu-linalg", "::mlir::ModuleOp"> {
+  let summary = "Lower the linalg ops around attention (projections, bias, "
+                "casts, head reshuffles) to CUDA kernels";
+  let description = [{
+    The CUDA backend of the rest of a graph, so that every op of a function
+    runs on the GPU (attn.mha after `attn-decompose-mha`, composite graphs):
+
+    - `linalg.matmul` of static row-major `[M, K] x [K, N]` f16/bf16/f32
+      operands into an f32 accumulator filled with a constant becomes a GEMM
+      kernel over 64x64 output tiles. f16/bf16 run on tensor cores (4 warps
+      of 32x32, K in steps of 32 staged by `cp.async` in shared memory with
+      rows padded by 16 bytes, `nvgpu.ldmatrix`, `mma.sync` m16n8k16 with f32
+      accumulators); f32 runs as 16x16 threads of 4x4 register tiles (the
+      tensor cores' f32 mode is tf32). The matmul's elementwise consumer
+      (its only user: bias add, cast back to the input precision) runs on
+      the accumulators before the one store.
+    - Every other linalg op on tensors whose iterators are all parallel and
+      whose maps are transposes or broadcasts (`linalg.fill`,
+      `linalg.transpose`, `linalg.copy`, `linalg.generic`) becomes a kernel
+      of one thread per point of its iteration space.
+
+    Like `attn-gpu-flash`, each op is replaced in place by a `gpu.launch` on
+    buffers of its tensors (`bufferization.to_buffer` of the operands, a
+    `memref.alloc` for the result, `bufferization.to_tensor` of that), so
+    that One-Shot Bufferize only has host code left. Reductions other than
+    matmul, dynamic shapes and non-scalar payloads are diagnostics.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def AttnGpuHostPass : Pass<"attn-gpu-host", "::mlir::ModuleOp"> {
+  let summary = "Make each bufferized CUDA entry a list of kernel launches "
+                "on device buffers";
+  let description = [{
+    Runs after One-Shot Bufferize and `buffer-results-to-out-params`. A
+    `memref.copy` of a reshaped kernel result into an output argument is
+    removed by letting the kernel write the output through the inverse
+    reshape; any other `memref.copy` becomes a copy kernel. The pass then
+    checks the contract of a CUDA entry's host code, which the artifact
+    describes and the runtime replays: dense static memref arguments, and
+    only `memref.alloc` (device scratch buffers), `memref.expand_shape` /
+    `memref.collapse_shape` (aliases of them), `gpu.launch` and constants.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def AttnNvvmExternSharedPass

@@ -9,6 +9,7 @@
 #ifndef ATTN_MLIR_EMULATOR_EMULATOR_H
 #define ATTN_MLIR_EMULATOR_EMULATOR_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Support/LLVM.h"
 
@@ -36,6 +37,13 @@ void storeFloat(Type elt, float v, uint8_t *p);
 /// collective with inactive lanes, ...).
 LogicalResult emulateLaunch(gpu::LaunchOp launch, ArrayRef<EmulatedBuffer> args,
                             std::string &error);
+
+/// Runs the host code of a CUDA entry after attn-gpu-host (`func` on
+/// memrefs, its arguments `args`): allocations become buffers poisoned with
+/// NaN, reshapes alias them, and each gpu.launch runs as emulateLaunch
+/// does, in order. On failure `error` says which kernel failed and how.
+LogicalResult emulateFunction(func::FuncOp func, ArrayRef<EmulatedBuffer> args,
+                              std::string &error);
 
 } // namespace attn
 } // namespace mlir

@@ -27,6 +27,14 @@ namespace attn {
 llvm::Expected<std::string> resolveCudaTarget(llvm::StringRef chip,
                                               llvm::StringRef features);
 
+/// One-Shot Bufferize of attn graphs with caller-allocated results: after
+/// attn-copy-repeated-results (one buffer per result), every public
+/// function becomes `void f(in..., out...)` on identity-layout memrefs, a
+/// result that is a fresh allocation written in place. Shared by both
+/// pipelines (the CPU one then adds deallocation; on CUDA the runtime owns
+/// the scratch buffers).
+void buildBufferizationWithOutParams(OpPassManager &pm);
+
 /// Options of the CPU pipeline (`attn-opt --attn-cpu-pipeline="..."`).
 struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   PassOptions::Option<bool> tiled{
@@ -106,13 +114,25 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   /// of an LLVM crash in the NVPTX backend.
   LogicalResult parseFromString(StringRef options,
                                 raw_ostream &errorStream = llvm::errs());
+
+  /// The kernel options as attn-gpu-flash takes them.
+  AttnGpuFlashPassOptions flashOptions() const;
 };
 
-/// attn ops on tensors -> one fused kernel per single-attn.sdpa function:
-/// attn-gpu-flash (gpu.launch of the tensor-core kernel), kernel outlining,
-/// NVVM target, nvgpu/gpu to NVVM, and gpu-module-to-binary. The host
-/// functions keep their gpu.launch_func: the artifact's runtime launches the
-/// kernels through the CUDA driver from the launch description. The chip
+/// attn ops on tensors -> memref functions `void f(in..., out...)` whose
+/// bodies allocate device buffers and launch kernels (gpu.launch, not yet
+/// outlined): attn-decompose-mha, attn-gpu-flash (the fused attention
+/// kernel of each attn.sdpa), attn-gpu-linalg (GEMM and elementwise
+/// kernels), One-Shot Bufferize with caller-allocated results, attn-gpu-host.
+/// The first half of buildGpuPipeline; attn-gpu-emulate runs its result.
+void buildGpuKernelsPipeline(OpPassManager &pm,
+                             const AttnGpuFlashPassOptions &flash);
+
+/// attn ops on tensors -> CUDA kernels: buildGpuKernelsPipeline, kernel
+/// outlining (one gpu.module per function), NVVM target, nvgpu/gpu to NVVM,
+/// and gpu-module-to-binary. The host functions keep their allocations and
+/// gpu.launch_func ops: the artifact's runtime replays them through the
+/// CUDA driver from the artifact's description. The chip
 /// and features must pass resolveCudaTarget (parseFromString and
 /// attn-compile check them first); anything else is a fatal error. Built
 /// from the passes' typed constructors, like the CPU pipeline.

@@ -29,7 +29,10 @@ enum {
  *   {"target": "cpu", "source": "<16 hex digits, or empty>",
  *    "entries": [{"name": "sdpa",
  *     "inputs": [{"name": "q", "dtype": "f32", "shape": [1, 8, 128, 64]}],
- *     "outputs": [...], "op": {"kind": "sdpa", "scale": 0.125, ...}}]}
+ *     "outputs": [...], "op": {"kind": "sdpa", "scale": 0.125, ...},
+ *     "kernels": 0, "scratch_bytes": 0}]}
+ * ("kernels": the CUDA kernels the entry launches, "scratch_bytes": the
+ * total of its device scratch buffers; both 0 on target cpu.)
  * On ATTN_RT_INVALID, `out` holds the message instead. `needed` may be
  * null. */
 int attn_rt_describe_artifact(const char *path, char *out, size_t out_size,

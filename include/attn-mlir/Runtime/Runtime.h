@@ -69,7 +69,7 @@ struct OpInfo {
   int64_t windowLeft = -1, windowRight = -1;
 };
 
-/// The launch of a CUDA entry's kernel (artifacts of target cuda).
+/// One kernel launch of a CUDA entry (artifacts of target cuda).
 struct KernelInfo {
   std::string name;           ///< kernel symbol in the image
   std::string image;          ///< artifact symbol holding the image bytes
@@ -77,14 +77,23 @@ struct KernelInfo {
   int64_t imageSize = 0;
   int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   int64_t sharedBytes = 0;
-  std::vector<int> args;      ///< kernel argument i = entry argument args[i]
+  /// Kernel argument i is the device buffer of id args[i]: below the
+  /// entry's nargs (inputs + outputs) the entry argument args[i] (inputs
+  /// then outputs), from nargs on scratch buffer args[i] - nargs.
+  std::vector<int64_t> args;
 };
 
 struct EntryInfo {
   std::string name;
   std::vector<ArgInfo> inputs, outputs;
   OpInfo op;
-  KernelInfo kernel; ///< target cuda only
+  /// Target cuda only: the kernels in launch order, each launched after the
+  /// previous one finished (one stream); at least one.
+  std::vector<KernelInfo> kernels;
+  /// Target cuda only: the bytes of each device scratch buffer; buffer i
+  /// has id numArgs() + i in the kernels' args.
+  std::vector<int64_t> scratchBytes;
+  size_t numArgs() const { return inputs.size() + outputs.size(); }
 };
 
 /// A loaded artifact (dlopen'ed shared object + its metadata).
@@ -95,8 +104,9 @@ public:
   const std::vector<EntryInfo> &entries() const { return entries_; }
   /// "cpu" or "cuda".
   const std::string &target() const { return target_; }
-  /// The kernel image of a CUDA entry (cubin or NUL-terminated PTX).
-  const void *image(const EntryInfo &entry) const;
+  /// The image of a CUDA kernel of one of the entries (cubin or
+  /// NUL-terminated PTX), or null. Kernels of one module share it.
+  const void *image(const KernelInfo &kernel) const;
   const EntryInfo *find(const std::string &name) const;
   /// Calls the entry with one pointer per input then per output.
   Error call(const EntryInfo &entry, const std::vector<Tensor> &inputs,
@@ -106,7 +116,7 @@ private:
   void *handle_ = nullptr;
   std::string target_ = "cpu";
   std::vector<EntryInfo> entries_;
-  std::vector<void *> images_;
+  std::map<std::string, const void *> images_; ///< by artifact symbol
   std::vector<void *> fns_;
 };
 
@@ -121,8 +131,10 @@ Error parseMetadata(const std::string &text, std::vector<EntryInfo> &out,
 
 /// What the metadata says must hold for the runtime to call an entry
 /// safely: names, positive dimensions and sizes that fit in memory, at most
-/// 12 arguments, and for an attention op the shapes its reference (and the
-/// compiled code) index with.
+/// 12 arguments, for an attention op the shapes its reference (and the
+/// compiled code) index with, and for target cuda the launches: 1 to 64
+/// kernels with valid grid, block, shared memory, image and argument ids,
+/// at most 64 scratch buffers of 1 byte to 1 TiB (none on target cpu).
 Error validateEntries(const std::vector<EntryInfo> &entries,
                       const std::string &target);
 
@@ -163,11 +175,14 @@ public:
   ~CudaSession();
   /// "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)".
   std::string describe() const;
-  /// Uploads the inputs, poisons the outputs (all bits set: NaN), launches
-  /// the entry's kernel once and downloads the outputs.
+  /// Loads each kernel image of the entry once, allocates the argument and
+  /// scratch buffers, uploads the inputs, poisons the outputs and scratch
+  /// buffers (all bits set: NaN), launches the entry's kernels once in
+  /// order on one stream and downloads the outputs.
   Error run(const Artifact &art, const EntryInfo &entry,
             const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs);
-  /// Times `iters` launches (after run()) with CUDA events; milliseconds.
+  /// Times `iters` calls (after run()) with CUDA events, each call all the
+  /// entry's kernels in order; milliseconds per call.
   Error bench(const EntryInfo &entry, long iters, std::vector<double> &ms);
 
   struct Impl;

@@ -31,6 +31,7 @@
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/CudaChips.h"
 #include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
+#include "attn-mlir/Conversion/KernelBuilder.h"
 #include "attn-mlir/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -76,68 +77,6 @@ struct Config {
   int64_t qBytes, kBytes, vBytes;
   int64_t threads() const { return 32 * warps; }
   int64_t smemBytes() const { return qBytes + kBytes + vBytes; }
-};
-
-/// Index/float helpers over an ImplicitLocOpBuilder.
-struct KB {
-  ImplicitLocOpBuilder &b;
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value f(double v) {
-    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value add(Value x, int64_t y) { return y ? add(x, c(y)) : x; }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
-  Value mul(Value x, int64_t y) { return arith::MulIOp::create(b, x, c(y)); }
-  Value div(Value x, int64_t y) { return arith::DivUIOp::create(b, x, c(y)); }
-  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, x, c(y)); }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
-  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, x, y); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, p, x, y);
-  }
-  Value lt(Value x, Value y) { return cmp(arith::CmpIPredicate::slt, x, y); }
-  Value lt(Value x, int64_t y) { return lt(x, c(y)); }
-  Value andI(Value x, Value y) {
-    if (!x)
-      return y;
-    if (!y)
-      return x;
-    return arith::AndIOp::create(b, x, y);
-  }
-  Value sel(Value p, Value x, Value y) {
-    return arith::SelectOp::create(b, p, x, y);
-  }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
-  Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
-  Value extract(Value v, ArrayRef<int64_t> pos) {
-    return vector::ExtractOp::create(b, v, pos);
-  }
-  Value vec(VectorType t, ArrayRef<Value> elems) {
-    return vector::FromElementsOp::create(b, t, elems);
-  }
-  /// Rows [first, first + 2) of a vector<4x2xT> as a vector<2x2xT> (the
-  /// two B fragments of an ldmatrix x4; n-D slices do not lower to NVVM).
-  Value rows(Value v, int64_t first, VectorType t) {
-    return vec(t, {extract(v, {first, 0}), extract(v, {first, 1}),
-                   extract(v, {first + 1, 0}), extract(v, {first + 1, 1})});
-  }
-  /// Butterfly reduction over the lanes that differ in the bits of
-  /// `offsets` (max or sum): {1, 2} is the quad that shares an mma row,
-  /// {16, 8, 4, 2, 1} the whole warp.
-  Value xorReduce(Value v, ArrayRef<int64_t> offsets, bool isMax) {
-    for (int64_t off : offsets) {
-      Value o = arith::ConstantOp::create(b, b.getI32IntegerAttr(off));
-      Value w = arith::ConstantOp::create(b, b.getI32IntegerAttr(32));
-      Value other =
-          gpu::ShuffleOp::create(b, v, o, w, gpu::ShuffleMode::XOR)
-              .getShuffleResult();
-      v = isMax ? fmax(v, other) : fadd(v, other);
-    }
-    return v;
-  }
 };
 
 /// Everything the kernel body needs.
@@ -224,41 +163,9 @@ struct Kernel {
     copyTile(val, hk, row0, cfg.kvBlock, cfg.tk, cfg.dv, cfg.dvp, vs, {stage});
   }
 
-  /// c + a·b on tensor cores (m16n8k16, f32 accumulate). f16 goes through
-  /// nvgpu.mma.sync; its NVVM lowering has no bf16, whose operands are
-  /// packed i32 registers, so bf16 is emitted as nvvm.mma.sync directly.
+  /// c + a·b on tensor cores (KernelBuilder.h).
   Value mma(Value a, Value bFrag, Value c) {
-    if (cfg.elt.isF16())
-      return nvgpu::MmaSyncOp::create(b, a, bFrag, c,
-                                      ArrayRef<int64_t>{16, 8, 16});
-    Type i32 = b.getI32Type(), f32 = b.getF32Type();
-    auto packed = [&](Value frag, int64_t n) {
-      SmallVector<Value> regs;
-      for (int64_t i = 0; i < n; ++i) {
-        Value pair = vector::ExtractOp::create(b, frag, ArrayRef<int64_t>{i});
-        Value word = vector::BitCastOp::create(
-            b, VectorType::get({1}, i32), pair);
-        regs.push_back(k.extract(word, {0}));
-      }
-      return regs;
-    };
-    SmallVector<Value> cRegs;
-    for (int64_t r = 0; r < 2; ++r)
-      for (int64_t e = 0; e < 2; ++e)
-        cRegs.push_back(k.extract(c, {r, e}));
-    auto resT = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                 {f32, f32, f32, f32});
-    Value d = NVVM::MmaOp::create(
-        b, resT, packed(a, 4), packed(bFrag, 2), cRegs,
-        ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
-        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                      NVVM::MMATypes::bf16},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    SmallVector<Value> out;
-    for (int64_t i = 0; i < 4; ++i)
-      out.push_back(LLVM::ExtractValueOp::create(b, d, i));
-    return k.vec(accT, out);
+    return buildMmaSync(b, cfg.elt, a, bFrag, c);
   }
 
   Value commit() {
@@ -359,18 +266,8 @@ struct Kernel {
     return stage;
   }
 
-  /// The dynamic shared memory as a [shape] array of `elt` from byte
-  /// `offset`.
   Value sharedView(ArrayRef<int64_t> shape, Type elt, int64_t offset) {
-    auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
-                                         gpu::AddressSpace::Workgroup);
-    if (!smem)
-      smem = gpu::DynamicSharedMemoryOp::create(
-          b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                             MemRefLayoutAttrInterface(), wg));
-    return memref::ViewOp::create(
-        b, MemRefType::get(shape, elt, MemRefLayoutAttrInterface(), wg), smem,
-        k.c(offset), ValueRange{});
+    return buildSharedView(b, smem, shape, elt, offset);
   }
 
   // ldmatrix rows/columns of this lane (tensor-core kernel).
@@ -866,12 +763,12 @@ int64_t sharedMemoryLimit(StringRef chip) {
   return lookupCudaChip(chip)->sharedMemoryPerBlock;
 }
 
-/// attn-tile's loop nest of one function, as the kernel lowering reads it:
-/// the function returns the results of one scf.forall over (b, h, q-block)
-/// whose body slices its query tile from a function argument, runs one
-/// scf.for over the key blocks carrying (m, l, acc) from (-inf, 0, 0)
-/// through one attn.online_step (K, V and the mask tile sliced from function
-/// arguments at (b, h / G, kb), the ALiBi slope read at h), and inserts
+/// One attention's loop nest from attn-tile, as the kernel lowering reads
+/// it: an scf.forall over (b, h, q-block) whose body slices its query tile
+/// from a tensor defined outside it, runs one scf.for over the key blocks
+/// carrying (m, l, acc) from (-inf, 0, 0) through one attn.online_step (K,
+/// V and the mask tile sliced from such tensors at (b, h / G, kb), the ALiBi
+/// slope read at h), and inserts
 /// attn.online_finish's tiles into its outputs. The kernel recomputes the
 /// indices and the visible key blocks from these facts, so the matcher
 /// checks that the nest says exactly that.
@@ -884,16 +781,17 @@ struct TiledAttention {
   int64_t queryBlock = 0, keyBlock = 0;
 };
 
-/// The function argument a tile is sliced (or an element extracted) from.
-static BlockArgument sourceArgument(Value tile, func::FuncOp func) {
+/// The tensor, defined outside the nest, that a tile is sliced (or an
+/// element extracted) from.
+static Value sourceTensor(Value tile, scf::ForallOp forall) {
   Value src;
   if (auto slice = tile.getDefiningOp<tensor::ExtractSliceOp>())
     src = slice.getSource();
   else if (auto extract = tile.getDefiningOp<tensor::ExtractOp>())
     src = extract.getTensor();
-  auto arg = dyn_cast_or_null<BlockArgument>(src);
-  return arg && arg.getOwner() == &func.getBody().front() ? arg
-                                                          : BlockArgument();
+  return src && !forall.getRegion().isAncestor(src.getParentRegion())
+             ? src
+             : Value();
 }
 
 /// True when `v` is a linalg.fill of the float constant `c`.
@@ -917,21 +815,11 @@ static bool sliceAt(Value tile, ArrayRef<Value> offsets) {
 }
 
 /// The forall, the key loop and the two ops of the nest.
-static LogicalResult matchStructure(func::FuncOp func, TiledAttention &t,
+static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
                                     std::string &why) {
-  Block &body = func.getBody().front();
-  bool others = false;
-  for (Operation &op : body.without_terminator()) {
-    if (auto forall = dyn_cast<scf::ForallOp>(op))
-      others |= static_cast<bool>(std::exchange(t.forall, forall));
-    else
-      others |= !isPure(&op);
-  }
-  if (!t.forall || others || t.forall.getRank() != 3 ||
-      !llvm::equal(body.getTerminator()->getOperands(),
-                   t.forall.getResults())) {
-    why = "the body must be one scf.forall over (b, h, q-block) whose "
-          "results it returns";
+  t.forall = forall;
+  if (forall.getRank() != 3) {
+    why = "the nest must be an scf.forall over (b, h, q-block)";
     return failure();
   }
   SmallVector<OnlineStepOp> steps;
@@ -969,15 +857,15 @@ static LogicalResult matchStructure(func::FuncOp func, TiledAttention &t,
 
 /// The tiles: Q at (b, h, q0), K and V at (b, h / G, kb), the mask
 /// broadcast the same way, the ALiBi slope of h, all from arguments.
-static LogicalResult matchTiles(func::FuncOp func, TiledAttention &t,
-                                std::string &why) {
-  why = "the tiles of attn.online_step must be slices of the function's "
-        "arguments at (b, h, q0) for Q and (b, h / (Hq / Hkv), kb) for K, V "
-        "and the mask, and the ALiBi slope its element h";
-  BlockArgument q = sourceArgument(t.step.getQuery(), func),
-                k = sourceArgument(t.step.getKey(), func),
-                v = sourceArgument(t.step.getValue(), func);
-  auto rank4 = [](BlockArgument a) {
+static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
+  why = "the tiles of attn.online_step must be slices of tensors defined "
+        "outside the nest at (b, h, q0) for Q and (b, h / (Hq / Hkv), kb) for "
+        "K, V and the mask, and the ALiBi slope its element h";
+  scf::ForallOp forall = t.forall;
+  Value q = sourceTensor(t.step.getQuery(), forall),
+        k = sourceTensor(t.step.getKey(), forall),
+        v = sourceTensor(t.step.getValue(), forall);
+  auto rank4 = [](Value a) {
     auto type = a ? dyn_cast<RankedTensorType>(a.getType()) : nullptr;
     return type && type.getRank() == 4 && type.hasStaticShape() ? type
                                                                 : nullptr;
@@ -1005,7 +893,7 @@ static LogicalResult matchTiles(func::FuncOp func, TiledAttention &t,
       !sliceAt(t.step.getValue(), {b, kvh, kb, Value()}))
     return failure();
   if (Value mask = t.step.getMask()) {
-    BlockArgument m = sourceArgument(mask, func);
+    Value m = sourceTensor(mask, forall);
     auto mT = m ? dyn_cast<RankedTensorType>(m.getType()) : nullptr;
     if (!mT || !mT.hasStaticShape())
       return failure();
@@ -1020,11 +908,11 @@ static LogicalResult matchTiles(func::FuncOp func, TiledAttention &t,
   }
   if (Value slope = t.step.getAlibiSlope()) {
     auto extract = slope.getDefiningOp<tensor::ExtractOp>();
-    if (!extract || !sourceArgument(slope, func) ||
+    if (!extract || !sourceTensor(slope, forall) ||
         !llvm::equal(extract.getIndices(), ValueRange{h}) ||
         extract.getTensor().getType() !=
             RankedTensorType::get({t.qType.getDimSize(1)},
-                                  Float32Type::get(func.getContext())))
+                                  Float32Type::get(forall.getContext())))
       return failure();
   }
   return success();
@@ -1032,8 +920,7 @@ static LogicalResult matchTiles(func::FuncOp func, TiledAttention &t,
 
 /// The facts of the step and the finish agree with the arguments; the
 /// outputs are the finish's tiles inserted at (b, h, q0).
-static LogicalResult matchFacts(func::FuncOp func, TiledAttention &t,
-                                std::string &why) {
+static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
   why = "the nest's lengths, element types, exponent scale and outputs must "
         "be those of its arguments and of the attention";
   if (t.step.getQueryLengthAttr().getInt() != t.qType.getDimSize(2) ||
@@ -1045,12 +932,7 @@ static LogicalResult matchFacts(func::FuncOp func, TiledAttention &t,
           exponentScale(AttentionSpec::get(t.step)))
     return failure();
   size_t outs = 1 + (t.finish.getLse() ? 1 : 0);
-  if (t.forall.getNumResults() != outs ||
-      !llvm::all_of(func.getArgumentTypes(),
-                    [](Type type) {
-                      auto rt = dyn_cast<RankedTensorType>(type);
-                      return rt && rt.hasStaticShape();
-                    }))
+  if (t.forall.getNumResults() != outs)
     return failure();
   auto inserts = t.forall.getTerminator().getYieldingOps();
   SmallVector<Value> tiles{t.finish.getOutput()};
@@ -1068,11 +950,11 @@ static LogicalResult matchFacts(func::FuncOp func, TiledAttention &t,
 }
 
 /// Matches the nest (see TiledAttention); a failure says what differs.
-static FailureOr<TiledAttention> matchTiledAttention(func::FuncOp func,
+static FailureOr<TiledAttention> matchTiledAttention(scf::ForallOp forall,
                                                      std::string &why) {
   TiledAttention t;
-  if (failed(matchStructure(func, t, why)) || failed(matchTiles(func, t, why)) ||
-      failed(matchFacts(func, t, why)))
+  if (failed(matchStructure(forall, t, why)) || failed(matchTiles(t, why)) ||
+      failed(matchFacts(t, why)))
     return failure();
   // The query block: q0 = qb · BM (qb the forall's third index).
   std::optional<int64_t> rows;
@@ -1091,18 +973,6 @@ static FailureOr<TiledAttention> matchTiledAttention(func::FuncOp func,
     return failure();
   }
   return t;
-}
-
-/// The single attn.sdpa of `func` on its arguments in order, if that is
-/// its whole body.
-static SdpaOp singleSdpa(func::FuncOp func) {
-  Block &body = func.getBody().front();
-  auto sdpa = dyn_cast<SdpaOp>(body.front());
-  bool single = sdpa && std::next(body.begin(), 2) == body.end() &&
-                llvm::equal(sdpa->getOperands(), func.getArguments()) &&
-                llvm::equal(body.getTerminator()->getOperands(),
-                            sdpa->getResults());
-  return single ? sdpa : SdpaOp();
 }
 
 struct AttnGpuFlashPass
@@ -1165,7 +1035,7 @@ struct AttnGpuFlashPass
   /// The kernel configuration of a nest: its blocks must be the kernel's
   /// (query rows per block BM, clamped to Tq; a key block that is a
   /// multiple of 16, or all of Tk when shorter).
-  FailureOr<Config> configure(func::FuncOp func, const TiledAttention &t) {
+  FailureOr<Config> configure(const TiledAttention &t) {
     int64_t tk = t.kType.getDimSize(2);
     int64_t block = t.keyBlock == tk && tk % 16 ? alignTo(tk, 16) : t.keyBlock;
     if (block < 16 || block % 16 || block > 256)
@@ -1189,9 +1059,11 @@ struct AttnGpuFlashPass
     return cfg;
   }
 
-  /// Tiles the function's single attn.sdpa for the kernel (attn-tile's
-  /// loop nest with the kernel's blocks, no key chunks).
+  /// Tiles `sdpa` for the kernel (attn-tile's loop nest with the kernel's
+  /// blocks, no key chunks).
   LogicalResult tile(SdpaOp sdpa) {
+    if (!hasStaticShapes(sdpa))
+      return sdpa.emitError("the CUDA target needs static shapes");
     FailureOr<Config> cfg =
         configure(sdpa, sdpa.getQuery().getType(), sdpa.getKey().getType(),
                   sdpa.getValue().getType(), kvBlock);
@@ -1207,33 +1079,58 @@ struct AttnGpuFlashPass
     return success();
   }
 
-  LogicalResult convert(func::FuncOp func, const TiledAttention &t,
-                        const Config &cfg);
+  LogicalResult convert(const TiledAttention &t, const Config &cfg);
 
-  /// The nest of `func` (tiling its attn.sdpa first), or an error.
-  FailureOr<TiledAttention> prepare(func::FuncOp func) {
-    std::string why;
-    FailureOr<TiledAttention> t = failure();
-    if (!func.isPrivate()) {
-      if (SdpaOp sdpa = singleSdpa(func)) {
-        if (!hasStaticShapes(sdpa))
-          return func.emitError("the CUDA target needs static shapes");
-        if (failed(tile(sdpa)))
-          return failure();
+  /// The attention nests of `func` (tiling its attn.sdpa ops first), or an
+  /// error for each attn op or nest the kernel cannot take.
+  LogicalResult prepare(func::FuncOp func,
+                        SmallVectorImpl<std::pair<TiledAttention, Config>> &out) {
+    bool ok = true;
+    SmallVector<SdpaOp> sdpas;
+    func.walk([&](SdpaOp op) { sdpas.push_back(op); });
+    for (SdpaOp sdpa : sdpas)
+      ok &= succeeded(tile(sdpa));
+    func.walk([&](Operation *op) {
+      if (isa<MhaOp>(op))
+        ok = succeeded(LogicalResult(op->emitError("attn.mha is lowered for CUDA as GEMM kernels "
+                            "around the fused attention kernel: run "
+                            "attn-decompose-mha first (attn-gpu-pipeline "
+                            "does)")));
+      else if (isa<SoftmaxOp>(op))
+        ok = succeeded(LogicalResult(op->emitError("attn.softmax has no CUDA lowering; run this "
+                            "graph on the CPU target (--target=cpu)")));
+    });
+    SmallVector<scf::ForallOp> nests;
+    func.walk([&](scf::ForallOp forall) {
+      if (!forall->getParentOfType<scf::ForallOp>() &&
+          forall->walk([](OnlineStepOp) { return WalkResult::interrupt(); })
+              .wasInterrupted())
+        nests.push_back(forall);
+    });
+    for (scf::ForallOp forall : nests) {
+      std::string why;
+      FailureOr<TiledAttention> t = matchTiledAttention(forall, why);
+      FailureOr<Config> cfg = failure();
+      if (succeeded(t))
+        cfg = configure(*t);
+      else
+        forall.emitError("the CUDA kernel lowers attn-tile's loop nest of "
+                         "attn.sdpa; this loop nest differs: ")
+            << why;
+      if (failed(cfg)) {
+        ok = false;
+        continue;
       }
-      t = matchTiledAttention(func, why);
+      out.push_back({*t, *cfg});
     }
-    if (succeeded(t))
-      return t;
-    InFlightDiagnostic diag = func.emitError(
-        "the CUDA target compiles public functions whose body is one "
-        "attn.sdpa on the function's arguments, in order, or its attn-tile "
-        "loop nest; attn.mha, attn.softmax and composite graphs run on the "
-        "CPU target (--target=cpu)");
-    // A nest that is almost the contract: say what differs.
-    if (!why.empty() && !func.getBody().getOps<scf::ForallOp>().empty())
-      diag.attachNote() << "the loop nest differs: " << why;
-    return failure();
+    // Tile ops outside a nest the kernel takes.
+    func.walk([&](Operation *op) {
+      if (isa<OnlineStepOp, OnlineMergeOp, OnlineFinishOp>(op) &&
+          !op->getParentOfType<scf::ForallOp>())
+        ok = succeeded(LogicalResult(op->emitError("the CUDA kernel lowers attention tile ops only "
+                            "inside attn-tile's scf.forall nest")));
+    });
+    return success(ok);
   }
 
   void runOnOperation() override {
@@ -1251,100 +1148,88 @@ struct AttnGpuFlashPass
       module.emitError("attn-gpu-flash: ") << describeUnsupportedCudaChip(chip);
       return signalPassFailure();
     }
-    SmallVector<std::tuple<func::FuncOp, TiledAttention, Config>> work;
-    bool failedAny = false;
-    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-      if (func.isExternal() || !func->walk([](Operation *o) {
-                                       return isa<AttnDialect>(o->getDialect())
-                                                  ? WalkResult::interrupt()
-                                                  : WalkResult::advance();
-                                     }).wasInterrupted())
-        continue;
-      FailureOr<TiledAttention> t = prepare(func);
-      FailureOr<Config> cfg = failure();
-      if (succeeded(t))
-        cfg = configure(func, *t);
-      if (failed(cfg)) {
-        failedAny = true;
-        continue;
-      }
-      work.push_back({func, *t, *cfg});
-    }
-    if (failedAny)
+    SmallVector<std::pair<TiledAttention, Config>> work;
+    bool ok = true;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        ok &= succeeded(prepare(func, work));
+    if (!ok)
       return signalPassFailure();
     if (work.empty())
       return;
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(module.getContext()));
-    for (auto &[func, t, cfg] : work)
-      if (failed(convert(func, t, cfg)))
+    for (auto &[t, cfg] : work)
+      if (failed(convert(t, cfg)))
         return signalPassFailure();
   }
 };
 
-/// The function on memrefs (results as out-params, the CPU target's `void
-/// f(in..., out...)` ABI) whose body launches the kernel lowered from the
-/// nest: forall (b, h, q-block) -> grid (q-block, h, b); the key loop -> the
-/// cp.async-staged block loop; attn.online_step -> the tile layout's step;
+/// The nest replaced, in place, by a gpu.launch of the kernel on buffers of
+/// its tensors (bufferization.to_buffer of the sources, memref.alloc for the
+/// results, which become tensors again through bufferization.to_tensor:
+/// One-Shot Bufferize then only has the host code left): forall (b, h,
+/// q-block) -> grid (q-block, h, b); the key loop -> the cp.async-staged
+/// block loop; attn.online_step -> the tile layout's step;
 /// attn.online_finish and the inserts -> the normalized stores.
-LogicalResult AttnGpuFlashPass::convert(func::FuncOp func,
-                                        const TiledAttention &t,
+LogicalResult AttnGpuFlashPass::convert(const TiledAttention &t,
                                         const Config &cfg) {
-  OpBuilder ob(func);
-  SmallVector<Type> argTypes;
-  for (Type type : llvm::concat<const Type>(func.getArgumentTypes(),
-                                            func.getResultTypes())) {
-    auto rt = cast<RankedTensorType>(type);
-    argTypes.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
-  }
-  auto newFunc = func::FuncOp::create(ob, func.getLoc(), func.getName(),
-                                      ob.getFunctionType(argTypes, {}));
-  newFunc->setAttr(
-      "attn.kernel_config",
-      ob.getDictionaryAttr({
-          ob.getNamedAttr("warps", ob.getI64IntegerAttr(cfg.warps)),
-          ob.getNamedAttr("row_tiles", ob.getI64IntegerAttr(cfg.mTiles)),
-          ob.getNamedAttr("kv_block", ob.getI64IntegerAttr(cfg.kvBlock)),
-          ob.getNamedAttr("stages", ob.getI64IntegerAttr(cfg.stages)),
-      }));
-  Block *entry = newFunc.addEntryBlock();
-  ImplicitLocOpBuilder b(t.step.getLoc(), entry, entry->begin());
+  scf::ForallOp forall = t.forall;
+  Location loc = t.step.getLoc();
+  ImplicitLocOpBuilder b(loc, forall);
   KB k{b};
-  Value gx = k.c((cfg.tq + cfg.bm - 1) / cfg.bm), gy = k.c(cfg.hq),
-        gz = k.c(cfg.batch), bx = k.c(cfg.threads()), one = k.c(1);
-  Value smemSize =
-      arith::ConstantOp::create(b, b.getI32IntegerAttr(cfg.smemBytes()));
-  auto launch = gpu::LaunchOp::create(
-      b, gx, gy, gz, bx, one, one, smemSize, nullptr, ValueRange{},
-      TypeRange{}, TypeRange{}, nullptr, nullptr, nullptr,
-      FlatSymbolRefAttr::get(b.getContext(), (func.getName() + "_kernels").str()),
-      FlatSymbolRefAttr::get(b.getContext(), (func.getName() + "_kernel").str()));
-  func::ReturnOp::create(b);
-  b.setInsertionPointToStart(&launch.getBody().front());
-  Kernel kern{b, k, AttentionSpec::get(t.step), cfg};
-  // Each tile's memref is the new function's argument for the one it is
-  // read from.
+  DenseMap<Value, Value> buffers;
+  // Each tile's buffer is that of the tensor it is read from.
   auto memrefOf = [&](Value tile) -> Value {
     if (!tile)
       return Value();
-    return entry->getArgument(sourceArgument(tile, func).getArgNumber());
+    Value src = sourceTensor(tile, forall);
+    Value &buf = buffers[src];
+    if (!buf)
+      buf = bufferForRead(b, loc, src);
+    return buf;
   };
-  kern.q = memrefOf(t.step.getQuery());
-  kern.key = memrefOf(t.step.getKey());
-  kern.val = memrefOf(t.step.getValue());
-  kern.mask = memrefOf(t.step.getMask());
-  kern.alibi = memrefOf(t.step.getAlibiSlope());
-  int64_t nIn = func.getNumArguments();
-  kern.out = entry->getArgument(nIn);
+  Value q = memrefOf(t.step.getQuery()), key = memrefOf(t.step.getKey()),
+        val = memrefOf(t.step.getValue()), mask = memrefOf(t.step.getMask()),
+        alibi = memrefOf(t.step.getAlibiSlope());
+  SmallVector<Value> outBuffers;
+  for (Type type : forall.getResultTypes())
+    outBuffers.push_back(
+        allocateBuffer(b, loc, cast<RankedTensorType>(type)));
+  auto func = forall->getParentOfType<func::FuncOp>();
+  std::string name = uniqueKernelName(forall, "attention");
+  gpu::LaunchOp launch =
+      buildLaunch(b, {(cfg.tq + cfg.bm - 1) / cfg.bm, cfg.hq, cfg.batch},
+                  cfg.threads(), cfg.smemBytes(),
+                  (func.getName() + "_kernels").str(), name);
+  launch->setAttr(
+      "attn.kernel_config",
+      b.getDictionaryAttr({
+          b.getNamedAttr("warps", b.getI64IntegerAttr(cfg.warps)),
+          b.getNamedAttr("row_tiles", b.getI64IntegerAttr(cfg.mTiles)),
+          b.getNamedAttr("kv_block", b.getI64IntegerAttr(cfg.kvBlock)),
+          b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),
+      }));
+  Kernel kern{b, k, AttentionSpec::get(t.step), cfg};
+  kern.q = q;
+  kern.key = key;
+  kern.val = val;
+  kern.mask = mask;
+  kern.alibi = alibi;
+  kern.out = outBuffers[0];
   if (t.finish.getLse())
-    kern.lse = entry->getArgument(nIn + 1);
+    kern.lse = outBuffers[1];
   kern.tid = launch.getThreadIds().x;
   kern.q0 = k.mul(launch.getBlockIds().x, cfg.bm);
   kern.h = launch.getBlockIds().y;
   kern.bIdx = launch.getBlockIds().z;
   kern.build();
   gpu::TerminatorOp::create(b);
-  func.erase();
+  b.setInsertionPointAfter(launch);
+  SmallVector<Value> outTensors = llvm::map_to_vector(
+      outBuffers, [&](Value buf) { return resultTensor(b, loc, buf); });
+  forall->replaceAllUsesWith(outTensors);
+  forall->erase();
   return success();
 }
 

@@ -1,7 +1,7 @@
 // ALiBi in the fused CUDA kernel: the slopes are one more kernel argument,
 // the block loads the slope of its head (blockIdx.y) once, and every score
 // gets slope·|i + Tk - Tq - j| subtracted before the conversion to log2 units.
-// RUN: attn-opt %s --attn-gpu-flash --canonicalize --cse | FileCheck %s
+// RUN: attn-opt %s --attn-gpu-flash %gpu-host --canonicalize --cse | FileCheck %s
 // CHECK-LABEL: func.func @alibi(
 // CHECK-SAME: %{{.*}}: memref<2xf32>, %[[OUT:.*]]: memref<1x2x32x64xf16>)
 // CHECK: gpu.launch blocks(%{{[a-z0-9_]+}}, %[[BY:[a-z0-9_]+]], %{{[a-z0-9_]+}}) in

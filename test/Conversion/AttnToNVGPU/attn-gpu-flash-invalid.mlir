@@ -8,32 +8,24 @@
 // RUN: not attn-opt %s --attn-gpu-flash="chip=sm_70" -split-input-file 2>&1 | FileCheck %s --check-prefix=CHIP
 // CHIP: error: attn-gpu-flash: unsupported chip 'sm_70': the kernel needs cp.async, ldmatrix and mma.sync m16n8k16 (sm_80 or newer); supported chips: sm_80, sm_86,
 
-// expected-error @+1 {{the CUDA target compiles public functions whose body is one attn.sdpa on the function's arguments, in order, or its attn-tile loop nest; attn.mha, attn.softmax and composite graphs run on the CPU target (--target=cpu)}}
 func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  // expected-error @+1 {{attn.softmax has no CUDA lowering; run this graph on the CPU target (--target=cpu)}}
   %y = attn.softmax %x : tensor<4x8xf16>
   return %y : tensor<4x8xf16>
 }
 
 // -----
 
-// expected-error @+1 {{the CUDA target compiles public functions whose body is one attn.sdpa}}
-func.func @swapped(%q: tensor<1x1x16x16xf16>, %k: tensor<1x1x16x16xf16>) -> tensor<1x1x16x16xf16> {
-  %o = attn.sdpa %q, %k, %k : tensor<1x1x16x16xf16>, tensor<1x1x16x16xf16>, tensor<1x1x16x16xf16> -> tensor<1x1x16x16xf16>
-  return %o : tensor<1x1x16x16xf16>
+func.func @mha(%x: tensor<1x16x32xf16>, %w: tensor<32x32xf16>) -> tensor<1x16x32xf16> {
+  // expected-error @+1 {{attn.mha is lowered for CUDA as GEMM kernels around the fused attention kernel: run attn-decompose-mha first (attn-gpu-pipeline does)}}
+  %y = attn.mha %x : tensor<1x16x32xf16> weights(%w, %w, %w, %w) : tensor<32x32xf16>, tensor<32x32xf16>, tensor<32x32xf16>, tensor<32x32xf16> {num_heads = 2 : i64} -> tensor<1x16x32xf16>
+  return %y : tensor<1x16x32xf16>
 }
 
 // -----
 
-// expected-error @+1 {{the CUDA target compiles public functions whose body is one attn.sdpa}}
-func.func private @private_fn(%q: tensor<1x1x16x16xf16>, %k: tensor<1x1x16x16xf16>, %v: tensor<1x1x16x16xf16>) -> tensor<1x1x16x16xf16> {
-  %o = attn.sdpa %q, %k, %v : tensor<1x1x16x16xf16>, tensor<1x1x16x16xf16>, tensor<1x1x16x16xf16> -> tensor<1x1x16x16xf16>
-  return %o : tensor<1x1x16x16xf16>
-}
-
-// -----
-
-// expected-error @+1 {{the CUDA target needs static shapes}}
 func.func @dynamic(%q: tensor<1x1x?x16xf16>, %k: tensor<1x1x?x16xf16>, %v: tensor<1x1x?x16xf16>) -> tensor<1x1x?x16xf16> {
+  // expected-error @+1 {{the CUDA target needs static shapes}}
   %o = attn.sdpa %q, %k, %v : tensor<1x1x?x16xf16>, tensor<1x1x?x16xf16>, tensor<1x1x?x16xf16> -> tensor<1x1x?x16xf16>
   return %o : tensor<1x1x?x16xf16>
 }

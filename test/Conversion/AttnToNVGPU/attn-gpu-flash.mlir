@@ -1,6 +1,6 @@
-// RUN: attn-opt %s --attn-gpu-flash --canonicalize --cse -split-input-file | FileCheck %s
-// RUN: attn-opt %s --attn-gpu-flash="stages=1 row-tiles=2 warps=2 kv-block=32" --canonicalize --cse -split-input-file | FileCheck %s --check-prefix=OPTS
-// RUN: attn-opt %s --attn-gpu-flash -split-input-file | grep -c "nvgpu.mma.sync" | FileCheck %s --check-prefix=MMA
+// RUN: attn-opt %s --attn-gpu-flash %gpu-host --canonicalize --cse -split-input-file | FileCheck %s
+// RUN: attn-opt %s --attn-gpu-flash="stages=1 row-tiles=2 warps=2 kv-block=32" %gpu-host --canonicalize --cse -split-input-file | FileCheck %s --check-prefix=OPTS
+// RUN: attn-opt %s --attn-gpu-flash %gpu-host -split-input-file | grep -c "nvgpu.mma.sync" | FileCheck %s --check-prefix=MMA
 
 // GQA (8 query heads on 2 KV heads), bottom-right causal, odd lengths, LSE.
 // The function becomes `void causal(q, k, v, out, lse)` launching
@@ -163,9 +163,12 @@ func.func @f32_simt(%q: tensor<1x2x30x64xf32>, %k: tensor<1x2x64x64xf32>, %v: te
 
 // -----
 
-// Functions without attn ops are left alone.
+// Functions without attn ops get no attention kernel (attn-gpu-host then
+// copies the returned argument with a copy kernel).
 // CHECK-LABEL: func.func @other
-// CHECK-NOT: gpu.launch
+// CHECK-NOT: function(@attention
+// CHECK: function(@elementwise_0)
+// CHECK-NOT: function(@attention
 func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }

@@ -1,4 +1,4 @@
 /* An artifact that says it was built for another target. */
 const char attn_mlir_metadata[] =
-    "attn-mlir-artifact 2\ntarget cuda\nentry f\nin x f32 4\nout y f32 4\n";
+    "attn-mlir-artifact 3\ntarget cuda\nentry f\nin x f32 4\nout y f32 4\n";
 void f(const float *x, float *y) {}

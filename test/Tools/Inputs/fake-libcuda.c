@@ -7,7 +7,10 @@
      oom       cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY (2)
      smallsmem the device allows 48 KiB of shared memory per block
      noop      everything succeeds; a launch is printed and computes nothing
-   Device memory is host memory. */
+   Device memory is host memory. Module loads, allocations (numbered from 0
+   in allocation order), memsets, launches (each argument printed as the
+   number of the allocation it points to; the runtime ends the parameters
+   with a null) and stream synchronizations are printed on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +49,8 @@ CUresult cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)1; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 CUresult cuCtxSetCurrent(void *c) { return 0; }
 CUresult cuCtxSynchronize(void) { return 0; }
-static char kernelName[256];
 static const char *image;
+static int modules;
 CUresult cuModuleLoadData(void **m, const void *img) {
   const char *p = img;
   int elf = p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F';
@@ -56,31 +59,53 @@ CUresult cuModuleLoadData(void **m, const void *img) {
   if (!elf && !ptx)
     return 200; /* CUDA_ERROR_INVALID_IMAGE */
   image = p;
-  *m = (void *)1;
+  *m = (void *)(size_t)++modules;
   return 0;
 }
 CUresult cuModuleUnload(void *m) { return 0; }
+/* A function handle is the kernel's name (kept here: nothing to free). */
+static char functions[80][256];
+static int nfunctions;
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
-  snprintf(kernelName, sizeof(kernelName), "%s", name);
-  *f = (void *)1;
+  int i = 0;
+  while (i < nfunctions && strcmp(functions[i], name) != 0)
+    ++i;
+  if (i == nfunctions && nfunctions < 80)
+    snprintf(functions[nfunctions++], 256, "%s", name);
+  *f = functions[i < 80 ? i : 79];
   return 0;
 }
 CUresult cuFuncSetAttribute(void *f, int attr, int v) { return 0; }
+static struct { char *p; size_t n; } allocs[256];
+static int nallocs;
+/* The number of the allocation that holds `p`, or -1. */
+static int allocation(unsigned long long p) {
+  for (int i = 0; i < nallocs; ++i)
+    if ((size_t)p >= (size_t)allocs[i].p &&
+        (size_t)p < (size_t)allocs[i].p + (allocs[i].n ? allocs[i].n : 1))
+      return i;
+  return -1;
+}
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem,
                         void *stream, void **params, void **extra) {
-  int n = 0;
-  while (params && params[n] && n < 16)
-    ++n;
   fprintf(stderr,
-          "fake-cuda: launch %s grid %ux%ux%u block %ux%ux%u smem %u\n",
-          kernelName, gx, gy, gz, bx, by, bz, smem);
+          "fake-cuda: launch %s grid %ux%ux%u block %ux%ux%u smem %u args",
+          (const char *)f, gx, gy, gz, bx, by, bz, smem);
+  for (int n = 0; params && params[n] && n < 16; ++n)
+    fprintf(stderr, " %d", allocation(*(unsigned long long *)params[n]));
+  fprintf(stderr, "\n");
   return 0;
 }
 CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
   if (is("oom"))
     return 2;
   *p = (unsigned long long)(size_t)malloc(n);
+  if (nallocs < 256) {
+    allocs[nallocs].p = (char *)(size_t)*p;
+    allocs[nallocs].n = n;
+    fprintf(stderr, "fake-cuda: alloc #%d %zu bytes\n", nallocs++, n);
+  }
   return 0;
 }
 CUresult cuMemFree_v2(unsigned long long p) { free((void *)(size_t)p); return 0; }
@@ -93,12 +118,17 @@ CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) {
   return 0;
 }
 CUresult cuMemsetD8_v2(unsigned long long d, unsigned char v, size_t n) {
+  fprintf(stderr, "fake-cuda: memset #%d 0x%02x %zu bytes\n", allocation(d),
+          v, n);
   memset((void *)(size_t)d, v, n);
   return 0;
 }
 CUresult cuStreamCreate(void **s, unsigned f) { *s = (void *)1; return 0; }
 CUresult cuStreamDestroy_v2(void *s) { return 0; }
-CUresult cuStreamSynchronize(void *s) { return 0; }
+CUresult cuStreamSynchronize(void *s) {
+  fprintf(stderr, "fake-cuda: synchronize\n");
+  return 0;
+}
 CUresult cuEventCreate(void **e, unsigned f) { *e = (void *)1; return 0; }
 CUresult cuEventRecord(void *e, void *s) { return 0; }
 CUresult cuEventSynchronize(void *e) { return 0; }

@@ -3,23 +3,33 @@ attn_mlir_metadata as string literals without the `end` record): appends
 `end checksum=...` as attn-mlir/Artifact/Format.h defines it (FNV-1a 64 of
 the records), so tests can build artifacts the runtime accepts.
   usage: seal-metadata.py IN.c > OUT.c
-         seal-metadata.py --records 'REC|REC|...' [--function NAME]
-                          [--object NAME=TEXT] > OUT.c
-           a C file whose metadata is `attn-mlir-artifact 2`, the records
-           (| separates them) and the seal, defining function NAME (f) and
-           the data object NAME holding TEXT without a terminator"""
+         seal-metadata.py --records 'REC|REC|...'|@FILE [--function NAME]
+                          [--object NAME=TEXT]... [--image NAME=TEXT]... > OUT.c
+           a C file whose metadata is `attn-mlir-artifact 3`, the records
+           (| separates them; @FILE: FILE's lines) and the seal, defining function NAME (f), per
+           --object a data object NAME holding exactly TEXT's bytes (no
+           terminator), per --image one holding TEXT and a NUL
+           (len(TEXT) + 1 bytes: a PTX kernel image)"""
 import codecs
 import re
 import sys
 
 if sys.argv[1] == "--records":
-    opts = dict(zip(sys.argv[3::2], sys.argv[4::2]))
-    lit = "attn-mlir-artifact 2\\n" + "".join(r + "\\n" for r in sys.argv[2].split("|"))
+    opts = {"--function": ["f"], "--object": [], "--image": []}
+    for key, value in zip(sys.argv[3::2], sys.argv[4::2]):
+        if key not in opts:
+            sys.exit("unknown option " + key)
+        opts[key] = (opts[key] if key in ("--object", "--image") else []) + [value]
+    recs = (open(sys.argv[2][1:]).read().splitlines() if sys.argv[2][:1] == "@"
+            else sys.argv[2].split("|"))
+    lit = "attn-mlir-artifact 3\\n" + "".join(r + "\\n" for r in recs)
     src = ('const char attn_mlir_metadata[] = "%s";\nvoid %s(void *a, void *b) {}\n'
-           % (lit, opts.get("--function", "f")))
-    if "--object" in opts:  # NAME=TEXT: exactly TEXT's bytes, no terminator
-        name, text = opts["--object"].split("=", 1)
-        src += 'const char %s[%d] = "%s";\n' % (name, len(text), text)
+           % (lit, opts["--function"][-1]))
+    for kind in ("--object", "--image"):
+        for spec in opts[kind]:
+            name, text = spec.split("=", 1)
+            size = len(text) + (kind == "--image")
+            src += 'const char %s[%d] = "%s";\n' % (name, size, text)
 else:
     src = open(sys.argv[1]).read()
 m = re.search(r"attn_mlir_metadata\[\]\s*=\s*((?:\s*\"(?:[^\"\\]|\\.)*\")+)\s*;", src)

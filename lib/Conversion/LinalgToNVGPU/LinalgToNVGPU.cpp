@@ -1,0 +1,797 @@
+//===- LinalgToNVGPU.cpp - linalg around attention -> CUDA kernels -*- C++ -*-//
+//
+// The CUDA backend of what surrounds attention in a graph (attn.mha's
+// projections after attn-decompose-mha, and elementwise ops), so that a
+// whole function runs on the GPU, one kernel per op group:
+//
+//   linalg.matmul C = fill(c) + A·B   -> a tiled GEMM kernel: 64x64 output
+//     (+ its elementwise consumer)       tiles, f16/bf16 on tensor cores
+//                                        (cp.async to shared memory,
+//                                        ldmatrix, mma.sync m16n8k16, f32
+//                                        accumulators), f32 as a 16x16-thread
+//                                        SIMT GEMM of 4x4 register tiles; the
+//                                        consumer (bias, cast) runs on the
+//                                        accumulators before the one store
+//   other all-parallel linalg ops      -> one thread per element
+//   (fill, transpose, generic, copy)
+//
+// Like attn-gpu-flash, each op is replaced in place by a gpu.launch on
+// buffers of its tensors (bufferization.to_buffer of the operands, a
+// memref.alloc for the result, bufferization.to_tensor of it), so that
+// One-Shot Bufferize only has the host code left. attn-gpu-host then makes
+// the host code a list of launches on buffers (see below).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-mlir/Conversion/KernelBuilder.h"
+#include "attn-mlir/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_ATTNGPULINALGPASS
+#define GEN_PASS_DEF_ATTNGPUHOSTPASS
+#include "attn-mlir/Conversion/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+constexpr int64_t kElementwiseThreads = 256;
+
+/// The element of `buffer` at `map(ivs)`; `map`'s results are loop
+/// dimensions or the constant 0 (a projected permutation: transposes and
+/// broadcasts).
+Value loadAt(KB &k, Value buffer, AffineMap map, ArrayRef<Value> ivs) {
+  SmallVector<Value> idx;
+  for (AffineExpr e : map.getResults())
+    idx.push_back(isa<AffineDimExpr>(e)
+                      ? ivs[cast<AffineDimExpr>(e).getPosition()]
+                      : k.c(0));
+  return memref::LoadOp::create(k.b, buffer, idx);
+}
+
+void storeAt(KB &k, Value v, Value buffer, AffineMap map, ArrayRef<Value> ivs) {
+  SmallVector<Value> idx;
+  for (AffineExpr e : map.getResults())
+    idx.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+  memref::StoreOp::create(k.b, v, buffer, idx);
+}
+
+/// Clones the payload of a linalg op with its block arguments bound to
+/// `args` and linalg.index d to ivs[d]; returns the yielded values.
+SmallVector<Value> inlinePayload(ImplicitLocOpBuilder &b, Block &body,
+                                 ValueRange args, ArrayRef<Value> ivs) {
+  IRMapping map;
+  map.map(body.getArguments(), args);
+  for (Operation &op : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+      map.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(op, map);
+  }
+  return llvm::map_to_vector(body.getTerminator()->getOperands(),
+                             [&](Value v) { return map.lookupOrDefault(v); });
+}
+
+/// Why the payload or the indexing of `op` is not one the kernels take, or
+/// "" when it is: every map a projected permutation (outputs a
+/// permutation), payload ops that are pure scalar arith/math.
+std::string unsupportedIndexing(linalg::LinalgOp op) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    bool out = op.isDpsInit(&operand);
+    if (out ? !map.isPermutation()
+            : !map.isProjectedPermutation(/*allowZeroInResults=*/true))
+      return "an indexing map that is not a transpose or broadcast";
+    auto shaped = dyn_cast<ShapedType>(operand.get().getType());
+    if (shaped && !shaped.hasStaticShape())
+      return "dynamic shapes";
+  }
+  for (Operation &p : op.getBlock()->without_terminator())
+    if (!isa<linalg::IndexOp>(p) &&
+        (p.getNumRegions() || !isPure(&p) ||
+         !llvm::all_of(p.getResultTypes(),
+                       [](Type t) { return t.isIntOrIndexOrFloat(); })))
+      return "a payload op that is not scalar arithmetic ('" +
+             p.getName().getStringRef().str() + "')";
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise kernels
+//===----------------------------------------------------------------------===//
+
+/// One thread per point of the iteration space of an all-parallel op:
+/// loads each input at its map, runs the payload, stores each result.
+/// `inputs` and `outputs` are buffers in the op's operand order.
+void buildElementwise(ImplicitLocOpBuilder &b, linalg::LinalgOp op,
+                      ArrayRef<Value> inputs, ArrayRef<Value> outInit,
+                      ArrayRef<Value> outputs, StringRef module) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t total = 1;
+  for (int64_t r : ranges)
+    total *= r;
+  int64_t blocks = (total + kElementwiseThreads - 1) / kElementwiseThreads;
+  std::string name = uniqueKernelName(op, "elementwise");
+  OpBuilder::InsertionGuard guard(b);
+  gpu::LaunchOp launch =
+      buildLaunch(b, {blocks, 1, 1}, kElementwiseThreads, 0, module, name);
+  KB k{b};
+  Value idx = k.add(k.mul(launch.getBlockIds().x, kElementwiseThreads),
+                    launch.getThreadIds().x);
+  auto inRange = scf::IfOp::create(b, k.lt(idx, total));
+  b.setInsertionPointToStart(inRange.thenBlock());
+  SmallVector<Value> ivs(ranges.size());
+  Value rest = idx;
+  for (int64_t d = static_cast<int64_t>(ranges.size()) - 1; d >= 0; --d) {
+    ivs[d] = d ? k.rem(rest, ranges[d]) : rest;
+    if (d)
+      rest = k.div(rest, ranges[d]);
+  }
+  SmallVector<Value> args;
+  for (auto [i, in] : llvm::enumerate(inputs))
+    args.push_back(
+        isa<MemRefType>(in.getType())
+            ? loadAt(k, in, op.getMatchingIndexingMap(op.getDpsInputOperand(i)),
+                     ivs)
+            : in); // a scalar (linalg.fill's value)
+  Block *body = op.getBlock();
+  for (auto [i, init] : llvm::enumerate(outInit)) {
+    OpOperand *operand = op.getDpsInitOperand(i);
+    Type elt = getElementTypeOrSelf(operand->get().getType());
+    // An output read by the payload is loaded; otherwise it is never used.
+    args.push_back(
+        op.getMatchingBlockArgument(operand).use_empty()
+            ? arith::ConstantOp::create(b, b.getZeroAttr(elt)).getResult()
+            : loadAt(k, init, op.getMatchingIndexingMap(operand), ivs));
+  }
+  SmallVector<Value> ys = inlinePayload(b, *body, args, ivs);
+  for (auto [i, out] : llvm::enumerate(outputs))
+    storeAt(k, ys[i], out, op.getMatchingIndexingMap(op.getDpsInitOperand(i)),
+            ivs);
+  b.setInsertionPointAfter(inRange);
+  gpu::TerminatorOp::create(b);
+}
+
+/// The module that holds the kernels of the function around `op`.
+std::string moduleName(Operation *op) {
+  return (op->getParentOfType<func::FuncOp>().getName() + "_kernels").str();
+}
+
+/// Replaces the all-parallel linalg op `op` (on tensors) by its elementwise
+/// kernel.
+LogicalResult lowerElementwise(linalg::LinalgOp op) {
+  if (op.getNumLoops() != op.getNumParallelLoops())
+    return op->emitError("the CUDA target lowers linalg.matmul and "
+                         "elementwise linalg ops; this op has a reduction: "
+                         "run the graph on the CPU target (--target=cpu)");
+  std::string why = unsupportedIndexing(op);
+  if (!why.empty())
+    return op->emitError("the CUDA target cannot lower this linalg op: it "
+                         "has ")
+           << why;
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  SmallVector<Value> inputs, inits, outputs;
+  for (Value in : op.getDpsInputs())
+    inputs.push_back(isa<RankedTensorType>(in.getType())
+                         ? bufferForRead(b, op.getLoc(), in)
+                         : in);
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    inits.push_back(op.getMatchingBlockArgument(&init).use_empty()
+                        ? Value()
+                        : bufferForRead(b, op.getLoc(), init.get()));
+    outputs.push_back(allocateBuffer(
+        b, op.getLoc(), cast<RankedTensorType>(init.get().getType())));
+  }
+  buildElementwise(b, op, inputs, inits, outputs, moduleName(op));
+  op->replaceAllUsesWith(llvm::map_to_vector(
+      outputs, [&](Value buf) { return resultTensor(b, op.getLoc(), buf); }));
+  op->erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM kernels
+//===----------------------------------------------------------------------===//
+
+/// A [rows, cols] matrix as a buffer holds it: the matrix is a reshape of
+/// the logical shape `rowDims ++ colDims` (row and column delinearized over
+/// them), and the buffer's dimension e is logical dimension `perm[e]`. A
+/// plain row-major matrix is {[rows], [cols], identity}; attn.mha's heads
+/// are {[B, T], [H, D], (0, 2, 1, 3)} over a [B, H, T, D] buffer, which lets
+/// the GEMMs read and write the attention kernel's layout directly instead
+/// of through transpose kernels.
+struct MatrixView {
+  Value buffer;
+  int64_t rows = 0, cols = 0;
+  SmallVector<int64_t> rowDims, colDims, perm;
+
+  static MatrixView rowMajor(Value buffer) {
+    auto t = cast<MemRefType>(buffer.getType());
+    return {buffer,
+            t.getDimSize(0),
+            t.getDimSize(1),
+            {t.getDimSize(0)},
+            {t.getDimSize(1)},
+            {0, 1}};
+  }
+  /// The buffer's indices of element (row, col).
+  SmallVector<Value> indices(KB &k, Value row, Value col) const {
+    SmallVector<Value> logical;
+    for (auto [v, dims] :
+         {std::pair{row, &rowDims}, std::pair{col, &colDims}}) {
+      SmallVector<Value> part(dims->size());
+      Value rest = v;
+      for (int64_t d = static_cast<int64_t>(dims->size()) - 1; d >= 0; --d) {
+        part[d] = d ? k.rem(rest, (*dims)[d]) : rest;
+        if (d)
+          rest = k.div(rest, (*dims)[d]);
+      }
+      logical.append(part);
+    }
+    return llvm::map_to_vector(perm, [&](int64_t e) { return logical[e]; });
+  }
+  /// Whether `vec` consecutive columns from a multiple of `vec` are
+  /// consecutive in the buffer (one 16-byte cp.async).
+  bool contiguousChunks(int64_t vec) const {
+    auto t = cast<MemRefType>(buffer.getType());
+    int64_t last = rowDims.size() + colDims.size() - 1;
+    return perm.back() == last && colDims.back() % vec == 0 &&
+           t.getShape().back() % vec == 0;
+  }
+};
+
+/// C = c + A·B with A [M, K] and B [K, N] (matrix views of buffers), then
+/// the fused consumer's payload on each element, stored to `out`.
+struct Gemm {
+  int64_t m, n, kDim;
+  Type elt;    ///< of A and B
+  double init; ///< the fill value of the accumulator
+  MatrixView a, bMat;
+  /// The consumer fused into the store: its payload runs with the
+  /// accumulator bound to argument `accArg` and every other input loaded
+  /// from `extras[i]` at its map; null for none.
+  linalg::GenericOp consumer;
+  unsigned accArg = 0;
+  SmallVector<Value> extras; ///< per consumer input (null for the acc)
+  MatrixView out;
+
+  /// The element stored at (row, col) for accumulator value `acc`.
+  Value epilogue(ImplicitLocOpBuilder &b, Value acc, Value row, Value col) {
+    if (!consumer)
+      return acc;
+    KB k{b};
+    SmallVector<Value> args;
+    for (auto [i, buf] : llvm::enumerate(extras))
+      args.push_back(i == accArg ? acc
+                                 : loadAt(k, buf,
+                                          consumer.getMatchingIndexingMap(
+                                              consumer.getDpsInputOperand(i)),
+                                          {row, col}));
+    Type outElt = getElementTypeOrSelf(consumer.getResult(0).getType());
+    args.push_back(arith::ConstantOp::create(b, b.getZeroAttr(outElt)));
+    return inlinePayload(b, *consumer.getBlock(), args, {row, col})[0];
+  }
+
+  /// The A tile [m0, m0 + 64) x [k0, k0 + bk) and the B tile [k0, k0 + bk)
+  /// x [n0, n0 + 64) in shared memory (`as`, `bs`), resident and visible to
+  /// all `threads` threads when this returns.
+  void stage(ImplicitLocOpBuilder &b, Value m0, Value n0, Value k0, int64_t bk,
+             Value as, Value bs, Value tid, int64_t threads);
+
+  /// Stores `v` at (row, col) when both are in range.
+  void storeGuarded(ImplicitLocOpBuilder &b, Value v, Value row, Value col) {
+    KB k{b};
+    auto guard = scf::IfOp::create(b, k.andI(k.lt(row, m), k.lt(col, n)));
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(guard.thenBlock());
+    memref::StoreOp::create(b, epilogue(b, v, row, col), out.buffer,
+                            out.indices(k, row, col));
+  }
+};
+
+/// Copies rows [r0, r0 + rows) x columns [c0, c0 + cols) of the [R, C]
+/// matrix `src` into `dst` [rows, >= cols] in shared memory, zero past the
+/// edges: 16-byte cp.async when 16-byte chunks of a row are contiguous and
+/// aligned in the buffer, element copies otherwise. `threads` threads take
+/// part (thread id `tid`).
+void copyTile2D(ImplicitLocOpBuilder &b, const MatrixView &src, Value r0,
+                Value c0, int64_t rows, int64_t cols, Value dst, Value tid,
+                int64_t threads) {
+  KB k{b};
+  int64_t R = src.rows, C = src.cols;
+  Type elt = cast<MemRefType>(src.buffer.getType()).getElementType();
+  int64_t vec = 16 / (elt.getIntOrFloatBitWidth() / 8);
+  bool async = src.contiguousChunks(vec) && cols % vec == 0;
+  int64_t per = async ? vec : 1, perRow = cols / per, chunks = rows * perRow;
+  Value zero = arith::ConstantOp::create(b, b.getZeroAttr(elt));
+  for (int64_t i = 0; i * threads < chunks; ++i) {
+    Value idx = k.add(tid, i * threads);
+    std::optional<scf::IfOp> guard;
+    if ((i + 1) * threads > chunks) {
+      guard = scf::IfOp::create(b, k.lt(idx, chunks));
+      b.setInsertionPointToStart(guard->thenBlock());
+    }
+    Value r = k.div(idx, perRow), c = k.mul(k.rem(idx, perRow), per);
+    Value gr = k.add(r0, r), gc = k.add(c0, c);
+    Value valid = k.andI(k.lt(gr, R), k.lt(gc, C));
+    Value grc = k.min(gr, k.c(R - 1)), gcc = k.min(gc, k.c(C - 1));
+    if (async) {
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, dst, ValueRange{r, c}, src.buffer,
+          src.indices(k, grc, k.sel(valid, gc, k.c(0))), b.getIndexAttr(vec),
+          k.sel(valid, k.c(vec), k.c(0)), /*bypassL1=*/UnitAttr());
+    } else {
+      Value x = memref::LoadOp::create(b, src.buffer, src.indices(k, grc, gcc));
+      memref::StoreOp::create(b, k.sel(valid, x, zero), dst, ValueRange{r, c});
+    }
+    if (guard)
+      b.setInsertionPointAfter(*guard);
+  }
+}
+
+constexpr int64_t kGemmTile = 64;
+
+void Gemm::stage(ImplicitLocOpBuilder &b, Value m0, Value n0, Value k0,
+                 int64_t bk, Value as, Value bs, Value tid, int64_t threads) {
+  copyTile2D(b, a, m0, k0, kGemmTile, bk, as, tid, threads);
+  copyTile2D(b, bMat, k0, n0, bk, kGemmTile, bs, tid, threads);
+  Value token = nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+  nvgpu::DeviceAsyncWaitOp::create(b, token, b.getI32IntegerAttr(0));
+  gpu::BarrierOp::create(b);
+}
+
+/// The tensor-core GEMM: 4 warps in 2x2, each a 32x32 tile of the 64x64
+/// block as 2 m16 x 4 n8 fragments; K in steps of 32 staged in shared
+/// memory (A [64, 32+8], B [32, 64+8]: rows padded by 16 bytes so the
+/// ldmatrix rows of a warp hit distinct banks).
+void buildTensorCoreGemm(ImplicitLocOpBuilder &b, Gemm &g, StringRef module,
+                         StringRef name) {
+  constexpr int64_t bk = 32, aStride = bk + 8, bStride = kGemmTile + 8;
+  int64_t bytes = g.elt.getIntOrFloatBitWidth() / 8;
+  int64_t aBytes = kGemmTile * aStride * bytes;
+  int64_t smemBytes = aBytes + bk * bStride * bytes;
+  int64_t gx = (g.n + kGemmTile - 1) / kGemmTile,
+          gy = (g.m + kGemmTile - 1) / kGemmTile;
+  gpu::LaunchOp launch =
+      buildLaunch(b, {gx, gy, 1}, 128, smemBytes, module, name);
+  KB k{b};
+  Value smem;
+  Value as = buildSharedView(b, smem, {kGemmTile, aStride}, g.elt, 0);
+  Value bs = buildSharedView(b, smem, {bk, bStride}, g.elt, aBytes);
+  Value tid = launch.getThreadIds().x, lane = k.rem(tid, 32),
+        warp = k.div(tid, 32);
+  Value wm = k.mul(k.div(warp, 2), 32), wn = k.mul(k.rem(warp, 2), 32);
+  Value m0 = k.mul(launch.getBlockIds().y, kGemmTile),
+        n0 = k.mul(launch.getBlockIds().x, kGemmTile);
+  Value lane16 = k.rem(lane, 16), lane8 = k.rem(lane, 8);
+  Value half = k.mul(k.div(lane, 16), 8);
+  Value quarter = k.mul(k.rem(k.div(lane, 8), 2), 8);
+  auto accT = VectorType::get({2, 2}, b.getF32Type());
+  auto aT = VectorType::get({4, 2}, g.elt), bT = VectorType::get({2, 2}, g.elt);
+  Value init = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(accT, b.getF32FloatAttr(g.init)));
+  SmallVector<Value> inits(8, init); // [mt * 4 + nt]
+  auto loop = scf::ForOp::create(b, k.c(0), k.c(g.kDim), k.c(bk), inits);
+  {
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(loop.getBody());
+    g.stage(b, m0, n0, loop.getInductionVar(), bk, as, bs, tid, 128);
+    SmallVector<Value> acc(loop.getRegionIterArgs());
+    for (int64_t ks = 0; ks < bk / 16; ++ks) {
+      Value aFrag[2];
+      for (int64_t mt = 0; mt < 2; ++mt)
+        aFrag[mt] = nvgpu::LdMatrixOp::create(
+            b, aT, as,
+            ValueRange{k.add(wm, k.add(lane16, mt * 16)), k.add(half, ks * 16)},
+            false, 4);
+      for (int64_t np = 0; np < 2; ++np) {
+        Value bv = nvgpu::LdMatrixOp::create(
+            b, aT, bs,
+            ValueRange{k.add(quarter, k.add(lane8, ks * 16)),
+                       k.add(wn, k.add(half, np * 16))},
+            true, 4);
+        for (int64_t x = 0; x < 2; ++x)
+          for (int64_t mt = 0; mt < 2; ++mt) {
+            Value &c = acc[mt * 4 + 2 * np + x];
+            c = buildMmaSync(b, g.elt, aFrag[mt], k.rows(bv, 2 * x, bT), c);
+          }
+      }
+    }
+    gpu::BarrierOp::create(b);
+    scf::YieldOp::create(b, acc);
+  }
+  Value gq = k.div(lane, 4), tq = k.rem(lane, 4);
+  for (int64_t mt = 0; mt < 2; ++mt)
+    for (int64_t nt = 0; nt < 4; ++nt)
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value row = k.add(m0, k.add(wm, k.add(gq, mt * 16 + r * 8)));
+          Value col = k.add(n0, k.add(wn, k.add(k.mul(tq, 2), nt * 8 + e)));
+          g.storeGuarded(b, k.extract(loop.getResult(mt * 4 + nt), {r, e}), row,
+                         col);
+        }
+  gpu::TerminatorOp::create(b);
+}
+
+/// The f32 GEMM (no tensor cores: their f32 mode is tf32): 256 threads as
+/// 16x16, each the 4x4 elements (ty + 16 i, tx + 16 j) of the 64x64 block;
+/// K in steps of 16 staged in shared memory (A [64, 16], B [16, 64]).
+void buildSimtGemm(ImplicitLocOpBuilder &b, Gemm &g, StringRef module,
+                   StringRef name) {
+  constexpr int64_t bk = 16;
+  int64_t gx = (g.n + kGemmTile - 1) / kGemmTile,
+          gy = (g.m + kGemmTile - 1) / kGemmTile;
+  int64_t aBytes = kGemmTile * bk * 4;
+  gpu::LaunchOp launch =
+      buildLaunch(b, {gx, gy, 1}, 256, 2 * aBytes, module, name);
+  KB k{b};
+  Value smem;
+  Value as = buildSharedView(b, smem, {kGemmTile, bk}, g.elt, 0);
+  Value bs = buildSharedView(b, smem, {bk, kGemmTile}, g.elt, aBytes);
+  Value tid = launch.getThreadIds().x, tx = k.rem(tid, 16), ty = k.div(tid, 16);
+  Value m0 = k.mul(launch.getBlockIds().y, kGemmTile),
+        n0 = k.mul(launch.getBlockIds().x, kGemmTile);
+  SmallVector<Value> inits(16, k.f(g.init)); // [i * 4 + j]
+  auto loop = scf::ForOp::create(b, k.c(0), k.c(g.kDim), k.c(bk), inits);
+  {
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(loop.getBody());
+    g.stage(b, m0, n0, loop.getInductionVar(), bk, as, bs, tid, 256);
+    auto inner = scf::ForOp::create(b, k.c(0), k.c(bk), k.c(1),
+                                    loop.getRegionIterArgs());
+    {
+      OpBuilder::InsertionGuard ig2(b);
+      b.setInsertionPointToStart(inner.getBody());
+      Value kk = inner.getInductionVar();
+      SmallVector<Value> acc(inner.getRegionIterArgs());
+      Value av[4], bv[4];
+      for (int64_t i = 0; i < 4; ++i) {
+        av[i] =
+            memref::LoadOp::create(b, as, ValueRange{k.add(ty, 16 * i), kk});
+        bv[i] =
+            memref::LoadOp::create(b, bs, ValueRange{kk, k.add(tx, 16 * i)});
+      }
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < 4; ++j)
+          acc[i * 4 + j] = k.fadd(acc[i * 4 + j], k.fmul(av[i], bv[j]));
+      scf::YieldOp::create(b, acc);
+    }
+    gpu::BarrierOp::create(b);
+    scf::YieldOp::create(b, inner.getResults());
+  }
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      g.storeGuarded(b, loop.getResult(i * 4 + j), k.add(m0, k.add(ty, 16 * i)),
+                     k.add(n0, k.add(tx, 16 * j)));
+  gpu::TerminatorOp::create(b);
+}
+
+/// The elementwise consumer of `mm` that the GEMM's store can run: the only
+/// user of its result, all-parallel over [M, N] with an identity output map,
+/// reading the product at the identity, not reading its own output.
+linalg::GenericOp fusableConsumer(linalg::MatmulOp mm) {
+  Value c = mm.getResult(0);
+  if (!c.hasOneUse())
+    return nullptr;
+  auto generic = dyn_cast<linalg::GenericOp>(*c.getUsers().begin());
+  if (!generic || generic.getNumDpsInits() != 1 || generic.getNumLoops() != 2 ||
+      generic.getNumParallelLoops() != 2 ||
+      !unsupportedIndexing(generic).empty() ||
+      !generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
+           .isIdentity() ||
+      !generic.getMatchingBlockArgument(generic.getDpsInitOperand(0))
+           .use_empty())
+    return nullptr;
+  for (OpOperand *in : generic.getDpsInputOperands())
+    if (in->get() == c && !generic.getMatchingIndexingMap(in).isIdentity())
+      return nullptr;
+  return generic;
+}
+
+/// The groups of a 2-D reshape's reassociation as the sizes of `shape`.
+std::pair<SmallVector<int64_t>, SmallVector<int64_t>>
+splitDims(ArrayRef<int64_t> shape, ArrayRef<ReassociationIndices> groups) {
+  auto sizes = [&](const ReassociationIndices &g) {
+    return llvm::map_to_vector(g, [&](int64_t d) { return shape[d]; });
+  };
+  return {sizes(groups[0]), sizes(groups[1])};
+}
+
+/// A operand `a` = collapse_shape(linalg.transpose(x)), each the only user
+/// of the one before (attn.mha's head merge before the output projection):
+/// the GEMM reads x through the view, and the transpose is left unused.
+std::optional<MatrixView> transposedOperand(OpBuilder &b, Location loc,
+                                            Value a) {
+  auto collapse = a.getDefiningOp<tensor::CollapseShapeOp>();
+  auto transpose = collapse
+                       ? collapse.getSrc().getDefiningOp<linalg::TransposeOp>()
+                       : linalg::TransposeOp();
+  if (!transpose || !a.hasOneUse() || !collapse.getSrc().hasOneUse() ||
+      collapse.getReassociationIndices().size() != 2)
+    return std::nullopt;
+  auto shape = cast<RankedTensorType>(collapse.getSrcType()).getShape();
+  auto [rowDims, colDims] =
+      splitDims(shape, collapse.getReassociationIndices());
+  auto aT = cast<RankedTensorType>(a.getType());
+  // Buffer dimension e is logical dimension i where permutation[i] = e.
+  SmallVector<int64_t> perm =
+      invertPermutationVector(transpose.getPermutation());
+  return MatrixView{bufferForRead(b, loc, transpose.getInput()),
+                    aT.getDimSize(0),
+                    aT.getDimSize(1),
+                    rowDims,
+                    colDims,
+                    perm};
+}
+
+/// The result `r` of a GEMM followed by expand_shape and linalg.transpose
+/// into a new tensor, each the only user of the one before (attn.mha's head
+/// split after a projection): the transpose's result, which the GEMM then
+/// writes directly through `view` (buffer left null).
+Value transposedResult(Value r, MatrixView &view) {
+  if (!r.hasOneUse())
+    return Value();
+  auto expand = dyn_cast<tensor::ExpandShapeOp>(*r.getUsers().begin());
+  if (!expand || expand.getReassociationIndices().size() != 2 ||
+      !expand.getResult().hasOneUse())
+    return Value();
+  auto transpose =
+      dyn_cast<linalg::TransposeOp>(*expand.getResult().getUsers().begin());
+  if (!transpose || !transpose.getInit().getDefiningOp<tensor::EmptyOp>())
+    return Value();
+  auto [rowDims, colDims] = splitDims(expand.getResultType().getShape(),
+                                      expand.getReassociationIndices());
+  auto rT = cast<RankedTensorType>(r.getType());
+  view = MatrixView{
+      Value(), rT.getDimSize(0), rT.getDimSize(1),
+      rowDims, colDims,          llvm::to_vector(transpose.getPermutation())};
+  return transpose.getResult()[0];
+}
+
+/// Replaces `mm` (and its fusable consumer) by a GEMM kernel.
+LogicalResult lowerMatmul(linalg::MatmulOp mm) {
+  Value a = mm.getDpsInputs()[0], bMat = mm.getDpsInputs()[1],
+        c = mm.getDpsInits()[0];
+  auto aT = cast<RankedTensorType>(a.getType());
+  auto bT = cast<RankedTensorType>(bMat.getType());
+  auto cT = cast<RankedTensorType>(c.getType());
+  std::optional<double> init;
+  if (auto fill = c.getDefiningOp<linalg::FillOp>()) {
+    FloatAttr f;
+    if (matchPattern(fill.getInputs()[0], m_Constant(&f)))
+      init = f.getValueAsDouble();
+  }
+  Type elt = aT.getElementType();
+  if (!aT.hasStaticShape() || !bT.hasStaticShape() || !init ||
+      bT.getElementType() != elt || !cT.getElementType().isF32() ||
+      !(elt.isF16() || elt.isBF16() || elt.isF32()) ||
+      !mm.getIndexingMapsArray()[0].isProjectedPermutation() ||
+      mm.getIndexingMapsArray() != mm.getDefaultIndexingMaps(mm.getContext()))
+    return mm.emitError("the CUDA GEMM kernel takes linalg.matmul of static "
+                        "row-major f16, bf16 or f32 operands into an f32 "
+                        "accumulator filled with a constant");
+  Gemm g{aT.getDimSize(0), bT.getDimSize(1), aT.getDimSize(1), elt, *init};
+  Location loc = mm.getLoc();
+  g.consumer = fusableConsumer(mm);
+  Operation *last = g.consumer ? g.consumer.getOperation() : mm.getOperation();
+  // The head split's transpose comes after the GEMM's consumer: the kernel
+  // goes there, after everything it reads.
+  Value result = transposedResult(last->getResult(0), g.out);
+  Operation *at = result ? result.getDefiningOp() : last;
+  ImplicitLocOpBuilder b(loc, at);
+  std::optional<MatrixView> aView = transposedOperand(b, loc, a);
+  g.a = aView ? *aView : MatrixView::rowMajor(bufferForRead(b, loc, a));
+  g.bMat = MatrixView::rowMajor(bufferForRead(b, loc, bMat));
+  if (g.consumer)
+    for (auto [i, in] : llvm::enumerate(g.consumer.getDpsInputs())) {
+      if (in == mm.getResult(0)) {
+        g.accArg = i;
+        g.extras.push_back(Value());
+      } else {
+        g.extras.push_back(bufferForRead(b, loc, in));
+      }
+    }
+  if (!result) {
+    result = last->getResult(0);
+    g.out = MatrixView{Value(), g.m, g.n, {g.m}, {g.n}, {0, 1}};
+  }
+  g.out.buffer =
+      allocateBuffer(b, loc, cast<RankedTensorType>(result.getType()));
+  std::string module = moduleName(mm), name = uniqueKernelName(mm, "gemm");
+  {
+    OpBuilder::InsertionGuard guard(b);
+    if (elt.isF32())
+      buildSimtGemm(b, g, module, name);
+    else
+      buildTensorCoreGemm(b, g, module, name);
+  }
+  result.replaceAllUsesWith(resultTensor(b, loc, g.out.buffer));
+  // What the kernel replaced, users first.
+  SmallVector<Operation *> dead;
+  for (Operation *op = at; op != last; op = op->getOperand(0).getDefiningOp())
+    dead.push_back(op);
+  if (g.consumer)
+    dead.push_back(g.consumer);
+  dead.push_back(mm);
+  if (aView)
+    for (Operation *op = a.getDefiningOp();
+         isa_and_nonnull<tensor::CollapseShapeOp, linalg::TransposeOp>(op);
+         op = op->getOperand(0).getDefiningOp())
+      dead.push_back(op);
+  for (Operation *op : dead)
+    op->erase();
+  if (auto fill = c.getDefiningOp<linalg::FillOp>(); fill && fill->use_empty())
+    fill->erase();
+  return success();
+}
+
+struct AttnGpuLinalgPass
+    : public attn::impl::AttnGpuLinalgPassBase<AttnGpuLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<linalg::MatmulOp> matmuls;
+    module.walk([&](linalg::MatmulOp mm) {
+      if (mm.hasPureTensorSemantics())
+        matmuls.push_back(mm);
+    });
+    bool ok = true;
+    for (linalg::MatmulOp mm : matmuls)
+      ok &= succeeded(lowerMatmul(mm));
+    SmallVector<linalg::LinalgOp> rest;
+    module.walk([&](linalg::LinalgOp op) {
+      // A matmul left here has had its diagnostic.
+      if (op.hasPureTensorSemantics() && !isa<linalg::MatmulOp>(op) &&
+          !op->getParentOfType<gpu::LaunchOp>())
+        rest.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp op : rest) {
+      if (isa<linalg::FillOp>(op) && op->use_empty()) {
+        op->erase();
+        continue;
+      }
+      // Named ops (fill, transpose, copy, broadcast, ...) as generics.
+      if (!isa<linalg::GenericOp>(op)) {
+        rewriter.setInsertionPoint(op);
+        FailureOr<linalg::GenericOp> generic =
+            linalg::generalizeNamedOp(rewriter, op);
+        if (failed(generic)) {
+          ok = succeeded(LogicalResult(
+              op->emitError("the CUDA target cannot lower this linalg op")));
+          continue;
+        }
+        op = *generic;
+      }
+      ok &= succeeded(lowerElementwise(op));
+    }
+    if (!ok)
+      return signalPassFailure();
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(module.getContext()));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// attn-gpu-host
+//===----------------------------------------------------------------------===//
+
+/// `memref.copy %src, %dst` where %src is a reshape of a kernel's result
+/// buffer and %dst a function argument (buffer-results-to-out-params'
+/// copy of a reshaped result): the kernel writes %dst directly, through the
+/// inverse reshape of it.
+bool forwardIntoOutput(memref::CopyOp copy) {
+  Value src = copy.getSource(), dst = copy.getTarget();
+  if (!isa<BlockArgument>(dst))
+    return false;
+  OpBuilder b(copy);
+  Value alloc, view;
+  if (auto e = src.getDefiningOp<memref::ExpandShapeOp>()) {
+    alloc = e.getSrc();
+    if (alloc.getDefiningOp<memref::AllocOp>())
+      view = memref::CollapseShapeOp::create(b, copy.getLoc(), dst,
+                                             e.getReassociationIndices());
+  } else if (auto c = src.getDefiningOp<memref::CollapseShapeOp>()) {
+    alloc = c.getSrc();
+    if (alloc.getDefiningOp<memref::AllocOp>())
+      view = memref::ExpandShapeOp::create(
+          b, copy.getLoc(), cast<MemRefType>(alloc.getType()).getShape(), dst,
+          c.getReassociationIndices());
+  }
+  if (!view)
+    return false;
+  // The view must come before every use of the buffer it replaces.
+  view.getDefiningOp()->moveBefore(alloc.getDefiningOp());
+  Operation *reshape = src.getDefiningOp();
+  copy->erase();
+  if (reshape->use_empty())
+    reshape->erase();
+  alloc.replaceAllUsesWith(view);
+  alloc.getDefiningOp()->erase();
+  return true;
+}
+
+/// A copy kernel for `copy` (dense buffers of one shape).
+void lowerCopy(memref::CopyOp copy) {
+  ImplicitLocOpBuilder b(copy.getLoc(), copy);
+  auto type = cast<MemRefType>(copy.getSource().getType());
+  int64_t rank = type.getRank();
+  auto id = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  // A memref linalg.copy as the description of the kernel, built and
+  // erased again: buildElementwise reads the maps and payload from it.
+  auto generic = linalg::GenericOp::create(
+      b, TypeRange{}, ValueRange{copy.getSource()},
+      ValueRange{copy.getTarget()}, ArrayRef<AffineMap>{id, id}, iters,
+      [](OpBuilder &nb, Location nl, ValueRange args) {
+        linalg::YieldOp::create(nb, nl, args[0]);
+      });
+  buildElementwise(b, generic, {copy.getSource()}, {Value()},
+                   {copy.getTarget()}, moduleName(copy));
+  generic->erase();
+  copy->erase();
+}
+
+/// The ops a CUDA entry's host code may hold: what the runtime replays
+/// from the artifact's description (allocations, reshapes that alias them,
+/// launches).
+bool isHostOp(Operation *op) {
+  return isa<memref::AllocOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+             gpu::LaunchOp, arith::ConstantOp, func::ReturnOp>(op);
+}
+
+struct AttnGpuHostPass
+    : public attn::impl::AttnGpuHostPassBase<AttnGpuHostPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bool ok = true;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      SmallVector<memref::CopyOp> copies;
+      func.walk([&](memref::CopyOp c) { copies.push_back(c); });
+      for (memref::CopyOp copy : copies)
+        if (!forwardIntoOutput(copy))
+          lowerCopy(copy);
+      for (Operation &op : func.getBody().front())
+        if (!isHostOp(&op))
+          ok = succeeded(LogicalResult(
+              op.emitError("the CUDA target cannot run '")
+              << op.getName()
+              << "' on the host: an entry's host code may only allocate "
+                 "device buffers, reshape them and launch kernels (run "
+                 "this graph on the CPU target, --target=cpu)"));
+      for (Type t : func.getArgumentTypes())
+        if (auto mt = dyn_cast<MemRefType>(t);
+            !mt || !mt.getLayout().isIdentity() || !mt.hasStaticShape())
+          ok = succeeded(LogicalResult(
+              func.emitError("expected dense static memref arguments "
+                             "after bufferization, found ")
+              << t));
+    }
+    if (!ok)
+      signalPassFailure();
+  }
+};
+
+} // namespace

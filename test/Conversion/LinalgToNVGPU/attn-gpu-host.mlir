@@ -1,0 +1,57 @@
+// attn-gpu-host after bufferization: a reshaped kernel result is written
+// straight into the output argument; any other copy becomes a copy kernel;
+// host code the runtime cannot replay is an error.
+// RUN: attn-opt %s --attn-gpu-host -split-input-file -verify-diagnostics | FileCheck %s
+
+// The kernel's result buffer becomes a view of the output (no copy, no
+// scratch buffer).
+// CHECK-LABEL: func.func @forward(%arg0: memref<4x6xf32>, %arg1: memref<2x2x6xf32>)
+// CHECK-NEXT: %[[VIEW:.*]] = memref.collapse_shape %arg1 {{\[\[}}0, 1], [2]] : memref<2x2x6xf32> into memref<4x6xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: memref.store %{{.*}}, %[[VIEW]][%{{.*}}, %{{.*}}] : memref<4x6xf32>
+// CHECK-NOT: memref.copy
+module attributes {gpu.container_module} {
+func.func @forward(%in: memref<4x6xf32>, %out: memref<2x2x6xf32>) {
+  %buf = memref.alloc() : memref<4x6xf32>
+  %c1 = arith.constant 1 : index
+  %c0 = arith.constant 0 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1) threads(%tx, %ty, %tz) in (%a = %c1, %b = %c1, %c = %c1) {
+    %v = memref.load %in[%c0, %c0] : memref<4x6xf32>
+    memref.store %v, %buf[%c0, %c0] : memref<4x6xf32>
+    gpu.terminator
+  }
+  %e = memref.expand_shape %buf [[0, 1], [2]] output_shape [2, 2, 6] : memref<4x6xf32> into memref<2x2x6xf32>
+  memref.copy %e, %out : memref<2x2x6xf32> to memref<2x2x6xf32>
+  return
+}
+}
+
+// -----
+
+// An input returned as an output: a copy kernel of 24 threads' work.
+// CHECK-LABEL: func.func @identity(%arg0: memref<4x6xf16>, %arg1: memref<4x6xf16>)
+// CHECK: gpu.launch {{.*}} module(@identity_kernels) function(@elementwise_0)
+// CHECK: arith.cmpi slt, %{{.*}}, %c24
+// CHECK: memref.load %arg0
+// CHECK: memref.store %{{.*}}, %arg1
+// CHECK-NOT: memref.copy
+func.func @identity(%in: memref<4x6xf16>, %out: memref<4x6xf16>) {
+  memref.copy %in, %out : memref<4x6xf16> to memref<4x6xf16>
+  return
+}
+
+// -----
+
+func.func @host_math(%in: memref<4xf32>, %out: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{the CUDA target cannot run 'memref.load' on the host: an entry's host code may only allocate device buffers, reshape them and launch kernels (run this graph on the CPU target, --target=cpu)}}
+  %v = memref.load %in[%c0] : memref<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected dense static memref arguments after bufferization, found 'memref<?xf32>'}}
+func.func @dynamic(%in: memref<?xf32>) {
+  return
+}
