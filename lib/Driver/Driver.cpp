@@ -84,6 +84,10 @@ struct Images {
   }
 };
 
+/// What the runtime's metadata validation accepts per CUDA entry
+/// (lib/Runtime/Metadata.cpp).
+constexpr int64_t kMaxKernels = 64, kMaxBuffers = 64;
+
 /// The `kernel` record of `launch`, whose operands are the buffers `ids`.
 static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
                                     const DenseMap<Value, int64_t> &ids,
@@ -95,6 +99,9 @@ static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
     auto c = constantInt(v);
     if (!c)
       return launch.emitError("the launch configuration must be constant");
+    if (*c < 1)
+      return launch.emitError("a kernel of the CUDA entry has an empty "
+                              "launch: empty tensors are not supported");
     d.push_back(*c);
   }
   std::optional<int64_t> smem = 0;
@@ -137,20 +144,36 @@ static LogicalResult describeKernels(ModuleOp module,
     DenseMap<Value, int64_t> ids;
     for (BlockArgument a : func.getArguments())
       ids[a] = a.getArgNumber();
-    int64_t next = func.getNumArguments();
+    int64_t next = func.getNumArguments(), buffers = 0, kernels = 0;
     std::string text;
     llvm::raw_string_ostream os(text);
     for (Operation &op : func.getBody().front()) {
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
         MemRefType t = alloc.getType();
+        int64_t bytes = t.getNumElements() *
+                        std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+        if (bytes == 0)
+          return alloc.emitError("an intermediate tensor of the CUDA entry is "
+                                 "empty: empty tensors are not supported");
+        if (++buffers > kMaxBuffers)
+          return func.emitError("the CUDA entry needs more than ")
+                 << kMaxBuffers
+                 << " device scratch buffers, the most an artifact "
+                    "describes: split the graph into several functions";
         ids[alloc] = next++;
-        os << "buffer bytes="
-           << t.getNumElements() * std::max<int64_t>(
-                                       1, t.getElementTypeBitWidth() / 8)
-           << "\n";
+        os << "buffer bytes=" << bytes << "\n";
       } else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(op)) {
-        ids[op.getResult(0)] = ids.lookup(op.getOperand(0));
+        auto it = ids.find(op.getOperand(0));
+        if (it == ids.end())
+          return op.emitError("a reshape of a buffer the host code did not "
+                              "make");
+        ids[op.getResult(0)] = it->second;
       } else if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+        if (++kernels > kMaxKernels)
+          return func.emitError("the CUDA entry launches more than ")
+                 << kMaxKernels
+                 << " kernels, the most an artifact describes: split the "
+                    "graph into several functions";
         if (failed(describeLaunch(launch, ids, images, os)))
           return failure();
       } else if (!isa<arith::ConstantOp, func::ReturnOp>(op)) {

@@ -1001,10 +1001,15 @@ struct HostBuffers {
   DenseMap<Value, EmulatedBuffer> of;
   std::vector<std::unique_ptr<std::vector<uint8_t>>> owned;
 
-  EmulatedBuffer alias(Value source, MemRefType type) {
-    EmulatedBuffer b = of.lookup(source);
+  /// A reshape of `source`'s buffer (false when the host code has none).
+  bool alias(Value result, Value source, MemRefType type) {
+    auto it = of.find(source);
+    if (it == of.end())
+      return false;
+    EmulatedBuffer b = it->second;
     b.shape.assign(type.getShape().begin(), type.getShape().end());
-    return b;
+    of[result] = b;
+    return true;
   }
   EmulatedBuffer allocate(MemRefType type) {
     Type elt = type.getElementType();
@@ -1057,11 +1062,13 @@ LogicalResult attn::emulateFunction(func::FuncOp func,
     LogicalResult ok = success();
     if (auto alloc = dyn_cast<memref::AllocOp>(op))
       host.of[alloc] = host.allocate(alloc.getType());
-    else if (auto e = dyn_cast<memref::ExpandShapeOp>(op))
-      host.of[e] = host.alias(e.getSrc(), e.getType());
-    else if (auto c = dyn_cast<memref::CollapseShapeOp>(op))
-      host.of[c] = host.alias(c.getSrc(), c.getType());
-    else if (auto launch = dyn_cast<gpu::LaunchOp>(op))
+    else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(op)) {
+      if (!host.alias(op.getResult(0), op.getOperand(0),
+                      cast<MemRefType>(op.getResult(0).getType()))) {
+        error = "a reshape of a buffer the host code did not make";
+        ok = failure();
+      }
+    } else if (auto launch = dyn_cast<gpu::LaunchOp>(op))
       ok = runHostLaunch(launch, host, error);
     else if (!isa<arith::ConstantOp, func::ReturnOp>(op)) {
       error = "the host code holds '" + op.getName().getStringRef().str() +

@@ -1,7 +1,9 @@
 //===- GpuPipeline.cpp - attn ops to NVVM kernels ---------------*- C++ -*-===//
 //
 // Stage contract:
+//   inline, symbol-dce      no func.call, no unused private function
 //   attn-decompose-mha      no attn.mha remains
+//   attn-copy-repeated-results  no tensor is returned twice
 //   attn-gpu-flash          each attn.sdpa -> its attn-tile nest -> a
 //                           gpu.launch of the fused kernel on buffers
 //   attn-gpu-linalg         each linalg op -> a GEMM or elementwise launch
@@ -128,7 +130,13 @@ LogicalResult GpuPipelineOptions::parseFromString(StringRef options,
 
 void attn::buildGpuKernelsPipeline(OpPassManager &pm,
                                    const AttnGpuFlashPassOptions &flash) {
+  // Calls inlined: each public function's ops run in place, as kernels.
+  pm.addPass(createInlinerPass());
+  pm.addPass(createSymbolDCEPass());
   pm.addPass(createAttnDecomposeMhaPass());
+  // A tensor returned twice gets a copy (a kernel) of its own before the
+  // kernels are formed.
+  pm.addNestedPass<func::FuncOp>(createAttnCopyRepeatedResultsPass());
   pm.addPass(createAttnGpuFlashPass(flash));
   pm.addPass(createAttnGpuLinalgPass());
   buildBufferizationWithOutParams(pm);

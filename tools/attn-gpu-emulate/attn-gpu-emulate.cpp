@@ -36,6 +36,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -241,6 +242,7 @@ int main(int argc, char **argv) {
       "and outputs with --output-dir. For machines without a GPU.\n");
   DialectRegistry registry;
   registerAllDialects(registry);
+  registerAllExtensions(registry); // the inliner interfaces, among others
   registry.insert<mlir::attn::AttnDialect>();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
@@ -22,6 +23,22 @@ namespace attn {
 
 #define GEN_PASS_DECL
 #include "attn-mlir/Conversion/Passes.h.inc"
+
+/// attn-gpu-flash's rewrites, for any driver: an attn.sdpa with static
+/// shapes is tiled with the kernel's blocks (attn-tile's loop nest, no key
+/// chunks), and an attention nest (an scf.forall over (b, h, q-block)
+/// holding an attn.online_step, as attn-tile makes it) is replaced in place
+/// by a gpu.launch of the fused kernel on buffers of its tensors. A pattern
+/// that does not match leaves the IR as it is; attn-gpu-flash then says
+/// why at each op left.
+void populateAttnToNVGPUPatterns(RewritePatternSet &patterns,
+                                 const AttnGpuFlashPassOptions &options);
+
+/// attn-gpu-linalg's rewrites: linalg.matmul (with its elementwise consumer
+/// and a head split after it / head merge before it) to a GEMM kernel, and
+/// every other all-parallel linalg op on tensors to an elementwise kernel,
+/// each in place on buffers of its tensors.
+void populateLinalgToNVGPUPatterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "attn-mlir/Conversion/Passes.h.inc"

@@ -46,6 +46,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 #include <cmath>
 #include <limits>
@@ -975,166 +976,213 @@ static FailureOr<TiledAttention> matchTiledAttention(scf::ForallOp forall,
   return t;
 }
 
+/// Where a failure's reason goes: emitted at `at` when diagnosing, dropped
+/// while patterns only try to match.
+struct Why {
+  bool emit;
+  LogicalResult operator()(Operation *at, const Twine &msg) const {
+    if (emit)
+      at->emitError(msg);
+    return failure();
+  }
+};
+
+/// The kernel configuration for attention over `q`, `k`, `v`; `block` is
+/// the key block (0: the largest of 64, 32, 16 that fits the chip's shared
+/// memory).
+FailureOr<Config> configure(const AttnGpuFlashPassOptions &o, Operation *at,
+                            RankedTensorType qT, RankedTensorType kT,
+                            RankedTensorType vT, int64_t block, Why why) {
+  Type elt = qT.getElementType();
+  bool simt = elt.isF32();
+  Config cfg;
+  cfg.warps = o.warps;
+  cfg.mTiles = o.rowTiles;
+  cfg.stages = o.stages;
+  cfg.batch = qT.getDimSize(0);
+  cfg.hq = qT.getDimSize(1);
+  cfg.tq = qT.getDimSize(2);
+  cfg.d = qT.getDimSize(3);
+  cfg.hkv = kT.getDimSize(1);
+  cfg.tk = kT.getDimSize(2);
+  cfg.dv = vT.getDimSize(3);
+  cfg.elt = elt;
+  // f32 (SIMT): one warp per query row, rows split over the 32 lanes.
+  cfg.bm = simt ? cfg.warps : 16 * cfg.mTiles * cfg.warps;
+  cfg.dp = alignTo(cfg.d, simt ? 32 : 16);
+  cfg.dvp = alignTo(cfg.dv, simt ? 32 : 16);
+  if (cfg.dp > 256 || cfg.dvp > 256)
+    return why(at, "the CUDA kernel supports head dimensions up to 256, "
+                   "found D = " +
+                       Twine(cfg.d) + ", Dv = " + Twine(cfg.dv));
+  // Rows padded by 16 bytes: ldmatrix rows of a warp then hit distinct
+  // banks. f32 rows are read by consecutive lanes: no padding needed.
+  int64_t pad = simt ? 0 : 8;
+  cfg.qStride = cfg.dp + pad;
+  cfg.kStride = cfg.dp + pad;
+  cfg.vStride = cfg.dvp + pad;
+  int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
+  cfg.qBytes = simt ? 0 : cfg.bm * cfg.qStride * bytes;
+  auto size = [&](int64_t keys) {
+    cfg.kvBlock = keys;
+    cfg.kBytes = cfg.stages * keys * cfg.kStride * bytes;
+    cfg.vBytes = cfg.stages * keys * cfg.vStride * bytes;
+  };
+  int64_t limit = sharedMemoryLimit(o.chip);
+  size(block ? block : 64);
+  for (int64_t keys : {32, 16})
+    if (!block && cfg.smemBytes() > limit)
+      size(keys);
+  if (cfg.smemBytes() > limit)
+    return why(at, "the kernel needs " + Twine(cfg.smemBytes()) +
+                       " bytes of shared memory per block, more than " +
+                       o.chip + " allows (" + Twine(limit) +
+                       "): lower kv-block, stages or warps");
+  return cfg;
+}
+
+/// The kernel configuration of a nest: its blocks must be the kernel's
+/// (query rows per block BM, clamped to Tq; a key block that is a multiple
+/// of 16, or all of Tk when shorter).
+FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
+                            const TiledAttention &t, Why why) {
+  int64_t tk = t.kType.getDimSize(2);
+  int64_t block = t.keyBlock == tk && tk % 16 ? alignTo(tk, 16) : t.keyBlock;
+  if (block < 16 || block % 16 || block > 256)
+    return why(t.step, "the CUDA kernel needs a key block that is a multiple "
+                       "of 16 in [16, 256] (or all of Tk), found " +
+                           Twine(t.keyBlock));
+  FailureOr<Config> cfg = configure(o, t.step, t.qType, t.kType, t.vType,
+                                    o.kvBlock ? o.kvBlock : block, why);
+  if (failed(cfg))
+    return failure();
+  // A key block clamped to a short Tk is one block of any larger size.
+  bool keys = cfg->kvBlock == t.keyBlock ||
+              (t.keyBlock == tk && cfg->kvBlock >= tk);
+  if (t.queryBlock != std::min(cfg->bm, cfg->tq) || !keys)
+    return why(t.step, "the loop nest is tiled with q-block " +
+                           Twine(t.queryBlock) + " and kv-block " +
+                           Twine(t.keyBlock) + "; the kernel's blocks are " +
+                           Twine(std::min(cfg->bm, cfg->tq)) +
+                           " query rows (16 x row-tiles x warps, 1 x warps "
+                           "for f32) and " +
+                           Twine(cfg->kvBlock) + " keys");
+  return cfg;
+}
+
+/// Tiles `sdpa` for the kernel (attn-tile's loop nest with the kernel's
+/// blocks, no key chunks).
+LogicalResult tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
+                            const AttnGpuFlashPassOptions &o, Why why) {
+  if (!hasStaticShapes(sdpa))
+    return why(sdpa, "the CUDA target needs static shapes");
+  FailureOr<Config> cfg =
+      configure(o, sdpa, sdpa.getQuery().getType(), sdpa.getKey().getType(),
+                sdpa.getValue().getType(), o.kvBlock, why);
+  if (failed(cfg))
+    return failure();
+  rewriter.setInsertionPoint(sdpa);
+  FailureOr<scf::ForallOp> forall = tileSdpa(rewriter, sdpa, cfg->bm,
+                                             cfg->kvBlock,
+                                             /*chunkLongKeys=*/false);
+  if (failed(forall))
+    return why(sdpa, "the CUDA target needs static shapes");
+  rewriter.replaceOp(sdpa, forall->getResults());
+  return success();
+}
+
+LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
+                          const Config &cfg);
+
+/// The attention nest rooted at `forall` (an scf.forall holding an
+/// attn.online_step) lowered to its kernel.
+LogicalResult lowerNest(RewriterBase &rewriter, scf::ForallOp forall,
+                        const AttnGpuFlashPassOptions &o, Why why) {
+  std::string reason;
+  FailureOr<TiledAttention> t = matchTiledAttention(forall, reason);
+  if (failed(t))
+    return why(forall, "the CUDA kernel lowers attn-tile's loop nest of "
+                       "attn.sdpa; this loop nest differs: " +
+                           reason);
+  FailureOr<Config> cfg = configure(o, *t, why);
+  if (failed(cfg))
+    return failure();
+  return convertNest(rewriter, *t, *cfg);
+}
+
+bool isAttentionNest(scf::ForallOp forall) {
+  return !forall->getParentOfType<scf::ForallOp>() &&
+         forall->walk([](OnlineStepOp) { return WalkResult::interrupt(); })
+             .wasInterrupted();
+}
+
+struct TileSdpaForKernel : OpRewritePattern<SdpaOp> {
+  TileSdpaForKernel(MLIRContext *ctx, const AttnGpuFlashPassOptions &o)
+      : OpRewritePattern(ctx), options(o) {}
+  LogicalResult matchAndRewrite(SdpaOp op,
+                                PatternRewriter &rewriter) const override {
+    return tileForKernel(rewriter, op, options, Why{false});
+  }
+  AttnGpuFlashPassOptions options;
+};
+
+struct LowerAttentionNest : OpRewritePattern<scf::ForallOp> {
+  LowerAttentionNest(MLIRContext *ctx, const AttnGpuFlashPassOptions &o)
+      : OpRewritePattern(ctx), options(o) {}
+  LogicalResult matchAndRewrite(scf::ForallOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isAttentionNest(op))
+      return failure();
+    return lowerNest(rewriter, op, options, Why{false});
+  }
+  AttnGpuFlashPassOptions options;
+};
+
+/// What the patterns left, each with its diagnostic (the same checks,
+/// this time emitting their reasons).
+LogicalResult diagnoseLeftovers(func::FuncOp func,
+                                const AttnGpuFlashPassOptions &o) {
+  bool ok = true;
+  IRRewriter rewriter(func.getContext());
+  func.walk([&](Operation *op) {
+    if (auto sdpa = dyn_cast<SdpaOp>(op))
+      ok = succeeded(tileForKernel(rewriter, sdpa, o, Why{true})) && ok;
+    else if (isa<MhaOp>(op))
+      ok = succeeded(LogicalResult(op->emitError(
+          "attn.mha is lowered for CUDA as GEMM kernels around the fused "
+          "attention kernel: run attn-decompose-mha first (attn-gpu-pipeline "
+          "does)"))) && ok;
+    else if (isa<SoftmaxOp>(op))
+      ok = succeeded(LogicalResult(
+               op->emitError("attn.softmax has no CUDA lowering; run this "
+                             "graph on the CPU target (--target=cpu)"))) &&
+           ok;
+  });
+  SmallVector<scf::ForallOp> nests;
+  func.walk([&](scf::ForallOp f) {
+    if (isAttentionNest(f))
+      nests.push_back(f);
+  });
+  for (scf::ForallOp forall : nests)
+    ok = succeeded(lowerNest(rewriter, forall, o, Why{true})) && ok;
+  func.walk([&](Operation *op) {
+    if (isa<OnlineStepOp, OnlineMergeOp, OnlineFinishOp>(op) &&
+        !op->getParentOfType<scf::ForallOp>())
+      ok = succeeded(LogicalResult(
+               op->emitError("the CUDA kernel lowers attention tile ops only "
+                             "inside attn-tile's scf.forall nest"))) &&
+           ok;
+  });
+  return success(ok);
+}
+
 struct AttnGpuFlashPass
     : public attn::impl::AttnGpuFlashPassBase<AttnGpuFlashPass> {
   using Base::Base;
 
-  /// The kernel configuration for attention over `q`, `k`, `v` (function
-  /// arguments); `block` is the key block (0: the largest of 64, 32, 16 that
-  /// fits the chip's shared memory).
-  FailureOr<Config> configure(Operation *at, RankedTensorType qT,
-                              RankedTensorType kT, RankedTensorType vT,
-                              int64_t block) {
-    Type elt = qT.getElementType();
-    bool simt = elt.isF32();
-    Config cfg;
-    cfg.warps = warps;
-    cfg.mTiles = rowTiles;
-    cfg.stages = stages;
-    cfg.batch = qT.getDimSize(0);
-    cfg.hq = qT.getDimSize(1);
-    cfg.tq = qT.getDimSize(2);
-    cfg.d = qT.getDimSize(3);
-    cfg.hkv = kT.getDimSize(1);
-    cfg.tk = kT.getDimSize(2);
-    cfg.dv = vT.getDimSize(3);
-    cfg.elt = elt;
-    // f32 (SIMT): one warp per query row, rows split over the 32 lanes.
-    cfg.bm = simt ? cfg.warps : 16 * cfg.mTiles * cfg.warps;
-    cfg.dp = alignTo(cfg.d, simt ? 32 : 16);
-    cfg.dvp = alignTo(cfg.dv, simt ? 32 : 16);
-    if (cfg.dp > 256 || cfg.dvp > 256)
-      return at->emitError("the CUDA kernel supports head dimensions up to "
-                           "256, found D = ")
-             << cfg.d << ", Dv = " << cfg.dv;
-    // Rows padded by 16 bytes: ldmatrix rows of a warp then hit distinct
-    // banks. f32 rows are read by consecutive lanes: no padding needed.
-    int64_t pad = simt ? 0 : 8;
-    cfg.qStride = cfg.dp + pad;
-    cfg.kStride = cfg.dp + pad;
-    cfg.vStride = cfg.dvp + pad;
-    int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
-    cfg.qBytes = simt ? 0 : cfg.bm * cfg.qStride * bytes;
-    auto size = [&](int64_t keys) {
-      cfg.kvBlock = keys;
-      cfg.kBytes = cfg.stages * keys * cfg.kStride * bytes;
-      cfg.vBytes = cfg.stages * keys * cfg.vStride * bytes;
-    };
-    size(block ? block : 64);
-    for (int64_t keys : {32, 16})
-      if (!block && cfg.smemBytes() > sharedMemoryLimit(chip))
-        size(keys);
-    if (cfg.smemBytes() > sharedMemoryLimit(chip))
-      return at->emitError("the kernel needs ")
-             << cfg.smemBytes() << " bytes of shared memory per block, more "
-             << "than " << chip << " allows (" << sharedMemoryLimit(chip)
-             << "): lower kv-block, stages or warps";
-    return cfg;
-  }
-
-  /// The kernel configuration of a nest: its blocks must be the kernel's
-  /// (query rows per block BM, clamped to Tq; a key block that is a
-  /// multiple of 16, or all of Tk when shorter).
-  FailureOr<Config> configure(const TiledAttention &t) {
-    int64_t tk = t.kType.getDimSize(2);
-    int64_t block = t.keyBlock == tk && tk % 16 ? alignTo(tk, 16) : t.keyBlock;
-    if (block < 16 || block % 16 || block > 256)
-      return t.step.emitError("the CUDA kernel needs a key block that is a "
-                              "multiple of 16 in [16, 256] (or all of Tk), "
-                              "found ")
-             << t.keyBlock;
-    FailureOr<Config> cfg =
-        configure(t.step, t.qType, t.kType, t.vType, kvBlock ? kvBlock : block);
-    if (failed(cfg))
-      return failure();
-    // A key block clamped to a short Tk is one block of any larger size.
-    bool keys = cfg->kvBlock == t.keyBlock ||
-                (t.keyBlock == tk && cfg->kvBlock >= tk);
-    if (t.queryBlock != std::min(cfg->bm, cfg->tq) || !keys)
-      return t.step.emitError("the loop nest is tiled with q-block ")
-             << t.queryBlock << " and kv-block " << t.keyBlock
-             << "; the kernel's blocks are " << std::min(cfg->bm, cfg->tq)
-             << " query rows (16 x row-tiles x warps, 1 x warps for f32) and "
-             << cfg->kvBlock << " keys";
-    return cfg;
-  }
-
-  /// Tiles `sdpa` for the kernel (attn-tile's loop nest with the kernel's
-  /// blocks, no key chunks).
-  LogicalResult tile(SdpaOp sdpa) {
-    if (!hasStaticShapes(sdpa))
-      return sdpa.emitError("the CUDA target needs static shapes");
-    FailureOr<Config> cfg =
-        configure(sdpa, sdpa.getQuery().getType(), sdpa.getKey().getType(),
-                  sdpa.getValue().getType(), kvBlock);
-    if (failed(cfg))
-      return failure();
-    IRRewriter rewriter(sdpa->getContext());
-    rewriter.setInsertionPoint(sdpa);
-    FailureOr<scf::ForallOp> forall = tileSdpa(
-        rewriter, sdpa, cfg->bm, cfg->kvBlock, /*chunkLongKeys=*/false);
-    if (failed(forall))
-      return sdpa.emitError("the CUDA target needs static shapes");
-    rewriter.replaceOp(sdpa, forall->getResults());
-    return success();
-  }
-
-  LogicalResult convert(const TiledAttention &t, const Config &cfg);
-
-  /// The attention nests of `func` (tiling its attn.sdpa ops first), or an
-  /// error for each attn op or nest the kernel cannot take.
-  LogicalResult prepare(func::FuncOp func,
-                        SmallVectorImpl<std::pair<TiledAttention, Config>> &out) {
-    bool ok = true;
-    SmallVector<SdpaOp> sdpas;
-    func.walk([&](SdpaOp op) { sdpas.push_back(op); });
-    for (SdpaOp sdpa : sdpas)
-      ok &= succeeded(tile(sdpa));
-    func.walk([&](Operation *op) {
-      if (isa<MhaOp>(op))
-        ok = succeeded(LogicalResult(op->emitError("attn.mha is lowered for CUDA as GEMM kernels "
-                            "around the fused attention kernel: run "
-                            "attn-decompose-mha first (attn-gpu-pipeline "
-                            "does)")));
-      else if (isa<SoftmaxOp>(op))
-        ok = succeeded(LogicalResult(op->emitError("attn.softmax has no CUDA lowering; run this "
-                            "graph on the CPU target (--target=cpu)")));
-    });
-    SmallVector<scf::ForallOp> nests;
-    func.walk([&](scf::ForallOp forall) {
-      if (!forall->getParentOfType<scf::ForallOp>() &&
-          forall->walk([](OnlineStepOp) { return WalkResult::interrupt(); })
-              .wasInterrupted())
-        nests.push_back(forall);
-    });
-    for (scf::ForallOp forall : nests) {
-      std::string why;
-      FailureOr<TiledAttention> t = matchTiledAttention(forall, why);
-      FailureOr<Config> cfg = failure();
-      if (succeeded(t))
-        cfg = configure(*t);
-      else
-        forall.emitError("the CUDA kernel lowers attn-tile's loop nest of "
-                         "attn.sdpa; this loop nest differs: ")
-            << why;
-      if (failed(cfg)) {
-        ok = false;
-        continue;
-      }
-      out.push_back({*t, *cfg});
-    }
-    // Tile ops outside a nest the kernel takes.
-    func.walk([&](Operation *op) {
-      if (isa<OnlineStepOp, OnlineMergeOp, OnlineFinishOp>(op) &&
-          !op->getParentOfType<scf::ForallOp>())
-        ok = succeeded(LogicalResult(op->emitError("the CUDA kernel lowers attention tile ops only "
-                            "inside attn-tile's scf.forall nest")));
-    });
-    return success(ok);
-  }
-
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    AttnGpuFlashPassOptions o{warps, rowTiles, kvBlock, stages, chip};
     if (warps < 1 || warps > 16 || (rowTiles != 1 && rowTiles != 2) ||
         (kvBlock != 0 &&
          (kvBlock < 16 || kvBlock % 16 != 0 || kvBlock > 256)) ||
@@ -1148,20 +1196,25 @@ struct AttnGpuFlashPass
       module.emitError("attn-gpu-flash: ") << describeUnsupportedCudaChip(chip);
       return signalPassFailure();
     }
-    SmallVector<std::pair<TiledAttention, Config>> work;
+    RewritePatternSet patterns(&getContext());
+    populateAttnToNVGPUPatterns(patterns, o);
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    // The walk driver does not visit what a rewrite creates: the first walk
+    // tiles each attn.sdpa (and lowers nests given as input), the second
+    // lowers the nests the first made. Nothing else is folded or erased.
+    walkAndApplyPatterns(module, frozen);
+    walkAndApplyPatterns(module, frozen);
     bool ok = true;
-    for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal())
-        ok &= succeeded(prepare(func, work));
+    bool any = false;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      ok = succeeded(diagnoseLeftovers(func, o)) && ok;
+      func.walk([&](gpu::LaunchOp) { any = true; });
+    }
     if (!ok)
       return signalPassFailure();
-    if (work.empty())
-      return;
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    UnitAttr::get(module.getContext()));
-    for (auto &[t, cfg] : work)
-      if (failed(convert(t, cfg)))
-        return signalPassFailure();
+    if (any)
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                      UnitAttr::get(module.getContext()));
   }
 };
 
@@ -1172,11 +1225,12 @@ struct AttnGpuFlashPass
 /// q-block) -> grid (q-block, h, b); the key loop -> the cp.async-staged
 /// block loop; attn.online_step -> the tile layout's step;
 /// attn.online_finish and the inserts -> the normalized stores.
-LogicalResult AttnGpuFlashPass::convert(const TiledAttention &t,
-                                        const Config &cfg) {
+LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
+                          const Config &cfg) {
   scf::ForallOp forall = t.forall;
   Location loc = t.step.getLoc();
-  ImplicitLocOpBuilder b(loc, forall);
+  rewriter.setInsertionPoint(forall);
+  ImplicitLocOpBuilder b(loc, rewriter);
   KB k{b};
   DenseMap<Value, Value> buffers;
   // Each tile's buffer is that of the tensor it is read from.
@@ -1228,9 +1282,14 @@ LogicalResult AttnGpuFlashPass::convert(const TiledAttention &t,
   b.setInsertionPointAfter(launch);
   SmallVector<Value> outTensors = llvm::map_to_vector(
       outBuffers, [&](Value buf) { return resultTensor(b, loc, buf); });
-  forall->replaceAllUsesWith(outTensors);
-  forall->erase();
+  rewriter.replaceOp(forall, outTensors);
   return success();
 }
 
 } // namespace
+
+void attn::populateAttnToNVGPUPatterns(RewritePatternSet &patterns,
+                                       const AttnGpuFlashPassOptions &options) {
+  patterns.add<TileSdpaForKernel, LowerAttentionNest>(patterns.getContext(),
+                                                      options);
+}

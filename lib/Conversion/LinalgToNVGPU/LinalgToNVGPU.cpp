@@ -40,6 +40,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir {
 namespace attn {
@@ -179,17 +180,30 @@ std::string moduleName(Operation *op) {
 
 /// Replaces the all-parallel linalg op `op` (on tensors) by its elementwise
 /// kernel.
-LogicalResult lowerElementwise(linalg::LinalgOp op) {
+/// Why `op` cannot be an elementwise kernel, or "".
+std::string whyNotElementwise(linalg::LinalgOp op) {
   if (op.getNumLoops() != op.getNumParallelLoops())
-    return op->emitError("the CUDA target lowers linalg.matmul and "
-                         "elementwise linalg ops; this op has a reduction: "
-                         "run the graph on the CPU target (--target=cpu)");
+    return "the CUDA target lowers linalg.matmul and elementwise linalg ops; "
+           "this op has a reduction: run the graph on the CPU target "
+           "(--target=cpu)";
   std::string why = unsupportedIndexing(op);
-  if (!why.empty())
-    return op->emitError("the CUDA target cannot lower this linalg op: it "
-                         "has ")
-           << why;
-  ImplicitLocOpBuilder b(op.getLoc(), op);
+  return why.empty()
+             ? why
+             : "the CUDA target cannot lower this linalg op: it has " + why;
+}
+
+/// Replaces `op` (whyNotElementwise empty) by its elementwise kernel.
+void lowerElementwise(RewriterBase &rewriter, linalg::LinalgOp op) {
+  // Named ops (fill, transpose, copy, broadcast, ...) as generics.
+  if (!isa<linalg::GenericOp>(op)) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> generic =
+        linalg::generalizeNamedOp(rewriter, op);
+    assert(succeeded(generic) && "every named all-parallel op generalizes");
+    op = *generic;
+  }
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   SmallVector<Value> inputs, inits, outputs;
   for (Value in : op.getDpsInputs())
     inputs.push_back(isa<RankedTensorType>(in.getType())
@@ -203,10 +217,9 @@ LogicalResult lowerElementwise(linalg::LinalgOp op) {
         b, op.getLoc(), cast<RankedTensorType>(init.get().getType())));
   }
   buildElementwise(b, op, inputs, inits, outputs, moduleName(op));
-  op->replaceAllUsesWith(llvm::map_to_vector(
-      outputs, [&](Value buf) { return resultTensor(b, op.getLoc(), buf); }));
-  op->erase();
-  return success();
+  rewriter.replaceOp(op, llvm::map_to_vector(outputs, [&](Value buf) {
+                       return resultTensor(b, op.getLoc(), buf);
+                     }));
 }
 
 //===----------------------------------------------------------------------===//
@@ -281,12 +294,17 @@ struct Gemm {
       return acc;
     KB k{b};
     SmallVector<Value> args;
-    for (auto [i, buf] : llvm::enumerate(extras))
-      args.push_back(i == accArg ? acc
-                                 : loadAt(k, buf,
-                                          consumer.getMatchingIndexingMap(
-                                              consumer.getDpsInputOperand(i)),
-                                          {row, col}));
+    for (auto [i, buf] : llvm::enumerate(extras)) {
+      if (i == accArg)
+        args.push_back(acc);
+      else if (isa<MemRefType>(buf.getType()))
+        args.push_back(loadAt(
+            k, buf,
+            consumer.getMatchingIndexingMap(consumer.getDpsInputOperand(i)),
+            {row, col}));
+      else
+        args.push_back(buf); // a scalar input
+    }
     Type outElt = getElementTypeOrSelf(consumer.getResult(0).getType());
     args.push_back(arith::ConstantOp::create(b, b.getZeroAttr(outElt)));
     return inlinePayload(b, *consumer.getBlock(), args, {row, col})[0];
@@ -503,9 +521,11 @@ linalg::GenericOp fusableConsumer(linalg::MatmulOp mm) {
       !generic.getMatchingBlockArgument(generic.getDpsInitOperand(0))
            .use_empty())
     return nullptr;
-  for (OpOperand *in : generic.getDpsInputOperands())
-    if (in->get() == c && !generic.getMatchingIndexingMap(in).isIdentity())
-      return nullptr;
+  // The product is an input (not the consumer's init) read at (row, col).
+  OpOperand &use = *c.getUses().begin();
+  if (!generic.isDpsInput(&use) ||
+      !generic.getMatchingIndexingMap(&use).isIdentity())
+    return nullptr;
   return generic;
 }
 
@@ -521,15 +541,23 @@ splitDims(ArrayRef<int64_t> shape, ArrayRef<ReassociationIndices> groups) {
 /// A operand `a` = collapse_shape(linalg.transpose(x)), each the only user
 /// of the one before (attn.mha's head merge before the output projection):
 /// the GEMM reads x through the view, and the transpose is left unused.
-std::optional<MatrixView> transposedOperand(OpBuilder &b, Location loc,
-                                            Value a) {
+linalg::TransposeOp transposeFeeding(Value a) {
   auto collapse = a.getDefiningOp<tensor::CollapseShapeOp>();
   auto transpose = collapse
                        ? collapse.getSrc().getDefiningOp<linalg::TransposeOp>()
                        : linalg::TransposeOp();
   if (!transpose || !a.hasOneUse() || !collapse.getSrc().hasOneUse() ||
       collapse.getReassociationIndices().size() != 2)
+    return nullptr;
+  return transpose;
+}
+
+std::optional<MatrixView> transposedOperand(OpBuilder &b, Location loc,
+                                            Value a) {
+  linalg::TransposeOp transpose = transposeFeeding(a);
+  if (!transpose)
     return std::nullopt;
+  auto collapse = a.getDefiningOp<tensor::CollapseShapeOp>();
   auto shape = cast<RankedTensorType>(collapse.getSrcType()).getShape();
   auto [rowDims, colDims] =
       splitDims(shape, collapse.getReassociationIndices());
@@ -570,28 +598,92 @@ Value transposedResult(Value r, MatrixView &view) {
 }
 
 /// Replaces `mm` (and its fusable consumer) by a GEMM kernel.
-LogicalResult lowerMatmul(linalg::MatmulOp mm) {
+/// The fill value of the accumulator of `mm`, if it is a constant fill.
+std::optional<double> fillValue(linalg::MatmulOp mm) {
+  FloatAttr f;
+  auto fill = mm.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+  if (fill && matchPattern(fill.getInputs()[0], m_Constant(&f)))
+    return f.getValueAsDouble();
+  return std::nullopt;
+}
+
+/// Why `mm` cannot be a GEMM kernel, or "".
+std::string whyNotGemm(linalg::MatmulOp mm) {
+  auto aT = cast<RankedTensorType>(mm.getDpsInputs()[0].getType());
+  auto bT = cast<RankedTensorType>(mm.getDpsInputs()[1].getType());
+  auto cT = cast<RankedTensorType>(mm.getDpsInits()[0].getType());
+  Type elt = aT.getElementType();
+  if (!aT.hasStaticShape() || !bT.hasStaticShape() || !fillValue(mm) ||
+      bT.getElementType() != elt || !cT.getElementType().isF32() ||
+      !(elt.isF16() || elt.isBF16() || elt.isF32()) ||
+      mm.getIndexingMapsArray() != mm.getDefaultIndexingMaps(mm.getContext()))
+    return "the CUDA GEMM kernel takes linalg.matmul of static row-major f16, "
+           "bf16 or f32 operands into an f32 accumulator filled with a "
+           "constant";
+  return "";
+}
+
+/// Whether `op` becomes part of a GEMM kernel rather than a kernel of its
+/// own: the accumulator's fill, the fused consumer, or a head split / merge
+/// transpose (see transposedResult and transposeFeeding).
+bool absorbedByGemm(Operation *op) {
+  auto gemmOf = [](Value v) -> linalg::MatmulOp {
+    if (auto mm = v.getDefiningOp<linalg::MatmulOp>())
+      return mm;
+    auto generic = v.getDefiningOp<linalg::GenericOp>();
+    if (!generic)
+      return nullptr;
+    for (Value in : generic.getDpsInputs())
+      if (auto mm = in.getDefiningOp<linalg::MatmulOp>();
+          mm && fusableConsumer(mm) == generic)
+        return mm;
+    return nullptr;
+  };
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return !fill->use_empty() &&
+           llvm::all_of(fill->getUses(), [](OpOperand &use) {
+             auto mm = dyn_cast<linalg::MatmulOp>(use.getOwner());
+             return mm && mm.isDpsInit(&use);
+           });
+  if (auto generic = dyn_cast<linalg::GenericOp>(op))
+    return llvm::any_of(generic.getDpsInputs(), [&](Value in) {
+      auto mm = in.getDefiningOp<linalg::MatmulOp>();
+      return mm && fusableConsumer(mm) == generic;
+    });
+  auto transpose = dyn_cast<linalg::TransposeOp>(op);
+  if (!transpose)
+    return false;
+  MatrixView unused;
+  if (auto expand = transpose.getInput().getDefiningOp<tensor::ExpandShapeOp>())
+    if (gemmOf(expand.getSrc()) &&
+        transposedResult(expand.getSrc(), unused) == transpose.getResult()[0])
+      return true;
+  Value result = transpose.getResult()[0];
+  if (!result.hasOneUse())
+    return false;
+  auto collapse = dyn_cast<tensor::CollapseShapeOp>(*result.getUsers().begin());
+  if (!collapse || !collapse.getResult().hasOneUse())
+    return false;
+  auto mm =
+      dyn_cast<linalg::MatmulOp>(*collapse.getResult().getUsers().begin());
+  return mm && mm.getDpsInputs()[0] == collapse.getResult() &&
+         transposeFeeding(collapse.getResult()) == transpose;
+}
+
+/// Replaces `mm` (whyNotGemm empty; and its fusable consumer, head split
+/// and head merge) by a GEMM kernel.
+void lowerMatmul(RewriterBase &rewriter, linalg::MatmulOp mm) {
   Value a = mm.getDpsInputs()[0], bMat = mm.getDpsInputs()[1],
         c = mm.getDpsInits()[0];
   auto aT = cast<RankedTensorType>(a.getType());
   auto bT = cast<RankedTensorType>(bMat.getType());
-  auto cT = cast<RankedTensorType>(c.getType());
-  std::optional<double> init;
-  if (auto fill = c.getDefiningOp<linalg::FillOp>()) {
-    FloatAttr f;
-    if (matchPattern(fill.getInputs()[0], m_Constant(&f)))
-      init = f.getValueAsDouble();
-  }
   Type elt = aT.getElementType();
-  if (!aT.hasStaticShape() || !bT.hasStaticShape() || !init ||
-      bT.getElementType() != elt || !cT.getElementType().isF32() ||
-      !(elt.isF16() || elt.isBF16() || elt.isF32()) ||
-      !mm.getIndexingMapsArray()[0].isProjectedPermutation() ||
-      mm.getIndexingMapsArray() != mm.getDefaultIndexingMaps(mm.getContext()))
-    return mm.emitError("the CUDA GEMM kernel takes linalg.matmul of static "
-                        "row-major f16, bf16 or f32 operands into an f32 "
-                        "accumulator filled with a constant");
-  Gemm g{aT.getDimSize(0), bT.getDimSize(1), aT.getDimSize(1), elt, *init};
+  Gemm g;
+  g.m = aT.getDimSize(0);
+  g.n = bT.getDimSize(1);
+  g.kDim = aT.getDimSize(1);
+  g.elt = elt;
+  g.init = *fillValue(mm);
   Location loc = mm.getLoc();
   g.consumer = fusableConsumer(mm);
   Operation *last = g.consumer ? g.consumer.getOperation() : mm.getOperation();
@@ -599,7 +691,8 @@ LogicalResult lowerMatmul(linalg::MatmulOp mm) {
   // goes there, after everything it reads.
   Value result = transposedResult(last->getResult(0), g.out);
   Operation *at = result ? result.getDefiningOp() : last;
-  ImplicitLocOpBuilder b(loc, at);
+  rewriter.setInsertionPoint(at);
+  ImplicitLocOpBuilder b(loc, rewriter);
   std::optional<MatrixView> aView = transposedOperand(b, loc, a);
   g.a = aView ? *aView : MatrixView::rowMajor(bufferForRead(b, loc, a));
   g.bMat = MatrixView::rowMajor(bufferForRead(b, loc, bMat));
@@ -609,7 +702,9 @@ LogicalResult lowerMatmul(linalg::MatmulOp mm) {
         g.accArg = i;
         g.extras.push_back(Value());
       } else {
-        g.extras.push_back(bufferForRead(b, loc, in));
+        g.extras.push_back(isa<RankedTensorType>(in.getType())
+                               ? bufferForRead(b, loc, in)
+                               : in);
       }
     }
   if (!result) {
@@ -626,7 +721,7 @@ LogicalResult lowerMatmul(linalg::MatmulOp mm) {
     else
       buildTensorCoreGemm(b, g, module, name);
   }
-  result.replaceAllUsesWith(resultTensor(b, loc, g.out.buffer));
+  rewriter.replaceAllUsesWith(result, resultTensor(b, loc, g.out.buffer));
   // What the kernel replaced, users first.
   SmallVector<Operation *> dead;
   for (Operation *op = at; op != last; op = op->getOperand(0).getDefiningOp())
@@ -634,57 +729,65 @@ LogicalResult lowerMatmul(linalg::MatmulOp mm) {
   if (g.consumer)
     dead.push_back(g.consumer);
   dead.push_back(mm);
-  if (aView)
-    for (Operation *op = a.getDefiningOp();
-         isa_and_nonnull<tensor::CollapseShapeOp, linalg::TransposeOp>(op);
-         op = op->getOperand(0).getDefiningOp())
-      dead.push_back(op);
+  // Exactly the collapse and the transpose the view stands for.
+  if (aView) {
+    Operation *collapse = a.getDefiningOp();
+    dead.push_back(collapse);
+    dead.push_back(collapse->getOperand(0).getDefiningOp());
+  }
   for (Operation *op : dead)
-    op->erase();
+    rewriter.eraseOp(op);
   if (auto fill = c.getDefiningOp<linalg::FillOp>(); fill && fill->use_empty())
-    fill->erase();
-  return success();
+    rewriter.eraseOp(fill);
 }
+
+struct MatmulToGemmKernel : OpRewritePattern<linalg::MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::MatmulOp mm,
+                                PatternRewriter &rewriter) const override {
+    if (!mm.hasPureTensorSemantics() || !whyNotGemm(mm).empty())
+      return rewriter.notifyMatchFailure(mm, "not a GEMM kernel");
+    lowerMatmul(rewriter, mm);
+    return success();
+  }
+};
+
+struct ElementwiseToKernel : OpInterfaceRewritePattern<linalg::LinalgOp> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(linalg::LinalgOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureTensorSemantics() || isa<linalg::MatmulOp>(op) ||
+        absorbedByGemm(op) || !whyNotElementwise(op).empty())
+      return rewriter.notifyMatchFailure(op, "not an elementwise kernel");
+    lowerElementwise(rewriter, op);
+    return success();
+  }
+};
 
 struct AttnGpuLinalgPass
     : public attn::impl::AttnGpuLinalgPassBase<AttnGpuLinalgPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<linalg::MatmulOp> matmuls;
-    module.walk([&](linalg::MatmulOp mm) {
-      if (mm.hasPureTensorSemantics())
-        matmuls.push_back(mm);
-    });
+    RewritePatternSet patterns(&getContext());
+    populateLinalgToNVGPUPatterns(patterns);
+    // Nothing but these rewrites (and the removal of what they leave dead),
+    // in program order, so that kernels are numbered in launch order.
+    GreedyRewriteConfig config;
+    config.enableFolding(false)
+        .setUseTopDownTraversal(true)
+        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(applyPatternsGreedily(module, std::move(patterns), config)))
+      return signalPassFailure();
+    // What is left says why.
     bool ok = true;
-    for (linalg::MatmulOp mm : matmuls)
-      ok &= succeeded(lowerMatmul(mm));
-    SmallVector<linalg::LinalgOp> rest;
     module.walk([&](linalg::LinalgOp op) {
-      // A matmul left here has had its diagnostic.
-      if (op.hasPureTensorSemantics() && !isa<linalg::MatmulOp>(op) &&
-          !op->getParentOfType<gpu::LaunchOp>())
-        rest.push_back(op);
+      if (!op.hasPureTensorSemantics() || absorbedByGemm(op))
+        return;
+      auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation());
+      std::string why = mm ? whyNotGemm(mm) : whyNotElementwise(op);
+      op->emitError(why.empty() ? "the CUDA target cannot lower this op" : why);
+      ok = false;
     });
-    IRRewriter rewriter(&getContext());
-    for (linalg::LinalgOp op : rest) {
-      if (isa<linalg::FillOp>(op) && op->use_empty()) {
-        op->erase();
-        continue;
-      }
-      // Named ops (fill, transpose, copy, broadcast, ...) as generics.
-      if (!isa<linalg::GenericOp>(op)) {
-        rewriter.setInsertionPoint(op);
-        FailureOr<linalg::GenericOp> generic =
-            linalg::generalizeNamedOp(rewriter, op);
-        if (failed(generic)) {
-          ok = succeeded(LogicalResult(
-              op->emitError("the CUDA target cannot lower this linalg op")));
-          continue;
-        }
-        op = *generic;
-      }
-      ok &= succeeded(lowerElementwise(op));
-    }
     if (!ok)
       return signalPassFailure();
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -702,7 +805,11 @@ struct AttnGpuLinalgPass
 /// inverse reshape of it.
 bool forwardIntoOutput(memref::CopyOp copy) {
   Value src = copy.getSource(), dst = copy.getTarget();
-  if (!isa<BlockArgument>(dst))
+  // An output written only by this copy, of a buffer not used after it.
+  if (!isa<BlockArgument>(dst) || !dst.hasOneUse() ||
+      llvm::any_of(src.getUsers(), [&](Operation *user) {
+        return user != copy && copy->isBeforeInBlock(user);
+      }))
     return false;
   OpBuilder b(copy);
   Value alloc, view;
@@ -756,8 +863,14 @@ void lowerCopy(memref::CopyOp copy) {
 /// from the artifact's description (allocations, reshapes that alias them,
 /// launches).
 bool isHostOp(Operation *op) {
-  return isa<memref::AllocOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-             gpu::LaunchOp, arith::ConstantOp, func::ReturnOp>(op);
+  if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+    // Device buffers of whole bytes (or i1 bytes) the runtime can size.
+    Type elt = alloc.getType().getElementType();
+    return alloc.getType().hasStaticShape() && elt.isIntOrFloat() &&
+           (elt.isInteger(1) || elt.getIntOrFloatBitWidth() % 8 == 0);
+  }
+  return isa<memref::ExpandShapeOp, memref::CollapseShapeOp, gpu::LaunchOp,
+             arith::ConstantOp, func::ReturnOp>(op);
 }
 
 struct AttnGpuHostPass
@@ -795,3 +908,7 @@ struct AttnGpuHostPass
 };
 
 } // namespace
+
+void attn::populateLinalgToNVGPUPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatmulToGemmKernel, ElementwiseToKernel>(patterns.getContext());
+}

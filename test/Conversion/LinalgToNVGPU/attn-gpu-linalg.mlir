@@ -140,3 +140,70 @@ func.func @filled() -> tensor<3x5xbf16> {
   %f = linalg.fill ins(%c : bf16) outs(%e : tensor<3x5xbf16>) -> tensor<3x5xbf16>
   return %f : tensor<3x5xbf16>
 }
+
+// -----
+
+// The GEMM reads through the last transpose and its collapse only; the
+// transpose before them stays a kernel of its own.
+// CHECK-LABEL: func.func @two_transposes
+// CHECK: function(@elementwise_0)
+// CHECK: function(@gemm_0)
+// CHECK-NOT: function(
+// CHECK: return
+func.func @two_transposes(%o: tensor<1x2x24x32xf16>, %w: tensor<64x16xf16>) -> tensor<24x16xf32> {
+  %e1 = tensor.empty() : tensor<1x2x32x24xf16>
+  %t1 = linalg.transpose ins(%o : tensor<1x2x24x32xf16>) outs(%e1 : tensor<1x2x32x24xf16>) permutation = [0, 1, 3, 2]
+  %e2 = tensor.empty() : tensor<1x24x2x32xf16>
+  %t2 = linalg.transpose ins(%t1 : tensor<1x2x32x24xf16>) outs(%e2 : tensor<1x24x2x32xf16>) permutation = [0, 3, 1, 2]
+  %m = tensor.collapse_shape %t2 [[0, 1], [2, 3]] : tensor<1x24x2x32xf16> into tensor<24x64xf16>
+  %zero = arith.constant 0.0 : f32
+  %ea = tensor.empty() : tensor<24x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%ea : tensor<24x16xf32>) -> tensor<24x16xf32>
+  %p = linalg.matmul ins(%m, %w : tensor<24x64xf16>, tensor<64x16xf16>) outs(%acc : tensor<24x16xf32>) -> tensor<24x16xf32>
+  return %p : tensor<24x16xf32>
+}
+
+// -----
+
+// The product as the consumer's init (not read) is not fused: the consumer
+// computes from its own input only.
+// CHECK-LABEL: func.func @product_as_init
+// CHECK: function(@gemm_0)
+// CHECK: function(@elementwise_0)
+// CHECK: arith.negf
+func.func @product_as_init(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>, %x: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %p = linalg.matmul ins(%a, %b : tensor<16x16xf16>, tensor<16x16xf16>) outs(%acc : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<16x16xf32>) outs(%p : tensor<16x16xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  } -> tensor<16x16xf32>
+  return %y : tensor<16x16xf32>
+}
+
+// -----
+
+// A scalar input of the fused consumer is used as it is.
+// CHECK-LABEL: func.func @scalar_consumer
+// CHECK: %[[S:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK: function(@gemm_0)
+// CHECK: arith.mulf %{{.*}}, %[[S]] : f32
+// CHECK-NOT: function(
+// CHECK: return
+func.func @scalar_consumer(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>) -> tensor<16x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %e = tensor.empty() : tensor<16x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %p = linalg.matmul ins(%a, %b : tensor<16x16xf16>, tensor<16x16xf16>) outs(%acc : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %e2 = tensor.empty() : tensor<16x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> ()>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%p, %two : tensor<16x16xf32>, f32) outs(%e2 : tensor<16x16xf32>) {
+  ^bb0(%in: f32, %s: f32, %o: f32):
+    %n = arith.mulf %in, %s : f32
+    linalg.yield %n : f32
+  } -> tensor<16x16xf32>
+  return %y : tensor<16x16xf32>
+}
