@@ -10,14 +10,34 @@
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 #include "attn-mlir/Driver/Driver.h"
 
+#include "attn-mlir/Pipelines/Pipelines.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <deque>
+#include <string>
 
 using namespace mlir::attn::driver;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory cat("attn-compile options");
+
+/// The pipelines' options declare each kernel flag once (name, default,
+/// help); the flags below are made from them.
+static const mlir::attn::GpuPipelineOptions &gpuOptions() {
+  static const mlir::attn::GpuPipelineOptions options;
+  return options;
+}
+
+/// The help of pipeline option `o` as a flag of one target ("cuda: ...").
+template <typename Opt>
+static cl::desc targetHelp(const char *target, const Opt &o) {
+  static std::deque<std::string> texts; // cl::desc keeps a StringRef
+  texts.push_back(std::string(target) + ": " + o.HelpStr.str());
+  return cl::desc(texts.back());
+}
 static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
                                       cl::desc("<graph.mlir>"), cl::cat(cat));
 static cl::opt<std::string> outputFile("o", cl::Required,
@@ -54,9 +74,14 @@ static cl::opt<bool> reference(
     cl::desc("Lower attn.sdpa with the materialized reference instead of "
              "the tiled loop nest (the benchmark baseline)"),
     cl::cat(cat));
-static cl::opt<int64_t>
-    qBlock("q-block", cl::init(mlir::attn::AttnTilePassOptions().qBlock),
-           cl::desc("Query rows per tile"), cl::cat(cat));
+static const mlir::attn::CpuPipelineOptions &cpuOptions() {
+  static const mlir::attn::CpuPipelineOptions options;
+  return options;
+}
+static cl::opt<int64_t> qBlock(cpuOptions().qBlock.ArgStr,
+                               cl::init(cpuOptions().qBlock.getValue()),
+                               targetHelp("cpu", cpuOptions().qBlock),
+                               cl::cat(cat));
 static cl::opt<int64_t> kvBlock(
     "kv-block", cl::init(mlir::attn::AttnTilePassOptions().kvBlock),
     cl::desc("Key/value rows per tile (cpu: default 128; cuda: default the "
@@ -65,30 +90,26 @@ static cl::opt<int64_t> kvBlock(
 static cl::opt<bool> noParallel("no-parallel",
                                 cl::desc("Run on one core (no OpenMP)"),
                                 cl::cat(cat));
+static cl::opt<std::string> chip(gpuOptions().chip.ArgStr,
+                                cl::init(gpuOptions().chip.getValue()),
+                                targetHelp("cuda", gpuOptions().chip),
+                                cl::cat(cat));
+// The pipeline's `features`, named for what they are on this command line.
 static cl::opt<std::string>
-    chip("chip", cl::init(mlir::attn::AttnGpuFlashPassOptions().chip),
-         cl::desc("cuda: the GPU to compile for, sm_80 or newer (sm_80, "
-                  "sm_86, sm_89, sm_90, sm_100, sm_120, ...)"),
-         cl::cat(cat));
-static cl::opt<std::string> ptxFeatures(
-    "ptx-features", cl::init(""),
-    cl::desc("cuda: PTX ISA features, +ptxNN for PTX N.N (default: the "
-             "oldest version --chip supports, +ptx78 for sm_90)"),
-    cl::cat(cat));
-static cl::opt<int64_t>
-    warps("warps", cl::init(mlir::attn::AttnGpuFlashPassOptions().warps),
-          cl::desc("cuda: warps per thread block"), cl::cat(cat));
-static cl::opt<int64_t>
-    rowTiles("row-tiles",
-             cl::init(mlir::attn::AttnGpuFlashPassOptions().rowTiles),
-             cl::desc("cuda: 16-row m-tiles per warp (1 or 2); a block "
-                      "covers 16 x row-tiles x warps query rows"),
-             cl::cat(cat));
-static cl::opt<int64_t>
-    stages("stages", cl::init(mlir::attn::AttnGpuFlashPassOptions().stages),
-           cl::desc("cuda: K/V shared-memory buffers (2: the next tile's copy "
-                    "overlaps the math)"),
-           cl::cat(cat));
+    ptxFeatures("ptx-features", cl::init(gpuOptions().features.getValue()),
+                targetHelp("cuda", gpuOptions().features), cl::cat(cat));
+static cl::opt<int64_t> warps(gpuOptions().warps.ArgStr,
+                              cl::init(gpuOptions().warps.getValue()),
+                              targetHelp("cuda", gpuOptions().warps),
+                              cl::cat(cat));
+static cl::opt<int64_t> rowTiles(gpuOptions().rowTiles.ArgStr,
+                                 cl::init(gpuOptions().rowTiles.getValue()),
+                                 targetHelp("cuda", gpuOptions().rowTiles),
+                                 cl::cat(cat));
+static cl::opt<int64_t> stages(gpuOptions().stages.ArgStr,
+                               cl::init(gpuOptions().stages.getValue()),
+                               targetHelp("cuda", gpuOptions().stages),
+                               cl::cat(cat));
 static cl::opt<KernelFormat> kernelFormat(
     "kernel-format", cl::init(KernelFormat::Auto),
     cl::desc("cuda: how kernels are embedded in the artifact"),

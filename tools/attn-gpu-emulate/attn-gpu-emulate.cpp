@@ -56,22 +56,22 @@ namespace rt = ::attn::rt;
 static cl::OptionCategory cat("attn-gpu-emulate options");
 static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
                                       cl::desc("<graph.mlir>"), cl::cat(cat));
-static cl::opt<int64_t> warps("warps", cl::init(AttnGpuFlashPassOptions().warps),
-                              cl::desc("Warps per block"),
-                              cl::cat(cat));
-static cl::opt<int64_t> rowTiles("row-tiles",
-                                 cl::init(AttnGpuFlashPassOptions().rowTiles),
-                                 cl::desc("16-row m-tiles per warp"),
-                                 cl::cat(cat));
-static cl::opt<int64_t> kvBlock(
-    "kv-block", cl::init(AttnGpuFlashPassOptions().kvBlock),
-    cl::desc("Keys per shared-memory tile (0: the largest of 64, 32, 16 "
-             "that fits sm_90)"),
-                                cl::cat(cat));
-static cl::opt<int64_t> stages("stages",
-                               cl::init(AttnGpuFlashPassOptions().stages),
-                               cl::desc("K/V shared-memory buffers"),
-                               cl::cat(cat));
+/// The kernel flags, declared once by the CUDA pipeline's options (name,
+/// default, help).
+static const GpuPipelineOptions &gpuOptions() {
+  static const GpuPipelineOptions options;
+  return options;
+}
+#define ATTN_PIPELINE_FLAG(var, field)                                         \
+  static cl::opt<int64_t> var(gpuOptions().field.ArgStr,                       \
+                              cl::init(gpuOptions().field.getValue()),         \
+                              cl::desc(gpuOptions().field.HelpStr),            \
+                              cl::cat(cat))
+ATTN_PIPELINE_FLAG(warps, warps);
+ATTN_PIPELINE_FLAG(rowTiles, rowTiles);
+ATTN_PIPELINE_FLAG(kvBlock, kvBlock);
+ATTN_PIPELINE_FLAG(stages, stages);
+#undef ATTN_PIPELINE_FLAG
 static cl::opt<bool> runOnly(
     "run-only",
     cl::desc("Interpret the gpu.launch already in the input (no attn-gpu-flash, "

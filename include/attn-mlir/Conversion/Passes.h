@@ -1,8 +1,10 @@
 //===- Passes.h - attn conversion passes ------------------------*- C++ -*-===//
 //
-// The lowerings out of attn-tile's loop nest into other dialects:
-// AttnToNVGPU (the fused CUDA kernel, gpu / nvgpu / nvvm) and its NVVM
-// fix-up.
+// The lowerings out of attn into other dialects: AttnToLinalg (the CPU
+// backend of attn-tile's loop nest, the materialized reference),
+// LinalgToVector (the CPU tile matmuls), AttnToNVGPU (the fused CUDA
+// kernel) with its NVVM fix-up, and LinalgToNVGPU (the rest of a graph on
+// CUDA).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,18 @@ namespace attn {
 
 #define GEN_PASS_DECL
 #include "attn-mlir/Conversion/Passes.h.inc"
+
+/// Patterns lowering attn.sdpa and attn.softmax to materialized linalg.
+void populateLowerReferencePatterns(RewritePatternSet &patterns);
+
+/// Patterns rewriting attn.online_step, online_merge and online_finish into
+/// linalg ops on tensors (the CPU layout of the shared algorithm).
+void populateDecomposeOnlinePatterns(RewritePatternSet &patterns);
+
+/// Patterns register-blocking C += A·B tile matmuls on memrefs with vectors.
+void populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
+                                        int64_t vectorWidth, int64_t rows,
+                                        int64_t cols);
 
 /// attn-gpu-flash's rewrites, for any driver: an attn.sdpa with static
 /// shapes is tiled with the kernel's blocks (attn-tile's loop nest, no key

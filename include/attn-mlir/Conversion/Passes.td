@@ -1,6 +1,9 @@
 //===- Passes.td - attn conversion passes ------------------*- tablegen -*-===//
 //
-// The lowerings out of the attn dialect's loop nest into other dialects.
+// The lowerings out of the attn dialect into other dialects: AttnToLinalg
+// (the CPU backend of the loop nest, and the materialized reference),
+// LinalgToVector (the CPU tile matmuls), AttnToNVGPU and LinalgToNVGPU (the
+// CUDA backend).
 //
 //===----------------------------------------------------------------------===//
 
@@ -8,6 +11,75 @@
 #define ATTN_CONVERSION_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def AttnLowerReferencePass : Pass<"attn-lower-reference"> {
+  let summary = "Lower attn.sdpa and attn.softmax to linalg, materializing "
+                "the score matrix";
+  let description = [{
+    The oracle lowering: scores `[B, Hq, Tq, Tk]` are computed in f32 by one
+    `linalg.generic` (GQA reads the shared head through a `floordiv` indexing
+    map, K/V are never copied), then scaled, softcapped and masked, the row
+    maximum is subtracted (rows whose maximum is -inf use 0 so that they give
+    exact zeros), exponentiated, summed and applied to V. Memory is
+    O(B·Hq·Tq·Tk): it is the baseline that the tiled lowering is measured
+    against and the reference it is tested against. `attn.softmax` is lowered
+    the same way. Only static shapes are supported.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
+  let summary = "Decompose the tile-level online-softmax ops into linalg on "
+                "tensors (the CPU backend of attn-tile's loop nest)";
+  let description = [{
+    `attn.online_step` becomes the transposed score tile `Sᵀ = K · Qᵀ`
+    (`Qᵀ` in f32, times the scale when it is at most 1, built once before the
+    key loop), the logits (softcap, ALiBi, mask; the causal/window predicate
+    only on blocks that cross its boundary, decided per block at run time)
+    and the recurrence, each update written into the storage of the state
+    it replaces so that bufferization keeps the loop in place.
+    `attn.online_merge` and `attn.online_finish` become element-wise
+    `linalg.generic` ops. The algorithm is the one the CUDA kernels use
+    (`OnlineSoftmax.h`); only the tile layout is the CPU's.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
+  let summary = "Register-block the tile matmuls of the loop nest with "
+                "AVX-512-sized vectors";
+  let description = [{
+    Rewrites every `linalg.generic` on memrefs of the form
+    `C[M, N] += A[M, K] · B[K, N]` (loops (i, k, j), f32 C, B and C
+    contiguous in j) — the two matmuls that `attn-tile` leaves in the
+    online-softmax loop — into a loop nest of `vector.fma` on
+    `vector<W x f32>`: blocks of `rows` x (`cols`·W) elements of C live in
+    registers for the whole k loop, fed per step by `cols` vector loads of B
+    and `rows` broadcasts of A; partial columns use masked W-wide blocks,
+    partial rows one-row blocks. The defaults (W = 8, 6 x 16) fill the 16
+    registers of AVX2; AVX-512 machines use W = 16. Runs after
+    bufferization, before `convert-linalg-to-loops`.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
+           "f32 lanes of one vector register (8: AVX2, 16: AVX-512; 1 to 64)">,
+    Option<"rows", "rows", "int64_t", /*default=*/"6",
+           "Rows of C per register block (1 to 64)">,
+    Option<"cols", "cols", "int64_t", /*default=*/"2",
+           "Vectors of C per row of a register block (1 to 64)">
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
 
 def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
   let summary = "Lower attn-tile's loop nest of each attention function to a "

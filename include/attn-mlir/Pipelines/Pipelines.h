@@ -85,7 +85,9 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       *this, "warps", llvm::cl::desc("Warps per thread block"),
       llvm::cl::init(AttnGpuFlashPassOptions().warps)};
   PassOptions::Option<int64_t> rowTiles{
-      *this, "row-tiles", llvm::cl::desc("16-row m-tiles per warp (1 or 2)"),
+      *this, "row-tiles",
+      llvm::cl::desc("16-row m-tiles per warp (1 or 2); a block covers 16 x "
+                     "row-tiles x warps query rows"),
       llvm::cl::init(AttnGpuFlashPassOptions().rowTiles)};
   PassOptions::Option<int64_t> kvBlock{
       *this, "kv-block",
@@ -93,7 +95,9 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                      "of 64, 32, 16 that fits the chip)"),
       llvm::cl::init(AttnGpuFlashPassOptions().kvBlock)};
   PassOptions::Option<int64_t> stages{
-      *this, "stages", llvm::cl::desc("K/V shared-memory buffers (1 or 2)"),
+      *this, "stages",
+      llvm::cl::desc("K/V shared-memory buffers (1 or 2; 2 overlaps the "
+                     "next tile's copy with the math)"),
       llvm::cl::init(AttnGpuFlashPassOptions().stages)};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LinalgBuilder.h"
+#include "attn-mlir/Dialect/Attn/Transforms/LinalgBuilder.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"

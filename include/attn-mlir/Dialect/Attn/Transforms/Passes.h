@@ -1,4 +1,9 @@
 //===- Passes.h - attn dialect passes ---------------------------*- C++ -*-===//
+//
+// attn -> attn rewrites: decomposition, tiling into the loop nest and its
+// contract, cost analysis. The lowerings out of attn are conversions
+// (attn-mlir/Conversion/Passes.h).
+//
 
 #ifndef ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_PASSES_H
 #define ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_PASSES_H
@@ -28,9 +33,6 @@ namespace attn {
 /// Patterns rewriting attn.mha into matmuls, head split/merge and attn.sdpa.
 void populateDecomposeMhaPatterns(RewritePatternSet &patterns);
 
-/// Patterns lowering attn.sdpa and attn.softmax to materialized linalg.
-void populateLowerReferencePatterns(RewritePatternSet &patterns);
-
 /// Patterns rewriting attn.sdpa into the tiled online-softmax loop nest.
 void populateTilePatterns(RewritePatternSet &patterns, int64_t qBlock,
                           int64_t kvBlock);
@@ -38,10 +40,6 @@ void populateTilePatterns(RewritePatternSet &patterns, int64_t qBlock,
 /// Checks the attn-tile stage's contract under `root` (attn-verify-tiled);
 /// emits an error on the first op that breaks it.
 LogicalResult verifyTiledContract(Operation *root);
-
-/// Patterns rewriting attn.online_step, online_merge and online_finish into
-/// linalg ops on tensors (the CPU layout of the shared algorithm).
-void populateDecomposeOnlinePatterns(RewritePatternSet &patterns);
 
 /// Rewrites a static-shape `op` into the online-softmax loop nest (the
 /// attn-tile contract): an scf.forall over (b, h, q-block) whose results
@@ -52,11 +50,6 @@ void populateDecomposeOnlinePatterns(RewritePatternSet &patterns);
 FailureOr<scf::ForallOp> tileSdpa(RewriterBase &rewriter, SdpaOp op,
                                   int64_t qBlock, int64_t kvBlock,
                                   bool chunkLongKeys = true);
-
-/// Patterns register-blocking C += A·B tile matmuls on memrefs with vectors.
-void populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
-                                        int64_t vectorWidth, int64_t rows,
-                                        int64_t cols);
 
 #define GEN_PASS_REGISTRATION
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -26,7 +26,7 @@
 namespace mlir {
 namespace attn {
 #define GEN_PASS_DEF_ATTNCPUVECTORIZEMATMULPASS
-#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+#include "attn-mlir/Conversion/Passes.h.inc"
 } // namespace attn
 } // namespace mlir
 

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
-#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Conversion/Passes.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,7 +25,7 @@
 namespace mlir {
 namespace attn {
 #define GEN_PASS_DEF_ATTNLOWERREFERENCEPASS
-#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+#include "attn-mlir/Conversion/Passes.h.inc"
 } // namespace attn
 } // namespace mlir
 

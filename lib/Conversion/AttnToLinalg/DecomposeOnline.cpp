@@ -6,11 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LinalgBuilder.h"
+#include "attn-mlir/Dialect/Attn/Transforms/LinalgBuilder.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
-#include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -23,7 +23,7 @@
 namespace mlir {
 namespace attn {
 #define GEN_PASS_DEF_ATTNDECOMPOSEONLINEPASS
-#include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"
+#include "attn-mlir/Conversion/Passes.h.inc"
 } // namespace attn
 } // namespace mlir
 

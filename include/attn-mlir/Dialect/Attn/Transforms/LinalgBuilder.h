@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTN_MLIR_LIB_DIALECT_ATTN_TRANSFORMS_LINALGBUILDER_H
-#define ATTN_MLIR_LIB_DIALECT_ATTN_TRANSFORMS_LINALGBUILDER_H
+#ifndef ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_LINALGBUILDER_H
+#define ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_LINALGBUILDER_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -79,4 +79,4 @@ struct LinalgBuilder {
 } // namespace attn
 } // namespace mlir
 
-#endif // ATTN_MLIR_LIB_DIALECT_ATTN_TRANSFORMS_LINALGBUILDER_H
+#endif // ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_LINALGBUILDER_H
