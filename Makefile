@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 APT_PACKAGES = libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
                clang-22 libomp-22-dev ninja-build cmake
 
-.PHONY: gpu-artifacts all deps pydeps configure build check check-sanitize fuzz demo bench docs clean
+.PHONY: gpu-artifacts all deps pydeps configure build check check-sanitize fuzz demo bench bench-peers docs clean
 
 all: build
 
@@ -69,6 +69,17 @@ demo: build
 bench: build
 	@python3 -c "import numpy" 2>/dev/null || python3 -m pip install -q numpy
 	python3 benchmarks/bench_cpu.py --build $(BUILD)
+
+# attn_mlir against PyTorch's and JAX's CPU attention and numpy (not a
+# test): torch and jax are large, so they go into a virtual environment of
+# their own ($(PEERS_VENV)), installed on first use; BENCH_FLAGS=--quick
+# for a shorter grid.
+PEERS_VENV ?= $(BUILD)/peers-venv
+bench-peers: build
+	@test -x $(PEERS_VENV)/bin/python || python3 -m venv $(PEERS_VENV)
+	@$(PEERS_VENV)/bin/python -c "import numpy, ml_dtypes, torch, jax" 2>/dev/null || \
+	  $(PEERS_VENV)/bin/pip install -q numpy ml_dtypes torch jax
+	$(PEERS_VENV)/bin/python benchmarks/bench_peers.py --build $(BUILD) $(BENCH_FLAGS)
 
 # Regenerates the op and pass references under docs/.
 docs: build

@@ -24,6 +24,10 @@ config.substitutions.append(("%attn_src_root", config.attn_src_root))
 config.substitutions.append(("%attn_lib_dir", config.attn_lib_dir))
 config.substitutions.append(("%clang", os.path.join(config.llvm_tools_dir, "clang")))
 config.substitutions.append(("%python", sys.executable))
+# The C API library loads into a plain Python unless it was built with the
+# sanitizers (their runtimes live in the executables).
+if config.attn_sanitizers.upper() not in ("ON", "TRUE", "1", "YES"):
+    config.available_features.add("capi")
 # The python3 on PATH, when it has numpy (make check installs it there; lit
 # itself may run on another interpreter): independent fp64 checks in numpy.
 _np_python = shutil.which("python3", path=config.environment["PATH"])

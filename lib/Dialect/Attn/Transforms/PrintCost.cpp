@@ -105,22 +105,67 @@ int64_t elementBytes(Type t) {
   return static_cast<int64_t>(t.getIntOrFloatBitWidth() / 8);
 }
 
-AttentionShape shapeOf(SdpaOp op) {
+/// The sizes that stand for dynamic dimensions: the batch and the
+/// sequence lengths (0 for a length not given).
+struct Assumed {
+  int64_t batch, seq;
+  int64_t batchOf(int64_t b) const {
+    return ShapedType::isDynamic(b) ? batch : b;
+  }
+  int64_t seqOf(int64_t t) const { return ShapedType::isDynamic(t) ? seq : t; }
+};
+
+/// Whether the only dynamic dimensions of `op` are batch and sequence
+/// lengths (head counts, head dimensions and weights decide the kernel and
+/// must be static).
+bool onlyLengthsDynamic(Operation *op) {
+  auto staticDims = [](Value v, ArrayRef<int64_t> dims) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return llvm::all_of(dims,
+                        [&](int64_t d) { return !t.isDynamicDim(d); });
+  };
+  if (auto sdpa = dyn_cast<SdpaOp>(op))
+    return staticDims(sdpa.getQuery(), {1, 3}) &&
+           staticDims(sdpa.getKey(), {1, 3}) &&
+           staticDims(sdpa.getValue(), {1, 3});
+  auto mha = cast<MhaOp>(op);
+  for (Value w : {mha.getWq(), mha.getWk(), mha.getWv(), mha.getWo(),
+                  mha.getBq(), mha.getBk(), mha.getBv(), mha.getBo()})
+    if (w && !cast<RankedTensorType>(w.getType()).hasStaticShape())
+      return false;
+  return staticDims(mha.getInput(), {2}) &&
+         staticDims(mha.getKeyValueSource(), {2});
+}
+
+/// Whether a sequence length of `op` is dynamic (a dynamic batch alone
+/// takes `batch`, whose default is 1).
+bool dynamicSequence(Operation *op) {
+  auto dyn = [](Value v, int64_t d) {
+    return cast<RankedTensorType>(v.getType()).isDynamicDim(d);
+  };
+  if (auto sdpa = dyn_cast<SdpaOp>(op))
+    return dyn(sdpa.getQuery(), 2) || dyn(sdpa.getKey(), 2) ||
+           dyn(sdpa.getValue(), 2);
+  auto mha = cast<MhaOp>(op);
+  return dyn(mha.getInput(), 1) || dyn(mha.getKeyValueSource(), 1);
+}
+
+AttentionShape shapeOf(SdpaOp op, const Assumed &a) {
   ArrayRef<int64_t> q = op.getQuery().getType().getShape();
   ArrayRef<int64_t> k = op.getKey().getType().getShape();
   ArrayRef<int64_t> v = op.getValue().getType().getShape();
   auto [left, right] = op.getWindowBounds();
   return {
-      q[0],           q[1],
-      k[1],           q[2],
-      k[2],           q[3],
+      a.batchOf(q[0]), q[1],
+      k[1],           a.seqOf(q[2]),
+      a.seqOf(k[2]),  q[3],
       v[3],           elementBytes(op.getQuery().getType().getElementType()),
       op.getCausal(), left,
       right,          /*params=*/0,
       /*projFlops=*/0};
 }
 
-AttentionShape shapeOf(MhaOp op) {
+AttentionShape shapeOf(MhaOp op, const Assumed &a) {
   auto x = op.getInput().getType();
   auto kv = cast<RankedTensorType>(op.getKeyValueSource().getType());
   auto [left, right] = std::pair<int64_t, int64_t>{-1, -1};
@@ -128,8 +173,10 @@ AttentionShape shapeOf(MhaOp op) {
     std::tie(left, right) = std::pair<int64_t, int64_t>{(*w)[0], (*w)[1]};
   double params = 0; // sizes up to 2^63 - 1: a count of weights in double
   double projFlops = 0;
-  double tokensQ = double(x.getDimSize(0)) * double(x.getDimSize(1));
-  double tokensKv = double(kv.getDimSize(0)) * double(kv.getDimSize(1));
+  double tokensQ =
+      double(a.batchOf(x.getDimSize(0))) * double(a.seqOf(x.getDimSize(1)));
+  double tokensKv =
+      double(a.batchOf(kv.getDimSize(0))) * double(a.seqOf(kv.getDimSize(1)));
   for (Value w : {op.getWq(), op.getWk(), op.getWv(), op.getWo()}) {
     auto t = cast<RankedTensorType>(w.getType());
     params += double(t.getDimSize(0)) * double(t.getDimSize(1));
@@ -140,11 +187,11 @@ AttentionShape shapeOf(MhaOp op) {
   for (Value bias : {op.getBq(), op.getBk(), op.getBv(), op.getBo()})
     if (bias)
       params += double(cast<RankedTensorType>(bias.getType()).getDimSize(0));
-  return {x.getDimSize(0),
+  return {a.batchOf(x.getDimSize(0)),
           static_cast<int64_t>(op.getNumHeads()),
           op.getKvHeads(),
-          x.getDimSize(1),
-          kv.getDimSize(1),
+          a.seqOf(x.getDimSize(1)),
+          a.seqOf(kv.getDimSize(1)),
           op.getHeadDim(),
           op.getValueHeadDim(),
           elementBytes(x.getElementType()),
@@ -193,6 +240,26 @@ std::string shortest(double v) {
   return s;
 }
 
+/// The figures of an op with dynamic lengths and no seq= given: those that
+/// do not depend on the lengths, per token or per query-key pair.
+void printPerToken(llvm::raw_ostream &os, Operation *op,
+                   const AttentionShape &s) {
+  double dSum = double(s.d) + double(s.dv);
+  os << "attn-print-cost: " << op->getName() << " at " << op->getLoc() << "\n";
+  os << "  shape: Hq=" << s.hq << " Hkv=" << s.hkv << " D=" << s.d
+     << " Dv=" << s.dv << " bytes/elt=" << s.eltBytes
+     << " causal=" << stringifyCausalKind(s.causal)
+     << " (dynamic lengths: give seq=N for the totals)\n";
+  os << "  parameters: " << exactCount(s.params) << "\n";
+  os << "  kv-cache bytes per token: "
+     << exactCount(double(s.hkv) * dSum * s.eltBytes) << "\n";
+  os << "  attention FLOPs per query-key pair: "
+     << exactCount(2.0 * s.hq * dSum) << "\n";
+  if (s.params > 0)
+    os << "  projection FLOPs per token: about " << sci(2.0 * s.params)
+       << "\n";
+}
+
 struct AttnPrintCostPass
     : attn::impl::AttnPrintCostPassBase<AttnPrintCostPass> {
   using Base::Base;
@@ -221,6 +288,13 @@ struct AttnPrintCostPass
       ok = false;
     };
     count("layers", layers);
+    count("batch", batch);
+    if (seq < 0) {
+      emitError(loc) << "attn-print-cost: expected seq to be >= 1 (or 0: "
+                        "not given), found "
+                     << static_cast<int64_t>(seq);
+      ok = false;
+    }
     count("q-block", qBlock);
     count("kv-block", kvBlock);
     real("model-params", extraParams, /*zeroAllowed=*/true);
@@ -238,23 +312,36 @@ struct AttnPrintCostPass
            totKvMha = 0, totFlops = 0, maxScores = 0, maxTile = 0;
     int count = 0;
     double eltBytesModel = 2;
-    bool dynamic = false;
+    bool dynamic = false, perTokenOnly = false;
     getOperation()->walk([&](Operation *op) {
       if (!isa<SdpaOp, MhaOp>(op))
         return;
       // Checked first: the shape arithmetic is meaningless (and overflows)
-      // on dynamic dimensions.
-      if (!hasStaticShapes(op)) {
-        op->emitOpError("has a dynamic shape; attn-print-cost needs static "
-                        "shapes");
+      // on dynamic dimensions other than the lengths given.
+      bool lengths = !hasStaticShapes(op);
+      if (lengths && !onlyLengthsDynamic(op)) {
+        op->emitOpError("has a dynamic head count, head dimension or weight; "
+                        "attn-print-cost takes dynamic batch and sequence "
+                        "lengths only (batch=, seq=)");
         dynamic = true;
         return;
       }
+      Assumed assumed{batch, seq};
       std::optional<AttentionShape> s;
       if (auto sdpa = dyn_cast<SdpaOp>(op))
-        s = shapeOf(sdpa);
+        s = shapeOf(sdpa, assumed);
       else
-        s = shapeOf(cast<MhaOp>(op));
+        s = shapeOf(cast<MhaOp>(op), assumed);
+      if (lengths && seq == 0 && dynamicSequence(op)) {
+        printPerToken(os, op, *s);
+        perTokenOnly = true;
+        totKvPerToken += double(s->hkv) * (double(s->d) + double(s->dv)) *
+                         s->eltBytes;
+        totParams += s->params;
+        if (count++ == 0)
+          eltBytesModel = s->eltBytes;
+        return;
+      }
       // Extra parameters take the element size of the first attention op's
       // weights, as a model is stored in one precision.
       if (count++ == 0)
@@ -303,6 +390,19 @@ struct AttnPrintCostPass
     });
     if (dynamic)
       return signalPassFailure();
+    if (perTokenOnly) {
+      double L = static_cast<double>(layers);
+      os << "attn-print-cost: model (" << layers
+         << (layers == 1 ? " layer" : " layers") << "), per token\n";
+      os << "  parameters: " << exactCount(totParams * L + extraParams)
+         << "\n";
+      os << "  kv-cache bytes per token: " << exactCount(totKvPerToken * L)
+         << "\n";
+      os << "  totals (KV cache, FLOPs, times, memory, verdict): give the "
+            "sequence length, --attn-print-cost=\"seq=N\"\n";
+      markAllAnalysesPreserved();
+      return;
+    }
     if (count == 0) {
       os << "attn-print-cost: no attn.sdpa or attn.mha op\n";
       return;

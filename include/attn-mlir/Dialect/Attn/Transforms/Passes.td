@@ -65,6 +65,12 @@ def AttnPrintCostPass : Pass<"attn-print-cost", "::mlir::ModuleOp"> {
     `tflops`, decode time per token at `bandwidth` (reading the KV cache and
     the weights once), and whether weights + KV cache fit in
     `device-memory`. Units are decimal (1 GB = 1e9 B). The IR is unchanged.
+
+    Dynamic batch and sequence dimensions take `batch` and `seq`; without
+    `seq` an op with dynamic lengths prints what does not depend on them
+    (parameters, KV-cache bytes per token, FLOPs per query-key pair and per
+    projected token) and the model its per-token figures. Dynamic head
+    counts, head dimensions or weights are an error.
   }];
   let options = [
     Option<"layers", "layers", "int64_t", /*default=*/"1",
@@ -81,7 +87,12 @@ def AttnPrintCostPass : Pass<"attn-print-cost", "::mlir::ModuleOp"> {
     Option<"qBlock", "q-block", "int64_t", /*default=*/"64",
            "Query rows per tile, for the tiled working set">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"128",
-           "Key rows per tile, for the tiled working set">
+           "Key rows per tile, for the tiled working set">,
+    Option<"seq", "seq", "int64_t", /*default=*/"0",
+           "Sequence length for dynamic Tq/Tk (attn.sdpa) and T/S "
+           "(attn.mha) dimensions; 0: not given (per-token figures only)">,
+    Option<"batch", "batch", "int64_t", /*default=*/"1",
+           "Batch size for dynamic batch dimensions">
   ];
 }
 

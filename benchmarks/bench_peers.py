@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""attn-mlir's CPU prefill against its peers, measured in one run.
+
+For B=1, H=8, D in (64, 128), T in (1024, 2048, 4096), causal or not, and
+f32 / bf16 / f16: attn_mlir (the tiled kernel, timed by `attn-run --bench`)
+against PyTorch's CPU `scaled_dot_product_attention`, JAX's
+`jax.nn.dot_product_attention` and numpy/BLAS (f32 only), each the median of
+`--iters` calls after a warm-up, the peers interleaved round by round so
+that machine noise hits them alike. Prints GFLOP/s and the ratio of
+attn_mlir to each peer, the sgemm rate numpy reaches in the same run, and
+the host's CPU features. FLOPs follow attn-print-cost: 4·B·H·T²·D, halved
+for causal masks.
+
+Installs nothing: a peer that is not importable is skipped, and the report
+says so (`make bench-peers` installs them into a virtual environment).
+Usage: python3 benchmarks/bench_peers.py [--build build] [--quick]
+       [--dtypes f32,bf16,f16] [--iters N] [--rounds N] [--out FILE.md]
+"""
+import argparse
+import os
+import platform
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:
+    sys.exit("bench_peers.py needs numpy: pip install numpy")
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from attn_mlir.bench import median_time, numpy_sdpa  # noqa: E402
+from attn_mlir.bench import run_artifact  # noqa: E402
+
+ELT = {"f32": "f32", "bf16": "bf16", "f16": "f16"}
+
+
+def graph(h, t, d, causal, dtype):
+    ty = f"tensor<1x{h}x{t}x{d}x{ELT[dtype]}>"
+    attr = " {causal = #attn.causal<top_left>}" if causal else ""
+    return (f"func.func @sdpa(%q: {ty}, %k: {ty}, %v: {ty}) -> {ty} {{\n"
+            f"  %o = attn.sdpa %q, %k, %v{attr} : {ty}, {ty}, {ty} -> {ty}\n"
+            f"  return %o : {ty}\n}}\n")
+
+
+def cpu_features():
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    keep = ["avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile"]
+    return model, [k for k in keep if k in flags], os.cpu_count()
+
+
+class Peers:
+    """The importable peers and why the others are missing."""
+
+    def __init__(self):
+        self.missing = {}
+        try:
+            import torch
+            self.torch = torch
+        except ImportError as e:
+            self.torch, self.missing["torch"] = None, str(e)
+        try:
+            import jax
+            self.jax = jax
+        except ImportError as e:
+            self.jax, self.missing["jax"] = None, str(e)
+
+    def torch_fn(self, h, t, d, causal, dtype):
+        torch = self.torch
+        tdt = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+        g = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(1, h, t, d, generator=g).to(tdt) for _ in range(3))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        return lambda: sdpa(q, k, v, is_causal=causal)
+
+    def jax_fn(self, h, t, d, causal, dtype):
+        jax, jnp = self.jax, self.jax.numpy
+        jdt = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}[dtype]
+        key = jax.random.PRNGKey(0)
+        # jax.nn.dot_product_attention takes [B, T, H, D].
+        q, k, v = (jax.random.normal(jax.random.fold_in(key, i), (1, t, h, d)).astype(jdt)
+                   for i in range(3))
+        fn = jax.jit(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=causal))
+        return lambda: fn(q, k, v).block_until_ready()
+
+
+def sgemm_gflops():
+    a = np.random.default_rng(0).standard_normal((2048, 2048), dtype=np.float32)
+    return 2 * 2048 ** 3 / median_time(lambda: a @ a, 5) / 1e9
+
+
+def measure(args, peers, tmp, h, t, d, causal, dtype):
+    """Median ms of each implementation over interleaved rounds."""
+    flops = 4.0 * h * t * t * d * (0.5 if causal else 1.0)
+    fns = {}
+    if peers.torch:
+        fns["torch"] = peers.torch_fn(h, t, d, causal, dtype)
+    if peers.jax:
+        fns["jax"] = peers.jax_fn(h, t, d, causal, dtype)
+    if dtype == "f32":
+        rng = np.random.default_rng(0)
+        q, k, v = (rng.standard_normal((1, h, t, d), dtype=np.float32) for _ in range(3))
+        fns["numpy"] = lambda: numpy_sdpa(q, k, v, causal)
+    src = graph(h, t, d, causal, dtype)
+    times = {name: [] for name in ["attn_mlir", *fns]}
+    for _ in range(args.rounds):
+        ms, _, _ = run_artifact(args.bindir, tmp, "sdpa", src, [], args.iters)
+        times["attn_mlir"].append(ms)
+        for name, fn in fns.items():
+            times[name].append(1e3 * median_time(fn, args.iters))
+    med = {name: sorted(v)[len(v) // 2] for name, v in times.items()}
+    return flops, med
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--quick", action="store_true", help="T = 1024 and 2048 only")
+    ap.add_argument("--dtypes", default="f32,bf16,f16")
+    ap.add_argument("--iters", type=int, default=5, help="timed calls per round")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--out", help="also write the markdown table to this file")
+    args = ap.parse_args()
+    args.bindir = os.path.join(args.build, "bin")
+    dtypes = [s for s in args.dtypes.split(",") if s]
+    if any(dt not in ELT for dt in dtypes) or args.iters < 1 or args.rounds < 1:
+        sys.exit("--dtypes takes f32, bf16, f16; --iters and --rounds must be >= 1")
+    peers = Peers()
+    model, feats, cores = cpu_features()
+    lines = [f"Host: {model}, {cores} cores, features: {', '.join(feats) or 'none of note'}",
+             f"numpy sgemm (2048^3) in this run: {sgemm_gflops():.0f} GFLOP/s"]
+    if peers.torch:
+        t = peers.torch
+        lines.append(f"PyTorch {t.__version__} ({t.backends.cpu.get_cpu_capability()}, "
+                     f"{t.get_num_threads()} threads)")
+    if peers.jax:
+        lines.append(f"JAX {peers.jax.__version__}")
+    for name, why in peers.missing.items():
+        lines.append(f"{name}: not installed, skipped ({why})")
+    lines += ["", "| dtype | D | T | causal | attn_mlir GFLOP/s | peer GFLOP/s | attn_mlir / peer |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for line in lines:
+        print(line, flush=True)
+    seqs = [1024, 2048] if args.quick else [1024, 2048, 4096]
+    with tempfile.TemporaryDirectory() as tmp:
+        for dtype in dtypes:
+            for d in (64, 128):
+                for t in seqs:
+                    for causal in (False, True):
+                        flops, med = measure(args, peers, tmp, 8, t, d, causal, dtype)
+                        ours = flops / med["attn_mlir"] / 1e6
+                        peer_txt = ", ".join(f"{n} {flops / ms / 1e6:.0f}"
+                                             for n, ms in med.items() if n != "attn_mlir")
+                        ratio_txt = ", ".join(f"{n} {ms / med['attn_mlir']:.2f}x"
+                                              for n, ms in med.items() if n != "attn_mlir")
+                        row = (f"| {dtype} | {d} | {t} | {'yes' if causal else 'no'} | "
+                               f"{ours:.0f} | {peer_txt or 'none'} | {ratio_txt or 'none'} |")
+                        print(row, flush=True)
+                        lines.append(row)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
