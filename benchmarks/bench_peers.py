@@ -67,6 +67,7 @@ class Peers:
 
     def __init__(self):
         self.missing = {}
+        self.failed = {}  # (peer, dtype) -> the error that skipped it
         try:
             import torch
             self.torch = torch
@@ -114,6 +115,18 @@ def measure(args, peers, tmp, h, t, d, causal, dtype):
         rng = np.random.default_rng(0)
         q, k, v = (rng.standard_normal((1, h, t, d), dtype=np.float32) for _ in range(3))
         fns["numpy"] = lambda: numpy_sdpa(q, k, v, causal)
+    # A peer that cannot run this dtype (JAX's CPU dot has no bf16/f16
+    # accumulation into f32) is skipped, once, with its reason.
+    for name in list(fns):
+        try:
+            fns[name]()
+        except Exception as e:  # noqa: BLE001 - any peer failure skips it
+            del fns[name]
+            key = (name, dtype)
+            if key not in peers.failed:
+                peers.failed[key] = str(e).splitlines()[0]
+                print(f"{name} cannot run {dtype} here, skipped: {peers.failed[key]}",
+                      flush=True)
     src = graph(h, t, d, causal, dtype)
     times = {name: [] for name in ["attn_mlir", *fns]}
     for _ in range(args.rounds):
@@ -170,6 +183,7 @@ def main():
                                f"{ours:.0f} | {peer_txt or 'none'} | {ratio_txt or 'none'} |")
                         print(row, flush=True)
                         lines.append(row)
+    lines += [f"{n} skipped for {dt}: {why}" for (n, dt), why in peers.failed.items()]
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")
