@@ -637,9 +637,11 @@ void Kernel::storeFragments(const OnlineResult &fin) {
         Value col = k.add(k.mul(t, 2), j * 8);
         Value v0 = k.extract(frag, {r, 0}), v1 = k.extract(frag, {r, 1});
         if (j * 8 + 8 <= cfg.dv && cfg.dv % 2 == 0) {
+          // An even column of a row of even length: aligned to the pair.
           vector::StoreOp::create(
               b, k.vec(VectorType::get({2}, cfg.elt), {v0, v1}), out,
-              ValueRange{bIdx, h, row, col});
+              ValueRange{bIdx, h, row, col}, /*nontemporal=*/false,
+              llvm::MaybeAlign(2 * cfg.elt.getIntOrFloatBitWidth() / 8));
           continue;
         }
         // A partial tile: element stores guarded by the width.

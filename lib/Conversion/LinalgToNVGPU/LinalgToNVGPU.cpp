@@ -317,6 +317,31 @@ struct Gemm {
              Value as, Value bs, Value tid, int64_t threads);
 
   /// Stores `v` at (row, col) when both are in range.
+  /// Stores the accumulators `v0`, `v1` of (row, col) and (row, col + 1),
+  /// col even: one 2-element vector store, aligned to its size, when the
+  /// two are adjacent in the buffer and N is even (both in range or
+  /// neither; the pair starts at an even element of a row of even length),
+  /// else element stores.
+  void storePair(ImplicitLocOpBuilder &b, Value v0, Value v1, Value row,
+                 Value col) {
+    KB k{b};
+    if (n % 2 || !out.contiguousChunks(2)) {
+      storeGuarded(b, v0, row, col);
+      storeGuarded(b, v1, row, k.add(col, 1));
+      return;
+    }
+    auto guard = scf::IfOp::create(b, k.andI(k.lt(row, m), k.lt(col, n)));
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(guard.thenBlock());
+    Value y0 = epilogue(b, v0, row, col),
+          y1 = epilogue(b, v1, row, k.add(col, 1));
+    Type elt = y0.getType();
+    vector::StoreOp::create(
+        b, k.vec(VectorType::get({2}, elt), {y0, y1}), out.buffer,
+        out.indices(k, row, col), /*nontemporal=*/false,
+        llvm::MaybeAlign(2 * elt.getIntOrFloatBitWidth() / 8));
+  }
+
   void storeGuarded(ImplicitLocOpBuilder &b, Value v, Value row, Value col) {
     KB k{b};
     auto guard = scf::IfOp::create(b, k.andI(k.lt(row, m), k.lt(col, n)));
@@ -442,13 +467,13 @@ void buildTensorCoreGemm(ImplicitLocOpBuilder &b, Gemm &g, StringRef module,
   Value gq = k.div(lane, 4), tq = k.rem(lane, 4);
   for (int64_t mt = 0; mt < 2; ++mt)
     for (int64_t nt = 0; nt < 4; ++nt)
-      for (int64_t r = 0; r < 2; ++r)
-        for (int64_t e = 0; e < 2; ++e) {
-          Value row = k.add(m0, k.add(wm, k.add(gq, mt * 16 + r * 8)));
-          Value col = k.add(n0, k.add(wn, k.add(k.mul(tq, 2), nt * 8 + e)));
-          g.storeGuarded(b, k.extract(loop.getResult(mt * 4 + nt), {r, e}), row,
-                         col);
-        }
+      for (int64_t r = 0; r < 2; ++r) {
+        Value row = k.add(m0, k.add(wm, k.add(gq, mt * 16 + r * 8)));
+        Value col = k.add(n0, k.add(wn, k.add(k.mul(tq, 2), nt * 8)));
+        Value frag = loop.getResult(mt * 4 + nt);
+        g.storePair(b, k.extract(frag, {r, 0}), k.extract(frag, {r, 1}), row,
+                    col);
+      }
   gpu::TerminatorOp::create(b);
 }
 

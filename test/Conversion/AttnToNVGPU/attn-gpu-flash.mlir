@@ -59,7 +59,7 @@
 // CHECK: gpu.shuffle  xor
 // CHECK: arith.divf
 // CHECK: math.log
-// CHECK: vector.store %{{.*}}, %arg3[{{.*}}] : memref<1x8x100x64xf16>, vector<2xf16>
+// CHECK: vector.store %{{.*}}, %arg3[{{.*}}] {alignment = 4 : i64} : memref<1x8x100x64xf16>, vector<2xf16>
 // CHECK: memref.store %{{.*}}, %arg4[{{.*}}] : memref<1x8x100xf32>
 // CHECK: gpu.terminator
 // CHECK: return

@@ -9,7 +9,7 @@
 // CHECK-NOT: linalg.transpose
 // CHECK: memref.alloc() : memref<1x4x20x32xf16>
 // CHECK: function(@gemm_0)
-// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x4x20x32xf16>
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<1x4x20x32xf16>, vector<2xf16>
 // CHECK: memref.alloc() : memref<1x2x20x32xf16>
 // CHECK: function(@gemm_1)
 // CHECK: memref.alloc() : memref<1x2x20x32xf16>

@@ -9,7 +9,7 @@
 // staged by cp.async (A [64, 32+8], B [32, 64+8]: 9728 bytes), ldmatrix and
 // 16 mma.sync per warp and K step of 32 (the ideal for a 32x32 warp tile:
 // 2 k16 x 2 m16 x 4 n8); the consumer runs on the accumulators before the
-// one store.
+// one store, of two adjacent columns at a time (aligned 32-bit stores).
 // MMA: 16
 // TENSOR-LABEL: func.func @proj_bf16
 // TENSOR: bufferization.to_buffer %arg0 read_only
@@ -34,7 +34,8 @@
 // CHECK: arith.extf
 // CHECK: arith.addf
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
-// CHECK: memref.store %{{.*}}, %arg3[%{{.*}}, %{{.*}}] : memref<70x24xbf16>
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: vector.store %{{.*}}, %arg3[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<70x24xbf16>, vector<2xbf16>
 // CHECK-NOT: gpu.launch
 // CHECK: return
 func.func @proj_bf16(%x: tensor<70x40xbf16>, %w: tensor<40x24xbf16>, %bias: tensor<24xbf16>) -> tensor<70x24xbf16> {
@@ -105,7 +106,7 @@ func.func @heads(%y: tensor<10x12xf16>) -> tensor<2x3x5x4xf16> {
 // CHECK-LABEL: func.func @two_users
 // CHECK: %[[P:.*]] = memref.alloc() : memref<16x16xf32>
 // CHECK: function(@gemm_0)
-// CHECK: memref.store %{{.*}}, %[[P]]
+// CHECK: vector.store %{{.*}}, %[[P]]
 // CHECK: function(@elementwise_0)
 // CHECK: function(@elementwise_1)
 func.func @two_users(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>) -> (tensor<16x16xf16>, tensor<16x16xf32>) {

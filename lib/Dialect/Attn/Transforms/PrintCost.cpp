@@ -260,6 +260,17 @@ void printPerToken(llvm::raw_ostream &os, Operation *op,
        << "\n";
 }
 
+/// The model's figures when the lengths are not given.
+void printPerTokenModel(llvm::raw_ostream &os, int64_t layers, double params,
+                        double kvPerToken) {
+  os << "attn-print-cost: model (" << layers
+     << (layers == 1 ? " layer" : " layers") << "), per token\n";
+  os << "  parameters: " << exactCount(params) << "\n";
+  os << "  kv-cache bytes per token: " << exactCount(kvPerToken) << "\n";
+  os << "  totals (KV cache, FLOPs, times, memory, verdict): give the "
+        "sequence length, --attn-print-cost=\"seq=N\"\n";
+}
+
 struct AttnPrintCostPass
     : attn::impl::AttnPrintCostPassBase<AttnPrintCostPass> {
   using Base::Base;
@@ -391,15 +402,8 @@ struct AttnPrintCostPass
     if (dynamic)
       return signalPassFailure();
     if (perTokenOnly) {
-      double L = static_cast<double>(layers);
-      os << "attn-print-cost: model (" << layers
-         << (layers == 1 ? " layer" : " layers") << "), per token\n";
-      os << "  parameters: " << exactCount(totParams * L + extraParams)
-         << "\n";
-      os << "  kv-cache bytes per token: " << exactCount(totKvPerToken * L)
-         << "\n";
-      os << "  totals (KV cache, FLOPs, times, memory, verdict): give the "
-            "sequence length, --attn-print-cost=\"seq=N\"\n";
+      printPerTokenModel(os, layers, totParams * layers + extraParams,
+                         totKvPerToken * layers);
       markAllAnalysesPreserved();
       return;
     }
