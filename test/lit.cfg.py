@@ -22,6 +22,7 @@ config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py",
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%attn_src_root", config.attn_src_root))
 config.substitutions.append(("%attn_lib_dir", config.attn_lib_dir))
+config.substitutions.append(("%attn_tools_dir", config.attn_tools_dir))
 config.substitutions.append(("%clang", os.path.join(config.llvm_tools_dir, "clang")))
 config.substitutions.append(("%python", sys.executable))
 # The C API library loads into a plain Python unless it was built with the
