@@ -3,7 +3,8 @@
 # needed), everything tools/gpu-check.sh runs on a GPU machine that has no
 # LLVM/MLIR: the correctness matrix (test/Integration/cuda) and the
 # FlashAttention benchmark grid (f16, B*T = 16k tokens, H*D = 2048,
-# D = 64/128, T = 1k..16k, causal and not), as cubins for --chip.
+# D = 64/128, T = 1k..16k, causal and not), and two attn.mha layers, as
+# cubins for --chip.
 #   scripts/build-gpu-artifacts.sh [OUT_DIR=gpu-artifacts] [CHIP=sm_90]
 set -euo pipefail
 out=${1:-gpu-artifacts}
@@ -50,5 +51,26 @@ for d in 64 128; do
     done
   done
 done
+# Whole attn.mha layers (GEMM kernels around the fused kernel), f16, a
+# Llama-like GQA layer: model width 2048, 16 query heads and 4 KV heads of
+# 128, causal, B*T = 8k tokens.
+mkdir -p "$out/layers"
+for t in 1024 4096; do
+  b=$((8192 / t))
+  x="tensor<${b}x${t}x2048xf16>"
+  cat > "$out/layers/layer-t${t}.mlir" <<MLIR
+func.func @layer(%x: $x, %wq: tensor<2048x2048xf16>, %wk: tensor<2048x512xf16>,
+    %wv: tensor<2048x512xf16>, %wo: tensor<2048x2048xf16>) -> $x {
+  %y = attn.mha %x : $x weights(%wq, %wk, %wv, %wo) : tensor<2048x2048xf16>,
+      tensor<2048x512xf16>, tensor<2048x512xf16>, tensor<2048x2048xf16>
+      {num_heads = 16 : i64, num_kv_heads = 4 : i64,
+       causal = #attn.causal<top_left>} -> $x
+  return %y : $x
+}
+MLIR
+  "$bin/attn-compile" "$out/layers/layer-t${t}.mlir" --target=cuda \
+    --chip="$chip" -o "$out/layers/layer-t${t}.so"
+done
 echo "wrote $(ls "$out"/check/*.so | wc -l) check, $(ls "$out"/bench/*.so | wc -l)" \
-     "bench and $(ls "$out"/variants/*.so | wc -l) variant artifacts to $out"
+     "bench, $(ls "$out"/variants/*.so | wc -l) variant and" \
+     "$(ls "$out"/layers/*.so | wc -l) layer artifacts to $out"

@@ -139,4 +139,63 @@ for so in "$art"/variants/*.so; do
   tf=$(echo "$line" | sed -n 's/.*, \([0-9.e+]*\) TFLOP\/s.*/\1/p')
   say "| $(basename "$so" .so) | ${ms:--} | ${tf:--} |"
 done
+# 5. Whole attn.mha layers (4 GEMMs around the fused kernel) against the
+#    same layer in PyTorch (F.linear + SDPA flash), f16, same run.
+say ""
+say "## attn.mha layers (f16, Dm 2048, Hq 16, Hkv 4, D 128, causal, B*T = 8k)"
+say ""
+layers="$report_dir/layers.txt"; : > "$layers"
+for so in "$art"/layers/*.so; do
+  [ -e "$so" ] || continue
+  line=$(timeout 60 "$run" "$so" --device cuda --bench 30 2>&1 | grep '^bench')
+  echo "$(basename "$so" .so) $line" >> "$layers"
+done
+PYTHONUNBUFFERED=1 timeout 120 python3 - "$layers" <<'PY' 2>>"$log" | tee -a "$report"
+import re, sys
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+except Exception as e:
+    torch = None
+    print(f"(PyTorch unavailable: {e})")
+print("| T | B | attn-mlir ms | TFLOP/s | PyTorch ms | TFLOP/s | ratio |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+for line in open(sys.argv[1]):
+    t = int(re.match(r"layer-t(\d+)", line).group(1))
+    b, dm, hq, hkv, d = 8192 // t, 2048, 16, 4, 128
+    m = re.search(r"median ([0-9.]+) ms", line)
+    mine = float(m.group(1)) if m else None
+    tokens = b * t
+    proj = 2.0 * tokens * dm * (2 * hq * d + 2 * hkv * d)
+    attn = 4.0 * b * hq * t * t * d * 0.5
+    flops = proj + attn
+    ref = None
+    if torch is not None:
+        dev, dt = "cuda", torch.float16
+        x = torch.randn(b, t, dm, device=dev, dtype=dt)
+        wq, wo = (torch.randn(hq * d, dm, device=dev, dtype=dt) / 45 for _ in range(2))
+        wk, wv = (torch.randn(hkv * d, dm, device=dev, dtype=dt) / 45 for _ in range(2))
+
+        def layer():
+            q = F.linear(x, wq).view(b, t, hq, d).transpose(1, 2)
+            k = F.linear(x, wk).view(b, t, hkv, d).transpose(1, 2)
+            v = F.linear(x, wv).view(b, t, hkv, d).transpose(1, 2)
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                   enable_gqa=True)
+            return F.linear(o.transpose(1, 2).reshape(b, t, hq * d), wo)
+        for _ in range(5):
+            layer()
+        times = []
+        for _ in range(30):
+            s, e = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            s.record(); layer(); e.record(); e.synchronize()
+            times.append(s.elapsed_time(e))
+        ref = sorted(times)[len(times) // 2]
+    tf = lambda ms: f"{flops / (ms * 1e-3) / 1e12:.1f}" if ms else "-"
+    ratio = f"{ref / mine:.2f}" if mine and ref else "-"
+    print(f"| {t} | {b} | {mine or '-'} | {tf(mine)} | "
+          f"{f'{ref:.4f}' if ref else '-'} | {tf(ref)} | {ratio} |")
+PY
 [ $fails -eq 0 ]
