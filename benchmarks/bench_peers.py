@@ -28,18 +28,10 @@ except ImportError:
     sys.exit("bench_peers.py needs numpy: pip install numpy")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from attn_mlir.bench import bench_artifact, compile_artifact, graph  # noqa: E402
 from attn_mlir.bench import median_time, numpy_sdpa  # noqa: E402
-from attn_mlir.bench import run_artifact  # noqa: E402
 
-ELT = {"f32": "f32", "bf16": "bf16", "f16": "f16"}
-
-
-def graph(h, t, d, causal, dtype):
-    ty = f"tensor<1x{h}x{t}x{d}x{ELT[dtype]}>"
-    attr = " {causal = #attn.causal<top_left>}" if causal else ""
-    return (f"func.func @sdpa(%q: {ty}, %k: {ty}, %v: {ty}) -> {ty} {{\n"
-            f"  %o = attn.sdpa %q, %k, %v{attr} : {ty}, {ty}, {ty} -> {ty}\n"
-            f"  return %o : {ty}\n}}\n")
+DTYPES = ("f32", "bf16", "f16")  # also the MLIR element types
 
 
 def cpu_features():
@@ -127,10 +119,10 @@ def measure(args, peers, tmp, h, t, d, causal, dtype):
                 peers.failed[key] = str(e).splitlines()[0]
                 print(f"{name} cannot run {dtype} here, skipped: {peers.failed[key]}",
                       flush=True)
-    src = graph(h, t, d, causal, dtype)
+    so, _ = compile_artifact(args.bindir, tmp, "sdpa", graph(h, t, d, causal, dtype), [])
     times = {name: [] for name in ["attn_mlir", *fns]}
     for _ in range(args.rounds):
-        ms, _, _ = run_artifact(args.bindir, tmp, "sdpa", src, [], args.iters)
+        ms, _ = bench_artifact(args.bindir, so, args.iters)
         times["attn_mlir"].append(ms)
         for name, fn in fns.items():
             times[name].append(1e3 * median_time(fn, args.iters))
@@ -149,7 +141,7 @@ def main():
     args = ap.parse_args()
     args.bindir = os.path.join(args.build, "bin")
     dtypes = [s for s in args.dtypes.split(",") if s]
-    if any(dt not in ELT for dt in dtypes) or args.iters < 1 or args.rounds < 1:
+    if any(dt not in DTYPES for dt in dtypes) or args.iters < 1 or args.rounds < 1:
         sys.exit("--dtypes takes f32, bf16, f16; --iters and --rounds must be >= 1")
     peers = Peers()
     model, feats, cores = cpu_features()

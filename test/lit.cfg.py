@@ -35,6 +35,9 @@ _np_python = shutil.which("python3", path=config.environment["PATH"])
 if _np_python and subprocess.run([_np_python, "-c", "import numpy"],
                                  capture_output=True).returncode == 0:
     config.available_features.add("numpy")
+    if subprocess.run([_np_python, "-c", "import ml_dtypes"],
+                      capture_output=True).returncode == 0:
+        config.available_features.add("ml_dtypes")  # bf16 in numpy
     config.substitutions.append(("%numpy_python", _np_python))
 # The host half of attn-gpu-pipeline after the kernel lowerings: One-Shot
 # Bufferize with caller-allocated results and attn-gpu-host (as

@@ -84,9 +84,8 @@ struct Images {
   }
 };
 
-/// What the runtime's metadata validation accepts per CUDA entry
-/// (lib/Runtime/Metadata.cpp).
-constexpr int64_t kMaxKernels = 64, kMaxBuffers = 64;
+using ::attn::format::kMaxBuffers;
+using ::attn::format::kMaxKernels;
 
 /// The `kernel` record of `launch`, whose operands are the buffers `ids`.
 static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
@@ -144,7 +143,8 @@ static LogicalResult describeKernels(ModuleOp module,
     DenseMap<Value, int64_t> ids;
     for (BlockArgument a : func.getArguments())
       ids[a] = a.getArgNumber();
-    int64_t next = func.getNumArguments(), buffers = 0, kernels = 0;
+    int64_t next = func.getNumArguments();
+    size_t buffers = 0, kernels = 0;
     std::string text;
     llvm::raw_string_ostream os(text);
     for (Operation &op : func.getBody().front()) {
@@ -384,8 +384,9 @@ static int findToolchain(const CompileOptions &o, Toolchain &tc) {
   return 0;
 }
 
-/// The pipeline for the options: the CPU or GPU pipeline, or the stages
-/// up to tiling for --emit=tiled.
+/// The pipeline for the options: the CPU or GPU pipeline, or for
+/// --emit=tiled the CPU stages up to the loop nest (the CUDA kernels
+/// pipeline, up to the host code on buffers, for --target=cuda).
 static void buildPipeline(PassManager &pm, const CompileOptions &o,
                           const Toolchain &tc) {
   bool cuda = o.target == Target::CUDA;
@@ -418,12 +419,11 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
       mlir::attn::buildGpuPipeline(pm, options);
     }
   } else if (o.emit == Emit::Tiled) {
-    pm.addPass(mlir::attn::createAttnDecomposeMhaPass());
-    if (!o.reference) {
-      pm.addPass(mlir::attn::createAttnTilePass(
-          mlir::attn::AttnTilePassOptions{o.qBlock, o.kvBlock}));
-      pm.addPass(mlir::attn::createAttnVerifyTiledPass());
-    }
+    mlir::attn::CpuPipelineOptions options;
+    options.tiled = !o.reference;
+    options.qBlock = o.qBlock;
+    options.kvBlock = o.kvBlock;
+    mlir::attn::buildCpuTilingPipeline(pm, options);
   } else {
     mlir::attn::CpuPipelineOptions options;
     options.tiled = !o.reference;

@@ -27,6 +27,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
 #include <cmath>
@@ -979,28 +981,29 @@ private:
 
 void attn::storeFloat(Type elt, float v, uint8_t *p) { fromFloat(elt, v, p); }
 
-LogicalResult attn::emulateLaunch(gpu::LaunchOp launch,
-                                  ArrayRef<EmulatedBuffer> args,
-                                  std::string &error) {
-  auto func = launch->getParentOfType<func::FuncOp>();
-  std::vector<Value> captured(func.getArguments().begin(),
-                              func.getArguments().end());
-  std::vector<View> views;
-  for (const EmulatedBuffer &a : args)
-    views.push_back(View{a.base, a.bytes, a.shape, a.elt});
-  Emulator emulator(launch, std::move(captured), std::move(views));
-  LogicalResult result = emulator.run();
-  error = emulator.errorMessage();
-  return result;
-}
+namespace {
 
 /// The buffers of a host function's memref values: its arguments,
 /// allocations (owned here, poisoned with 0xff: NaN for floats) and the
 /// reshapes that alias them.
 struct HostBuffers {
   DenseMap<Value, EmulatedBuffer> of;
-  std::vector<std::unique_ptr<std::vector<uint8_t>>> owned;
+  std::deque<std::vector<uint8_t>> owned; // stable addresses
 
+  /// Binds `func`'s arguments to `args`; false (with `error`) when the
+  /// counts differ.
+  bool bindArguments(func::FuncOp func, ArrayRef<EmulatedBuffer> args,
+                     std::string &error) {
+    if (args.size() != func.getNumArguments()) {
+      error = std::to_string(args.size()) + " buffers for the " +
+              std::to_string(func.getNumArguments()) + " arguments of @" +
+              func.getName().str();
+      return false;
+    }
+    for (auto [a, buf] : llvm::zip_equal(func.getArguments(), args))
+      of[a] = buf;
+    return true;
+  }
   /// A reshape of `source`'s buffer (false when the host code has none).
   bool alias(Value result, Value source, MemRefType type) {
     auto it = of.find(source);
@@ -1014,34 +1017,30 @@ struct HostBuffers {
   EmulatedBuffer allocate(MemRefType type) {
     Type elt = type.getElementType();
     int64_t size = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
-    owned.push_back(std::make_unique<std::vector<uint8_t>>(
-        type.getNumElements() * size, 0xff));
-    return EmulatedBuffer{owned.back()->data(),
-                          static_cast<int64_t>(owned.back()->size()),
+    std::vector<uint8_t> &bytes =
+        owned.emplace_back(type.getNumElements() * size, 0xff);
+    return EmulatedBuffer{bytes.data(), static_cast<int64_t>(bytes.size()),
                           SmallVector<int64_t>(type.getShape()), elt};
   }
 };
 
 /// Runs `launch` on the buffers of the memrefs it uses from above.
-static LogicalResult runHostLaunch(gpu::LaunchOp launch, HostBuffers &host,
-                                   std::string &error) {
+LogicalResult runHostLaunch(gpu::LaunchOp launch, HostBuffers &host,
+                            std::string &error) {
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(launch.getBody(), above);
   std::vector<Value> captured;
-  llvm::SmallDenseSet<Value> seen;
-  launch.getBody().walk([&](Operation *op) {
-    for (Value v : op->getOperands())
-      if (isa<MemRefType>(v.getType()) &&
-          !launch.getBody().isAncestor(v.getParentRegion()) &&
-          seen.insert(v).second)
-        captured.push_back(v);
-  });
   std::vector<View> views;
-  for (Value v : captured) {
+  for (Value v : above) {
+    if (!isa<MemRefType>(v.getType()))
+      continue; // constants: the emulator evaluates them itself
     auto it = host.of.find(v);
     if (it == host.of.end()) {
       error = "a kernel uses a memref the host code did not make";
       return failure();
     }
     const EmulatedBuffer &a = it->second;
+    captured.push_back(v);
     views.push_back(View{a.base, a.bytes, a.shape, a.elt});
   }
   Emulator emulator(launch, std::move(captured), std::move(views));
@@ -1052,12 +1051,24 @@ static LogicalResult runHostLaunch(gpu::LaunchOp launch, HostBuffers &host,
   return result;
 }
 
+} // namespace
+
+LogicalResult attn::emulateLaunch(gpu::LaunchOp launch,
+                                  ArrayRef<EmulatedBuffer> args,
+                                  std::string &error) {
+  HostBuffers host;
+  if (!host.bindArguments(launch->getParentOfType<func::FuncOp>(), args,
+                          error))
+    return failure();
+  return runHostLaunch(launch, host, error);
+}
+
 LogicalResult attn::emulateFunction(func::FuncOp func,
                                     ArrayRef<EmulatedBuffer> args,
                                     std::string &error) {
   HostBuffers host;
-  for (auto [a, buf] : llvm::zip(func.getArguments(), args))
-    host.of[a] = buf;
+  if (!host.bindArguments(func, args, error))
+    return failure();
   for (Operation &op : func.getBody().front()) {
     LogicalResult ok = success();
     if (auto alloc = dyn_cast<memref::AllocOp>(op))

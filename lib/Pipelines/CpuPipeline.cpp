@@ -34,8 +34,6 @@ using namespace mlir;
 using namespace mlir::attn;
 
 void attn::buildBufferizationWithOutParams(OpPassManager &pm) {
-  // After CSE, which can make two results one value.
-  pm.addNestedPass<func::FuncOp>(createAttnCopyRepeatedResultsPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -50,6 +48,8 @@ void attn::buildBufferizationWithOutParams(OpPassManager &pm) {
 /// attn ops on tensors to memrefs with caller-allocated results: every
 /// public function becomes `void f(in..., out...)`.
 static void addBufferization(OpPassManager &pm) {
+  // After CSE, which can make two results one value.
+  pm.addNestedPass<func::FuncOp>(createAttnCopyRepeatedResultsPass());
   buildBufferizationWithOutParams(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
 }
@@ -92,17 +92,23 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   pm.addPass(createCanonicalizerPass());
 }
 
+void attn::buildCpuTilingPipeline(OpPassManager &pm,
+                                  const CpuPipelineOptions &options) {
+  pm.addPass(createAttnDecomposeMhaPass());
+  if (!options.tiled)
+    return;
+  AttnTilePassOptions tile;
+  tile.qBlock = options.qBlock;
+  tile.kvBlock = options.kvBlock;
+  pm.addPass(createAttnTilePass(tile));
+  pm.addPass(createAttnVerifyTiledPass());
+}
+
 void attn::buildCpuPipeline(OpPassManager &pm,
                             const CpuPipelineOptions &options) {
-  pm.addPass(createAttnDecomposeMhaPass());
-  if (options.tiled) {
-    AttnTilePassOptions tile;
-    tile.qBlock = options.qBlock;
-    tile.kvBlock = options.kvBlock;
-    pm.addPass(createAttnTilePass(tile));
-    pm.addPass(createAttnVerifyTiledPass());
+  buildCpuTilingPipeline(pm, options);
+  if (options.tiled)
     pm.addPass(createAttnDecomposeOnlinePass());
-  }
   pm.addPass(createAttnLowerReferencePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

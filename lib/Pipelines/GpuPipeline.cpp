@@ -9,6 +9,7 @@
 //   attn-gpu-linalg         each linalg op -> a GEMM or elementwise launch
 //   bufferization           memref functions `void f(in..., out...)`
 //   attn-gpu-host           host code = device buffers + launches only
+//   gpu-launch-sink-index-computations  constants moved into the kernels
 //   gpu-kernel-outlining    one gpu.module per entry, gpu.launch_func
 //   nvvm-attach-target      chip, PTX features, O3
 //   gpu.module lowering     nvgpu/gpu/vector/scf/arith -> NVVM + LLVM,

@@ -67,7 +67,8 @@ static bool parseDType(const std::string &s, DType &t) {
 }
 
 /// The most kernels and scratch buffers of one CUDA entry.
-static constexpr size_t kMaxKernels = 64, kMaxBuffers = 64;
+using ::attn::format::kMaxBuffers;
+using ::attn::format::kMaxKernels;
 
 /// "entry 'f' kernel #2" (kernels are numbered from 1, in launch order),
 /// the subject of a kernel record's errors.

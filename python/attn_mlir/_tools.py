@@ -369,6 +369,8 @@ def compile_graph(mlir, extra_flags=(), device="cpu"):
     Thread-safe: concurrent callers of one key compile it once per process;
     processes sharing the cache each compile to a private file and rename
     it into place, so none sees another's half-written artifact."""
+    if device not in ("cpu", "cuda"):
+        raise NotImplementedError(f"device={device!r}: the backends are 'cpu' and 'cuda'")
     if device == "cuda":
         extra_flags = (*extra_flags, "--target=cuda")
     bindir = tools()

@@ -13,29 +13,41 @@ import numpy as np
 from ._tools import tools
 
 
-def graph(h, t, d, causal):
-    """An f32 attn.sdpa graph of shape [1, h, t, d]."""
-    ty = f"tensor<1x{h}x{t}x{d}xf32>"
+def graph(h, t, d, causal, elt="f32"):
+    """An attn.sdpa graph of shape [1, h, t, d] in element type `elt`
+    (f32, f16 or bf16)."""
+    ty = f"tensor<1x{h}x{t}x{d}x{elt}>"
     attr = " {causal = #attn.causal<top_left>}" if causal else ""
     return (f"func.func @sdpa(%q: {ty}, %k: {ty}, %v: {ty}) -> {ty} {{\n"
             f"  %o = attn.sdpa %q, %k, %v{attr} : {ty}, {ty}, {ty} -> {ty}\n"
             f"  return %o : {ty}\n}}\n")
 
 
-def run_artifact(bindir, tmp, name, src, flags, iters):
-    """Compiles `src` with attn-compile `flags` and times it with attn-run:
-    (median ms, MiB of peak memory beyond the inputs and outputs, seconds
-    that attn-compile took)."""
+def compile_artifact(bindir, tmp, name, src, flags):
+    """Compiles `src` with attn-compile `flags`: (the .so, seconds taken)."""
     mlir, so = os.path.join(tmp, name + ".mlir"), os.path.join(tmp, name + ".so")
     with open(mlir, "w") as f:
         f.write(src)
     t0 = time.perf_counter()
     subprocess.run([os.path.join(bindir, "attn-compile"), mlir, "-o", so, *flags], check=True)
-    compile_s = time.perf_counter() - t0
+    return so, time.perf_counter() - t0
+
+
+def bench_artifact(bindir, so, iters):
+    """Times a compiled artifact with attn-run: (median ms, MiB of peak
+    memory beyond the inputs and outputs)."""
     out = subprocess.run([os.path.join(bindir, "attn-run"), so, "--bench", str(iters)],
                          check=True, capture_output=True, text=True).stdout
     return (float(re.search(r"median ([0-9.]+) ms", out).group(1)),
-            float(re.search(r"\(([0-9.]+) MiB beyond", out).group(1)), compile_s)
+            float(re.search(r"\(([0-9.]+) MiB beyond", out).group(1)))
+
+
+def run_artifact(bindir, tmp, name, src, flags, iters):
+    """Compiles `src` with attn-compile `flags` and times it with attn-run:
+    (median ms, MiB of peak memory beyond the inputs and outputs, seconds
+    that attn-compile took)."""
+    so, compile_s = compile_artifact(bindir, tmp, name, src, flags)
+    return (*bench_artifact(bindir, so, iters), compile_s)
 
 
 def numpy_sdpa(q, k, v, causal=False):

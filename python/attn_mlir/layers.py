@@ -83,8 +83,6 @@ class MultiHeadAttention:
         return np.ascontiguousarray(cast_checked(name, w, self.dtype))
 
     def __call__(self, x, kv=None, attn_mask=None, is_causal=False, device="cpu"):
-        if device not in ("cpu", "cuda"):
-            raise NotImplementedError(f"device={device!r}: the backends are 'cpu' and 'cuda'")
         x = native(x)
         if x.ndim != 3 or x.shape[2] != self.embed_dim or x.dtype != self.dtype:
             raise ValueError(f"x must be [B, T, {self.embed_dim}] of {self.dtype}, got "

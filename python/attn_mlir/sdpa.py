@@ -152,8 +152,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     and experiments more than tight loops; without a GPU it raises a
     RuntimeError that says so.
     """
-    if device not in ("cpu", "cuda"):
-        raise NotImplementedError(f"device={device!r}: the backends are 'cpu' and 'cuda'")
     if check_number("dropout_p", dropout_p, f32=False, zero_ok=True) != 0:
         raise NotImplementedError("dropout_p != 0 is not supported (attn_mlir is for inference)")
     enable_gqa, return_lse = check_bool("enable_gqa", enable_gqa), check_bool("return_lse", return_lse)

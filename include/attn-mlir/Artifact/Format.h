@@ -43,6 +43,10 @@
 
 namespace attn::format {
 
+/// The most kernel and buffer records one CUDA entry may have: what the
+/// runtime accepts (and the compiler checks before writing an artifact).
+inline constexpr size_t kMaxKernels = 64, kMaxBuffers = 64;
+
 /// The first line of the metadata of this version.
 inline constexpr const char *kHeader = "attn-mlir-artifact 3";
 

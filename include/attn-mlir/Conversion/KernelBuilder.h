@@ -32,7 +32,6 @@ struct KB {
   Value div(Value x, int64_t y) { return arith::DivUIOp::create(b, x, c(y)); }
   Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, x, c(y)); }
   Value min(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
-  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, x, y); }
   Value cmp(arith::CmpIPredicate p, Value x, Value y) {
     return arith::CmpIOp::create(b, p, x, y);
   }
@@ -49,7 +48,6 @@ struct KB {
     return arith::SelectOp::create(b, p, x, y);
   }
   Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
   Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
   Value extract(Value v, ArrayRef<int64_t> pos) {
@@ -68,6 +66,27 @@ struct KB {
   /// `offsets` (max or sum): {1, 2} is the quad that shares an mma row,
   /// {16, 8, 4, 2, 1} the whole warp.
   Value xorReduce(Value v, ArrayRef<int64_t> offsets, bool isMax);
+};
+
+/// This lane's address offsets in an `ldmatrix` x4 of a 16x16 tile (the
+/// four 8x8 matrices taken by lanes 0-7, 8-15, 16-23, 24-31):
+/// - an A operand (rows of M, columns of K): row `lane16`, column `half`;
+/// - a B operand stored [N][K] (read as is, two n8 tiles): row `bRow`,
+///   column `quarter`;
+/// - a B operand stored [K][N] (read `.trans`, two n8 tiles): row `bRowT`,
+///   column `half`.
+struct LdMatrixLanes {
+  Value lane16, lane8, half, quarter, bRow, bRowT;
+  static LdMatrixLanes get(KB &k, Value lane) {
+    LdMatrixLanes l;
+    l.lane16 = k.rem(lane, 16);
+    l.lane8 = k.rem(lane, 8);
+    l.half = k.mul(k.div(lane, 16), 8);             // 0 or 8 by lane / 16
+    l.quarter = k.mul(k.rem(k.div(lane, 8), 2), 8); // 0 or 8 by (lane / 8) % 2
+    l.bRow = k.add(l.half, l.lane8);
+    l.bRowT = k.add(l.quarter, l.lane8);
+    return l;
+  }
 };
 
 /// c + a·b on tensor cores (mma.sync m16n8k16, f32 accumulate): `a` a
@@ -102,6 +121,10 @@ Value allocateBuffer(OpBuilder &b, Location loc, RankedTensorType type);
 /// The tensor that stands for a kernel's result `buffer` once the kernel
 /// has run (bufferization.to_tensor restrict writable).
 Value resultTensor(OpBuilder &b, Location loc, Value buffer);
+
+/// The gpu.module that gpu-kernel-outlining gathers the kernels of the
+/// function around `at` into ("<function>_kernels").
+std::string kernelModuleName(Operation *at);
 
 /// "<prefix>_<n>" for the first n that no gpu.launch of the function
 /// holding `at` names as its kernel yet: the kernels of one function each

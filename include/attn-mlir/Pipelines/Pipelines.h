@@ -27,12 +27,12 @@ namespace attn {
 llvm::Expected<std::string> resolveCudaTarget(llvm::StringRef chip,
                                               llvm::StringRef features);
 
-/// One-Shot Bufferize of attn graphs with caller-allocated results: after
-/// attn-copy-repeated-results (one buffer per result), every public
-/// function becomes `void f(in..., out...)` on identity-layout memrefs, a
-/// result that is a fresh allocation written in place. Shared by both
-/// pipelines (the CPU one then adds deallocation; on CUDA the runtime owns
-/// the scratch buffers).
+/// One-Shot Bufferize of attn graphs with caller-allocated results: every
+/// public function becomes `void f(in..., out...)` on identity-layout
+/// memrefs, a result that is a fresh allocation written in place. Needs one
+/// buffer per result: attn-copy-repeated-results runs before it. Shared by
+/// both pipelines (the CPU one then adds deallocation; on CUDA the runtime
+/// owns the scratch buffers).
 void buildBufferizationWithOutParams(OpPassManager &pm);
 
 /// Options of the CPU pipeline (`attn-opt --attn-cpu-pipeline="..."`).
@@ -61,6 +61,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "OpenMP"),
       llvm::cl::init(true)};
 };
+
+/// The CPU pipeline up to the backend-neutral loop nest: attn-decompose-mha,
+/// then (when `tiled`) attn-tile and its contract check attn-verify-tiled
+/// (what `attn-compile --emit=tiled` prints).
+void buildCpuTilingPipeline(OpPassManager &pm,
+                            const CpuPipelineOptions &options);
 
 /// attn ops on tensors -> LLVM dialect: decompose attn.mha, tile (or
 /// materialize) attn.sdpa, bufferize with caller-allocated results (every

@@ -208,6 +208,18 @@ static AffineMap maskTileMap(MLIRContext *ctx, RankedTensorType mT) {
   return AffineMap::get(2, 0, exprs, ctx);
 }
 
+/// The running state (m, l, acc) an online op reads, as one-tile lists.
+template <typename OpT>
+OnlineState stateOf(OpT op) {
+  return {{op.getMax()}, {op.getSum()}, {op.getAcc()}};
+}
+
+/// The exponent a merge or finish applies (natural base on the CPU).
+template <typename OpT>
+Exponent exponentOf(OpT op) {
+  return {op.getExponentScale().convertToDouble(), /*base2=*/false};
+}
+
 /// attn.online_step -> Sᵀ = K · Qᵀ, the logits (the visibility predicate
 /// only on blocks that cross its boundary, decided at run time), and the
 /// recurrence, each update in the storage of the state it replaces.
@@ -272,8 +284,7 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
       logits = scoresToLogits(ops, form, {s}, false);
     }
     OnlineState next =
-        onlineSoftmaxStep(ops, form.exponent(), logits,
-                          {{op.getMax()}, {op.getSum()}, {op.getAcc()}});
+        onlineSoftmaxStep(ops, form.exponent(), logits, stateOf(op));
     rewriter.replaceOp(op, ValueRange{next.m[0], next.l[0], next.acc[0]});
     return success();
   }
@@ -287,8 +298,7 @@ struct DecomposeMerge : OpRewritePattern<OnlineMergeOp> {
     LinalgBuilder in{rewriter, op.getLoc(), rewriter.getContext()};
     LinalgTileOps ops(in);
     OnlineState merged = mergeOnlineStates(
-        ops, {op.getExponentScale().convertToDouble(), false},
-        {{op.getMax()}, {op.getSum()}, {op.getAcc()}},
+        ops, exponentOf(op), stateOf(op),
         {{op.getOtherMax()}, {op.getOtherSum()}, {op.getOtherAcc()}});
     rewriter.replaceOp(op, ValueRange{merged.m[0], merged.l[0], merged.acc[0]});
     return success();
@@ -303,8 +313,7 @@ struct DecomposeFinish : OpRewritePattern<OnlineFinishOp> {
     LinalgBuilder in{rewriter, op.getLoc(), rewriter.getContext()};
     LinalgTileOps ops(in);
     OnlineResult res =
-        finishOnlineState(ops, {op.getExponentScale().convertToDouble(), false},
-                          {{op.getMax()}, {op.getSum()}, {op.getAcc()}},
+        finishOnlineState(ops, exponentOf(op), stateOf(op),
                           op.getOutput().getType().getElementType(),
                           static_cast<bool>(op.getLse()));
     SmallVector<Value> results{res.output[0]};

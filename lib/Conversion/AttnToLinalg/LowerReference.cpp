@@ -35,7 +35,6 @@ using namespace mlir::attn;
 namespace {
 
 using utils::IteratorType;
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 /// Maps (d0..d{n-1}) -> (d[i] for i in dims).
 AffineMap projMap(MLIRContext *ctx, unsigned n, ArrayRef<unsigned> dims) {
@@ -140,6 +139,30 @@ Value normalize(OpBuilder &b, Location loc, Value x, Value l, Type elt) {
       .getResult(0);
 }
 
+/// C[b, h, i, x] += A[b, h, i, r] · B[rhsMap(b, h, i, x, r)] over loops
+/// (b, h, i, x, r), in the element type of `init`: the reference's two
+/// batched head contractions (S = Q·Kᵀ with B = K at (b, h/G, x, r), and
+/// O = P·V with B = V at (b, h/G, r, x)).
+Value contractHeads(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                    AffineMap rhsMap, Value init) {
+  MLIRContext *ctx = b.getContext();
+  Type acc = getElementTypeOrSelf(init.getType());
+  SmallVector<IteratorType> iters(4, IteratorType::parallel);
+  iters.push_back(IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+             ValueRange{init},
+             {projMap(ctx, 5, {0, 1, 2, 4}), rhsMap,
+              projMap(ctx, 5, {0, 1, 2, 3})},
+             iters,
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value p = arith::MulFOp::create(nb, l, castFloat(nb, l, a[0], acc),
+                                               castFloat(nb, l, a[1], acc));
+               yieldValue(nb, l, arith::AddFOp::create(nb, l, p, a[2]));
+             })
+      .getResult(0);
+}
+
 struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -162,23 +185,10 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
     // S[b,h,i,j] = sum_d Q[b,h,i,d] * K[b,h/G,j,d]; loops (b,h,i,j,d).
     SmallVector<int64_t> sShape{batch, hq, tq, tk};
     Value sInit = createFilled(rewriter, loc, sShape, f32, 0.0);
-    Value scores =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{sInit.getType()},
-            ValueRange{op.getQuery(), op.getKey()}, ValueRange{sInit},
-            {projMap(ctx, 5, {0, 1, 2, 4}),
-             AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)},
-                            ctx),
-             projMap(ctx, 5, {0, 1, 2, 3})},
-            {IteratorType::parallel, IteratorType::parallel,
-             IteratorType::parallel, IteratorType::parallel,
-             IteratorType::reduction},
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              Value p = arith::MulFOp::create(b, l, castFloat(b, l, a[0], f32),
-                                              castFloat(b, l, a[1], f32));
-              yieldValue(b, l, arith::AddFOp::create(b, l, p, a[2]));
-            })
-            .getResult(0);
+    Value scores = contractHeads(
+        rewriter, loc, op.getQuery(), op.getKey(),
+        AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)}, ctx),
+        sInit);
 
     // Scale, softcap, mask, causal and window, elementwise on (b,h,i,j).
     AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
@@ -224,23 +234,10 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
     SmallVector<int64_t> oShape{batch, hq, tq, dv};
     Type f64 = rewriter.getF64Type();
     Value oInit = createFilled(rewriter, loc, oShape, f64, 0.0);
-    Value unnormalized64 =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{oInit.getType()},
-            ValueRange{probs, op.getValue()}, ValueRange{oInit},
-            {projMap(ctx, 5, {0, 1, 2, 4}),
-             AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(4), d(3)},
-                            ctx),
-             projMap(ctx, 5, {0, 1, 2, 3})},
-            {IteratorType::parallel, IteratorType::parallel,
-             IteratorType::parallel, IteratorType::parallel,
-             IteratorType::reduction},
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              Value p = arith::MulFOp::create(b, l, castFloat(b, l, a[0], f64),
-                                              castFloat(b, l, a[1], f64));
-              yieldValue(b, l, arith::AddFOp::create(b, l, p, a[2]));
-            })
-            .getResult(0);
+    Value unnormalized64 = contractHeads(
+        rewriter, loc, probs, op.getValue(),
+        AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(4), d(3)}, ctx),
+        oInit);
     Value unnormalized = truncToF32(rewriter, loc, unnormalized64);
     Value out = normalize(rewriter, loc, unnormalized, rowSum, elt);
 

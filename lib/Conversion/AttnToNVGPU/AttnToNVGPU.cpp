@@ -1,12 +1,11 @@
-//===- GpuFlash.cpp - attn-tile's loop nest -> one fused kernel -*- C++ -*-===//
+//===- AttnToNVGPU.cpp - attn-tile's loop nest -> fused kernels -*- C++ -*-===//
 //
-// The CUDA backend of attn-tile's loop nest (tiling a function's single
-// attn.sdpa first, with the kernel's blocks). The nest of every public
-// function becomes a function on memrefs (results become out-params, the
-// same `void f(in..., out...)` ABI as the CPU target) whose body is a
-// `gpu.launch` of the FlashAttention-2 forward kernel; the forall is the
-// grid, attn.online_step the shared algorithm (OnlineSoftmax.h) over the
-// mma.sync fragment layout (or the SIMT one for f32):
+// The CUDA backend of attn-tile's loop nest (each attn.sdpa is tiled first,
+// with the kernel's blocks). Every nest is replaced in place by a
+// `gpu.launch` of the FlashAttention-2 forward kernel on buffers of its
+// tensors; the forall is the grid, attn.online_step the shared algorithm
+// (OnlineSoftmax.h) over the mma.sync fragment layout (or the SIMT one for
+// f32):
 //
 //   grid  (ceil(Tq / BM), Hq, B), block 32·W threads, BM = 16·MT·W rows
 //   Q tile -> shared memory (cp.async), once
@@ -37,15 +36,12 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 #include <cmath>
@@ -63,7 +59,6 @@ using namespace mlir::attn;
 
 namespace {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 int64_t alignTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -674,12 +669,12 @@ void Kernel::buildTensorCore() {
   g = k.div(lane, 4);
   t = k.rem(lane, 4);
   // ldmatrix row/column of this lane (see the fragment layouts above).
-  Value lane16 = k.rem(lane, 16), lane8 = k.rem(lane, 8);
-  half = k.mul(k.div(lane, 16), 8);             // 0 or 8 by lane/16
-  quarter = k.mul(k.rem(k.div(lane, 8), 2), 8); // 0 or 8 by (lane/8)%2
-  qRow = k.add(k.mul(warp, 16 * mT), lane16);
-  kRow = k.add(half, lane8);
-  vRow = k.add(quarter, lane8);
+  LdMatrixLanes ld = LdMatrixLanes::get(k, lane);
+  half = ld.half;
+  quarter = ld.quarter;
+  qRow = k.add(k.mul(warp, 16 * mT), ld.lane16);
+  kRow = ld.bRow;  // K is stored [keys][D]: B read as is
+  vRow = ld.bRowT; // V is stored [keys][Dv]: B read transposed
 
   auto [kbBegin, kbEnd] = visibleBlocks();
   // Prologue: Q (and the first K/V stage) in flight.
@@ -760,12 +755,6 @@ void Kernel::build() {
 } // namespace
 
 namespace {
-/// Shared memory per block (bytes) the chip allows with opt-in, from the
-/// chip table; runOnOperation has rejected chips the table does not list.
-int64_t sharedMemoryLimit(StringRef chip) {
-  return lookupCudaChip(chip)->sharedMemoryPerBlock;
-}
-
 /// One attention's loop nest from attn-tile, as the kernel lowering reads
 /// it: an scf.forall over (b, h, q-block) whose body slices its query tile
 /// from a tensor defined outside it, runs one scf.for over the key blocks
@@ -1030,7 +1019,12 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o, Operation *at,
     cfg.kBytes = cfg.stages * keys * cfg.kStride * bytes;
     cfg.vBytes = cfg.stages * keys * cfg.vStride * bytes;
   };
-  int64_t limit = sharedMemoryLimit(o.chip);
+  // The chip table's shared memory per block (with opt-in); the patterns
+  // check the chip themselves, for drivers other than attn-gpu-flash.
+  const CudaChip *chip = lookupCudaChip(o.chip);
+  if (!chip)
+    return why(at, describeUnsupportedCudaChip(o.chip));
+  int64_t limit = chip->sharedMemoryPerBlock;
   size(block ? block : 64);
   for (int64_t keys : {32, 16})
     if (!block && cfg.smemBytes() > limit)
@@ -1073,9 +1067,10 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
 }
 
 /// Tiles `sdpa` for the kernel (attn-tile's loop nest with the kernel's
-/// blocks, no key chunks).
-LogicalResult tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
-                            const AttnGpuFlashPassOptions &o, Why why) {
+/// blocks, no key chunks); the nest, or failure with nothing changed.
+FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
+                                       const AttnGpuFlashPassOptions &o,
+                                       Why why) {
   if (!hasStaticShapes(sdpa))
     return why(sdpa, "the CUDA target needs static shapes");
   FailureOr<Config> cfg =
@@ -1087,10 +1082,9 @@ LogicalResult tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
   FailureOr<scf::ForallOp> forall = tileSdpa(rewriter, sdpa, cfg->bm,
                                              cfg->kvBlock,
                                              /*chunkLongKeys=*/false);
-  if (failed(forall))
-    return why(sdpa, "the CUDA target needs static shapes");
+  assert(succeeded(forall) && "static shapes tile");
   rewriter.replaceOp(sdpa, forall->getResults());
-  return success();
+  return forall;
 }
 
 LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
@@ -1121,9 +1115,16 @@ bool isAttentionNest(scf::ForallOp forall) {
 struct TileSdpaForKernel : OpRewritePattern<SdpaOp> {
   TileSdpaForKernel(MLIRContext *ctx, const AttnGpuFlashPassOptions &o)
       : OpRewritePattern(ctx), options(o) {}
+  /// Tiles the op and lowers the nest it made at once (a nest that does
+  /// not lower stays for attn-gpu-flash's diagnostics).
   LogicalResult matchAndRewrite(SdpaOp op,
                                 PatternRewriter &rewriter) const override {
-    return tileForKernel(rewriter, op, options, Why{false});
+    FailureOr<scf::ForallOp> forall =
+        tileForKernel(rewriter, op, options, Why{false});
+    if (failed(forall))
+      return failure();
+    (void)lowerNest(rewriter, *forall, options, Why{false});
+    return success();
   }
   AttnGpuFlashPassOptions options;
 };
@@ -1200,12 +1201,10 @@ struct AttnGpuFlashPass
     }
     RewritePatternSet patterns(&getContext());
     populateAttnToNVGPUPatterns(patterns, o);
-    FrozenRewritePatternSet frozen(std::move(patterns));
-    // The walk driver does not visit what a rewrite creates: the first walk
-    // tiles each attn.sdpa (and lowers nests given as input), the second
-    // lowers the nests the first made. Nothing else is folded or erased.
-    walkAndApplyPatterns(module, frozen);
-    walkAndApplyPatterns(module, frozen);
+    // One walk: each attn.sdpa is tiled and its nest lowered by one
+    // rewrite, and nests given as input are lowered. Nothing else is folded
+    // or erased.
+    walkAndApplyPatterns(module, std::move(patterns));
     bool ok = true;
     bool any = false;
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -1252,12 +1251,11 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   for (Type type : forall.getResultTypes())
     outBuffers.push_back(
         allocateBuffer(b, loc, cast<RankedTensorType>(type)));
-  auto func = forall->getParentOfType<func::FuncOp>();
   std::string name = uniqueKernelName(forall, "attention");
   gpu::LaunchOp launch =
       buildLaunch(b, {(cfg.tq + cfg.bm - 1) / cfg.bm, cfg.hq, cfg.batch},
                   cfg.threads(), cfg.smemBytes(),
-                  (func.getName() + "_kernels").str(), name);
+                  kernelModuleName(forall), name);
   launch->setAttr(
       "attn.kernel_config",
       b.getDictionaryAttr({

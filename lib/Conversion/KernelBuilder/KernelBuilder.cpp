@@ -91,6 +91,10 @@ gpu::LaunchOp attn::buildLaunch(ImplicitLocOpBuilder &b, ArrayRef<int64_t> grid,
   return launch;
 }
 
+std::string attn::kernelModuleName(Operation *at) {
+  return (at->getParentOfType<func::FuncOp>().getName() + "_kernels").str();
+}
+
 std::string attn::uniqueKernelName(Operation *at, StringRef prefix) {
   llvm::StringSet<> taken;
   auto func = at->getParentOfType<func::FuncOp>();

@@ -173,13 +173,6 @@ void buildElementwise(ImplicitLocOpBuilder &b, linalg::LinalgOp op,
   gpu::TerminatorOp::create(b);
 }
 
-/// The module that holds the kernels of the function around `op`.
-std::string moduleName(Operation *op) {
-  return (op->getParentOfType<func::FuncOp>().getName() + "_kernels").str();
-}
-
-/// Replaces the all-parallel linalg op `op` (on tensors) by its elementwise
-/// kernel.
 /// Why `op` cannot be an elementwise kernel, or "".
 std::string whyNotElementwise(linalg::LinalgOp op) {
   if (op.getNumLoops() != op.getNumParallelLoops())
@@ -216,7 +209,7 @@ void lowerElementwise(RewriterBase &rewriter, linalg::LinalgOp op) {
     outputs.push_back(allocateBuffer(
         b, op.getLoc(), cast<RankedTensorType>(init.get().getType())));
   }
-  buildElementwise(b, op, inputs, inits, outputs, moduleName(op));
+  buildElementwise(b, op, inputs, inits, outputs, kernelModuleName(op));
   rewriter.replaceOp(op, llvm::map_to_vector(outputs, [&](Value buf) {
                        return resultTensor(b, op.getLoc(), buf);
                      }));
@@ -316,7 +309,6 @@ struct Gemm {
   void stage(ImplicitLocOpBuilder &b, Value m0, Value n0, Value k0, int64_t bk,
              Value as, Value bs, Value tid, int64_t threads);
 
-  /// Stores `v` at (row, col) when both are in range.
   /// Stores the accumulators `v0`, `v1` of (row, col) and (row, col + 1),
   /// col even: one 2-element vector store, aligned to its size, when the
   /// two are adjacent in the buffer and N is even (both in range or
@@ -342,6 +334,7 @@ struct Gemm {
         llvm::MaybeAlign(2 * elt.getIntOrFloatBitWidth() / 8));
   }
 
+  /// Stores `v` at (row, col) when both are in range.
   void storeGuarded(ImplicitLocOpBuilder &b, Value v, Value row, Value col) {
     KB k{b};
     auto guard = scf::IfOp::create(b, k.andI(k.lt(row, m), k.lt(col, n)));
@@ -427,9 +420,7 @@ void buildTensorCoreGemm(ImplicitLocOpBuilder &b, Gemm &g, StringRef module,
   Value wm = k.mul(k.div(warp, 2), 32), wn = k.mul(k.rem(warp, 2), 32);
   Value m0 = k.mul(launch.getBlockIds().y, kGemmTile),
         n0 = k.mul(launch.getBlockIds().x, kGemmTile);
-  Value lane16 = k.rem(lane, 16), lane8 = k.rem(lane, 8);
-  Value half = k.mul(k.div(lane, 16), 8);
-  Value quarter = k.mul(k.rem(k.div(lane, 8), 2), 8);
+  LdMatrixLanes ld = LdMatrixLanes::get(k, lane);
   auto accT = VectorType::get({2, 2}, b.getF32Type());
   auto aT = VectorType::get({4, 2}, g.elt), bT = VectorType::get({2, 2}, g.elt);
   Value init = arith::ConstantOp::create(
@@ -446,13 +437,14 @@ void buildTensorCoreGemm(ImplicitLocOpBuilder &b, Gemm &g, StringRef module,
       for (int64_t mt = 0; mt < 2; ++mt)
         aFrag[mt] = nvgpu::LdMatrixOp::create(
             b, aT, as,
-            ValueRange{k.add(wm, k.add(lane16, mt * 16)), k.add(half, ks * 16)},
+            ValueRange{k.add(wm, k.add(ld.lane16, mt * 16)),
+                       k.add(ld.half, ks * 16)},
             false, 4);
       for (int64_t np = 0; np < 2; ++np) {
         Value bv = nvgpu::LdMatrixOp::create(
             b, aT, bs,
-            ValueRange{k.add(quarter, k.add(lane8, ks * 16)),
-                       k.add(wn, k.add(half, np * 16))},
+            ValueRange{k.add(ld.bRowT, ks * 16),
+                       k.add(wn, k.add(ld.half, np * 16))},
             true, 4);
         for (int64_t x = 0; x < 2; ++x)
           for (int64_t mt = 0; mt < 2; ++mt) {
@@ -622,7 +614,6 @@ Value transposedResult(Value r, MatrixView &view) {
   return transpose.getResult()[0];
 }
 
-/// Replaces `mm` (and its fusable consumer) by a GEMM kernel.
 /// The fill value of the accumulator of `mm`, if it is a constant fill.
 std::optional<double> fillValue(linalg::MatmulOp mm) {
   FloatAttr f;
@@ -638,8 +629,9 @@ std::string whyNotGemm(linalg::MatmulOp mm) {
   auto bT = cast<RankedTensorType>(mm.getDpsInputs()[1].getType());
   auto cT = cast<RankedTensorType>(mm.getDpsInits()[0].getType());
   Type elt = aT.getElementType();
-  if (!aT.hasStaticShape() || !bT.hasStaticShape() || !fillValue(mm) ||
-      bT.getElementType() != elt || !cT.getElementType().isF32() ||
+  if (!aT.hasStaticShape() || !bT.hasStaticShape() || !cT.hasStaticShape() ||
+      !fillValue(mm) || bT.getElementType() != elt ||
+      !cT.getElementType().isF32() ||
       !(elt.isF16() || elt.isBF16() || elt.isF32()) ||
       mm.getIndexingMapsArray() != mm.getDefaultIndexingMaps(mm.getContext()))
     return "the CUDA GEMM kernel takes linalg.matmul of static row-major f16, "
@@ -738,7 +730,8 @@ void lowerMatmul(RewriterBase &rewriter, linalg::MatmulOp mm) {
   }
   g.out.buffer =
       allocateBuffer(b, loc, cast<RankedTensorType>(result.getType()));
-  std::string module = moduleName(mm), name = uniqueKernelName(mm, "gemm");
+  std::string module = kernelModuleName(mm),
+              name = uniqueKernelName(mm, "gemm");
   {
     OpBuilder::InsertionGuard guard(b);
     if (elt.isF32())
@@ -879,7 +872,7 @@ void lowerCopy(memref::CopyOp copy) {
         linalg::YieldOp::create(nb, nl, args[0]);
       });
   buildElementwise(b, generic, {copy.getSource()}, {Value()},
-                   {copy.getTarget()}, moduleName(copy));
+                   {copy.getTarget()}, kernelModuleName(copy));
   generic->erase();
   copy->erase();
 }

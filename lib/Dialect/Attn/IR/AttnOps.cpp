@@ -209,6 +209,18 @@ int64_t SdpaOp::getGroupSize() {
   return getQuery().getType().getDimSize(1) / getKey().getType().getDimSize(1);
 }
 
+/// Q, K and V of one element type (attn.sdpa and attn.online_step).
+static LogicalResult verifySameElementType(Operation *op, ShapedType qT,
+                                           ShapedType kT, ShapedType vT) {
+  Type elt = qT.getElementType();
+  if (kT.getElementType() == elt && vT.getElementType() == elt)
+    return success();
+  return op->emitOpError("expected key and value element types to match the "
+                         "query element type ")
+         << elt << ", found " << kT.getElementType() << " and "
+         << vT.getElementType();
+}
+
 LogicalResult SdpaOp::verify() {
   auto qT = getQuery().getType(), kT = getKey().getType(),
        vT = getValue().getType();
@@ -233,11 +245,8 @@ LogicalResult SdpaOp::verify() {
     return failure();
 
   Type elt = qT.getElementType();
-  if (kT.getElementType() != elt || vT.getElementType() != elt)
-    return emitOpError("expected key and value element types to match the "
-                       "query element type ")
-           << elt << ", found " << kT.getElementType() << " and "
-           << vT.getElementType();
+  if (failed(verifySameElementType(*this, qT, kT, vT)))
+    return failure();
 
   ArrayRef<int64_t> q = qT.getShape(), k = kT.getShape(), v = vT.getShape();
   if (!dimsAgree(q[0], k[0]) || !dimsAgree(q[0], v[0]))
@@ -554,11 +563,8 @@ LogicalResult OnlineStepOp::verify() {
   auto qT = getQuery().getType(), kT = getKey().getType(),
        vT = getValue().getType();
   Type elt = qT.getElementType();
-  if (kT.getElementType() != elt || vT.getElementType() != elt)
-    return emitOpError("expected key and value element types to match the "
-                       "query element type ")
-           << elt << ", found " << kT.getElementType() << " and "
-           << vT.getElementType();
+  if (failed(verifySameElementType(*this, qT, kT, vT)))
+    return failure();
   auto accT = getAcc().getType();
   int64_t rows = qT.getDimSize(0), keys = kT.getDimSize(0);
   if (!dimsAgree(qT.getDimSize(1), kT.getDimSize(1)) ||

@@ -39,6 +39,11 @@ struct AttentionShape {
   int64_t left, right;
   double params;    // weights of the layer (0 for attn.sdpa)
   double projFlops; // projection FLOPs of the layer (0 for attn.sdpa)
+
+  /// K and V bytes one token adds to the cache.
+  double kvBytesPerToken() const {
+    return double(hkv) * (double(d) + double(dv)) * eltBytes;
+  }
 };
 
 /// Query/key pairs that take part. Causal without a window is counted as
@@ -251,8 +256,8 @@ void printPerToken(llvm::raw_ostream &os, Operation *op,
      << " causal=" << stringifyCausalKind(s.causal)
      << " (dynamic lengths: give seq=N for the totals)\n";
   os << "  parameters: " << exactCount(s.params) << "\n";
-  os << "  kv-cache bytes per token: "
-     << exactCount(double(s.hkv) * dSum * s.eltBytes) << "\n";
+  os << "  kv-cache bytes per token: " << exactCount(s.kvBytesPerToken())
+     << "\n";
   os << "  attention FLOPs per query-key pair: "
      << exactCount(2.0 * s.hq * dSum) << "\n";
   if (s.params > 0)
@@ -343,23 +348,20 @@ struct AttnPrintCostPass
         s = shapeOf(sdpa, assumed);
       else
         s = shapeOf(cast<MhaOp>(op), assumed);
-      if (lengths && seq == 0 && dynamicSequence(op)) {
-        printPerToken(os, op, *s);
-        perTokenOnly = true;
-        totKvPerToken += double(s->hkv) * (double(s->d) + double(s->dv)) *
-                         s->eltBytes;
-        totParams += s->params;
-        if (count++ == 0)
-          eltBytesModel = s->eltBytes;
-        return;
-      }
       // Extra parameters take the element size of the first attention op's
       // weights, as a model is stored in one precision.
       if (count++ == 0)
         eltBytesModel = s->eltBytes;
+      if (lengths && seq == 0 && dynamicSequence(op)) {
+        printPerToken(os, op, *s);
+        perTokenOnly = true;
+        totKvPerToken += s->kvBytesPerToken();
+        totParams += s->params;
+        return;
+      }
       // Sizes may be up to 2^63 - 1 each: products in double.
       double dSum = double(s->d) + double(s->dv);
-      double kvPerToken = double(s->hkv) * dSum * s->eltBytes;
+      double kvPerToken = s->kvBytesPerToken();
       double kvBytes = kvPerToken * s->batch * s->tk;
       double kvMha = double(s->hq) * dSum * s->eltBytes * s->batch * s->tk;
       double pairs = visiblePairs(*s);

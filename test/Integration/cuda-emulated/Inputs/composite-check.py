@@ -1,4 +1,4 @@
-"""Checks attn-gpu-emulate's output of composite-f16.mlir in fp64.
+"""Checks attn-gpu-emulate's output of composite-chain-f16.mlir in fp64.
 
 The graph: a = sdpa(q, k, v, causal bottom-right); p = f16(a @ w) with an
 f32 accumulator; o = sdpa(p as the query, k, k). Each intermediate tensor is

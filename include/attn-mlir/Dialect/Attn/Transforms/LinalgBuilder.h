@@ -8,6 +8,7 @@
 #ifndef ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_LINALGBUILDER_H
 #define ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_LINALGBUILDER_H
 
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -18,7 +19,6 @@
 namespace mlir {
 namespace attn {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr utils::IteratorType kPar = utils::IteratorType::parallel;
 constexpr utils::IteratorType kRed = utils::IteratorType::reduction;
 

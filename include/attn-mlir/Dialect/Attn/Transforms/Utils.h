@@ -8,8 +8,13 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <limits>
+
 namespace mlir {
 namespace attn {
+
+/// The initial running maximum of the online softmax (and of row maxima).
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 /// Converts a scalar float `v` to `to` (extf, truncf or nothing).
 Value castFloat(OpBuilder &b, Location loc, Value v, Type to);
