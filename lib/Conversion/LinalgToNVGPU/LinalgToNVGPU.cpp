@@ -555,64 +555,88 @@ splitDims(ArrayRef<int64_t> shape, ArrayRef<ReassociationIndices> groups) {
   return {sizes(groups[0]), sizes(groups[1])};
 }
 
-/// A operand `a` = collapse_shape(linalg.transpose(x)), each the only user
-/// of the one before (attn.mha's head merge before the output projection):
-/// the GEMM reads x through the view, and the transpose is left unused.
-linalg::TransposeOp transposeFeeding(Value a) {
-  auto collapse = a.getDefiningOp<tensor::CollapseShapeOp>();
-  auto transpose = collapse
-                       ? collapse.getSrc().getDefiningOp<linalg::TransposeOp>()
-                       : linalg::TransposeOp();
-  if (!transpose || !a.hasOneUse() || !collapse.getSrc().hasOneUse() ||
-      collapse.getReassociationIndices().size() != 2)
-    return nullptr;
-  return transpose;
-}
+/// The ops one GEMM kernel stands for, matched once from its linalg.matmul:
+/// the product, its fused elementwise consumer, the head split of the
+/// result (expand_shape then linalg.transpose into a new tensor, as
+/// attn-decompose-mha writes it) and the head merge feeding A
+/// (linalg.transpose then collapse_shape), each the only user of the one
+/// before.
+struct GemmGroup { // Op accessors are not const: neither are the methods.
+  linalg::MatmulOp mm;
+  linalg::GenericOp consumer;
+  tensor::ExpandShapeOp splitExpand;
+  linalg::TransposeOp splitTranspose;
+  tensor::CollapseShapeOp mergeCollapse;
+  linalg::TransposeOp mergeTranspose;
 
-std::optional<MatrixView> transposedOperand(OpBuilder &b, Location loc,
-                                            Value a) {
-  linalg::TransposeOp transpose = transposeFeeding(a);
-  if (!transpose)
-    return std::nullopt;
-  auto collapse = a.getDefiningOp<tensor::CollapseShapeOp>();
-  auto shape = cast<RankedTensorType>(collapse.getSrcType()).getShape();
-  auto [rowDims, colDims] =
-      splitDims(shape, collapse.getReassociationIndices());
-  auto aT = cast<RankedTensorType>(a.getType());
-  // Buffer dimension e is logical dimension i where permutation[i] = e.
-  SmallVector<int64_t> perm =
-      invertPermutationVector(transpose.getPermutation());
-  return MatrixView{bufferForRead(b, loc, transpose.getInput()),
-                    aT.getDimSize(0),
-                    aT.getDimSize(1),
-                    rowDims,
-                    colDims,
-                    perm};
-}
-
-/// The result `r` of a GEMM followed by expand_shape and linalg.transpose
-/// into a new tensor, each the only user of the one before (attn.mha's head
-/// split after a projection): the transpose's result, which the GEMM then
-/// writes directly through `view` (buffer left null).
-Value transposedResult(Value r, MatrixView &view) {
-  if (!r.hasOneUse())
-    return Value();
-  auto expand = dyn_cast<tensor::ExpandShapeOp>(*r.getUsers().begin());
-  if (!expand || expand.getReassociationIndices().size() != 2 ||
-      !expand.getResult().hasOneUse())
-    return Value();
-  auto transpose =
-      dyn_cast<linalg::TransposeOp>(*expand.getResult().getUsers().begin());
-  if (!transpose || !transpose.getInit().getDefiningOp<tensor::EmptyOp>())
-    return Value();
-  auto [rowDims, colDims] = splitDims(expand.getResultType().getShape(),
-                                      expand.getReassociationIndices());
-  auto rT = cast<RankedTensorType>(r.getType());
-  view = MatrixView{
-      Value(), rT.getDimSize(0), rT.getDimSize(1),
-      rowDims, colDims,          llvm::to_vector(transpose.getPermutation())};
-  return transpose.getResult()[0];
-}
+  static GemmGroup match(linalg::MatmulOp mm) {
+    GemmGroup g{mm, fusableConsumer(mm), {}, {}, {}, {}};
+    Value r = g.last()->getResult(0);
+    if (r.hasOneUse())
+      if (auto e = dyn_cast<tensor::ExpandShapeOp>(*r.getUsers().begin());
+          e && e.getReassociationIndices().size() == 2 &&
+          e.getResult().hasOneUse())
+        if (auto t = dyn_cast<linalg::TransposeOp>(
+                *e.getResult().getUsers().begin());
+            t && t.getInit().getDefiningOp<tensor::EmptyOp>()) {
+          g.splitExpand = e;
+          g.splitTranspose = t;
+        }
+    Value a = mm.getDpsInputs()[0];
+    if (auto c = a.getDefiningOp<tensor::CollapseShapeOp>();
+        c && a.hasOneUse() && c.getSrc().hasOneUse() &&
+        c.getReassociationIndices().size() == 2)
+      if (auto t = c.getSrc().getDefiningOp<linalg::TransposeOp>()) {
+        g.mergeCollapse = c;
+        g.mergeTranspose = t;
+      }
+    return g;
+  }
+  /// The matmul or its consumer: what the head split reads.
+  Operation *last() {
+    return consumer ? consumer.getOperation() : mm.getOperation();
+  }
+  /// The tensor the kernel writes.
+  Value result() {
+    return splitTranspose ? splitTranspose.getResult()[0]
+                          : last()->getResult(0);
+  }
+  /// Whether `op` is one the kernel absorbs (other than the fill).
+  bool contains(Operation *op) {
+    return op == consumer.getOperation() ||
+           op == splitTranspose.getOperation() ||
+           op == mergeTranspose.getOperation();
+  }
+  /// The view the kernel reads A through.
+  MatrixView aView(OpBuilder &b, Location loc) {
+    Value a = mm.getDpsInputs()[0];
+    if (!mergeTranspose)
+      return MatrixView::rowMajor(bufferForRead(b, loc, a));
+    auto [rowDims, colDims] =
+        splitDims(mergeCollapse.getSrcType().getShape(),
+                  mergeCollapse.getReassociationIndices());
+    auto aT = cast<RankedTensorType>(a.getType());
+    // Buffer dimension e is logical dimension i where permutation[i] = e.
+    return MatrixView{bufferForRead(b, loc, mergeTranspose.getInput()),
+                      aT.getDimSize(0),
+                      aT.getDimSize(1),
+                      rowDims,
+                      colDims,
+                      invertPermutationVector(mergeTranspose.getPermutation())};
+  }
+  /// The view the kernel writes its result through (buffer not set).
+  MatrixView outView() {
+    auto rT = cast<RankedTensorType>(last()->getResult(0).getType());
+    int64_t m = rT.getDimSize(0), n = rT.getDimSize(1);
+    if (!splitTranspose)
+      return MatrixView{Value(), m, n, {m}, {n}, {0, 1}};
+    auto [rowDims, colDims] = splitDims(splitExpand.getResultType().getShape(),
+                                        splitExpand.getReassociationIndices());
+    return MatrixView{
+        Value(), m,       n,
+        rowDims, colDims, llvm::to_vector(splitTranspose.getPermutation())};
+  }
+};
 
 /// The fill value of the accumulator of `mm`, if it is a constant fill.
 std::optional<double> fillValue(linalg::MatmulOp mm) {
@@ -641,55 +665,45 @@ std::string whyNotGemm(linalg::MatmulOp mm) {
 }
 
 /// Whether `op` becomes part of a GEMM kernel rather than a kernel of its
-/// own: the accumulator's fill, the fused consumer, or a head split / merge
-/// transpose (see transposedResult and transposeFeeding).
+/// own: the accumulator's fill, or an op of a matmul's GemmGroup.
 bool absorbedByGemm(Operation *op) {
-  auto gemmOf = [](Value v) -> linalg::MatmulOp {
-    if (auto mm = v.getDefiningOp<linalg::MatmulOp>())
-      return mm;
-    auto generic = v.getDefiningOp<linalg::GenericOp>();
-    if (!generic)
-      return nullptr;
-    for (Value in : generic.getDpsInputs())
-      if (auto mm = in.getDefiningOp<linalg::MatmulOp>();
-          mm && fusableConsumer(mm) == generic)
-        return mm;
-    return nullptr;
-  };
   if (auto fill = dyn_cast<linalg::FillOp>(op))
     return !fill->use_empty() &&
            llvm::all_of(fill->getUses(), [](OpOperand &use) {
              auto mm = dyn_cast<linalg::MatmulOp>(use.getOwner());
              return mm && mm.isDpsInit(&use);
            });
-  if (auto generic = dyn_cast<linalg::GenericOp>(op))
-    return llvm::any_of(generic.getDpsInputs(), [&](Value in) {
-      auto mm = in.getDefiningOp<linalg::MatmulOp>();
-      return mm && fusableConsumer(mm) == generic;
-    });
-  auto transpose = dyn_cast<linalg::TransposeOp>(op);
-  if (!transpose)
+  if (!isa<linalg::GenericOp, linalg::TransposeOp>(op))
     return false;
-  MatrixView unused;
-  if (auto expand = transpose.getInput().getDefiningOp<tensor::ExpandShapeOp>())
-    if (gemmOf(expand.getSrc()) &&
-        transposedResult(expand.getSrc(), unused) == transpose.getResult()[0])
-      return true;
-  Value result = transpose.getResult()[0];
-  if (!result.hasOneUse())
-    return false;
-  auto collapse = dyn_cast<tensor::CollapseShapeOp>(*result.getUsers().begin());
-  if (!collapse || !collapse.getResult().hasOneUse())
-    return false;
-  auto mm =
-      dyn_cast<linalg::MatmulOp>(*collapse.getResult().getUsers().begin());
-  return mm && mm.getDpsInputs()[0] == collapse.getResult() &&
-         transposeFeeding(collapse.getResult()) == transpose;
+  // The matmuls near `op`: producers up to two ops above (consumer, head
+  // split) and the user two ops below (head merge).
+  SmallVector<linalg::MatmulOp> near;
+  auto producers = [&](Operation *o) {
+    for (Value v : o->getOperands())
+      if (auto mm = v.getDefiningOp<linalg::MatmulOp>())
+        near.push_back(mm);
+  };
+  producers(op);
+  for (Value v : op->getOperands())
+    if (Operation *d = v.getDefiningOp()) {
+      producers(d);
+      for (Value w : d->getOperands())
+        if (Operation *dd = w.getDefiningOp())
+          producers(dd);
+    }
+  for (Operation *u : op->getUsers())
+    for (Operation *uu : u->getUsers())
+      if (auto mm = dyn_cast<linalg::MatmulOp>(uu))
+        near.push_back(mm);
+  return llvm::any_of(near, [&](linalg::MatmulOp mm) {
+    return GemmGroup::match(mm).contains(op);
+  });
 }
 
 /// Replaces `mm` (whyNotGemm empty; and its fusable consumer, head split
 /// and head merge) by a GEMM kernel.
 void lowerMatmul(RewriterBase &rewriter, linalg::MatmulOp mm) {
+  GemmGroup group = GemmGroup::match(mm);
   Value a = mm.getDpsInputs()[0], bMat = mm.getDpsInputs()[1],
         c = mm.getDpsInits()[0];
   auto aT = cast<RankedTensorType>(a.getType());
@@ -701,17 +715,13 @@ void lowerMatmul(RewriterBase &rewriter, linalg::MatmulOp mm) {
   g.kDim = aT.getDimSize(1);
   g.elt = elt;
   g.init = *fillValue(mm);
+  g.consumer = group.consumer;
   Location loc = mm.getLoc();
-  g.consumer = fusableConsumer(mm);
-  Operation *last = g.consumer ? g.consumer.getOperation() : mm.getOperation();
-  // The head split's transpose comes after the GEMM's consumer: the kernel
-  // goes there, after everything it reads.
-  Value result = transposedResult(last->getResult(0), g.out);
-  Operation *at = result ? result.getDefiningOp() : last;
-  rewriter.setInsertionPoint(at);
+  // The kernel goes at the last op it replaces, after everything it reads.
+  Value result = group.result();
+  rewriter.setInsertionPoint(result.getDefiningOp());
   ImplicitLocOpBuilder b(loc, rewriter);
-  std::optional<MatrixView> aView = transposedOperand(b, loc, a);
-  g.a = aView ? *aView : MatrixView::rowMajor(bufferForRead(b, loc, a));
+  g.a = group.aView(b, loc);
   g.bMat = MatrixView::rowMajor(bufferForRead(b, loc, bMat));
   if (g.consumer)
     for (auto [i, in] : llvm::enumerate(g.consumer.getDpsInputs())) {
@@ -724,10 +734,7 @@ void lowerMatmul(RewriterBase &rewriter, linalg::MatmulOp mm) {
                                : in);
       }
     }
-  if (!result) {
-    result = last->getResult(0);
-    g.out = MatrixView{Value(), g.m, g.n, {g.m}, {g.n}, {0, 1}};
-  }
+  g.out = group.outView();
   g.out.buffer =
       allocateBuffer(b, loc, cast<RankedTensorType>(result.getType()));
   std::string module = kernelModuleName(mm),
@@ -741,20 +748,13 @@ void lowerMatmul(RewriterBase &rewriter, linalg::MatmulOp mm) {
   }
   rewriter.replaceAllUsesWith(result, resultTensor(b, loc, g.out.buffer));
   // What the kernel replaced, users first.
-  SmallVector<Operation *> dead;
-  for (Operation *op = at; op != last; op = op->getOperand(0).getDefiningOp())
-    dead.push_back(op);
-  if (g.consumer)
-    dead.push_back(g.consumer);
-  dead.push_back(mm);
-  // Exactly the collapse and the transpose the view stands for.
-  if (aView) {
-    Operation *collapse = a.getDefiningOp();
-    dead.push_back(collapse);
-    dead.push_back(collapse->getOperand(0).getDefiningOp());
-  }
-  for (Operation *op : dead)
-    rewriter.eraseOp(op);
+  for (Operation *op :
+       {group.splitTranspose.getOperation(), group.splitExpand.getOperation(),
+        group.consumer.getOperation(), mm.getOperation(),
+        group.mergeCollapse.getOperation(),
+        group.mergeTranspose.getOperation()})
+    if (op)
+      rewriter.eraseOp(op);
   if (auto fill = c.getDefiningOp<linalg::FillOp>(); fill && fill->use_empty())
     rewriter.eraseOp(fill);
 }
