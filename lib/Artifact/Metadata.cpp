@@ -10,12 +10,19 @@
 #include "attn-mlir/Artifact/Metadata.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <array>
 #include <cmath>
+#include <map>
+#include <set>
 
 using namespace mlir;
 
@@ -55,6 +62,143 @@ static std::string sdpaOperandName(attn::SdpaOp op, Value v) {
     if (value == v)
       return name;
   return "arg";
+}
+
+namespace {
+/// Names for the dynamic dimensions of a public function's arguments and
+/// results. Dimensions that the function's ops require to be equal are one
+/// class and share a name: the runtime binds each name to one size from
+/// the inputs, checks every input against it and sizes the outputs by it.
+class DimNames {
+public:
+  explicit DimNames(func::FuncOp func);
+  /// The name of dimension `dim` of `v` ("" when it is in no class with a
+  /// dynamic argument dimension), or its size when the class holds a static
+  /// dimension.
+  std::string nameOf(Value v, int64_t dim);
+
+private:
+  using Key = std::pair<void *, int64_t>;
+  static Key key(Value v, int64_t d) { return {v.getAsOpaquePointer(), d}; }
+  void unite(Value a, int64_t da, Value b, int64_t db) {
+    classes.unionSets(key(a, da), key(b, db));
+  }
+  void hint(Value v, int64_t d, const char *name) {
+    hints.try_emplace(key(v, d), name);
+  }
+  void visitMask(Value mask, Value batchOf, Value rowsOf, int64_t rowDim,
+                 Value keysOf, int64_t keyDim);
+  void visitLinalg(linalg::LinalgOp op);
+  void visit(Operation *op);
+
+  func::FuncOp func;
+  llvm::EquivalenceClasses<Key> classes;
+  std::map<Key, std::string> hints;
+  std::map<Key, std::string> names; ///< by class leader
+  std::set<std::string> used;
+};
+} // namespace
+
+void DimNames::visitMask(Value mask, Value batchOf, Value rowsOf,
+                         int64_t rowDim, Value keysOf, int64_t keyDim) {
+  if (!mask)
+    return;
+  auto shape = cast<RankedTensorType>(mask.getType()).getShape();
+  std::pair<Value, int64_t> target[4] = {
+      {batchOf, 0}, {Value(), 0}, {rowsOf, rowDim}, {keysOf, keyDim}};
+  for (unsigned k = 0; k < shape.size(); ++k)
+    if (std::optional<unsigned> t = attn::maskTargetDim(shape, k))
+      if (Value v = target[*t].first)
+        unite(mask, k, v, target[*t].second);
+}
+
+void DimNames::visitLinalg(linalg::LinalgOp op) {
+  // Operand dimensions indexed by the same loop are equal.
+  std::map<unsigned, std::pair<Value, int64_t>> loops;
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (auto [d, expr] : llvm::enumerate(map.getResults())) {
+      auto dimExpr = dyn_cast<AffineDimExpr>(expr);
+      if (!dimExpr)
+        continue;
+      auto [it, first] = loops.try_emplace(dimExpr.getPosition(),
+                                           operand.get(), int64_t(d));
+      if (!first)
+        unite(operand.get(), d, it->second.first, it->second.second);
+    }
+  }
+  for (auto [res, init] : llvm::zip(op->getResults(), op.getDpsInits()))
+    for (int64_t d = 0; d < cast<RankedTensorType>(res.getType()).getRank();
+         ++d)
+      unite(res, d, init, d);
+}
+
+void DimNames::visit(Operation *op) {
+  if (auto sdpa = dyn_cast<attn::SdpaOp>(op)) {
+    Value q = sdpa.getQuery(), k = sdpa.getKey(), v = sdpa.getValue();
+    hint(q, 0, "B");
+    hint(q, 2, "Tq");
+    hint(k, 2, "Tk");
+    for (Value x : {k, v, Value(sdpa.getOutput())})
+      unite(q, 0, x, 0);
+    unite(k, 2, v, 2);
+    unite(q, 2, sdpa.getOutput(), 2);
+    if (Value lse = sdpa.getLse()) {
+      unite(q, 0, lse, 0);
+      unite(q, 2, lse, 2);
+    }
+    visitMask(sdpa.getMask(), q, q, 2, k, 2);
+  } else if (auto mha = dyn_cast<attn::MhaOp>(op)) {
+    Value x = mha.getInput(), kv = mha.getKeyValueSource();
+    hint(x, 0, "B");
+    hint(x, 1, "T");
+    hint(kv, 1, "S");
+    unite(x, 0, kv, 0);
+    unite(x, 0, mha.getOutput(), 0);
+    unite(x, 1, mha.getOutput(), 1);
+    visitMask(mha.getMask(), x, x, 1, kv, 1);
+  } else if (auto softmax = dyn_cast<attn::SoftmaxOp>(op)) {
+    for (int64_t d = 0; d < softmax.getInput().getType().getRank(); ++d)
+      unite(softmax.getInput(), d, softmax.getOutput(), d);
+  } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    visitLinalg(linalgOp);
+  } else if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
+    for (auto [d, size] : llvm::enumerate(empty.getMixedSizes()))
+      if (auto v = dyn_cast<Value>(size))
+        if (auto dim = v.getDefiningOp<tensor::DimOp>())
+          if (std::optional<int64_t> c = dim.getConstantIndex())
+            unite(empty.getResult(), d, dim.getSource(), *c);
+  }
+}
+
+DimNames::DimNames(func::FuncOp func) : func(func) {
+  func.walk([&](Operation *op) { visit(op); });
+}
+
+std::string DimNames::nameOf(Value v, int64_t dim) {
+  Key leader = classes.getOrInsertLeaderValue(key(v, dim));
+  if (auto it = names.find(leader); it != names.end())
+    return it->second;
+  std::string hinted;
+  bool fromArgument = false;
+  // A static member fixes the size; else a dynamic argument names it.
+  for (const Key &member : classes.members(leader)) {
+    Value m = Value::getFromOpaquePointer(member.first);
+    int64_t size = cast<RankedTensorType>(m.getType()).getDimSize(member.second);
+    if (!ShapedType::isDynamic(size))
+      return names[leader] = std::to_string(size);
+    if (auto h = hints.find(member); h != hints.end() && hinted.empty())
+      hinted = h->second;
+    auto arg = dyn_cast<BlockArgument>(m);
+    fromArgument |= arg && arg.getOwner() == &func.getBody().front();
+  }
+  if (!fromArgument)
+    return names[leader] = "";
+  std::string base = hinted.empty() ? "N" : hinted, name = base;
+  for (int n = hinted.empty() ? 1 : 2; name == "N" || used.count(name); ++n)
+    name = base + std::to_string(n);
+  used.insert(name);
+  return names[leader] = name;
 }
 
 /// What the runtime can call, checked here so that attn-compile never
@@ -118,12 +262,21 @@ LogicalResult attn::describeEntries(
     auto sdpa = argsInOrder ? dyn_cast<attn::SdpaOp>(single) : nullptr;
     auto softmax = argsInOrder ? dyn_cast<attn::SoftmaxOp>(single) : nullptr;
     auto mha = argsInOrder ? dyn_cast<attn::MhaOp>(single) : nullptr;
+    DimNames dims(func);
+    // DIMS: each dimension its size, or the name of a dynamic one.
+    auto writeShape = [&](Value v, RankedTensorType t) {
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        os << (d ? "," : "")
+           << (t.isDynamicDim(d) ? dims.nameOf(v, d)
+                                 : std::to_string(t.getDimSize(d)));
+      os << "\n";
+    };
     for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
       auto t = dyn_cast<RankedTensorType>(arg.getType());
-      if (!t || !t.hasStaticShape() || dtypeName(t.getElementType()).empty())
+      if (!t || dtypeName(t.getElementType()).empty())
         return func.emitError()
                << "argument #" << i << " of @" << func.getName()
-               << " must be a static tensor of f32, f16, "
+               << " must be a ranked tensor of f32, f16, "
                   "bf16 or i1, found "
                << arg.getType();
       std::string name = "arg" + std::to_string(i);
@@ -134,24 +287,29 @@ LogicalResult attn::describeEntries(
       else if (mha)
         name = mhaOperandName(mha, arg);
       os << "in " << name << " " << dtypeName(t.getElementType()) << " ";
-      llvm::interleave(t.getShape(), os, ",");
-      os << "\n";
+      writeShape(arg, t);
     }
-    for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
-      auto t = dyn_cast<RankedTensorType>(type);
-      if (!t || !t.hasStaticShape() || dtypeName(t.getElementType()).empty())
+    for (auto [i, result] : llvm::enumerate(terminator->getOperands())) {
+      auto t = dyn_cast<RankedTensorType>(result.getType());
+      if (!t || dtypeName(t.getElementType()).empty())
         return func.emitError() << "result #" << i << " of @" << func.getName()
-                                << " must be a static tensor of f32, f16 or "
+                                << " must be a ranked tensor of f32, f16 or "
                                    "bf16, found "
-                                << type;
+                                << result.getType();
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        if (t.isDynamicDim(d) && dims.nameOf(result, d).empty())
+          return func.emitError()
+                 << "result #" << i << " of @" << func.getName() << " ("
+                 << t << ") has a dynamic dimension " << d
+                 << " that does not follow from the sizes of the arguments: "
+                    "the caller could not allocate it";
       std::string name = "out" + std::to_string(i);
       if (sdpa)
         name = i == 0 ? "output" : "lse";
       else if (mha || softmax)
         name = "output";
       os << "out " << name << " " << dtypeName(t.getElementType()) << " ";
-      llvm::interleave(t.getShape(), os, ",");
-      os << "\n";
+      writeShape(result, t);
     }
     if (sdpa) {
       auto [left, right] = sdpa.getWindowBounds();

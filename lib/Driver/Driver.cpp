@@ -250,25 +250,32 @@ __attribute__((visibility("hidden"))) __bf16 __truncsfbf2(float f) {
 }
 )C";
 
-/// Rejects empty tensors at the entry points (describeEntries has checked
-/// that they are static tensors): the CPU lowering of a graph on a
-/// zero-size argument, such as a matmul over an empty contraction, reads
-/// out of bounds. attn ops reject them in their verifiers.
-static LogicalResult verifyNonEmptyEntries(ModuleOp module) {
+/// Rejects empty tensors at the entry points, and dynamic ones on the CUDA
+/// target: the CPU lowering of a graph on a zero-size argument, such as a
+/// matmul over an empty contraction, reads out of bounds (attn ops reject
+/// them in their verifiers), and CUDA kernels take static shapes for now.
+static LogicalResult verifyEntryShapes(ModuleOp module, bool cuda) {
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal())
       continue;
     FunctionType type = func.getFunctionType();
     for (auto [kind, types] : {std::pair{"argument", type.getInputs()},
                                std::pair{"result", type.getResults()}})
-      for (auto [i, t] : llvm::enumerate(types))
-        for (auto [dim, size] :
-             llvm::enumerate(cast<RankedTensorType>(t).getShape()))
+      for (auto [i, t] : llvm::enumerate(types)) {
+        auto shaped = cast<RankedTensorType>(t);
+        if (cuda && !shaped.hasStaticShape())
+          return func.emitError()
+                 << kind << " #" << i << " of @" << func.getName() << " ("
+                 << t
+                 << ") is dynamic: the CUDA target takes static shapes for "
+                    "now; compile dynamic shapes for the CPU (--target=cpu)";
+        for (auto [dim, size] : llvm::enumerate(shaped.getShape()))
           if (size == 0)
             return func.emitError("expected every dimension of ")
                    << kind << " #" << i << " of @" << func.getName()
                    << " to be >= 1, found 0 at dimension " << dim << " (" << t
                    << "): empty tensors are not supported";
+      }
   }
   return success();
 }
@@ -583,7 +590,7 @@ int mlir::attn::driver::compile(const CompileOptions &o) {
 
   std::vector<std::pair<std::string, std::string>> chunks;
   if (failed(mlir::attn::describeEntries(*module, chunks)) ||
-      failed(verifyNonEmptyEntries(*module)))
+      failed(verifyEntryShapes(*module, cuda)))
     return 1;
   if (cuda && (o.emit == Emit::PTX || o.emit == Emit::Cubin) &&
       chunks.size() != 1)

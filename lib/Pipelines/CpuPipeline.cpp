@@ -11,7 +11,10 @@
 //   bufferization           memrefs only; results are caller-allocated
 //                           out-params of every public function
 //   loops + OpenMP          scf/cf + omp.parallel over (b, h, q-block)
-//   to LLVM                 LLVM dialect only, bare-pointer calling convention
+//   to LLVM                 LLVM dialect only; every function also gets its
+//                           C interface, _mlir_ciface_<name>(desc *...), one
+//                           pointer to a memref descriptor per argument
+//                           (the runtime's calling convention, Runtime.h)
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +27,7 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -40,7 +44,10 @@ void attn::buildBufferizationWithOutParams(OpPassManager &pm) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::BufferResultsToOutParamsPassOptions outParams;
+  // The caller allocates every result, of dynamic shape too (it knows the
+  // sizes from the metadata): no copy out of a callee's buffer.
   outParams.hoistStaticAllocs = true;
+  outParams.hoistDynamicAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
 }
@@ -54,8 +61,8 @@ static void addBufferization(OpPassManager &pm) {
   bufferization::buildBufferDeallocationPipeline(pm);
 }
 
-/// Loops, OpenMP and everything to the LLVM dialect with the bare-pointer
-/// calling convention.
+/// Loops, OpenMP and everything to the LLVM dialect, each function with its
+/// C interface (memref descriptors, whatever the shapes).
 static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   // Projections (linalg.matmul) take the same register-blocked path.
   pm.addPass(createLinalgGeneralizeNamedOpsPass());
@@ -75,15 +82,14 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createAttnExpandShapeToReinterpretCastPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   FinalizeMemRefToLLVMConversionPassOptions memrefs;
   memrefs.useAlignedAlloc = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
-  // func-to-llvm before openmp-to-llvm keeps the bare-pointer convention.
-  ConvertFuncToLLVMPassOptions funcs;
-  funcs.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(funcs));
+  pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
+  pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertToLLVMPass());

@@ -1,7 +1,7 @@
 //===- CApi.cpp - the runtime's C interface ---------------------*- C++ -*-===//
 
-#include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Runtime/CApi.h"
+#include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Runtime/Runtime.h"
 
 #include <cstdio>
@@ -37,8 +37,12 @@ static std::string jsonArgs(const std::vector<ArgInfo> &args) {
     out += std::string(i ? ", " : "") +
            "{\"name\": " + jsonString(args[i].name) + ", \"dtype\": \"" +
            dtypeName(args[i].dtype) + "\", \"shape\": [";
+    // A dynamic dimension is its name (a C identifier: no escaping).
     for (size_t d = 0; d < args[i].shape.size(); ++d)
-      out += (d ? ", " : "") + std::to_string(args[i].shape[d]);
+      out += (d ? ", " : "") +
+             (args[i].shape[d] == kDynamicDim && d < args[i].dimNames.size()
+                  ? "\"" + args[i].dimNames[d] + "\""
+                  : std::to_string(args[i].shape[d]));
     out += "]}";
   }
   return out + "]";

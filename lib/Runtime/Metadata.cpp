@@ -48,6 +48,33 @@ static bool parseInts(const std::string &s, std::vector<int64_t> &out) {
   return s.back() != ',';
 }
 
+static bool isIdentifier(const std::string &s);
+
+/// DIMS of an argument record: comma-separated sizes and names of dynamic
+/// dimensions.
+static bool parseDims(const std::string &s, ArgInfo &a) {
+  a.shape.clear();
+  a.dimNames.clear();
+  if (s.empty())
+    return true;
+  std::stringstream ss(s);
+  std::string item;
+  std::vector<std::string> names;
+  bool dynamic = false;
+  while (std::getline(ss, item, ',')) {
+    int64_t v = kDynamicDim;
+    bool named = isIdentifier(item);
+    if (!named && !parseInt(item, v))
+      return false;
+    a.shape.push_back(named ? kDynamicDim : v);
+    names.push_back(named ? item : "");
+    dynamic |= named;
+  }
+  if (dynamic)
+    a.dimNames = std::move(names);
+  return s.back() != ',';
+}
+
 static bool parseNumber(const std::string &s, double &v) {
   if (s.empty())
     return false;
@@ -197,7 +224,7 @@ static Error parseArg(std::istringstream &ls, ArgInfo &a) {
             extra + "'"};
   if (!parseDType(dt, a.dtype))
     return {"malformed metadata: dtype '" + dt + "'"};
-  if (!parseInts(shape, a.shape))
+  if (!parseDims(shape, a))
     return {"malformed metadata: shape '" + shape + "' of '" + a.name + "'"};
   return {};
 }
@@ -320,20 +347,24 @@ static bool isIdentifier(const std::string &s) {
   });
 }
 
+/// The name and sizes of an argument (the message without the "malformed
+/// metadata" its callers add when the sizes come from the metadata).
 static Error checkArg(const EntryInfo &e, const ArgInfo &a) {
   std::string what = "entry '" + e.name + "' argument '" + a.name + "'";
   if (!isIdentifier(a.name))
-    return {"malformed metadata: " + what + ": not a valid name"};
+    return {what + ": not a valid name"};
   double bytes = static_cast<double>(dtypeSize(a.dtype));
-  for (int64_t d : a.shape) {
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    int64_t d = a.shape[i];
+    if (i < a.dimNames.size() && !a.dimNames[i].empty())
+      continue; // sized by instantiate()
     if (d < 1 || d > kMaxDim)
-      return {"malformed metadata: " + what + " has dimension " +
-              std::to_string(d) + " (expected 1 to 2^40)"};
+      return {what + " has dimension " + std::to_string(d) +
+              " (expected 1 to 2^40)"};
     bytes *= static_cast<double>(d);
   }
   if (bytes > kMaxTensorBytes)
-    return {"malformed metadata: " + what + " " + formatShape(a.shape) +
-            " is larger than 1 TiB"};
+    return {what + " " + formatShape(a.shape) + " is larger than 1 TiB"};
   return {};
 }
 
@@ -567,6 +598,146 @@ static Error checkLaunches(const EntryInfo &e, ImageUses &images) {
   return {};
 }
 
+//===----------------------------------------------------------------------===//
+// Dynamic dimensions
+//===----------------------------------------------------------------------===//
+
+std::string attn::rt::formatArgShape(const ArgInfo &a) {
+  std::string s = "[";
+  for (size_t i = 0; i < a.shape.size(); ++i)
+    s += (i ? ", " : "") + (a.shape[i] == kDynamicDim && i < a.dimNames.size()
+                                ? a.dimNames[i]
+                                : std::to_string(a.shape[i]));
+  return s + "]";
+}
+
+bool EntryInfo::isDynamic() const {
+  for (const auto *args : {&inputs, &outputs})
+    for (const ArgInfo &a : *args)
+      if (a.isDynamic())
+        return true;
+  return false;
+}
+
+std::vector<std::string> EntryInfo::dimNames() const {
+  std::vector<std::string> names;
+  for (const auto *args : {&inputs, &outputs})
+    for (const ArgInfo &a : *args)
+      for (const std::string &n : a.dimNames)
+        if (!n.empty() &&
+            std::find(names.begin(), names.end(), n) == names.end())
+          names.push_back(n);
+  return names;
+}
+
+static std::string joined(const std::vector<std::string> &names) {
+  std::string s;
+  for (const std::string &n : names)
+    s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+/// Binds the dynamic dimensions of input `a` to the sizes of `shape`.
+static Error bindInput(const ArgInfo &a, const std::vector<int64_t> &shape,
+                       DimSizes &sizes,
+                       std::map<std::string, std::string> &source) {
+  std::string what = "input '" + a.name + "' " + formatShape(shape);
+  if (shape.size() != a.shape.size())
+    return {what + " has rank " + std::to_string(shape.size()) +
+            ", expected rank " + std::to_string(a.shape.size()) + " " +
+            formatArgShape(a)};
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::string dim = " (dimension " + std::to_string(d) + ")";
+    if (a.shape[d] != kDynamicDim) {
+      if (shape[d] != a.shape[d])
+        return {what + " does not match " + formatArgShape(a) + ": size " +
+                std::to_string(shape[d]) + dim + ", expected " +
+                std::to_string(a.shape[d])};
+      continue;
+    }
+    const std::string &name = a.dimNames[d];
+    auto [it, fresh] = sizes.try_emplace(name, shape[d]);
+    if (fresh)
+      source[name] = "input '" + a.name + "'";
+    else if (it->second != shape[d])
+      return {what + " has " + name + " = " + std::to_string(shape[d]) + dim +
+              ", but " + name + " = " + std::to_string(it->second) +
+              " (from " + source[name] + ")"};
+  }
+  return {};
+}
+
+Error attn::rt::instantiate(
+    const EntryInfo &entry,
+    const std::vector<const std::vector<int64_t> *> &inputShapes,
+    const DimSizes &given, EntryInfo &out) {
+  std::vector<std::string> names = entry.dimNames();
+  std::string subject = "entry '" + entry.name + "'";
+  for (const auto &g : given)
+    if (std::find(names.begin(), names.end(), g.first) == names.end())
+      return {subject + " has no dynamic dimension '" + g.first + "' (" +
+              (names.empty() ? std::string("its shapes are static")
+                             : "its dynamic dimensions: " + joined(names)) +
+              ")"};
+  DimSizes sizes = given;
+  std::map<std::string, std::string> source;
+  for (const auto &g : given)
+    source[g.first] = "the sizes given";
+  for (size_t i = 0; i < inputShapes.size() && i < entry.inputs.size(); ++i)
+    if (inputShapes[i])
+      if (Error e = bindInput(entry.inputs[i], *inputShapes[i], sizes, source))
+        return e;
+  out = entry;
+  for (auto *args : {&out.inputs, &out.outputs})
+    for (ArgInfo &a : *args) {
+      for (size_t d = 0; d < a.dimNames.size(); ++d) {
+        if (a.dimNames[d].empty())
+          continue;
+        auto it = sizes.find(a.dimNames[d]);
+        if (it == sizes.end())
+          return {subject + " needs the size of its dynamic dimension " +
+                  a.dimNames[d] + " (of '" + a.name + "' " +
+                  formatArgShape(a) +
+                  "): give an input that has it or the size itself "
+                  "(attn-run --dim " +
+                  a.dimNames[d] + "=N)"};
+        a.shape[d] = it->second;
+      }
+      a.dimNames.clear();
+      if (Error e = checkArg(out, a))
+        return e;
+    }
+  if (Error e = checkOp(out))
+    return {subject + " (" + out.op.kind + ") at these sizes: " + e.message};
+  return {};
+}
+
+/// A dynamic entry: its names name inputs' dimensions, it runs on the CPU,
+/// and an instance with distinct sizes for distinct names passes checkOp
+/// (a name on the wrong dimension shows there).
+static Error checkDynamic(const EntryInfo &e, const std::string &target) {
+  if (!e.isDynamic())
+    return {};
+  if (target == "cuda")
+    return {"entry '" + e.name + "' has dynamic dimensions; cuda entries " +
+            "take static shapes"};
+  std::set<std::string> inputNames;
+  for (const ArgInfo &a : e.inputs)
+    inputNames.insert(a.dimNames.begin(), a.dimNames.end());
+  for (const ArgInfo &a : e.outputs)
+    for (const std::string &n : a.dimNames)
+      if (!n.empty() && !inputNames.count(n))
+        return {"entry '" + e.name + "' output '" + a.name + "' " +
+                formatArgShape(a) + " has dimension " + n +
+                ", which no input has"};
+  DimSizes probe;
+  int64_t size = 2;
+  for (const std::string &n : e.dimNames())
+    probe[n] = size++;
+  EntryInfo instance;
+  return instantiate(e, {}, probe, instance);
+}
+
 Error attn::rt::validateEntries(const std::vector<EntryInfo> &entries,
                                 const std::string &target) {
   if (entries.empty())
@@ -587,12 +758,14 @@ Error attn::rt::validateEntries(const std::vector<EntryInfo> &entries,
     for (const auto *args : {&e.inputs, &e.outputs})
       for (const ArgInfo &a : *args) {
         if (Error err = checkArg(e, a))
-          return err;
+          return {"malformed metadata: " + err.message};
         if (!argNames.insert(a.name).second)
           return {"malformed metadata: entry '" + e.name +
                   "' names argument '" + a.name + "' twice"};
       }
-    if (Error err = checkOp(e))
+    if (Error err = checkDynamic(e, target))
+      return {"malformed metadata: " + err.message};
+    if (Error err = e.isDynamic() ? Error{} : checkOp(e))
       return {"malformed metadata: entry '" + e.name + "' (" + e.op.kind +
               "): " + err.message};
     if (target == "cuda") {

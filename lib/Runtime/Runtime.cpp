@@ -1,5 +1,6 @@
 //===- Runtime.cpp - attn-mlir runtime --------------------------*- C++ -*-===//
 
+#include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Runtime/Runtime.h"
 
 #include <algorithm>
@@ -384,10 +385,18 @@ Error attn::rt::readNpy(const std::string &path, Tensor &out,
     return {"'" + path + "': " + e.message};
   // The header is checked against what is expected and against the file
   // before anything is allocated.
-  if (expect && (out.dtype != expect->dtype || out.shape != expect->shape))
+  auto matches = [&](const ArgInfo &a) {
+    if (out.dtype != a.dtype || out.shape.size() != a.shape.size())
+      return false;
+    for (size_t d = 0; d < a.shape.size(); ++d)
+      if (a.shape[d] != kDynamicDim && a.shape[d] != out.shape[d])
+        return false;
+    return true;
+  };
+  if (expect && !matches(*expect))
     return {"'" + path + "' is " + dtypeName(out.dtype) + " " +
             formatShape(out.shape) + ", expected " + dtypeName(expect->dtype) +
-            " " + formatShape(expect->shape)};
+            " " + formatArgShape(*expect)};
   uint64_t have = static_cast<uint64_t>(fileSize) - in.tellg(), want = 0;
   if (!byteCount(out.shape, dtypeSize(out.dtype), uint64_t(1) << 62, want))
     return {"'" + path + "': " + formatShape(out.shape) +
@@ -524,7 +533,7 @@ Error Artifact::load(const std::string &path, std::unique_ptr<Artifact> &out) {
   for (const EntryInfo &e : art->entries_) {
     const void *sym = nullptr;
     if (art->target_ != "cuda") {
-      if (Error err = own(e.name, "entry", sym))
+      if (Error err = own(::attn::format::cpuEntrySymbol(e.name), "entry", sym))
         return err;
       art->fns_.push_back(const_cast<void *>(sym));
       continue;
@@ -563,16 +572,65 @@ const EntryInfo *Artifact::find(const std::string &name) const {
 
 Error Artifact::call(const EntryInfo &entry, const std::vector<Tensor> &inputs,
                      std::vector<Tensor> &outputs) const {
+  if (inputs.size() != entry.inputs.size() ||
+      outputs.size() != entry.outputs.size())
+    return {"entry '" + entry.name + "' takes " +
+            std::to_string(entry.inputs.size()) + " inputs and " +
+            std::to_string(entry.outputs.size()) + " outputs, given " +
+            std::to_string(inputs.size()) + " and " +
+            std::to_string(outputs.size())};
+  std::vector<void *> data;
+  for (auto [args, ts] : {std::pair{&entry.inputs, &inputs},
+                          std::pair{&entry.outputs,
+                                    (const std::vector<Tensor> *)&outputs}})
+    for (size_t i = 0; i < args->size(); ++i) {
+      const ArgInfo &a = (*args)[i];
+      const Tensor &t = (*ts)[i];
+      if (t.dtype != a.dtype || t.shape != a.shape ||
+          t.data.size() !=
+              static_cast<size_t>(t.numElements()) * dtypeSize(t.dtype))
+        return {"'" + a.name + "' is " + dtypeName(t.dtype) + " " +
+                formatShape(t.shape) + ", entry '" + entry.name +
+                "' takes " + dtypeName(a.dtype) + " " + formatArgShape(a)};
+      data.push_back(const_cast<uint8_t *>(t.data.data()));
+    }
+  return callBuffers(entry, data);
+}
+
+/// The memref descriptor of a dense row-major buffer (Runtime.h).
+static std::vector<int64_t> denseDescriptor(void *data,
+                                            const std::vector<int64_t> &shape) {
+  int64_t ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
+  std::vector<int64_t> d{ptr, ptr, 0};
+  d.insert(d.end(), shape.begin(), shape.end());
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  d.insert(d.end(), strides.begin(), strides.end());
+  return d;
+}
+
+Error Artifact::callBuffers(const EntryInfo &entry,
+                            const std::vector<void *> &data) const {
   if (target_ != "cpu")
     return {"'" + entry.name + "' is a " + target_ +
             " kernel: run it on the device (attn-run --device " + target_ +
             ")"};
-  size_t index = &entry - entries_.data();
+  const EntryInfo *own = find(entry.name);
+  if (!own || entry.isDynamic() || data.size() != entry.numArgs())
+    return {"entry '" + entry.name + "' is called with " +
+            std::to_string(data.size()) +
+            " buffers; it needs a static instance (instantiate()) and one "
+            "buffer per input and output"};
+  size_t index = own - entries_.data();
+  std::vector<std::vector<int64_t>> descs;
+  size_t k = 0;
+  for (const auto *args : {&entry.inputs, &entry.outputs})
+    for (const ArgInfo &a : *args)
+      descs.push_back(denseDescriptor(data[k++], a.shape));
   std::vector<void *> ptrs;
-  for (const Tensor &t : inputs)
-    ptrs.push_back(const_cast<uint8_t *>(t.data.data()));
-  for (Tensor &t : outputs)
-    ptrs.push_back(t.data.data());
+  for (std::vector<int64_t> &d : descs)
+    ptrs.push_back(d.data());
   void *fn = fns_[index];
   // The entry takes one pointer per argument; dispatch on the count.
   switch (ptrs.size()) {

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Runtime/Runtime.h"
 
 #include <cstring>
@@ -198,9 +199,11 @@ Error attn::rt::checkArtifactFile(const std::string &path,
     return {"'" + path + "': " + e.message};
   std::set<std::string> images;
   for (const EntryInfo &e : entries) {
-    if (target == "cpu" && !so.functions.count(e.name))
-      return {"'" + path + "': entry '" + e.name +
-              "' is not a function defined in the artifact"};
+    if (target == "cpu" &&
+        !so.functions.count(attn::format::cpuEntrySymbol(e.name)))
+      return {"'" + path + "': entry '" + e.name + "' (" +
+              attn::format::cpuEntrySymbol(e.name) +
+              ") is not a function defined in the artifact"};
     if (target != "cuda")
       continue;
     // Kernels that share an image agree on its format and size

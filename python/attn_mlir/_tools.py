@@ -229,23 +229,47 @@ def artifact_problem(path, source=None):
     return _inspect(path, source)[0]
 
 
+def _descriptor(a):
+    """The memref descriptor of C-contiguous array `a` (the C interface of a
+    CPU entry, attn-mlir/Artifact/Format.h): int64 words {allocated,
+    aligned, offset 0, sizes, strides in elements}."""
+    p, strides, n = a.ctypes.data, [], 1
+    for d in reversed(a.shape):
+        strides.insert(0, n)
+        n *= d
+    return (ctypes.c_int64 * (3 + 2 * a.ndim))(p, p, 0, *a.shape, *strides)
+
+
 class Artifact:
-    """A compiled graph: its entry points, called with numpy arrays."""
+    """A compiled graph: its entry points, called with numpy arrays through
+    their C interface (`_mlir_ciface_<entry>`, one memref descriptor per
+    argument)."""
 
     def __init__(self, path, desc):
         self.path = path
         self.entries = _entries(desc)
         self._lib = ctypes.CDLL(path)
+        self._fns = {}
+        self._outs = {}  # (entry, input shapes and dtypes) -> output specs
+
+    def _fn(self, entry):
+        fn = self._fns.get(entry)
+        if fn is None:
+            fn = getattr(self._lib, "_mlir_ciface_" + entry)
+            fn.restype = None
+            self._fns[entry] = fn
+        return fn
 
     def __call__(self, entry, inputs):
-        info = _checked_entry(self.entries, entry, inputs)
-        outs = [np.empty(shape, dtype=_np_dtype(dt)) for _, dt, shape in info["out"]]
-        arrays = [np.ascontiguousarray(a) for a in inputs] + outs
-        fn = getattr(self._lib, entry)
-        fn.restype = None
-        fn.argtypes = [ctypes.c_void_p] * len(arrays)
-        fn(*[a.ctypes.data for a in arrays])
-        return outs
+        key = (entry, tuple((a.shape, a.dtype) for a in inputs))
+        outs = self._outs.get(key)
+        if outs is None:
+            info = _checked_entry(self.entries, entry, inputs)
+            outs = self._outs[key] = [(shape, _np_dtype(dt)) for _, dt, shape in info["out"]]
+        results = [np.empty(shape, dtype=dt) for shape, dt in outs]
+        arrays = [np.ascontiguousarray(a) for a in inputs] + results
+        self._fn(entry)(*[_descriptor(a) for a in arrays])
+        return results
 
 
 _NPY_DESCR = {"f32": "<f4", "f16": "<f2", "bf16": "<V2", "bool": "|b1"}
@@ -339,18 +363,38 @@ def _entries(desc):
 
 
 def _checked_entry(entries, entry, inputs):
-    """The entry's description, after checking the number and shapes of the
-    inputs against it."""
+    """The entry's description at the sizes of `inputs`, after checking
+    their number, dtypes and shapes against it: a dynamic dimension (a name
+    in the description) takes its size from the inputs, one size per name,
+    and the outputs' shapes are resolved with it."""
     info = entries[entry]
     if len(inputs) != len(info["in"]):
         raise ValueError(f"{entry} takes {len(info['in'])} inputs, got {len(inputs)}")
+    sizes, seen = {}, {}
     for arr, (name, dt, shape) in zip(inputs, info["in"]):
-        if tuple(arr.shape) != shape:
-            raise ValueError(f"input {name}: expected shape {shape}, got {arr.shape}")
         if np.asarray(arr).dtype != _np_dtype(dt):
             raise ValueError(f"input {name}: expected dtype {_np_dtype(dt)}, got "
                              f"{np.asarray(arr).dtype}")
-    return info
+        got = tuple(arr.shape)
+        if len(got) != len(shape):
+            raise ValueError(f"input {name}: expected shape {_shape_text(shape)}, got {got}")
+        for d, (want, n) in enumerate(zip(shape, got)):
+            if isinstance(want, str):
+                if sizes.setdefault(want, n) != n:
+                    raise ValueError(
+                        f"input {name}: dimension {d} ({want}) is {n}, but input "
+                        f"{seen[want]} has {want} = {sizes[want]}")
+                seen.setdefault(want, name)
+            elif want != n:
+                raise ValueError(f"input {name}: expected shape {_shape_text(shape)}, got {got}")
+    if any(n < 1 for n in sizes.values()):
+        raise ValueError("empty tensors are not supported")
+    return {side: [(name, dt, tuple(sizes[d] if isinstance(d, str) else d for d in shape))
+                   for name, dt, shape in info[side]] for side in ("in", "out")}
+
+
+def _shape_text(shape):
+    return "(" + ", ".join(str(d) for d in shape) + ")"
 
 
 _loaded = {}  # key -> loaded artifact, in this process

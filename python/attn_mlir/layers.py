@@ -3,7 +3,7 @@ import numpy as np
 
 from ._tools import (cast_checked, check_bool, check_int, check_number, compile_graph,
                      mlir_elt, native)
-from .sdpa import _ttype, attention_attrs, attention_options, prepare_mask
+from .sdpa import _mask_dims, _ttype, attention_attrs, attention_options, prepare_mask
 
 
 def softmax(x, axis=-1, temperature=1.0):
@@ -87,7 +87,7 @@ class MultiHeadAttention:
         if x.ndim != 3 or x.shape[2] != self.embed_dim or x.dtype != self.dtype:
             raise ValueError(f"x must be [B, T, {self.embed_dim}] of {self.dtype}, got "
                              f"{list(x.shape)} of {x.dtype}")
-        elt = mlir_elt(self.dtype)
+        is_causal = check_bool("is_causal", is_causal)
         B, T, _ = x.shape
         operands = [("x", x)]
         if kv is not None:
@@ -96,6 +96,10 @@ class MultiHeadAttention:
                 raise ValueError(f"kv must be [{B}, S, {self.kdim}] of {self.dtype}, got "
                                  f"{list(kv.shape)} of {kv.dtype}")
             operands.append(("kv", kv))
+        elif self.kdim != self.embed_dim:
+            raise ValueError(f"this layer attends to kv of width kdim={self.kdim}: pass kv "
+                             f"[B, S, {self.kdim}] (self-attention needs kdim = embed_dim "
+                             f"= {self.embed_dim})")
         S = T if kv is None else kv.shape[1]
         if 0 in (B, T, S):
             raise ValueError(f"x and kv must not be empty, got x {list(x.shape)}"
@@ -105,26 +109,51 @@ class MultiHeadAttention:
         mask = prepare_mask(attn_mask, self.dtype, (B, self.num_heads, T, S), "[B, H, T, S] =")
         if mask is not None:
             operands.append(("mask", mask))
-        t = {n: _ttype(a.shape, mlir_elt(a.dtype)) for n, a in operands}
+        art = self._artifact(operands, is_causal, device)
+        (y,) = art("layer", [a for _, a in operands])
+        return y
+
+    def _artifact(self, operands, is_causal, device):
+        """The compiled layer for these operands: on the CPU with dynamic B,
+        T and S (one graph for every batch and length), on CUDA static;
+        kept per layer, in front of compile_graph."""
+        dyn = device == "cpu"
+        shapes = {n: a.shape for n, a in operands}
+        if dyn:
+            for n in ("x", "kv"):
+                if n in shapes:
+                    shapes[n] = ("?", "?", shapes[n][2])
+            if "mask" in shapes:
+                shapes["mask"] = _mask_dims(dict(operands)["mask"], self.num_heads)
+        sig = (tuple((n, shapes[n], a.dtype) for n, a in operands), is_causal, device)
+        cache = self.__dict__.setdefault("_compiled", {})
+        if sig in cache:
+            return cache[sig]
+        elt = mlir_elt(self.dtype)
+        t = {n: _ttype(shapes[n], mlir_elt(a.dtype)) for n, a in operands}
+        B, T = shapes["x"][0], shapes["x"][1]
+        kv = "kv" in shapes
+        biases = [n for n in ("bq", "bk", "bv", "bo") if n in shapes]
+        mask = "mask" in shapes
         yt = _ttype((B, T, self.embed_dim), elt)
         attrs = attention_attrs(self.options["scale"], is_causal, self.options["causal_alignment"],
                                 self.options["window"], self.options["softcap"])
         attrs = attrs[:-1] + ", " if attrs else " {"
         attrs += f"num_heads = {self.num_heads} : i64, num_kv_heads = {self.num_kv_heads} : i64}}"
         text = f"  %y = attn.mha %x : {t['x']}"
-        if kv is not None:
+        if kv:
             text += f" kv(%kv : {t['kv']})"
         text += (" weights(%wq, %wk, %wv, %wo) : "
                  f"{t['wq']}, {t['wk']}, {t['wv']}, {t['wo']}")
         for n in biases:
             text += f" bias_{n[1]}(%{n} : {t[n]})"
-        if mask is not None:
+        if mask:
             text += f" mask(%mask : {t['mask']})"
         text += f"{attrs} -> {yt}\n"
         args = ", ".join(f"%{n}: {t[n]}" for n, _ in operands)
         mlir = f"func.func @layer({args}) -> {yt} {{\n{text}  return %y : {yt}\n}}\n"
-        (y,) = compile_graph(mlir, device=device)("layer", [a for _, a in operands])
-        return y
+        cache[sig] = compile_graph(mlir, device=device)
+        return cache[sig]
 
 
 def _check_sizes(embed_dim, num_heads, num_kv_heads, kdim):

@@ -128,6 +128,54 @@ def prepare_alibi(alibi_slopes, heads):
     return np.ascontiguousarray(a)
 
 
+_artifacts = {}  # graph signature -> artifact, in front of compile_graph
+
+
+def _mask_dims(mask, heads):
+    """The mask's dimensions in the graph: size-1 dimensions broadcast (1),
+    the head dimension is static, batch and lengths are dynamic."""
+    rank = mask.ndim
+    return tuple(1 if n == 1 else heads if rank - i == 3 else "?"
+                 for i, n in enumerate(mask.shape))
+
+
+def _sdpa_artifact(q, k, v, mask, alibi, attrs, return_lse, device):
+    """The compiled attn.sdpa graph for these arguments: on the CPU with
+    dynamic B, Tq and Tk (one graph for every size), on CUDA static."""
+    elt = mlir_elt(q.dtype)
+    (_, Hq, _, D), Hkv, Dv = q.shape, k.shape[1], v.shape[3]
+    dyn = device == "cpu"
+    qs, ks, vs = ((("?", Hq, "?", D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)) if dyn
+                  else (q.shape, k.shape, v.shape))
+    ms = None if mask is None else (_mask_dims(mask, Hq) if dyn else mask.shape)
+    sig = (elt, qs, ks, vs, ms, None if mask is None else mask.dtype,
+           alibi is not None, attrs, return_lse, device)
+    art = _artifacts.get(sig)
+    if art is not None:
+        return art
+    B, Tq = qs[0], qs[2]
+    qt, kt, vt = _ttype(qs, elt), _ttype(ks, elt), _ttype(vs, elt)
+    ot, lt = _ttype((B, Hq, Tq, Dv), elt), _ttype((B, Hq, Tq), "f32")
+    args = [f"%q: {qt}", f"%k: {kt}", f"%v: {vt}"]
+    mask_txt = ""
+    if mask is not None:
+        mt = _ttype(ms, mlir_elt(mask.dtype))
+        args.append(f"%m: {mt}")
+        mask_txt = f" mask(%m : {mt})"
+    if alibi is not None:
+        at = _ttype(alibi.shape, "f32")
+        args.append(f"%a: {at}")
+        mask_txt += f" alibi(%a : {at})"
+    results = f"{ot}, {lt}" if return_lse else ot
+    lhs = "%o, %l" if return_lse else "%o"
+    ret = f"%o, %l : {ot}, {lt}" if return_lse else f"%o : {ot}"
+    mlir = (f"func.func @sdpa({', '.join(args)}) -> ({results}) {{\n"
+            f"  {lhs} = attn.sdpa %q, %k, %v{mask_txt}{attrs} : {qt}, {kt}, {vt} -> {results}\n"
+            f"  return {ret}\n}}\n")
+    art = _artifacts[sig] = compile_graph(mlir, device=device)
+    return art
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False, *,
                                  causal_alignment="top_left", window=None, softcap=None,
@@ -144,8 +192,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     subtracts slope[h]·|i + Tk - Tq - j| after scaling and softcap, as
     FlashAttention's alibi_slopes. Returns the output array, and
     the float32 log-sum-exp [B, Hq, Tq] too with return_lse=True. A fully
-    masked row gives 0 (LSE -inf). The graph is compiled once per shapes,
-    dtypes and options and cached on disk.
+    masked row gives 0 (LSE -inf). On the CPU the graph is compiled once
+    per dtype, head counts, head dims, mask kind and options, for any batch
+    size and lengths (B, Tq and Tk are dynamic), cached on disk and in
+    memory (a call on a compiled graph costs microseconds of Python).
 
     device="cuda" runs the fused CUDA kernel (GPU 0) through attn-run: the
     arrays travel to and from the GPU as .npy files, so it suits checking
@@ -162,25 +212,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     mask = prepare_mask(attn_mask, q.dtype, (B, Hq, Tq, Tk), "[B, Hq, Tq, Tk] =")
     alibi = prepare_alibi(alibi_slopes, Hq)
 
-    qt, kt, vt = _ttype(q.shape, elt), _ttype(k.shape, elt), _ttype(v.shape, elt)
-    ot, lt = _ttype((B, Hq, Tq, Dv), elt), _ttype((B, Hq, Tq), "f32")
-    args = [f"%q: {qt}", f"%k: {kt}", f"%v: {vt}"]
-    mask_txt = ""
-    if mask is not None:
-        mt = _ttype(mask.shape, mlir_elt(mask.dtype))
-        args.append(f"%m: {mt}")
-        mask_txt = f" mask(%m : {mt})"
-    if alibi is not None:
-        at = _ttype(alibi.shape, "f32")
-        args.append(f"%a: {at}")
-        mask_txt += f" alibi(%a : {at})"
-    results = f"{ot}, {lt}" if return_lse else ot
-    lhs = "%o, %l" if return_lse else "%o"
-    ret = f"%o, %l : {ot}, {lt}" if return_lse else f"%o : {ot}"
-    mlir = (f"func.func @sdpa({', '.join(args)}) -> ({results}) {{\n"
-            f"  {lhs} = attn.sdpa %q, %k, %v{mask_txt}{attrs} : {qt}, {kt}, {vt} -> {results}\n"
-            f"  return {ret}\n}}\n")
-    art = compile_graph(mlir, device=device)
+    art = _sdpa_artifact(q, k, v, mask, alibi, attrs, return_lse, device)
     inputs = [q, k, v] + [x for x in (mask, alibi) if x is not None]
     outs = art("sdpa", inputs)
     if unbatched:

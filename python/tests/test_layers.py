@@ -29,6 +29,37 @@ def test_mha_cross_with_mask():
     assert np.max(np.abs(y - ref)) <= 1e-4
 
 
+def test_mha_any_batch_and_length_compiles_once(tmp_path, monkeypatch):
+    """One layer at several batch sizes and lengths (self- and cross-
+    attention, a [T, S] mask): one compile per kind of call, each result
+    checked against fp64."""
+    from attn_mlir import _tools
+    monkeypatch.setenv("ATTN_MLIR_CACHE", str(tmp_path))
+    monkeypatch.setattr(_tools, "_loaded", {})
+    compiles, real = [], _tools._compile_private
+    monkeypatch.setattr(_tools, "_compile_private",
+                        lambda *a: compiles.append(a[0]) or real(*a))
+    layer = attn_mlir.MultiHeadAttention(32, 4, num_kv_heads=2)
+    cross = attn_mlir.MultiHeadAttention(32, 4, num_kv_heads=2, kdim=24)
+    for B, T, S in [(2, 5, 7), (1, 1, 1), (3, 17, 2)]:
+        x = rng.standard_normal((B, T, 32), dtype=np.float32)
+        y = layer(x, is_causal=True)
+        ref = reference.mha(x, layer.wq, layer.wk, layer.wv, layer.wo, 4, 2, is_causal=True)
+        assert y.shape == (B, T, 32) and np.max(np.abs(y - ref)) <= 1e-4
+        kv = rng.standard_normal((B, S, 24), dtype=np.float32)
+        mask = rng.random((T, S)) < 0.7
+        y = cross(x, kv=kv, attn_mask=mask)
+        ref = reference.mha(x, cross.wq, cross.wk, cross.wv, cross.wo, 4, 2, kv=kv,
+                            attn_mask=mask)
+        assert np.max(np.abs(y - ref)) <= 1e-4
+    # Self-attention once, cross-attention once, and once more for the
+    # [1, 1] mask of T = S = 1: a size-1 mask dimension broadcasts, another
+    # kind of mask.
+    assert len(compiles) == 3
+    with pytest.raises(ValueError, match=r"pass kv \[B, S, 24\]"):
+        cross(x)
+
+
 def test_mha_errors():
     with pytest.raises(ValueError, match="multiple of"):
         attn_mlir.MultiHeadAttention(30, 4)

@@ -14,16 +14,19 @@ import pytest
 
 import attn_mlir
 from attn_mlir import _tools, reference
+from attn_mlir import sdpa as sdpa_module
 
 ROUNDS = 100
 THREADS = 8
 PROCESSES = 4
 
 
-def _inputs(tq, who):
-    """Deterministic tiny inputs [1, 1, Tq, 8] f32 for caller `who`."""
-    rng = np.random.default_rng(tq * 1000 + who)
-    return [rng.standard_normal((1, 1, tq, 8), dtype=np.float32) for _ in range(3)]
+def _inputs(d, who):
+    """Deterministic tiny inputs [1, 1, 5 + who, d] f32 for caller `who`: a
+    head dimension d is a new graph (lengths are not: any Tq and Tk run on
+    one compile)."""
+    rng = np.random.default_rng(d * 1000 + who)
+    return [rng.standard_normal((1, 1, 5 + who, d), dtype=np.float32) for _ in range(3)]
 
 
 def _max_error(tq, who, out):
@@ -37,6 +40,7 @@ def fresh_cache(tmp_path, monkeypatch):
     d.mkdir(mode=0o700)
     monkeypatch.setenv("ATTN_MLIR_CACHE", str(d))
     monkeypatch.setattr(_tools, "_loaded", {})
+    monkeypatch.setattr(sdpa_module, "_artifacts", {})
     return d
 
 
@@ -53,7 +57,7 @@ def test_concurrent_first_calls_in_threads_compile_once_and_all_succeed(fresh_ca
                         lambda *a: compiles.append(a[-1]) or real(*a))
     t0 = time.perf_counter()
     for r in range(ROUNDS):
-        tq = r + 1  # a new shape each round
+        tq = r + 1  # a new head dimension, a new graph, each round
         barrier, results = threading.Barrier(THREADS), [None] * THREADS
 
         def call(who):
@@ -77,8 +81,8 @@ def test_concurrent_first_calls_in_threads_compile_once_and_all_succeed(fresh_ca
 
 
 def _process_worker(who, barrier, tasks, results):
-    """A process of its own (own in-memory cache): for each Tq it is sent,
-    waits for the others, then calls on that new shape."""
+    """A process of its own (own in-memory cache): for each head dimension
+    it is sent, waits for the others, then calls on that new graph."""
     while (tq := tasks.get()) is not None:
         barrier.wait()
         try:
@@ -101,7 +105,7 @@ def test_concurrent_first_calls_in_processes_all_succeed(fresh_cache, monkeypatc
     t0 = time.perf_counter()
     try:
         for r in range(ROUNDS):
-            tq = r + 1  # a new shape each round (a fresh cache: not compiled by any process)
+            tq = r + 1  # a new graph each round (a fresh cache: not compiled by any process)
             for q in tasks:
                 q.put(tq)
             for _ in range(PROCESSES):
@@ -407,15 +411,19 @@ def test_entries_are_read_by_the_runtime_parser(fresh_cache, tmp_path):
     assert desc["target"] == "cpu"
     (entry,) = desc["entries"]
     assert entry["name"] == "sdpa"
+    # Any batch and lengths: the dynamic dimensions are named, one name
+    # per size the graph requires to be equal.
     assert [(a["name"], a["dtype"], a["shape"]) for a in entry["inputs"]] == [
-        ("q", "f32", [1, 2, 5, 8]), ("k", "f32", [1, 1, 7, 8]), ("v", "f32", [1, 1, 7, 8])]
-    assert [a["name"] for a in entry["outputs"]] == ["output", "lse"]
+        ("q", "f32", ["B", 2, "Tq", 8]), ("k", "f32", ["B", 1, "Tk", 8]),
+        ("v", "f32", ["B", 1, "Tk", 8])]
+    assert [(a["name"], a["shape"]) for a in entry["outputs"]] == [
+        ("output", ["B", 2, "Tq", 8]), ("lse", ["B", 2, "Tq"])]
     assert entry["op"]["kind"] == "sdpa" and entry["op"]["scale"] == 0.5
     assert entry["op"]["causal"] == "top_left"
     assert entry["kernels"] == 0 and entry["scratch_bytes"] == 0  # cpu
     data = bytearray(open(path, "rb").read())
-    at = data.index(b"in q f32 1,2,5,8")
-    data[at:at + 16] = b"in q f32 1,2,5,9"  # a same-length edit
+    at = data.index(b"in q f32 B,2,Tq,8")
+    data[at:at + 17] = b"in q f32 B,2,Tq,9"  # a same-length edit
     bad = tmp_path / "edited.so"
     bad.write_bytes(bytes(data))
     with pytest.raises(RuntimeError, match="checksum does not match"):
@@ -434,6 +442,7 @@ def test_found_by_the_second_hostile_pass(fresh_cache):
     os.mkdir(fresh_cache / so)
     monkey_loaded = dict(_tools._loaded)
     _tools._loaded.clear()
+    sdpa_module._artifacts.clear()
     with pytest.raises(_tools.CacheError, match="is a directory in the artifact cache.*remove it"):
         attn_mlir.scaled_dot_product_attention(q, q, q)
     assert sorted(os.listdir(fresh_cache)) == [so]

@@ -131,15 +131,49 @@ def test_large_logits_stay_finite():
     check(out, reference.sdpa(q, k, v), np.float32, q, k, v)
 
 
-def test_compiled_once_per_signature(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTN_MLIR_CACHE", str(tmp_path))
+@pytest.fixture
+def counted_compiles(tmp_path, monkeypatch):
+    """An empty disk cache and in-memory caches; the list of compiles."""
     from attn_mlir import _tools
+    from attn_mlir import sdpa as sdpa_module
+    monkeypatch.setenv("ATTN_MLIR_CACHE", str(tmp_path))
     monkeypatch.setattr(_tools, "_loaded", {})
+    monkeypatch.setattr(sdpa_module, "_artifacts", {})
+    compiles, real = [], _tools._compile_private
+    monkeypatch.setattr(_tools, "_compile_private",
+                        lambda *a: compiles.append(a[0]) or real(*a))
+    return compiles
+
+
+def test_compiled_once_per_signature(counted_compiles):
     q = rng.standard_normal((1, 2, 5, 8), dtype=np.float32)
     attn_mlir.scaled_dot_product_attention(q, q, q)
     attn_mlir.scaled_dot_product_attention(q + 1, q, q)
     attn_mlir.scaled_dot_product_attention(q, q, q, is_causal=True)
-    assert len(list(tmp_path.glob("*.so"))) == 2
+    # Other batch sizes and lengths take the same graph.
+    q2 = rng.standard_normal((3, 2, 9, 8), dtype=np.float32)
+    k2 = rng.standard_normal((3, 2, 1, 8), dtype=np.float32)
+    out = attn_mlir.scaled_dot_product_attention(q2, k2, k2)
+    check(out, reference.sdpa(q2, k2, k2), np.float32, q2, k2, k2)
+    assert len(counted_compiles) == 2
+
+
+def test_decode_loop_with_growing_cache_compiles_once(counted_compiles):
+    """64 decode steps (Tq = 1, Tk = 1 ... 64, GQA, bottom-right causal with
+    its LSE): one compile in all, each step checked against fp64."""
+    Hq, Hkv, D = 8, 2, 16
+    k = rng.standard_normal((1, Hkv, 64, D), dtype=np.float32)
+    v = rng.standard_normal((1, Hkv, 64, D), dtype=np.float32)
+    for t in range(1, 65):
+        q = rng.standard_normal((1, Hq, 1, D), dtype=np.float32)
+        out, lse = attn_mlir.scaled_dot_product_attention(
+            q, k[:, :, :t], v[:, :, :t], is_causal=True, causal_alignment="bottom_right",
+            enable_gqa=True, return_lse=True)
+        ref, ref_lse = reference.sdpa(q, k[:, :, :t], v[:, :, :t], is_causal=True, enable_gqa=True,
+                                      causal_alignment="bottom_right", return_lse=True)
+        check(out, ref, np.float32, q, k[:, :, :t], v[:, :, :t])
+        assert np.max(np.abs(lse - ref_lse)) <= 1e-4
+    assert len(counted_compiles) == 1
 
 
 @pytest.mark.parametrize("args,kw,exc,msg", [

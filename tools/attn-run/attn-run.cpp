@@ -36,6 +36,12 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
   --input NAME=FILE     read input NAME from a .npy file (f32, f16, bf16 as
                         '<V2', bool); inputs not given are seeded random
                         normal values (bool masks: 3 of 4 true)
+  --dim NAME=N          the size of dynamic dimension NAME (see --list: an
+                        entry of tensor<?x8x?x64xf32> arguments has named
+                        dimensions such as B, Tq, Tk) for inputs not read
+                        from files; sizes of inputs read with --input are
+                        taken from the files, and every name must have one
+                        size across inputs (K and V lengths agree)
   --seed N              seed of the random inputs, 0 to 2^64-1 (default 0)
   --output-dir DIR      write each result as DIR/NAME.npy: all of them or,
                         when one cannot be written, none (new files are
@@ -142,6 +148,7 @@ struct Options {
   std::vector<std::string> compileFlags;
   bool compileFlagsGiven = false, check = false, list = false;
   std::map<std::string, std::string> inputFiles;
+  DimSizes dims; ///< --dim NAME=N
   uint64_t seed = 0;
   long bench = 0;
 };
@@ -197,7 +204,7 @@ static Error optionValue(int argc, char **argv, int &i,
                          std::set<std::string> &seen, const std::string &key,
                          std::string &dst) {
   std::string a = argv[i];
-  if (key != "--input" && !seen.insert(key).second)
+  if (key != "--input" && key != "--dim" && !seen.insert(key).second)
     return {key + " given twice"};
   size_t eq = a.find('=');
   if (eq != std::string::npos) { // --key=V (--input=NAME=FILE too)
@@ -215,7 +222,7 @@ static Error parseOption(int argc, char **argv, int &i,
   std::string a = argv[i], key = a.substr(0, a.find('=')), v;
   static const std::set<std::string> valued = {
       "--entry", "--input",  "--seed",         "--output-dir",
-      "--bench", "--device", "--compile-flags"};
+      "--bench", "--device", "--compile-flags", "--dim"};
   if (!valued.count(key)) {
     if ((a == "--check" || a == "--list") && !seen.insert(a).second)
       return {a + " given twice"};
@@ -236,6 +243,15 @@ static Error parseOption(int argc, char **argv, int &i,
       return {"--input expects NAME=FILE.npy, found '" + v + "'"};
     if (!o.inputFiles.emplace(v.substr(0, eq), v.substr(eq + 1)).second)
       return {"input '" + v.substr(0, eq) + "' given twice (--input)"};
+  } else if (key == "--dim") {
+    size_t eq = v.find('=');
+    uint64_t size = 0;
+    if (eq == std::string::npos || eq == 0 ||
+        parseUnsigned(key, v.substr(eq + 1), uint64_t(1) << 40, size) ||
+        size < 1)
+      return {"--dim expects NAME=N with N in [1, 2^40], found '" + v + "'"};
+    if (!o.dims.emplace(v.substr(0, eq), static_cast<int64_t>(size)).second)
+      return {"dimension '" + v.substr(0, eq) + "' given twice (--dim)"};
   } else if (key == "--seed") {
     if (Error e = parseUnsigned(key, v, UINT64_MAX, o.seed))
       return e;
@@ -290,9 +306,10 @@ static Error parseArgs(int argc, char **argv, Options &o, bool &done) {
   if (o.artifactPath.empty())
     return {"no artifact given (see --help)"};
   if (o.list && (o.check || o.bench || !o.outputDir.empty() ||
-                 !o.inputFiles.empty() || !o.entryName.empty()))
+                 !o.inputFiles.empty() || !o.entryName.empty() ||
+                 !o.dims.empty()))
     return {"--list prints the entries and runs nothing: it takes no "
-            "--check, --bench, --output-dir, --input or --entry"};
+            "--check, --bench, --output-dir, --input, --dim or --entry"};
   return {};
 }
 
@@ -383,10 +400,18 @@ static void listEntries(const Artifact &art) {
                 e.op.kind.empty() ? "" : (" (" + e.op.kind + ")").c_str());
     for (const ArgInfo &a : e.inputs)
       std::printf("  in  %-8s %-4s %s\n", a.name.c_str(), dtypeName(a.dtype),
-                  formatShape(a.shape).c_str());
+                  formatArgShape(a).c_str());
     for (const ArgInfo &a : e.outputs)
       std::printf("  out %-8s %-4s %s\n", a.name.c_str(), dtypeName(a.dtype),
-                  formatShape(a.shape).c_str());
+                  formatArgShape(a).c_str());
+    std::vector<std::string> names = e.dimNames();
+    if (!names.empty()) {
+      std::string list;
+      for (const std::string &n : names)
+        list += (list.empty() ? "" : ", ") + n;
+      std::printf("  dynamic dimensions: %s (sized by the inputs or --dim)\n",
+                  list.c_str());
+    }
     if (art.target() != "cuda")
       continue;
     // Scratch buffers by id (after the arguments), then the kernels in
@@ -433,13 +458,27 @@ static Error findEntry(const Options &o, const Artifact &art,
   return {};
 }
 
-/// Inputs (files or seeded random values) and outputs, after refusing what
-/// cannot fit in memory.
+/// The entry at the sizes of the input files and --dim (`instance`, static),
+/// its inputs (files or seeded random values) and outputs, after refusing
+/// what cannot fit in memory.
 static Error makeBuffers(const Options &o, const EntryInfo &entry,
-                         std::vector<Tensor> &inputs,
+                         EntryInfo &instance, std::vector<Tensor> &inputs,
                          std::vector<Tensor> &outputs) {
+  std::vector<Tensor> files(entry.inputs.size());
+  std::vector<const std::vector<int64_t> *> shapes(entry.inputs.size());
+  for (size_t i = 0; i < entry.inputs.size(); ++i) {
+    const ArgInfo &a = entry.inputs[i];
+    auto it = o.inputFiles.find(a.name);
+    if (it == o.inputFiles.end())
+      continue;
+    if (Error e = readNpy(it->second, files[i], &a))
+      return {"input '" + a.name + "': " + e.message};
+    shapes[i] = &files[i].shape;
+  }
+  if (Error e = instantiate(entry, shapes, o.dims, instance))
+    return e;
   double totalBytes = 0;
-  for (const auto *args : {&entry.inputs, &entry.outputs})
+  for (const auto *args : {&instance.inputs, &instance.outputs})
     for (const ArgInfo &a : *args) {
       double n = static_cast<double>(dtypeSize(a.dtype));
       for (int64_t d : a.shape)
@@ -454,16 +493,10 @@ static Error makeBuffers(const Options &o, const EntryInfo &entry,
             " GB; this machine has " +
             std::to_string(static_cast<long long>(physical / 1e9)) + " GB"};
   InputGenerator random(o.seed);
-  for (const ArgInfo &a : entry.inputs) {
-    Tensor t;
-    auto it = o.inputFiles.find(a.name);
-    if (it == o.inputFiles.end())
-      t = random.make(a, entry.op);
-    else if (Error e = readNpy(it->second, t, &a))
-      return {"input '" + a.name + "': " + e.message};
-    inputs.push_back(std::move(t));
-  }
-  for (const ArgInfo &a : entry.outputs) {
+  for (size_t i = 0; i < instance.inputs.size(); ++i)
+    inputs.push_back(shapes[i] ? std::move(files[i])
+                               : random.make(instance.inputs[i], instance.op));
+  for (const ArgInfo &a : instance.outputs) {
     Tensor t;
     t.dtype = a.dtype;
     t.shape = a.shape;
@@ -573,16 +606,18 @@ static Error run(const Options &o, const Artifact &art, double rssStart,
                  int &status) {
   std::string device;
   int ordinal = 0;
-  const EntryInfo *entry = nullptr;
+  const EntryInfo *declared = nullptr;
   if (Error e = resolveDevice(o, art, device, ordinal))
     return e;
   if (o.list)
     return listEntries(art), Error{};
-  if (Error e = findEntry(o, art, entry))
+  if (Error e = findEntry(o, art, declared))
     return e;
   std::vector<Tensor> inputs, outputs;
-  if (Error e = makeBuffers(o, *entry, inputs, outputs))
+  EntryInfo instance;
+  if (Error e = makeBuffers(o, *declared, instance, inputs, outputs))
     return e;
+  const EntryInfo *entry = &instance;
   std::unique_ptr<CudaSession> cuda;
   if (device == "cuda") {
     if (Error e = CudaSession::open(ordinal, cuda))

@@ -5,7 +5,7 @@
 //
 // The metadata is a text of records, one per line:
 //
-//   attn-mlir-artifact 3
+//   attn-mlir-artifact 4
 //   target cpu|cuda
 //   source fnv1a64=<16 hex digits>        (optional: the graph's text hashed)
 //   entry NAME / in NAME DTYPE DIMS / out NAME DTYPE DIMS / op KIND k=v ...
@@ -14,6 +14,15 @@
 //          image=SYMBOL format=cubin|ptx size=N
 //                                      (target cuda; one or more per entry)
 //   end checksum=<16 hex digits>
+//
+// DIMS are comma-separated: a size, or the name of a dynamic dimension (a
+// C identifier). Dimensions of one name have one size in a call: the
+// compiler names them from what the graph requires to be equal (attn.sdpa's
+// B, Tq and Tk, attn.mha's B, T and S, N1, N2, ... otherwise), and the
+// runtime binds each name from the inputs and sizes the outputs by it.
+// A CPU entry NAME is called as `_mlir_ciface_NAME(desc *in..., desc
+// *out...)`: one pointer per argument to its memref descriptor, the int64
+// words {allocated, aligned, offset, sizes[rank], strides[rank]}.
 //
 // The records after an `entry` belong to it. The i-th `buffer` record of an
 // entry (from 0) is a device scratch buffer of N bytes with buffer id
@@ -24,7 +33,9 @@
 // its scratch buffers. `image` names the artifact's data object holding
 // the kernel's module (`size` bytes of cubin, or of NUL-terminated PTX);
 // kernels of one module name the same image, with the same format and size.
-// Version 2 had exactly one kernel record per entry and no buffer records.
+// Version 3 had static shapes only and called CPU entries with one bare
+// pointer per argument; version 2 had exactly one kernel record per entry
+// and no buffer records.
 //
 // The checksum is FNV-1a (64-bit) of every byte before the `end` line. It
 // is no defence against a malicious artifact (an artifact is code: anyone
@@ -48,7 +59,12 @@ namespace attn::format {
 inline constexpr size_t kMaxKernels = 64, kMaxBuffers = 64;
 
 /// The first line of the metadata of this version.
-inline constexpr const char *kHeader = "attn-mlir-artifact 3";
+inline constexpr const char *kHeader = "attn-mlir-artifact 4";
+
+/// The symbol of CPU entry `name`: its C interface.
+inline std::string cpuEntrySymbol(const std::string &name) {
+  return "_mlir_ciface_" + name;
+}
 
 /// FNV-1a, 64-bit.
 inline uint64_t fnv1a64(const char *data, size_t size) {

@@ -81,6 +81,26 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def AttnExpandShapeToReinterpretCastPass
+    : Pass<"attn-expand-shape-to-reinterpret-cast"> {
+  let summary = "Rewrite memref.expand_shape with several dynamic sizes in "
+                "one group as memref.reinterpret_cast";
+  let description = [{
+    `tensor<?x?x...>` graphs (attn.mha with dynamic batch and length)
+    split `[B*T, H*D]` into `[B, T, H, D]`: an `expand_shape` whose group
+    `{B, T}` has two dynamic sizes. LLVM 22's `expand-strided-metadata`
+    crashes on it (llvm-project#186830, fixed in LLVM 23). This pass states
+    the view directly, as that pass would: `memref.reinterpret_cast` of the
+    source's base buffer (`memref.extract_strided_metadata`) at its offset,
+    with the `output_shape` sizes, and in each group the source
+    dimension's stride times the sizes after it in the group. Other
+    `expand_shape` ops are left as they are. Runs before
+    `expand-strided-metadata`.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
   let summary = "Lower attn-tile's loop nest of each attention function to a "
                 "gpu.launch of the fused tensor-core FlashAttention kernel";

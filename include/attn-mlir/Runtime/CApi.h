@@ -29,6 +29,8 @@ enum {
  *   {"target": "cpu", "source": "<16 hex digits, or empty>",
  *    "entries": [{"name": "sdpa",
  *     "inputs": [{"name": "q", "dtype": "f32", "shape": [1, 8, 128, 64]}],
+ * (a dynamic dimension is its name, a string: "shape": ["B", 8, "Tq", 64];
+ * dimensions of one name have one size in a call),
  *     "outputs": [...], "op": {"kind": "sdpa", "scale": 0.125, ...},
  *     "kernels": 0, "scratch_bytes": 0}]}
  * ("kernels": the CUDA kernels the entry launches, "scratch_bytes": the

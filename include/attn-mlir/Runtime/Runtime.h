@@ -43,11 +43,22 @@ struct Error {
 /// file: opening a FIFO would block, a directory or device is no input.
 Error checkRegularFile(const std::string &path);
 
+/// The size of a dynamic dimension in ArgInfo::shape.
+constexpr int64_t kDynamicDim = -1;
+
 struct ArgInfo {
   std::string name;
   DType dtype;
+  /// The sizes; kDynamicDim where the dimension is dynamic.
   std::vector<int64_t> shape;
+  /// The name of each dynamic dimension, "" for a static one (empty when
+  /// every dimension is static). Dimensions of one name have one size in a
+  /// call: the metadata says which arguments share a length.
+  std::vector<std::string> dimNames;
+  bool isDynamic() const { return !dimNames.empty(); }
 };
+/// "[B, 8, Tq, 64]": sizes, and names for dynamic dimensions.
+std::string formatArgShape(const ArgInfo &a);
 
 /// Reads a .npy file. Its header is checked against `expect` (when given)
 /// and against the file's size before anything is allocated.
@@ -94,7 +105,25 @@ struct EntryInfo {
   /// has id numArgs() + i in the kernels' args.
   std::vector<int64_t> scratchBytes;
   size_t numArgs() const { return inputs.size() + outputs.size(); }
+  /// Some argument has a dynamic dimension: call instantiate() first.
+  bool isDynamic() const;
+  /// The names of the dynamic dimensions, in order of first appearance.
+  std::vector<std::string> dimNames() const;
 };
+
+/// Sizes of named dimensions.
+using DimSizes = std::map<std::string, int64_t>;
+
+/// `entry` with every dynamic dimension given its size (`out` is static):
+/// sizes from `given` and from the shapes of the inputs (`inputShapes[i]`
+/// the shape of input i, or null where it is not given, e.g. generated).
+/// Every input shape must match the entry's (rank and static sizes), and
+/// every name one size; the result must be within the runtime's limits
+/// and satisfy what the op requires (validateEntries). The errors say
+/// which input and dimension disagree.
+Error instantiate(const EntryInfo &entry,
+                  const std::vector<const std::vector<int64_t> *> &inputShapes,
+                  const DimSizes &given, EntryInfo &out);
 
 /// A loaded artifact (dlopen'ed shared object + its metadata).
 class Artifact {
@@ -108,9 +137,19 @@ public:
   /// NUL-terminated PTX), or null. Kernels of one module share it.
   const void *image(const KernelInfo &kernel) const;
   const EntryInfo *find(const std::string &name) const;
-  /// Calls the entry with one pointer per input then per output.
+  /// Calls the CPU entry of `entry`'s name on host tensors whose shapes
+  /// and dtypes are those of `entry` (a static instance of one of
+  /// entries(), see instantiate()), through its C interface:
+  /// `_mlir_ciface_<name>(desc *in..., desc *out...)`, one pointer to a
+  /// memref descriptor per input then per output, each descriptor the
+  /// int64 words {allocated, aligned, offset 0, sizes[rank],
+  /// strides[rank]} of a dense row-major buffer.
   Error call(const EntryInfo &entry, const std::vector<Tensor> &inputs,
              std::vector<Tensor> &outputs) const;
+  /// call() on caller-owned dense row-major buffers: data[i] of input i
+  /// then output i, of the shapes of `entry` (static). Nothing is copied.
+  Error callBuffers(const EntryInfo &entry,
+                    const std::vector<void *> &data) const;
 
 private:
   void *handle_ = nullptr;

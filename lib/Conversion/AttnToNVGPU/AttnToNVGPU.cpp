@@ -915,8 +915,8 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
 static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
   why = "the nest's lengths, element types, exponent scale and outputs must "
         "be those of its arguments and of the attention";
-  if (t.step.getQueryLengthAttr().getInt() != t.qType.getDimSize(2) ||
-      t.step.getKeyLengthAttr().getInt() != t.kType.getDimSize(2) ||
+  if (getConstantIntValue(t.step.getQueryLength()) != t.qType.getDimSize(2) ||
+      getConstantIntValue(t.step.getKeyLength()) != t.kType.getDimSize(2) ||
       t.kType.getDimSize(2) != t.vType.getDimSize(2) ||
       t.finish.getOutput().getType().getElementType() !=
           t.qType.getElementType() ||
@@ -1079,11 +1079,18 @@ FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
   if (failed(cfg))
     return failure();
   rewriter.setInsertionPoint(sdpa);
-  FailureOr<scf::ForallOp> forall = tileSdpa(rewriter, sdpa, cfg->bm,
-                                             cfg->kvBlock,
-                                             /*chunkLongKeys=*/false);
-  assert(succeeded(forall) && "static shapes tile");
-  rewriter.replaceOp(sdpa, forall->getResults());
+  // The kernel's blocks: one forall, one key loop, blocks cut short at
+  // the ends (the kernel masks the padding).
+  TileOptions tiling;
+  tiling.qBlock = cfg->bm;
+  tiling.kvBlock = cfg->kvBlock;
+  tiling.chunkLongKeys = false;
+  tiling.splitPartialBlocks = false;
+  FailureOr<SmallVector<scf::ForallOp, 2>> nest =
+      tileSdpa(rewriter, sdpa, tiling);
+  assert(succeeded(nest) && nest->size() == 1 && "static shapes tile");
+  scf::ForallOp forall = nest->front();
+  rewriter.replaceOp(sdpa, forall.getResults());
   return forall;
 }
 

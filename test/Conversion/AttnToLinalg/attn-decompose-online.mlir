@@ -1,6 +1,8 @@
 // attn-decompose-online: attn-tile's tile-level ops -> linalg on tensors (the CPU
 // layout of the shared online-softmax algorithm), checked through attn-tile.
-// RUN: attn-opt %s --attn-tile="q-block=32 kv-block=16" --attn-decompose-online -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: attn-opt %s --attn-tile="q-block=32 kv-block=16 split-partial-blocks=false" --attn-decompose-online -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: attn-opt %s --attn-tile="q-block=32 kv-block=16" --attn-decompose-online -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SPLIT
+// SPLIT-NOT: attn.
 
 // GQA (group 4), top-left causal with a left window of 16, Tq = Tk = 100:
 // one tile per (b, h, q-block) with 4 q-blocks (the last one has 4 rows);
@@ -118,8 +120,14 @@ func.func @masked(%q: tensor<2x4x64x32xf32>, %m: tensor<2x1x64x64xi1>)
 
 // -----
 
+// A length known only at run time: the steps of partial blocks decompose
+// like static ones, on tiles of dynamic size.
+// CHECK-LABEL: func.func @dynamic
+// CHECK-NOT: attn.
+// CHECK: linalg.generic
+// CHECK-NOT: attn.
+// CHECK: return
 func.func @dynamic(%q: tensor<1x1x?x8xf32>) -> tensor<1x1x?x8xf32> {
-  // expected-error @+1 {{has a dynamic shape; attn-tile supports static shapes only}}
   %o = attn.sdpa %q, %q, %q
       : tensor<1x1x?x8xf32>, tensor<1x1x?x8xf32>, tensor<1x1x?x8xf32>
       -> tensor<1x1x?x8xf32>
@@ -218,9 +226,11 @@ func.func @alibi(%q: tensor<1x2x32x16xf32>, %k: tensor<1x2x48x16xf32>,
 func.func @standalone(%q: tensor<8x16xf16>, %k: tensor<4x16xf16>,
     %m: tensor<8xf32>, %l: tensor<8xf32>, %acc: tensor<8x16xf32>, %i: index)
     -> (tensor<8x16xf16>, tensor<8xf32>) {
+  %len8 = arith.constant 8 : index
+  %len4 = arith.constant 4 : index
   %m1, %l1, %a1 = attn.online_step %q, %k, %k
-      state(%m, %l, %acc : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i)
-      {scale = 0.25 : f32, softcap = 5.0 : f32, query_length = 8 : i64, key_length = 4 : i64}
+      state(%m, %l, %acc : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i) lengths(%len8, %len4)
+      {scale = 0.25 : f32, softcap = 5.0 : f32}
       : tensor<8x16xf16>, tensor<4x16xf16>, tensor<4x16xf16>
       -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
   %m2, %l2, %a2 = attn.online_merge state(%m1, %l1, %a1) with(%m, %l, %acc)

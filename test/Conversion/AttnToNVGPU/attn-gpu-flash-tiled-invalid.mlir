@@ -1,8 +1,8 @@
 // A loop nest the kernel cannot lower says why: blocks that are not the
 // kernel's (q-block 32 with 4 warps of 16 rows; kv-block 24, not a multiple
 // of 16), and key chunks (attn-tile's default chunking above 16384 keys).
-// RUN: attn-opt %s --attn-tile="q-block=32 kv-block=64" --attn-gpu-flash -split-input-file -verify-diagnostics
-// RUN: not attn-opt %s --attn-tile="q-block=64 kv-block=24" --attn-gpu-flash -split-input-file 2>&1 | FileCheck %s --check-prefix=KV24
+// RUN: attn-opt %s --attn-tile="q-block=32 kv-block=64 split-partial-blocks=false" --attn-gpu-flash -split-input-file -verify-diagnostics
+// RUN: not attn-opt %s --attn-tile="q-block=64 kv-block=24 split-partial-blocks=false" --attn-gpu-flash -split-input-file 2>&1 | FileCheck %s --check-prefix=KV24
 // KV24: error: the CUDA kernel needs a key block that is a multiple of 16 in [16, 256] (or all of Tk), found 24
 
 func.func @small_q_block(%q: tensor<1x2x100x64xf16>, %k: tensor<1x2x130x64xf16>, %v: tensor<1x2x130x64xf16>) -> tensor<1x2x100x64xf16> {

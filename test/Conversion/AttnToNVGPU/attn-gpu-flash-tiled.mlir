@@ -6,11 +6,11 @@
 // loop over the visible blocks; attn.online_step the mma.sync fragments
 // (4 k-steps x 8 n-tiles for S, 4 key steps x 8 d-tiles for O: 64 per
 // block); attn.online_finish and the inserts the normalized stores.
-// RUN: attn-opt %s --attn-tile="q-block=64 kv-block=64" --attn-gpu-flash %gpu-host --canonicalize --cse | FileCheck %s
+// RUN: attn-opt %s --attn-tile="q-block=64 kv-block=64 split-partial-blocks=false" --attn-gpu-flash %gpu-host --canonicalize --cse | FileCheck %s
 // The kernels (outlined, so that the host code's constants do not enter
 // the comparison) are the same:
 // RUN: attn-opt %s --attn-gpu-flash --gpu-kernel-outlining --canonicalize --cse | sed -n '/gpu.module/,$p' > %t.direct.mlir
-// RUN: attn-opt %s --attn-tile="q-block=64 kv-block=64" --attn-gpu-flash --gpu-kernel-outlining --canonicalize --cse | sed -n '/gpu.module/,$p' > %t.tiled.mlir
+// RUN: attn-opt %s --attn-tile="q-block=64 kv-block=64 split-partial-blocks=false" --attn-gpu-flash --gpu-kernel-outlining --canonicalize --cse | sed -n '/gpu.module/,$p' > %t.tiled.mlir
 // RUN: diff %t.direct.mlir %t.tiled.mlir
 // RUN: grep -c "nvgpu.mma.sync" %t.tiled.mlir | FileCheck %s --check-prefix=MMA
 // MMA: 64

@@ -70,12 +70,33 @@ func.func @cross_f32(%x: tensor<1x8x32xf32>, %kv: tensor<1x20x48xf32>,
 
 // -----
 
-// Dynamic shapes are reported, not miscompiled.
-func.func @dynamic(%x: tensor<?x16x64xf32>, %w: tensor<64x64xf32>) -> tensor<?x16x64xf32> {
-  // expected-error @+1 {{has a dynamic shape; attn-decompose-mha supports static shapes only}}
-  %y = attn.mha %x : tensor<?x16x64xf32>
+// Dynamic batch and length: the sizes are tensor.dim values, the head split
+// and the final reshape carry them as output_shape, attn.sdpa gets
+// [?, 4, ?, 16] operands.
+// CHECK-LABEL: func.func @dynamic
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x64xf32>
+// CHECK-DAG: %[[B:.*]] = tensor.dim %[[X]], %c0
+// CHECK-DAG: %[[T:.*]] = tensor.dim %[[X]], %c1
+// CHECK: tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<?x?x64xf32> into tensor<?x64xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2, 3]] output_shape [%[[B]], %[[T]], 4, 16] : tensor<?x64xf32> into tensor<?x?x4x16xf32>
+// CHECK: attn.sdpa {{.*}} : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2]] output_shape [%[[B]], %[[T]], 64] : tensor<?x64xf32> into tensor<?x?x64xf32>
+func.func @dynamic(%x: tensor<?x?x64xf32>, %w: tensor<64x64xf32>) -> tensor<?x?x64xf32> {
+  %y = attn.mha %x : tensor<?x?x64xf32>
       weights(%w, %w, %w, %w) : tensor<64x64xf32>, tensor<64x64xf32>,
         tensor<64x64xf32>, tensor<64x64xf32>
-      {num_heads = 4 : i64} -> tensor<?x16x64xf32>
-  return %y : tensor<?x16x64xf32>
+      {num_heads = 4 : i64} -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// A dynamic model dimension chooses no kernel: reported, not miscompiled.
+func.func @dynamic_width(%x: tensor<2x16x?xf32>, %w: tensor<?x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{has a dynamic head count, head dimension or weight; attn-decompose-mha takes dynamic batch sizes and sequence lengths only}}
+  %y = attn.mha %x : tensor<2x16x?xf32>
+      weights(%w, %w, %w, %w) : tensor<?x64xf32>, tensor<?x64xf32>,
+        tensor<?x64xf32>, tensor<?x64xf32>
+      {num_heads = 4 : i64} -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
 }

@@ -1,6 +1,7 @@
 // attn-tile: attn.sdpa -> the backend-neutral online-softmax loop nest of
 // tile-level attn ops (the contract both backends consume).
-// RUN: attn-opt %s --attn-tile="q-block=32 kv-block=16" -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: attn-opt %s --attn-tile="q-block=32 kv-block=16 split-partial-blocks=false" -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: attn-opt %s --attn-tile="q-block=32 kv-block=16" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SPLIT
 // RUN: not attn-opt %s --attn-tile="q-block=0" 2>&1 | FileCheck %s --check-prefix=BADOPT
 // BADOPT: attn-tile: q-block and kv-block must be >= 1, found 0 and 128
 
@@ -33,13 +34,30 @@
 // CHECK: %[[KS:[a-z0-9_-]+]] = arith.minsi %{{.*}}, %[[C16]]
 // CHECK: %[[KT:[a-z0-9_-]+]] = tensor.extract_slice %[[K]][%[[B]], %[[KVH]], %[[KB]], 0] [1, 1, %[[KS]], 64]
 // CHECK: %[[VT:[a-z0-9_-]+]] = tensor.extract_slice %[[V]][%[[B]], %[[KVH]], %[[KB]], 0] [1, 1, %[[KS]], 64]
-// CHECK: %[[NM:[a-z0-9_]+]], %[[NL:[a-z0-9_]+]], %[[NA:[a-z0-9_]+]] = attn.online_step %[[QT]], %[[KT]], %[[VT]] state(%[[M]], %[[L]], %[[ACC]] : {{.*}}) at(%[[Q0]], %[[KB]])
-// CHECK-SAME: causal = #attn.causal<top_left>, key_length = 100 : i64, query_length = 100 : i64, scale = 1.250000e-01 : f32, window = array<i64: 16, 0>
+// CHECK: %[[NM:[a-z0-9_]+]], %[[NL:[a-z0-9_]+]], %[[NA:[a-z0-9_]+]] = attn.online_step %[[QT]], %[[KT]], %[[VT]] state(%[[M]], %[[L]], %[[ACC]] : {{.*}}) at(%[[Q0]], %[[KB]]) lengths(%[[C100]], %[[C100]])
+// CHECK-SAME: causal = #attn.causal<top_left>, scale = 1.250000e-01 : f32, window = array<i64: 16, 0>
 // CHECK: scf.yield %[[NM]], %[[NL]], %[[NA]]
 // CHECK: %[[O:[a-z0-9_-]+]] = attn.online_finish state(%[[LOOP]]#0, %[[LOOP]]#1, %[[LOOP]]#2) : tensor<?xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice %[[O]] into %[[OUT]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[QS]], 64]
 // CHECK: return %[[R]]
+// With split-partial-blocks (the default): the 3 full query blocks in one
+// forall and the last one (4 rows) in another, into the first one's
+// results; in each, the full key blocks of 16 in one loop and the last,
+// partial one (at most one iteration) in a second loop that continues the
+// first one's state. Full blocks have static tiles.
+// SPLIT-LABEL: func.func @gqa_causal_window
+// SPLIT: %[[FULL:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (1, 8, 3) shared_outs(%{{.*}} = %{{.*}})
+// SPLIT: tensor.extract_slice {{.*}} [1, 1, 32, 64] [1, 1, 1, 1] : tensor<1x8x100x64xf32> to tensor<32x64xf32>
+// SPLIT: %[[MAIN:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %[[END:.*]] step %c16
+// SPLIT: attn.online_step {{.*}} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>
+// SPLIT: scf.for %{{.*}} = %[[END]] to %{{.*}} step %c16 iter_args(%{{.*}} = %[[MAIN]]#0, %{{.*}} = %[[MAIN]]#1, %{{.*}} = %[[MAIN]]#2)
+// SPLIT: attn.online_step {{.*}} : tensor<32x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+// SPLIT: %[[TAIL:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (1, 8, 1) shared_outs(%{{.*}} = %[[FULL]])
+// SPLIT: tensor.extract_slice {{.*}} [1, 1, 4, 64] [1, 1, 1, 1] : tensor<1x8x100x64xf32> to tensor<4x64xf32>
+// SPLIT: attn.online_step {{.*}} : tensor<4x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>
+// SPLIT: attn.online_step {{.*}} : tensor<4x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+// SPLIT: return %[[TAIL]]
 func.func @gqa_causal_window(%q: tensor<1x8x100x64xf32>, %k: tensor<1x2x100x64xf32>,
     %v: tensor<1x2x100x64xf32>) -> tensor<1x8x100x64xf32> {
   %o = attn.sdpa %q, %k, %v {causal = #attn.causal<top_left>, window = array<i64: 16, 0>}
@@ -88,12 +106,63 @@ func.func @masked(%q: tensor<2x4x64x32xf32>, %m: tensor<2x1x64x64xi1>)
 
 // -----
 
-func.func @dynamic(%q: tensor<1x1x?x8xf32>) -> tensor<1x1x?x8xf32> {
-  // expected-error @+1 {{has a dynamic shape; attn-tile supports static shapes only}}
+func.func @dynamic_head_dim(%q: tensor<1x1x8x?xf32>) -> tensor<1x1x8x?xf32> {
+  // expected-error @+1 {{has a dynamic head count, head dimension or weight; attn-tile takes dynamic batch sizes and sequence lengths only}}
   %o = attn.sdpa %q, %q, %q
-      : tensor<1x1x?x8xf32>, tensor<1x1x?x8xf32>, tensor<1x1x?x8xf32>
-      -> tensor<1x1x?x8xf32>
-  return %o : tensor<1x1x?x8xf32>
+      : tensor<1x1x8x?xf32>, tensor<1x1x8x?xf32>, tensor<1x1x8x?xf32>
+      -> tensor<1x1x8x?xf32>
+  return %o : tensor<1x1x8x?xf32>
+}
+
+// -----
+
+// Dynamic batch and lengths: the sizes are read once with tensor.dim, the
+// forall runs over (B, Hq, ceil(Tq / 32)), every query block is cut to
+// min(32, Tq - q0) rows and every key block to min(16, hi - kb) keys, the
+// steps take Tq and Tk as values, and bottom-right causal bounds the key
+// range at q_last + 1 + Tk - Tq, computed at run time. A length unknown
+// until run time takes the chunked key loop (chunks of 16384 keys).
+// (q-block 32, kv-block 16.)
+// CHECK-LABEL: func.func @dynamic_lengths
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: tensor<?x4x?x8xf32>, %[[K:[a-z0-9]+]]: tensor<?x2x?x8xf32>
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[C31:.*]] = arith.constant 31 : index
+// CHECK-DAG: %[[C32:.*]] = arith.constant 32 : index
+// CHECK-DAG: %[[B:.*]] = tensor.dim %[[Q]], %[[C0]]
+// CHECK-DAG: %[[TQ:.*]] = tensor.dim %[[Q]], %[[C2]]
+// CHECK-DAG: %[[TK:.*]] = tensor.dim %[[K]], %[[C2]]
+// CHECK: %[[OUT:.*]] = tensor.empty(%[[B]], %[[TQ]]) : tensor<?x4x?x8xf32>
+// CHECK: %[[TQ15:.*]] = arith.addi %[[TQ]], %[[C31]]
+// CHECK: %[[NQ:.*]] = arith.divui %[[TQ15]], %[[C32]]
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %[[QB:.*]]) in (%[[B]], 4, %[[NQ]])
+// CHECK: %[[Q0:.*]] = arith.muli %[[QB]], %[[C32]]
+// CHECK: %[[LEFT:.*]] = arith.subi %[[TQ]], %[[Q0]]
+// CHECK: arith.minsi %[[LEFT]], %[[C32]]
+// CHECK: %[[DIAG:.*]] = arith.subi %[[TK]], %[[TQ]]
+// CHECK: scf.for {{.*}} step %c16384
+// CHECK: attn.online_step {{.*}} lengths(%[[TQ]], %[[TK]]) {causal = #attn.causal<bottom_right>, scale = {{.*}}} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+// CHECK: attn.online_merge
+// CHECK: attn.online_finish
+// CHECK: return
+// Split: Tq / 32 full query blocks, then ceil(Tq / 32) - Tq / 32 (0 or 1)
+// partial ones.
+// SPLIT-LABEL: func.func @dynamic_lengths
+// SPLIT: %[[NFULL:.*]] = arith.divui %{{.*}}, %c32
+// SPLIT: %[[NALL:.*]] = arith.divui %{{.*}}, %c32
+// SPLIT: %[[FULL:.*]] = scf.forall ({{.*}}) in (%{{.*}}, 4, %[[NFULL]])
+// SPLIT: attn.online_step {{.*}} : tensor<32x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+// SPLIT: attn.online_step {{.*}} : tensor<32x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+// SPLIT: %[[NTAIL:.*]] = arith.subi %[[NALL]], %[[NFULL]]
+// SPLIT: scf.forall ({{.*}}) in (%{{.*}}, 4, %[[NTAIL]]) shared_outs(%{{.*}} = %[[FULL]])
+// SPLIT: attn.online_step {{.*}} : tensor<?x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+// SPLIT: attn.online_step {{.*}} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+func.func @dynamic_lengths(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>,
+                           %v: tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  %o = attn.sdpa %q, %k, %v {causal = #attn.causal<bottom_right>}
+      : tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>
+      -> tensor<?x4x?x8xf32>
+  return %o : tensor<?x4x?x8xf32>
 }
 
 // -----
@@ -124,7 +193,7 @@ func.func @long_keys(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x20000x8xf32>,
 // (and merge) take it as exponent_scale (scores times 3e38 overflow f32;
 // the f32 scale widened to f64). Without one the default 1 is not printed.
 // CHECK-LABEL: func.func @huge_scale
-// CHECK: attn.online_step {{.*}} scale = 3.000000e+38 : f32
+// CHECK: attn.online_step {{.*}}scale = 3.000000e+38 : f32
 // CHECK: attn.online_finish {{.*}} {exponent_scale = 3.0000000{{[0-9]*}}E+38 : f64}
 func.func @huge_scale(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x16x8xf32>,
                       %v: tensor<1x1x16x8xf32>) -> tensor<1x1x16x8xf32> {

@@ -17,9 +17,10 @@ func.func @untiled(%q: tensor<1x1x16x16xf32>) -> tensor<1x1x16x16xf32> {
 
 // A step outside any key loop.
 func.func @no_loop(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16xf32>, %i: index) -> tensor<8xf32> {
+  %len8 = arith.constant 8 : index
   // expected-error @+1 {{breaks the attn-tile contract: it must update the (m, l, acc) its scf.for carries and yield the result}}
-  %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%m, %m, %acc : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i)
-      {scale = 0.25 : f32, query_length = 8 : i64, key_length = 8 : i64}
+  %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%m, %m, %acc : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i) lengths(%len8, %len8)
+      {scale = 0.25 : f32}
       : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
   return %m1 : tensor<8xf32>
 }
@@ -31,9 +32,10 @@ func.func @not_carried(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x1
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %r:3 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %m, %b = %m, %c = %acc) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
+    %len8 = arith.constant 8 : index
     // expected-error @+1 {{breaks the attn-tile contract: it must update the (m, l, acc) its scf.for carries and yield the result}}
-    %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%m, %b, %c : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i)
-        {scale = 0.25 : f32, query_length = 8 : i64, key_length = 8 : i64}
+    %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%m, %b, %c : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i) lengths(%len8, %len8)
+        {scale = 0.25 : f32}
         : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
     scf.yield %m1, %l1, %a1 : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
   }
@@ -47,9 +49,10 @@ func.func @no_forall(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16x
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %r:3 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %m, %b = %m, %c = %acc) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
+    %len8 = arith.constant 8 : index
     // expected-error @+1 {{breaks the attn-tile contract: its key loop must be inside the scf.forall over (b, h, q-block)}}
-    %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%a, %b, %c : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i)
-        {scale = 0.25 : f32, query_length = 8 : i64, key_length = 8 : i64}
+    %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%a, %b, %c : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i) lengths(%len8, %len8)
+        {scale = 0.25 : f32}
         : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
     scf.yield %m1, %l1, %a1 : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
   }
@@ -83,8 +86,9 @@ func.func @exponent(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16xf
   %c1 = arith.constant 1 : index
   %o = scf.forall (%b, %h, %qb) in (1, 1, 1) shared_outs(%out = %acc) -> (tensor<8x16xf32>) {
     %r:3 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %m, %l = %m, %c = %acc) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
-      %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%a, %l, %c : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i)
-          {scale = 4.0 : f32, query_length = 8 : i64, key_length = 8 : i64}
+      %len8 = arith.constant 8 : index
+      %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%a, %l, %c : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) at(%i, %i) lengths(%len8, %len8)
+          {scale = 4.0 : f32}
           : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
       scf.yield %m1, %l1, %a1 : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
     }

@@ -622,8 +622,9 @@ func.func @f(%x: tensor<4x8xf32>) {
 
 // online_step: a query tile of rank 3.
 func.func @f(%q: tensor<1x32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>, %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
+  %len100 = arith.constant 100 : index
   // expected-error @+1 {{expected the query tile to have rank 2, found tensor<1x32x64xf32>}}
-  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 100 : i64, key_length = 100 : i64} : tensor<1x32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = 0.125 : f32} : tensor<1x32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }
 
@@ -631,8 +632,9 @@ func.func @f(%q: tensor<1x32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf3
 
 // online_step: a row maximum of rank 2.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>, %m: tensor<32x1xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
+  %len100 = arith.constant 100 : index
   // expected-error @+1 {{expected the row maximum to have rank 1, found tensor<32x1xf32>}}
-  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32x1xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 100 : i64, key_length = 100 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32x1xf32>, tensor<32xf32>, tensor<32x64xf32>
+  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32x1xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = 0.125 : f32} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32x1xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }
 
@@ -640,8 +642,9 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>
 
 // online_step: a row sum for other rows than the maximum.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>, %m: tensor<32xf32>, %l: tensor<16xf32>, %acc: tensor<32x64xf32>, %i: index) {
+  %len100 = arith.constant 100 : index
   // expected-error @+1 {{expected the row maximum, row sum and accumulator to have the same rows, found tensor<32xf32>, tensor<16xf32> and tensor<32x64xf32>}}
-  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<16xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 100 : i64, key_length = 100 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<16xf32>, tensor<32x64xf32>
+  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<16xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = 0.125 : f32} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<16xf32>, tensor<32x64xf32>
   return
 }
 
@@ -649,8 +652,9 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>
 
 // online_step: key and value of another element type.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf16>, %v: tensor<16x64xf16>, %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
+  %len100 = arith.constant 100 : index
   // expected-error @+1 {{expected key and value element types to match the query element type 'f32', found 'f16' and 'f16'}}
-  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 100 : i64, key_length = 100 : i64} : tensor<32x64xf32>, tensor<16x64xf16>, tensor<16x64xf16> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = 0.125 : f32} : tensor<32x64xf32>, tensor<16x64xf16>, tensor<16x64xf16> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }
 
@@ -658,8 +662,9 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf16>, %v: tensor<16x64xf16>
 
 // online_step: a key block of another head dimension.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x32xf32>, %v: tensor<16x64xf32>, %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
+  %len100 = arith.constant 100 : index
   // expected-error @+1 {{expected query [M, D], key [N, D], value [N, Dv] and accumulator [M, Dv], found tensor<32x64xf32>, tensor<16x32xf32>, tensor<16x64xf32> and tensor<32x64xf32>}}
-  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 100 : i64, key_length = 100 : i64} : tensor<32x64xf32>, tensor<16x32xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = 0.125 : f32} : tensor<32x64xf32>, tensor<16x32xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }
 
@@ -667,8 +672,9 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x32xf32>, %v: tensor<16x64xf32>
 
 // online_step: results that are not the state's types.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>, %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
+  %len100 = arith.constant 100 : index
   // expected-error @+1 {{expected result types to match the state, found tensor<32x32xf32> for tensor<32x64xf32>}}
-  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 100 : i64, key_length = 100 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x32xf32>
+  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = 0.125 : f32} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x32xf32>
   return
 }
 
@@ -676,8 +682,10 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>
 
 // online_step: a query length of 0.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>, %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
+  %len0 = arith.constant 0 : index
+  %len100 = arith.constant 100 : index
   // expected-error @+1 {{expected query_length and key_length >= 1, found 0 and 100}}
-  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 0 : i64, key_length = 100 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len0, %len100) {scale = 0.125 : f32} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }
 
@@ -685,8 +693,9 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>
 
 // online_step: a mask tile with a batch dimension.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>, %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index, %mask: tensor<2x1x32x16xi1>) {
+  %len100 = arith.constant 100 : index
   // expected-error @+1 {{expected mask shape [2, 1, 32, 16] to be broadcastable to the tile [M, N] = [1, 1, 32, 16]: dimension 0 is 2, expected 1 or 1}}
-  %r:3 = attn.online_step %q, %k, %v mask(%mask : tensor<2x1x32x16xi1>) state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 100 : i64, key_length = 100 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+  %r:3 = attn.online_step %q, %k, %v mask(%mask : tensor<2x1x32x16xi1>) state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = 0.125 : f32} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }
 
@@ -694,8 +703,9 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>
 
 // online_step: a negative scale.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>, %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
+  %len100 = arith.constant 100 : index
   // expected-error @+1 {{expected scale to be finite and > 0, found -1}}
-  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = -1.0 : f32, query_length = 100 : i64, key_length = 100 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = -1.0 : f32} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }
 
@@ -703,8 +713,9 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>
 
 // online_step: an unknown attribute.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>, %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
-  // expected-error @+1 {{unknown attribute 'scales' on attn.online_step; known attributes: causal, key_length, query_length, scale, softcap, window}}
-  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 100 : i64, key_length = 100 : i64, scales = 1 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+  %len100 = arith.constant 100 : index
+  // expected-error @+1 {{unknown attribute 'scales' on attn.online_step; known attributes: causal, scale, softcap, window}}
+  %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = 0.125 : f32, scales = 1 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }
 
@@ -766,7 +777,9 @@ func.func @f(%m: tensor<32xf32>, %acc: tensor<32x64xf32>) {
 
 // online_step: a negative key length (read as unsigned it passed as "not 0").
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %m: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
+  %len100 = arith.constant 100 : index
+  %lenm5 = arith.constant -5 : index
   // expected-error @+1 {{expected query_length and key_length >= 1, found 100 and -5}}
-  %r:3 = attn.online_step %q, %k, %k state(%m, %m, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) {scale = 0.125 : f32, query_length = 100 : i64, key_length = -5 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+  %r:3 = attn.online_step %q, %k, %k state(%m, %m, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %lenm5) {scale = 0.125 : f32} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }

@@ -144,9 +144,9 @@ func.func @softmax_dialect_attr(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // every optional piece (mask tile, ALiBi slope, causal, window, softcap), the
 // merge of two states and the finish with the LSE.
 // CHECK-LABEL: func.func @online_ops
-// CHECK: %[[SM:[a-z0-9_]+]], %[[SL:[a-z0-9_]+]], %[[SA:[a-z0-9_]+]] = attn.online_step %{{.*}}, %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<1x1x32x16xi1>) alibi(%{{.*}}) state(%{{.*}}, %{{.*}}, %{{.*}} : tensor<32xf32>, tensor<32xf32>, tensor<32x48xf32>) at(%{{.*}}, %{{.*}})
+// CHECK: %[[SM:[a-z0-9_]+]], %[[SL:[a-z0-9_]+]], %[[SA:[a-z0-9_]+]] = attn.online_step %{{.*}}, %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<1x1x32x16xi1>) alibi(%{{.*}}) state(%{{.*}}, %{{.*}}, %{{.*}} : tensor<32xf32>, tensor<32xf32>, tensor<32x48xf32>) at(%{{[a-z0-9]+}}, %{{[a-z0-9]+}}) lengths(%{{[a-z0-9]+}}, %{{[a-z0-9]+}})
 // CHECK-SAME: causal = #attn.causal<bottom_right>
-// CHECK-SAME: key_length = 200 : i64, query_length = 100 : i64, scale = 1.250000e-01 : f32, softcap = 3.000000e+01 : f32, window = array<i64: 8, 0>
+// CHECK-SAME: scale = 1.250000e-01 : f32, softcap = 3.000000e+01 : f32, window = array<i64: 8, 0>
 // CHECK-SAME: : tensor<32x64xf16>, tensor<16x64xf16>, tensor<16x48xf16> -> tensor<32xf32>, tensor<32xf32>, tensor<32x48xf32>
 // CHECK: %[[MM:[a-z0-9_]+]], %[[ML:[a-z0-9_]+]], %[[MA:[a-z0-9_]+]] = attn.online_merge state(%[[SM]], %[[SL]], %[[SA]]) with(%{{.*}}, %{{.*}}, %{{.*}}) {exponent_scale = 2.000000e+00 : f64} : tensor<32xf32>, tensor<32x48xf32>
 // CHECK: attn.online_finish state(%[[MM]], %[[ML]], %[[MA]]) : tensor<32xf32>, tensor<32x48xf32> -> tensor<32x48xf16>, tensor<32xf32>
@@ -154,11 +154,12 @@ func.func @online_ops(%q: tensor<32x64xf16>, %k: tensor<16x64xf16>,
     %v: tensor<16x48xf16>, %mask: tensor<1x1x32x16xi1>, %slope: f32,
     %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x48xf32>,
     %q0: index, %kb: index) -> (tensor<32x48xf16>, tensor<32xf32>) {
+  %len100 = arith.constant 100 : index
+  %len200 = arith.constant 200 : index
   %m1, %l1, %a1 = attn.online_step %q, %k, %v mask(%mask : tensor<1x1x32x16xi1>)
-      alibi(%slope) state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x48xf32>) at(%q0, %kb)
+      alibi(%slope) state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x48xf32>) at(%q0, %kb) lengths(%len100, %len200)
       {scale = 0.125 : f32, causal = #attn.causal<bottom_right>,
-       window = array<i64: 8, 0>, softcap = 30.0 : f32,
-       query_length = 100 : i64, key_length = 200 : i64}
+       window = array<i64: 8, 0>, softcap = 30.0 : f32}
       : tensor<32x64xf16>, tensor<16x64xf16>, tensor<16x48xf16>
       -> tensor<32xf32>, tensor<32xf32>, tensor<32x48xf32>
   %m2, %l2, %a2 = attn.online_merge state(%m1, %l1, %a1) with(%m, %l, %acc)
@@ -175,9 +176,11 @@ func.func @online_ops(%q: tensor<32x64xf16>, %k: tensor<16x64xf16>,
 func.func @online_step_dynamic(%q: tensor<?x64xf32>, %k: tensor<?x64xf32>,
     %m: tensor<?xf32>, %acc: tensor<?x64xf32>, %i: index)
     -> (tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>) {
+  %len7 = arith.constant 7 : index
+  %len9 = arith.constant 9 : index
   %m1, %l1, %a1 = attn.online_step %q, %k, %k
-      state(%m, %m, %acc : tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>) at(%i, %i)
-      {scale = 0.125 : f32, query_length = 7 : i64, key_length = 9 : i64}
+      state(%m, %m, %acc : tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>) at(%i, %i) lengths(%len7, %len9)
+      {scale = 0.125 : f32}
       : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
       -> tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>
   return %m1, %l1, %a1 : tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>

@@ -8,6 +8,7 @@
 
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
@@ -577,10 +578,13 @@ LogicalResult OnlineStepOp::verify() {
            << " and " << formatType(accT);
   if (failed(verifyResultsLikeState(*this, {getMax(), getSum(), getAcc()})))
     return failure();
-  int64_t tq = getQueryLengthAttr().getInt(), tk = getKeyLengthAttr().getInt();
-  if (tq < 1 || tk < 1)
+  // Lengths known only at run time are the tiler's tensor.dim values.
+  std::optional<int64_t> tq = getConstantIntValue(getQueryLength()),
+                         tk = getConstantIntValue(getKeyLength());
+  if ((tq && *tq < 1) || (tk && *tk < 1))
     return emitOpError("expected query_length and key_length >= 1, found ")
-           << tq << " and " << tk;
+           << (tq ? std::to_string(*tq) : "?") << " and "
+           << (tk ? std::to_string(*tk) : "?");
   if (Value mask = getMask())
     if (failed(verifyMask(*this, cast<RankedTensorType>(mask.getType()), elt,
                           {1, 1, rows, keys}, "the tile [M, N] =")))

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "attn-decompose-mha"
@@ -30,16 +31,33 @@ using namespace mlir::attn;
 
 namespace {
 
+/// A tensor of `sizes` (static or tensor.dim values) and `elt`.
+Value emptyOf(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+              Type elt) {
+  return tensor::EmptyOp::create(b, loc, sizes, elt);
+}
+
+/// The static type of a tensor of `sizes`.
+RankedTensorType typeOf(ArrayRef<OpFoldResult> sizes, Type elt) {
+  SmallVector<int64_t> shape;
+  for (OpFoldResult s : sizes)
+    shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
+  return RankedTensorType::get(shape, elt);
+}
+
 /// `src2d [N, K] @ w [K, C] (+ bias [C])` with f32 accumulation, result in
-/// the element type of `src2d`.
+/// the element type of `src2d`. N may be dynamic.
 Value buildProjection(OpBuilder &b, Location loc, Value src2d, Value w,
                       Value bias) {
   auto srcT = cast<RankedTensorType>(src2d.getType());
   auto wT = cast<RankedTensorType>(w.getType());
   Type elt = srcT.getElementType();
   Type f32 = b.getF32Type();
-  SmallVector<int64_t> shape{srcT.getDimSize(0), wT.getDimSize(1)};
-  Value acc = createFilled(b, loc, shape, f32, 0.0);
+  SmallVector<OpFoldResult> sizes{tensor::getMixedSizes(b, loc, src2d)[0],
+                                  b.getIndexAttr(wT.getDimSize(1))};
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  Value acc = linalg::FillOp::create(b, loc, zero, emptyOf(b, loc, sizes, f32))
+                  .getResult(0);
   Value mm = linalg::MatmulOp::create(b, loc, TypeRange{acc.getType()},
                                       ValueRange{src2d, w}, ValueRange{acc})
                  .getResult(0);
@@ -56,8 +74,8 @@ Value buildProjection(OpBuilder &b, Location loc, Value src2d, Value w,
   }
   maps.push_back(id);
   return linalg::GenericOp::create(
-             b, loc, TypeRange{RankedTensorType::get(shape, elt)}, ins,
-             ValueRange{createEmpty(b, loc, shape, elt)}, maps,
+             b, loc, TypeRange{typeOf(sizes, elt)}, ins,
+             ValueRange{emptyOf(b, loc, sizes, elt)}, maps,
              {utils::IteratorType::parallel, utils::IteratorType::parallel},
              [&](OpBuilder &nb, Location nl, ValueRange args) {
                Value v = args[0];
@@ -75,14 +93,17 @@ Value collapseBatch(OpBuilder &b, Location loc, Value x) {
       b, loc, x, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
 }
 
-/// [B*T, H*D] -> [B, T, H, D] -> [B, H, T, D].
-Value splitHeads(OpBuilder &b, Location loc, Value y2d, int64_t batch,
-                 int64_t len, int64_t heads, int64_t dim) {
+/// [B*T, H*D] -> [B, T, H, D] -> [B, H, T, D]; `batch` and `len` may be
+/// dynamic (tensor.dim values).
+Value splitHeads(OpBuilder &b, Location loc, Value y2d, OpFoldResult batch,
+                 OpFoldResult len, int64_t heads, int64_t dim) {
   Type elt = cast<RankedTensorType>(y2d.getType()).getElementType();
-  auto expandedT = RankedTensorType::get({batch, len, heads, dim}, elt);
+  OpFoldResult h = b.getIndexAttr(heads), d = b.getIndexAttr(dim);
+  SmallVector<OpFoldResult> expandedSizes{batch, len, h, d};
   Value expanded = tensor::ExpandShapeOp::create(
-      b, loc, expandedT, y2d, ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}});
-  Value init = createEmpty(b, loc, {batch, heads, len, dim}, elt);
+      b, loc, typeOf(expandedSizes, elt), y2d,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}}, expandedSizes);
+  Value init = emptyOf(b, loc, {batch, h, len, d}, elt);
   return linalg::TransposeOp::create(b, loc, expanded, init,
                                      ArrayRef<int64_t>{0, 2, 1, 3})
       .getResult()[0];
@@ -91,9 +112,8 @@ Value splitHeads(OpBuilder &b, Location loc, Value y2d, int64_t batch,
 /// [B, H, T, Dv] -> [B, T, H, Dv] -> [B*T, H*Dv].
 Value mergeHeads(OpBuilder &b, Location loc, Value heads4d) {
   auto t = cast<RankedTensorType>(heads4d.getType());
-  ArrayRef<int64_t> s = t.getShape();
-  Value init =
-      createEmpty(b, loc, {s[0], s[2], s[1], s[3]}, t.getElementType());
+  SmallVector<OpFoldResult> s = tensor::getMixedSizes(b, loc, heads4d);
+  Value init = emptyOf(b, loc, {s[0], s[2], s[1], s[3]}, t.getElementType());
   Value transposed = linalg::TransposeOp::create(b, loc, heads4d, init,
                                                  ArrayRef<int64_t>{0, 2, 1, 3})
                          .getResult()[0];
@@ -106,13 +126,15 @@ struct DecomposeMha : OpRewritePattern<MhaOp> {
 
   LogicalResult matchAndRewrite(MhaOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!hasStaticShapes(op))
-      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    if (!onlyLengthsDynamic(op))
+      return rewriter.notifyMatchFailure(op, "dynamic model dimension");
     Location loc = op.getLoc();
     auto xT = op.getInput().getType();
-    auto kvT = cast<RankedTensorType>(op.getKeyValueSource().getType());
-    int64_t batch = xT.getDimSize(0), tq = xT.getDimSize(1),
-            tk = kvT.getDimSize(1);
+    // B, T and S: constants, or tensor.dim values where dynamic.
+    OpFoldResult batch = tensor::getMixedSizes(rewriter, loc, op.getInput())[0],
+                 tq = tensor::getMixedSizes(rewriter, loc, op.getInput())[1],
+                 tk = tensor::getMixedSizes(rewriter, loc,
+                                            op.getKeyValueSource())[1];
     int64_t hq = op.getNumHeads(), hkv = op.getKvHeads();
     int64_t d = op.getHeadDim(), dv = op.getValueHeadDim();
     Type elt = xT.getElementType();
@@ -133,16 +155,20 @@ struct DecomposeMha : OpRewritePattern<MhaOp> {
                    buildProjection(rewriter, loc, kv2d, op.getWv(), op.getBv()),
                    batch, tk, hkv, dv);
 
-    auto attnT = RankedTensorType::get({batch, hq, tq, dv}, elt);
+    auto attnT = typeOf({batch, rewriter.getIndexAttr(hq), tq,
+                         rewriter.getIndexAttr(dv)},
+                        elt);
     auto sdpa =
         SdpaOp::create(rewriter, loc, TypeRange{attnT}, q, k, v, op.getMask(),
                        /*alibi=*/Value(), op.getScaleAttr(), op.getCausalAttr(),
                        op.getWindowAttr(), op.getSoftcapAttr());
     Value merged = mergeHeads(rewriter, loc, sdpa.getOutput());
     Value y2d = buildProjection(rewriter, loc, merged, op.getWo(), op.getBo());
+    int64_t width = op.getOutput().getType().getDimSize(2);
     rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
         op, op.getOutput().getType(), y2d,
-        ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+        ArrayRef<ReassociationIndices>{{0, 1}, {2}},
+        ArrayRef<OpFoldResult>{batch, tq, rewriter.getIndexAttr(width)});
     return success();
   }
 };
@@ -150,7 +176,8 @@ struct DecomposeMha : OpRewritePattern<MhaOp> {
 struct AttnDecomposeMhaPass
     : attn::impl::AttnDecomposeMhaPassBase<AttnDecomposeMhaPass> {
   void runOnOperation() override {
-    if (failed(checkStaticShapes<MhaOp>(getOperation(), "attn-decompose-mha")))
+    if (failed(checkOnlyLengthsDynamic<MhaOp>(getOperation(),
+                                              "attn-decompose-mha")))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateDecomposeMhaPatterns(patterns);

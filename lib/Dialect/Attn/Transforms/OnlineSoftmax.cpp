@@ -66,11 +66,9 @@ Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
 // KeyVisibility
 //===----------------------------------------------------------------------===//
 
-KeyVisibility::KeyVisibility(const AttentionSpec &spec)
-    : numKeys(spec.keyLength) {
-  std::tie(lower, upper) =
-      getVisibleOffsetRange(spec.causal, spec.windowLeft, spec.windowRight,
-                            spec.queryLength, spec.keyLength);
+bool KeyVisibility::bounded() const {
+  return spec.causal != CausalKind::none || spec.windowLeft >= 0 ||
+         spec.windowRight >= 0;
 }
 
 std::pair<Value, Value> KeyVisibility::keyRange(OpBuilder &b, Location loc,
@@ -79,36 +77,37 @@ std::pair<Value, Value> KeyVisibility::keyRange(OpBuilder &b, Location loc,
   auto idx = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
-  Value lo = idx(0), hi = idx(numKeys);
-  if (lower)
+  Value lo = idx(0), hi = lengthValue(b, loc, spec, /*key=*/true);
+  OffsetBounds bounds = buildOffsetBounds(b, loc, spec, b.getIndexType());
+  if (bounds.lower)
     lo = arith::MaxSIOp::create(
-        b, loc, lo, arith::AddIOp::create(b, loc, qFirst, idx(*lower)));
-  if (upper)
+        b, loc, lo, arith::AddIOp::create(b, loc, qFirst, bounds.lower));
+  for (Value upper : bounds.upper)
     hi = arith::MinSIOp::create(
-        b, loc, hi, arith::AddIOp::create(b, loc, qLast, idx(*upper + 1)));
+        b, loc, hi,
+        arith::AddIOp::create(b, loc, qLast,
+                              arith::AddIOp::create(b, loc, upper, idx(1))));
   return {lo, hi};
 }
 
 Value KeyVisibility::blockNeedsPredicate(OpBuilder &b, Location loc,
                                          Value qFirst, Value qLast,
                                          Value kFirst, Value kLast) const {
-  auto idx = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
   Value any;
   auto orI = [&](Value p) {
     any = any ? arith::OrIOp::create(b, loc, any, p).getResult() : p;
   };
+  OffsetBounds bounds = buildOffsetBounds(b, loc, spec, b.getIndexType());
   // Some j - i > upper: the largest is kLast - qFirst.
-  if (upper)
+  for (Value upper : bounds.upper)
     orI(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
                               arith::SubIOp::create(b, loc, kLast, qFirst),
-                              idx(*upper)));
+                              upper));
   // Some j - i < lower: the smallest is kFirst - qLast.
-  if (lower)
+  if (bounds.lower)
     orI(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                               arith::SubIOp::create(b, loc, kFirst, qLast),
-                              idx(*lower)));
+                              bounds.lower));
   return any;
 }
 

@@ -120,28 +120,6 @@ struct Assumed {
   int64_t seqOf(int64_t t) const { return ShapedType::isDynamic(t) ? seq : t; }
 };
 
-/// Whether the only dynamic dimensions of `op` are batch and sequence
-/// lengths (head counts, head dimensions and weights decide the kernel and
-/// must be static).
-bool onlyLengthsDynamic(Operation *op) {
-  auto staticDims = [](Value v, ArrayRef<int64_t> dims) {
-    auto t = cast<RankedTensorType>(v.getType());
-    return llvm::all_of(dims,
-                        [&](int64_t d) { return !t.isDynamicDim(d); });
-  };
-  if (auto sdpa = dyn_cast<SdpaOp>(op))
-    return staticDims(sdpa.getQuery(), {1, 3}) &&
-           staticDims(sdpa.getKey(), {1, 3}) &&
-           staticDims(sdpa.getValue(), {1, 3});
-  auto mha = cast<MhaOp>(op);
-  for (Value w : {mha.getWq(), mha.getWk(), mha.getWv(), mha.getWo(),
-                  mha.getBq(), mha.getBk(), mha.getBv(), mha.getBo()})
-    if (w && !cast<RankedTensorType>(w.getType()).hasStaticShape())
-      return false;
-  return staticDims(mha.getInput(), {2}) &&
-         staticDims(mha.getKeyValueSource(), {2});
-}
-
 /// Whether a sequence length of `op` is dynamic (a dynamic batch alone
 /// takes `batch`, whose default is 1).
 bool dynamicSequence(Operation *op) {

@@ -49,18 +49,19 @@ namespace {
 // and a chunk's f32 sums of at most 16384 terms stay far from stalling.
 constexpr int64_t kChunkKeys = 16384;
 
-/// The static facts of one attn.sdpa being tiled.
+/// The facts of one attn.sdpa being tiled. The batch and the lengths may be
+/// dynamic (ShapedType::kDynamic): their sizes are then tensor.dim values.
 struct SdpaTiling {
   mutable SdpaOp op; // Op accessors are not const.
   Type elt;
   int64_t batch, hq, tq, d, tk, dv, group, bq, bk;
+  OpFoldResult batchSize, queryLength, keyLength;
   AttentionSpec spec;
-  KeyVisibility visibility;
-  bool chunkLongKeys = true;
+  bool chunkLongKeys = true, splitPartialBlocks = true;
 
-  SdpaTiling(SdpaOp op, int64_t qBlock, int64_t kvBlock)
+  SdpaTiling(OpBuilder &b, SdpaOp op, int64_t qBlock, int64_t kvBlock)
       : op(op), elt(op.getQuery().getType().getElementType()),
-        spec(AttentionSpec::get(op)), visibility(spec) {
+        spec(AttentionSpec::get(op)) {
     ArrayRef<int64_t> qShape = op.getQuery().getType().getShape();
     batch = qShape[0];
     hq = qShape[1];
@@ -69,11 +70,40 @@ struct SdpaTiling {
     tk = op.getKey().getType().getDimSize(2);
     dv = op.getValue().getType().getDimSize(3);
     group = op.getGroupSize();
-    bq = std::max<int64_t>(1, std::min(qBlock, tq));
-    bk = std::max<int64_t>(1, std::min(kvBlock, tk));
+    auto size = [&](Value v, int64_t dim) -> OpFoldResult {
+      int64_t n = cast<RankedTensorType>(v.getType()).getDimSize(dim);
+      if (!ShapedType::isDynamic(n))
+        return b.getIndexAttr(n);
+      return tensor::DimOp::create(b, op.getLoc(), v, dim).getResult();
+    };
+    batchSize = size(op.getQuery(), 0);
+    queryLength = size(op.getQuery(), 2);
+    keyLength = size(op.getKey(), 2);
+    spec.queryLengthValue = dyn_cast<Value>(queryLength);
+    spec.keyLengthValue = dyn_cast<Value>(keyLength);
+    // Blocks no longer than a static length; any length may be shorter
+    // than a block when it is dynamic.
+    bq = ShapedType::isDynamic(tq) ? qBlock
+                                   : std::max<int64_t>(1, std::min(qBlock, tq));
+    bk = ShapedType::isDynamic(tk)
+             ? kvBlock
+             : std::max<int64_t>(1, std::min(kvBlock, tk));
   }
+  KeyVisibility visibility() const { return KeyVisibility(spec); }
   /// Every key block has bk keys: no bound cuts one short.
-  bool staticKeyBlocks() const { return !visibility.bounded() && tk % bk == 0; }
+  bool staticKeyBlocks() const {
+    return !visibility().bounded() && !ShapedType::isDynamic(tk) &&
+           tk % bk == 0;
+  }
+  /// Every query block has bq rows.
+  bool staticQueryBlocks() const {
+    return !ShapedType::isDynamic(tq) && tq % bq == 0;
+  }
+  /// Keys enough to need the chunked loop, or a length unknown until run
+  /// time.
+  bool longKeys() const {
+    return chunkLongKeys && (ShapedType::isDynamic(tk) || tk > kChunkKeys);
+  }
   /// exponent_scale of the merge and finish ops.
   FloatAttr exponentScaleAttr(OpBuilder &b) const {
     return b.getF64FloatAttr(exponentScale(spec));
@@ -108,17 +138,12 @@ static Value sliceMask(LinalgBuilder &in, const QueryTile &qt, Value kb,
                                         strides);
 }
 
-/// One key block [kb, kb + ks), ks = min(bk, blockHi - kb): the K, V and
-/// mask tiles and one attn.online_step. Yields the new (m, l, acc).
+/// One key block [kb, kb + ks): the K, V and mask tiles and one
+/// attn.online_step. Yields the new (m, l, acc).
 static void buildKeyStep(OpBuilder &nb, Location nl, const SdpaTiling &t,
-                         const QueryTile &qt, Value kb, Value blockHi,
+                         const QueryTile &qt, Value kb, OpFoldResult ks,
                          ValueRange iter) {
   LinalgBuilder in{nb, nl, nb.getContext()};
-  OpFoldResult ks = nb.getIndexAttr(t.bk);
-  if (!t.staticKeyBlocks())
-    ks = arith::MinSIOp::create(nb, nl, in.idx(t.bk),
-                                arith::SubIOp::create(nb, nl, blockHi, kb))
-             .getResult();
   OpFoldResult zeroA = nb.getIndexAttr(0), oneA = nb.getIndexAttr(1);
   auto slice = [&](Value src, int64_t width) {
     OpFoldResult w = nb.getIndexAttr(width);
@@ -134,37 +159,70 @@ static void buildKeyStep(OpBuilder &nb, Location nl, const SdpaTiling &t,
       nb, nl,
       TypeRange{iter[0].getType(), iter[1].getType(), iter[2].getType()},
       qt.query, slice(t.op.getKey(), t.d), slice(t.op.getValue(), t.dv), mask,
-      qt.slope, iter[0], iter[1], iter[2], qt.q0, kb,
-      nb.getF32FloatAttr(t.spec.scale), t.op.getCausalAttr(),
-      t.op.getWindowAttr(), t.op.getSoftcapAttr(), nb.getI64IntegerAttr(t.tq),
-      nb.getI64IntegerAttr(t.tk));
+      qt.slope, iter[0], iter[1], iter[2], qt.q0, kb, in.val(t.queryLength),
+      in.val(t.keyLength), nb.getF32FloatAttr(t.spec.scale),
+      t.op.getCausalAttr(), t.op.getWindowAttr(), t.op.getSoftcapAttr());
   scf::YieldOp::create(nb, nl, step.getResults());
+}
+
+/// The key blocks of [from, to) from `init`: one scf.for. Blocks of bk
+/// keys have static tiles; where a block can be cut short (a bound, or a
+/// length that is not a multiple of bk), the full blocks run in one loop
+/// and the last, partial block in a loop of its own (at most one
+/// iteration) with splitPartialBlocks, else every block is cut to
+/// min(bk, to - kb).
+static scf::ForOp buildBlockLoops(OpBuilder &b, Location loc,
+                                  const SdpaTiling &t, const QueryTile &qt,
+                                  Value from, Value to, ValueRange init) {
+  LinalgBuilder bld{b, loc, b.getContext()};
+  auto loop = [&](Value lo, Value hi, ValueRange state, bool full) {
+    return scf::ForOp::create(
+        b, loc, lo, hi, bld.idx(t.bk), state,
+        [&](OpBuilder &nb, Location nl, Value kb, ValueRange iter) {
+          OpFoldResult ks = nb.getIndexAttr(t.bk);
+          if (!full)
+            ks = arith::MinSIOp::create(nb, nl, LinalgBuilder{nb, nl, nb.getContext()}.idx(t.bk),
+                                        arith::SubIOp::create(nb, nl, to, kb))
+                     .getResult();
+          buildKeyStep(nb, nl, t, qt, kb, ks, iter);
+        });
+  };
+  if (t.staticKeyBlocks())
+    return loop(from, to, init, /*full=*/true);
+  if (!t.splitPartialBlocks)
+    return loop(from, to, init, /*full=*/false);
+  // from + floor(max(to - from, 0) / bk) * bk: the end of the full blocks.
+  Value span = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, to, from), bld.idx(0));
+  Value fullEnd = arith::AddIOp::create(
+      b, loc, from,
+      arith::MulIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, span, bld.idx(t.bk)),
+          bld.idx(t.bk)));
+  scf::ForOp full = loop(from, fullEnd, init, /*full=*/true);
+  return loop(fullEnd, to, full.getResults(), /*full=*/false);
 }
 
 /// The key loop over [lo, hi) as chunks of kChunkKeys keys (a multiple of
 /// the key block), each an online softmax from (-inf, 0, 0) merged into
-/// the running state with attn.online_merge. `blockHi` is the bound `step`
-/// reads.
-static scf::ForOp buildChunkedKeyLoop(
-    LinalgBuilder &bld, const SdpaTiling &t, Value lo, Value hi,
-    ValueRange init,
-    function_ref<void(OpBuilder &, Location, Value, ValueRange)> step,
-    Value &blockHi) {
+/// the running state with attn.online_merge.
+static scf::ForOp buildChunkedKeyLoop(LinalgBuilder &bld, const SdpaTiling &t,
+                                      const QueryTile &qt, Value lo, Value hi,
+                                      ValueRange init) {
   int64_t chunk = std::max<int64_t>(1, kChunkKeys / t.bk) * t.bk;
   return scf::ForOp::create(
       bld.b, bld.loc, lo, hi, bld.idx(chunk), init,
       [&](OpBuilder &ob, Location ol, Value c0, ValueRange run) {
         LinalgBuilder in{ob, ol, ob.getContext()};
-        blockHi = arith::MinSIOp::create(
+        Value blockHi = arith::MinSIOp::create(
             ob, ol, hi, arith::AddIOp::create(ob, ol, c0, in.idx(chunk)));
         auto fresh = [&](Value like, double v) {
           return in.filled(tensor::getMixedSizes(ob, ol, like), v);
         };
-        auto inner = scf::ForOp::create(ob, ol, c0, blockHi, in.idx(t.bk),
-                                        ValueRange{fresh(run[0], kNegInf),
-                                                   fresh(run[1], 0.0),
-                                                   fresh(run[2], 0.0)},
-                                        step);
+        scf::ForOp inner = buildBlockLoops(
+            ob, ol, t, qt, c0, blockHi,
+            ValueRange{fresh(run[0], kNegInf), fresh(run[1], 0.0),
+                       fresh(run[2], 0.0)});
         ValueRange part = inner.getResults();
         auto merged = OnlineMergeOp::create(ob, ol, run.getTypes(), run[0],
                                             run[1], run[2], part[0], part[1],
@@ -176,20 +234,29 @@ static scf::ForOp buildChunkedKeyLoop(
 /// The (b, h, q-block) tile: its query tile, the key loop over the visible
 /// keys [lo, hi), attn.online_finish, inserted into the shared outputs of
 /// `forall`.
+/// The blocks of one forall: q-blocks from `first`, each of `rows` rows
+/// (null: min(bq, Tq - q0)).
+struct QueryBlocks {
+  OpFoldResult first, count, rows;
+};
+
 static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
-                           scf::ForallOp forall) {
+                           scf::ForallOp forall, const QueryBlocks &blocks) {
   OpBuilder &b = bld.b;
   SmallVector<Value> ivs = llvm::to_vector(forall.getInductionVars());
   QueryTile qt;
   qt.b = ivs[0];
   qt.h = ivs[1];
-  qt.q0 = arith::MulIOp::create(b, bld.loc, ivs[2], bld.idx(t.bq));
-  // Rows of this block: static when bq divides Tq.
-  qt.qs = b.getIndexAttr(t.bq);
-  if (t.tq % t.bq != 0)
+  Value block = ivs[2];
+  if (getConstantIntValue(blocks.first) != 0)
+    block = arith::AddIOp::create(b, bld.loc, block, bld.val(blocks.first));
+  qt.q0 = arith::MulIOp::create(b, bld.loc, block, bld.idx(t.bq));
+  qt.qs = blocks.rows;
+  if (!qt.qs)
     qt.qs = arith::MinSIOp::create(
                 b, bld.loc, bld.idx(t.bq),
-                arith::SubIOp::create(b, bld.loc, bld.idx(t.tq), qt.q0))
+                arith::SubIOp::create(b, bld.loc, bld.val(t.queryLength),
+                                      qt.q0))
                 .getResult();
   qt.kvh = t.group == 1
                ? qt.h
@@ -198,7 +265,7 @@ static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
   qt.qLast = arith::SubIOp::create(
       b, bld.loc, arith::AddIOp::create(b, bld.loc, qt.q0, bld.val(qt.qs)),
       bld.idx(1));
-  auto [lo, hi] = t.visibility.keyRange(b, bld.loc, qt.q0, qt.qLast);
+  auto [lo, hi] = t.visibility().keyRange(b, bld.loc, qt.q0, qt.qLast);
   OpFoldResult zeroA = b.getIndexAttr(0), oneA = b.getIndexAttr(1),
                dA = b.getIndexAttr(t.d), dvA = b.getIndexAttr(t.dv);
   qt.query = tensor::ExtractSliceOp::create(
@@ -212,14 +279,9 @@ static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
   SmallVector<Value> init{bld.filled({qt.qs}, kNegInf),
                           bld.filled({qt.qs}, 0.0),
                           bld.filled({qt.qs, dvA}, 0.0)};
-  Value blockHi = hi;
-  auto step = [&](OpBuilder &nb, Location nl, Value kb, ValueRange iter) {
-    buildKeyStep(nb, nl, t, qt, kb, blockHi, iter);
-  };
-  scf::ForOp loop =
-      t.tk <= kChunkKeys || !t.chunkLongKeys
-          ? scf::ForOp::create(b, bld.loc, lo, hi, bld.idx(t.bk), init, step)
-          : buildChunkedKeyLoop(bld, t, lo, hi, init, step, blockHi);
+  scf::ForOp loop = t.longKeys()
+                        ? buildChunkedKeyLoop(bld, t, qt, lo, hi, init)
+                        : buildBlockLoops(b, bld.loc, t, qt, lo, hi, init);
   SmallVector<Type> resultTypes{bld.type({qt.qs, dvA}, t.elt)};
   if (t.op.getLse())
     resultTypes.push_back(bld.type({qt.qs}, b.getF32Type()));
@@ -241,45 +303,91 @@ static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
         ArrayRef<OpFoldResult>{oneA, oneA, oneA});
 }
 
-/// The forall of tileSdpa, built before `op`.
-static scf::ForallOp buildLoopNest(RewriterBase &rewriter, SdpaOp op,
-                                   int64_t qBlock, int64_t kvBlock,
-                                   bool chunkLongKeys) {
-  SdpaTiling t(op, qBlock, kvBlock);
-  t.chunkLongKeys = chunkLongKeys;
-  Location loc = op.getLoc();
+/// One scf.forall over (b, h, q-block) of `blocks`, into `outs`.
+static scf::ForallOp buildForall(RewriterBase &rewriter, const SdpaTiling &t,
+                                 const QueryBlocks &blocks, ValueRange outs) {
+  Location loc = t.op.getLoc();
   LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
-  auto idxA = [&](int64_t v) { return rewriter.getIndexAttr(v); };
-  SmallVector<Value> outs{
-      bld.empty({idxA(t.batch), idxA(t.hq), idxA(t.tq), idxA(t.dv)}, t.elt)};
-  if (op.getLse())
-    outs.push_back(bld.empty({idxA(t.batch), idxA(t.hq), idxA(t.tq)},
-                             rewriter.getF32Type()));
-  SmallVector<OpFoldResult> ubs{idxA(t.batch), idxA(t.hq),
-                                idxA((t.tq + t.bq - 1) / t.bq)};
+  SmallVector<OpFoldResult> ubs{t.batchSize, rewriter.getIndexAttr(t.hq),
+                                blocks.count};
   auto forall = scf::ForallOp::create(rewriter, loc, ubs, outs, std::nullopt);
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(forall.getBody());
-  buildQueryTile(bld, t, forall);
+  buildQueryTile(bld, t, forall, blocks);
   return forall;
 }
 
+/// The foralls of tileSdpa, built before `op`: one over every q-block, or
+/// with splitPartialBlocks one over the full blocks of bq rows (static
+/// tiles) and one over the last, partial block when Tq may leave one.
+static SmallVector<scf::ForallOp, 2> buildLoopNest(RewriterBase &rewriter,
+                                                   SdpaOp op,
+                                                   const TileOptions &o) {
+  SdpaTiling t(rewriter, op, o.qBlock, o.kvBlock);
+  t.chunkLongKeys = o.chunkLongKeys;
+  t.splitPartialBlocks = o.splitPartialBlocks;
+  Location loc = op.getLoc();
+  LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
+  auto idxA = [&](int64_t v) { return rewriter.getIndexAttr(v); };
+  SmallVector<Value> outs{bld.empty(
+      {t.batchSize, idxA(t.hq), t.queryLength, idxA(t.dv)}, t.elt)};
+  if (op.getLse())
+    outs.push_back(bld.empty({t.batchSize, idxA(t.hq), t.queryLength},
+                             rewriter.getF32Type()));
+  auto fold = [&](Value v) { return getAsOpFoldResult(v); };
+  // Tq / bq full blocks and ceil(Tq / bq) blocks in all.
+  Value tq = bld.val(t.queryLength);
+  OpFoldResult fullBlocks =
+      ShapedType::isDynamic(t.tq)
+          ? fold(arith::DivUIOp::create(rewriter, loc, tq, bld.idx(t.bq)))
+          : idxA(t.tq / t.bq);
+  OpFoldResult allBlocks =
+      ShapedType::isDynamic(t.tq)
+          ? fold(arith::DivUIOp::create(
+                rewriter, loc,
+                arith::AddIOp::create(rewriter, loc, tq, bld.idx(t.bq - 1)),
+                bld.idx(t.bq)))
+          : idxA((t.tq + t.bq - 1) / t.bq);
+  if (t.staticQueryBlocks())
+    return {buildForall(rewriter, t, {idxA(0), allBlocks, idxA(t.bq)}, outs)};
+  if (!t.splitPartialBlocks)
+    return {buildForall(rewriter, t, {idxA(0), allBlocks, {}}, outs)};
+  SmallVector<scf::ForallOp, 2> nest;
+  if (getConstantIntValue(fullBlocks) != 0) {
+    nest.push_back(
+        buildForall(rewriter, t, {idxA(0), fullBlocks, idxA(t.bq)}, outs));
+    outs = nest.back().getResults();
+  }
+  // The last block: Tq mod bq rows (no block at run time when that is 0).
+  OpFoldResult tail =
+      ShapedType::isDynamic(t.tq)
+          ? fold(arith::SubIOp::create(rewriter, loc, bld.val(allBlocks),
+                                       bld.val(fullBlocks)))
+          : idxA(1);
+  OpFoldResult rows = ShapedType::isDynamic(t.tq)
+                          ? OpFoldResult()
+                          : OpFoldResult(idxA(t.tq % t.bq));
+  nest.push_back(buildForall(rewriter, t, {fullBlocks, tail, rows}, outs));
+  return nest;
+}
+
 struct TileSdpa : OpRewritePattern<SdpaOp> {
-  TileSdpa(MLIRContext *ctx, int64_t qBlock, int64_t kvBlock)
-      : OpRewritePattern(ctx), qBlock(qBlock), kvBlock(kvBlock) {}
+  TileSdpa(MLIRContext *ctx, const TileOptions &options)
+      : OpRewritePattern(ctx), options(options) {}
 
   LogicalResult matchAndRewrite(SdpaOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!hasStaticShapes(op))
-      return rewriter.notifyMatchFailure(op, "dynamic shape");
-    FailureOr<scf::ForallOp> forall = tileSdpa(rewriter, op, qBlock, kvBlock);
-    if (failed(forall))
+    if (!onlyLengthsDynamic(op))
+      return rewriter.notifyMatchFailure(op, "dynamic head count or dim");
+    FailureOr<SmallVector<scf::ForallOp, 2>> nest =
+        tileSdpa(rewriter, op, options);
+    if (failed(nest))
       return failure();
-    rewriter.replaceOp(op, forall->getResults());
+    rewriter.replaceOp(op, nest->back().getResults());
     return success();
   }
 
-  int64_t qBlock, kvBlock;
+  TileOptions options;
 };
 
 struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
@@ -293,10 +401,14 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
           << static_cast<int64_t>(kvBlock);
       return signalPassFailure();
     }
-    if (failed(checkStaticShapes<SdpaOp>(getOperation(), "attn-tile")))
+    if (failed(checkOnlyLengthsDynamic<SdpaOp>(getOperation(), "attn-tile")))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
-    populateTilePatterns(patterns, qBlock, kvBlock);
+    TileOptions options;
+    options.qBlock = qBlock;
+    options.kvBlock = kvBlock;
+    options.splitPartialBlocks = splitPartialBlocks;
+    populateTilePatterns(patterns, options);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
@@ -304,15 +416,14 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
 
 } // namespace
 
-FailureOr<scf::ForallOp> attn::tileSdpa(RewriterBase &rewriter, SdpaOp op,
-                                        int64_t qBlock, int64_t kvBlock,
-                                        bool chunkLongKeys) {
-  if (!hasStaticShapes(op) || qBlock < 1 || kvBlock < 1)
+FailureOr<SmallVector<scf::ForallOp, 2>>
+attn::tileSdpa(RewriterBase &rewriter, SdpaOp op, const TileOptions &options) {
+  if (!onlyLengthsDynamic(op) || options.qBlock < 1 || options.kvBlock < 1)
     return failure();
-  return buildLoopNest(rewriter, op, qBlock, kvBlock, chunkLongKeys);
+  return buildLoopNest(rewriter, op, options);
 }
 
-void attn::populateTilePatterns(RewritePatternSet &patterns, int64_t qBlock,
-                                int64_t kvBlock) {
-  patterns.add<TileSdpa>(patterns.getContext(), qBlock, kvBlock);
+void attn::populateTilePatterns(RewritePatternSet &patterns,
+                                const TileOptions &options) {
+  patterns.add<TileSdpa>(patterns.getContext(), options);
 }

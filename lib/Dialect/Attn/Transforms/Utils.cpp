@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <limits>
 
@@ -77,35 +78,116 @@ bool attn::hasStaticShapes(Operation *op) {
          llvm::all_of(op->getResultTypes(), isStatic);
 }
 
+bool attn::onlyLengthsDynamic(Operation *op) {
+  auto staticDims = [](Value v, ArrayRef<int64_t> dims) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return llvm::all_of(dims, [&](int64_t d) { return !t.isDynamicDim(d); });
+  };
+  auto staticShape = [](Value v) {
+    return !v || cast<RankedTensorType>(v.getType()).hasStaticShape();
+  };
+  if (auto sdpa = dyn_cast<SdpaOp>(op)) {
+    Value mask = sdpa.getMask();
+    // The mask's head dimension (of [B, Hq, Tq, Tk]) when it has one.
+    int64_t maskRank =
+        mask ? cast<RankedTensorType>(mask.getType()).getRank() : 0;
+    return staticDims(sdpa.getQuery(), {1, 3}) &&
+           staticDims(sdpa.getKey(), {1, 3}) &&
+           staticDims(sdpa.getValue(), {1, 3}) &&
+           staticShape(sdpa.getAlibi()) &&
+           (maskRank < 3 || staticDims(mask, {maskRank - 3}));
+  }
+  auto mha = cast<MhaOp>(op);
+  for (Value w : {mha.getWq(), mha.getWk(), mha.getWv(), mha.getWo(),
+                  mha.getBq(), mha.getBk(), mha.getBv(), mha.getBo()})
+    if (!staticShape(w))
+      return false;
+  Value mask = mha.getMask();
+  int64_t maskRank =
+      mask ? cast<RankedTensorType>(mask.getType()).getRank() : 0;
+  return staticDims(mha.getInput(), {2}) &&
+         staticDims(mha.getKeyValueSource(), {2}) &&
+         (maskRank < 3 || staticDims(mask, {maskRank - 3}));
+}
+
+Value attn::lengthValue(OpBuilder &b, Location loc, const AttentionSpec &spec,
+                        bool key) {
+  int64_t n = key ? spec.keyLength : spec.queryLength;
+  if (!ShapedType::isDynamic(n))
+    return arith::ConstantIndexOp::create(b, loc, n);
+  Value v = key ? spec.keyLengthValue : spec.queryLengthValue;
+  assert(v && "a dynamic length needs its value");
+  return v;
+}
+
+static bool staticLengths(const AttentionSpec &spec) {
+  return !ShapedType::isDynamic(spec.queryLength) &&
+         !ShapedType::isDynamic(spec.keyLength);
+}
+
+Value attn::diagonalOffset(OpBuilder &b, Location loc,
+                           const AttentionSpec &spec, Type type) {
+  if (staticLengths(spec))
+    return arith::ConstantOp::create(
+        b, loc, b.getIntegerAttr(type, spec.keyLength - spec.queryLength));
+  Value d = arith::SubIOp::create(b, loc, lengthValue(b, loc, spec, true),
+                                  lengthValue(b, loc, spec, false));
+  return type.isIndex() ? d : arith::IndexCastOp::create(b, loc, type, d);
+}
+
+OffsetBounds attn::buildOffsetBounds(OpBuilder &b, Location loc,
+                                     const AttentionSpec &spec, Type type) {
+  OffsetBounds out;
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v));
+  };
+  if (staticLengths(spec)) {
+    auto [lower, upper] =
+        getVisibleOffsetRange(spec.causal, spec.windowLeft, spec.windowRight,
+                              spec.queryLength, spec.keyLength);
+    if (lower)
+      out.lower = cst(*lower);
+    if (upper)
+      out.upper.push_back(cst(*upper));
+    return out;
+  }
+  // The same bounds as getVisibleOffsetRange, on Tk - Tq known at run time.
+  bool diagonalBound = spec.causal == CausalKind::bottom_right ||
+                       spec.windowLeft >= 0 || spec.windowRight >= 0;
+  Value diag = diagonalBound ? diagonalOffset(b, loc, spec, type) : Value();
+  auto shifted = [&](int64_t c) -> Value {
+    return c == 0 ? diag : arith::AddIOp::create(b, loc, diag, cst(c));
+  };
+  if (spec.causal == CausalKind::top_left)
+    out.upper.push_back(cst(0));
+  else if (spec.causal == CausalKind::bottom_right)
+    out.upper.push_back(diag); // below diag + right for any right >= 0
+  if (spec.windowRight >= 0 && spec.causal != CausalKind::bottom_right)
+    out.upper.push_back(shifted(spec.windowRight));
+  if (spec.windowLeft >= 0)
+    out.lower = shifted(-spec.windowLeft);
+  return out;
+}
+
 Value attn::buildVisibility(OpBuilder &b, Location loc,
                             const AttentionSpec &spec, Value i, Value j) {
+  OffsetBounds bounds = buildOffsetBounds(b, loc, spec, b.getI64Type());
+  if (!bounds.lower && bounds.upper.empty())
+    return {};
   // Every bound is `j - i <= c` or `j - i >= c`: compute d = j - i once.
-  Value d;
-  auto diff = [&]() {
-    if (!d) {
-      Value ii = arith::IndexCastOp::create(b, loc, b.getI64Type(), i);
-      Value jj = arith::IndexCastOp::create(b, loc, b.getI64Type(), j);
-      d = arith::SubIOp::create(b, loc, jj, ii);
-    }
-    return d;
-  };
-  auto cst = [&](int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
-  };
+  Value ii = arith::IndexCastOp::create(b, loc, b.getI64Type(), i);
+  Value jj = arith::IndexCastOp::create(b, loc, b.getI64Type(), j);
+  Value d = arith::SubIOp::create(b, loc, jj, ii);
   Value visible;
   auto conj = [&](Value p) {
     visible =
         visible ? arith::AndIOp::create(b, loc, visible, p).getResult() : p;
   };
-  auto [lower, upper] =
-      getVisibleOffsetRange(spec.causal, spec.windowLeft, spec.windowRight,
-                            spec.queryLength, spec.keyLength);
-  if (upper)
-    conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, diff(),
-                               cst(*upper)));
-  if (lower)
-    conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, diff(),
-                               cst(*lower)));
+  for (Value upper : bounds.upper)
+    conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, d, upper));
+  if (bounds.lower)
+    conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, d,
+                               bounds.lower));
   return visible;
 }
 
@@ -156,9 +238,15 @@ AttentionSpec AttentionSpec::get(SdpaOp op) {
 }
 
 AttentionSpec AttentionSpec::get(OnlineStepOp op) {
-  return specOf(
-      op, op.getScale().convertToDouble(), op.getQueryLengthAttr().getInt(),
-      op.getKeyLengthAttr().getInt(), static_cast<bool>(op.getAlibiSlope()));
+  auto length = [](Value v) {
+    return getConstantIntValue(v).value_or(ShapedType::kDynamic);
+  };
+  AttentionSpec spec =
+      specOf(op, op.getScale().convertToDouble(), length(op.getQueryLength()),
+             length(op.getKeyLength()), static_cast<bool>(op.getAlibiSlope()));
+  spec.queryLengthValue = op.getQueryLength();
+  spec.keyLengthValue = op.getKeyLength();
+  return spec;
 }
 
 double attn::exponentScale(const AttentionSpec &spec) {
@@ -192,11 +280,10 @@ Value attn::scaleRowMax(OpBuilder &b, Location loc, Value m, double c) {
 Value attn::buildAlibiBias(OpBuilder &b, Location loc,
                            const AttentionSpec &spec, Value slope, Value i,
                            Value j) {
-  int64_t tq = spec.queryLength, tk = spec.keyLength;
   Type i64 = b.getI64Type();
   Value ii = arith::IndexCastOp::create(b, loc, i64, i);
   Value jj = arith::IndexCastOp::create(b, loc, i64, j);
-  Value off = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(tk - tq));
+  Value off = diagonalOffset(b, loc, spec, i64);
   Value d =
       arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, ii, off), jj);
   Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));

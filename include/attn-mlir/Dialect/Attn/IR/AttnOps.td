@@ -242,7 +242,8 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
     ```
     s   = the logits of Q·Kᵀ: scale, softcap, ALiBi (alibi_slope), the mask
           tile, causal and window, exactly as attn.sdpa with
-          Tq = query_length and Tk = key_length
+          Tq = query_length and Tk = key_length (index operands: constants
+          for static shapes, the run-time lengths for dynamic ones)
     m'  = max(m, rowmax s)
     l'  = l · e^(c (m - m')) + rowsum e^(c (s - m'))
     acc'= acc · e^(c (m - m')) + e^(c (s - m')) · V
@@ -258,9 +259,8 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
     ```mlir
     %m1, %l1, %acc1 = attn.online_step %qt, %kt, %vt
         state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>)
-        at(%q0, %kb)
-        {scale = 0.125 : f32, causal = #attn.causal<top_left>,
-         query_length = 100 : i64, key_length = 100 : i64}
+        at(%q0, %kb) lengths(%c100, %c100)
+        {scale = 0.125 : f32, causal = #attn.causal<top_left>}
         : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>
         -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
     ```
@@ -271,11 +271,11 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
       Optional<F32>:$alibi_slope,
       Attn_F32Tensor:$max, Attn_F32Tensor:$sum, Attn_F32Tensor:$acc,
       Index:$query_offset, Index:$key_offset,
+      Index:$query_length, Index:$key_length,
       F32Attr:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
       OptionalAttr<DenseI64ArrayAttr>:$window,
-      OptionalAttr<F32Attr>:$softcap,
-      I64Attr:$query_length, I64Attr:$key_length);
+      OptionalAttr<F32Attr>:$softcap);
   let results = (outs Attn_F32Tensor:$new_max, Attn_F32Tensor:$new_sum,
       Attn_F32Tensor:$new_acc);
 
@@ -284,6 +284,7 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
     (`alibi` `(` $alibi_slope^ `)`)?
     `state` `(` $max `,` $sum `,` $acc `:` type($max) `,` type($sum) `,`
     type($acc) `)` `at` `(` $query_offset `,` $key_offset `)`
+    `lengths` `(` $query_length `,` $key_length `)`
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($new_max) `,` type($new_sum) `,` type($new_acc)
   }];

@@ -37,7 +37,11 @@ struct AttentionSpec {
   CausalKind causal = CausalKind::none;
   int64_t windowLeft = -1, windowRight = -1; ///< -1: unbounded
   /// Tq and Tk: they align causal (bottom-right), windows and ALiBi.
+  /// ShapedType::kDynamic when known only at run time: then the index
+  /// values below hold them (set by the tiler for attn.sdpa, the operands
+  /// of attn.online_step).
   int64_t queryLength = 0, keyLength = 0;
+  Value queryLengthValue, keyLengthValue;
   bool hasMask = false, floatMask = false, hasAlibi = false;
 
   static AttentionSpec get(SdpaOp op);
@@ -124,11 +128,11 @@ struct ScoreForm {
 /// Which keys the rows of a query block can see (causal alignment,
 /// window), in key positions.
 struct KeyVisibility {
-  std::optional<int64_t> lower, upper; ///< lower <= j - i <= upper
-  int64_t numKeys;
+  AttentionSpec spec;
 
-  explicit KeyVisibility(const AttentionSpec &spec);
-  bool bounded() const { return lower || upper; }
+  explicit KeyVisibility(const AttentionSpec &spec) : spec(spec) {}
+  /// Causal or a window: some key is invisible to some row.
+  bool bounded() const;
   /// [lo, hi): the keys some row of [qFirst, qLast] can see (lo >= hi when
   /// none).
   std::pair<Value, Value> keyRange(OpBuilder &b, Location loc, Value qFirst,

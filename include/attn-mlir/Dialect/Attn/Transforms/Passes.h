@@ -33,23 +33,34 @@ namespace attn {
 /// Patterns rewriting attn.mha into matmuls, head split/merge and attn.sdpa.
 void populateDecomposeMhaPatterns(RewritePatternSet &patterns);
 
+/// How tileSdpa cuts an attention into blocks.
+struct TileOptions {
+  int64_t qBlock = 64, kvBlock = 64;
+  /// Key ranges over 16384 keys, or of a length known only at run time,
+  /// run in chunks merged by attn.online_merge (see attn-tile).
+  bool chunkLongKeys = true;
+  /// Full blocks on static tiles: the last, partial key block of each
+  /// range runs in a key loop of its own, the last, partial query block in
+  /// an scf.forall of its own. Without it every block may be cut short
+  /// (min(block, length - offset)), in one loop and one forall.
+  bool splitPartialBlocks = true;
+};
+
 /// Patterns rewriting attn.sdpa into the tiled online-softmax loop nest.
-void populateTilePatterns(RewritePatternSet &patterns, int64_t qBlock,
-                          int64_t kvBlock);
+void populateTilePatterns(RewritePatternSet &patterns,
+                          const TileOptions &options);
 
 /// Checks the attn-tile stage's contract under `root` (attn-verify-tiled);
 /// emits an error on the first op that breaks it.
 LogicalResult verifyTiledContract(Operation *root);
 
-/// Rewrites a static-shape `op` into the online-softmax loop nest (the
-/// attn-tile contract): an scf.forall over (b, h, q-block) whose results
-/// replace op's, an scf.for over the visible key blocks carrying (m, l,
-/// acc). Fails, changing nothing, on dynamic shapes or blocks below 1.
-/// `chunkLongKeys`: key ranges over 16384 keys run in chunks merged by
-/// attn.online_merge (see attn-tile).
-FailureOr<scf::ForallOp> tileSdpa(RewriterBase &rewriter, SdpaOp op,
-                                  int64_t qBlock, int64_t kvBlock,
-                                  bool chunkLongKeys = true);
+/// Rewrites `op` into the online-softmax loop nest (the attn-tile
+/// contract): scf.forall ops over (b, h, q-block), the last one's results
+/// replacing op's, each with scf.for loops over the visible key blocks
+/// carrying (m, l, acc). The batch and the lengths may be dynamic. Fails,
+/// changing nothing, on other dynamic dimensions or blocks below 1.
+FailureOr<SmallVector<scf::ForallOp, 2>>
+tileSdpa(RewriterBase &rewriter, SdpaOp op, const TileOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"

@@ -120,17 +120,31 @@ def AttnTilePass : Pass<"attn-tile"> {
       row sum grows past 16384 terms (a sum of 2^24 terms of about 1
       stalls).
     - The step carries the attention's facts (scale, softcap, causal,
-      window, Tq, Tk, mask tile, ALiBi slope of the head); a scale above 1
-      goes to the exponent (`exponent_scale` of merge and finish) unless
-      softcap, a float mask or ALiBi needs the scaled score.
-
-    Only static shapes are supported.
+      window, mask tile, ALiBi slope of the head, and Tq and Tk as index
+      operands); a scale above 1 goes to the exponent (`exponent_scale` of
+      merge and finish) unless softcap, a float mask or ALiBi needs the
+      scaled score.
+    - Dynamic batch and lengths (`tensor<?x8x?x64xf32>`): the sizes are
+      read with `tensor.dim`, the forall and the key ranges are computed
+      at run time, and a length known only at run time takes the chunked
+      key loop. Head counts and head dimensions must be static.
+    - Full blocks on static tiles (`split-partial-blocks`, the default):
+      where a block can be cut short, the full key blocks of a range run in
+      one `scf.for` and the last, partial one in a loop of its own, and the
+      last, partial query block in an `scf.forall` of its own, so that the
+      CPU's register-blocked kernels and hoisted buffers see static tiles.
+      Without it, every block is cut to min(block, length - offset) in one
+      loop and one forall (what the CUDA kernel lowering takes).
   }];
   let options = [
     Option<"qBlock", "q-block", "int64_t", /*default=*/"64",
            "Query rows per tile">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"128",
-           "Key/value rows per tile">
+           "Key/value rows per tile">,
+    Option<"splitPartialBlocks", "split-partial-blocks", "bool",
+           /*default=*/"true",
+           "Run the last, partial key block and query block in a loop and "
+           "a forall of their own, so that full blocks have static tiles">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",

@@ -30,6 +30,31 @@ Value createFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 /// True when every operand and result of `op` has a static shape.
 bool hasStaticShapes(Operation *op);
 
+/// Whether the only dynamic dimensions of `op` (attn.sdpa or attn.mha) are
+/// batch sizes and sequence lengths: head counts, head dimensions, weights
+/// and ALiBi slopes choose the kernel and must be static, and so must a
+/// mask's head dimension.
+bool onlyLengthsDynamic(Operation *op);
+
+/// Emits "has a dynamic head count, head dimension or weight" on every op
+/// of type `OpTy` under `root` for which onlyLengthsDynamic fails; fails
+/// if there was one.
+template <typename OpTy>
+LogicalResult checkOnlyLengthsDynamic(Operation *root, StringRef pass) {
+  bool ok = true;
+  root->walk([&](OpTy op) {
+    if (!onlyLengthsDynamic(op)) {
+      op.emitOpError() << "has a dynamic head count, head dimension or "
+                          "weight; "
+                       << pass
+                       << " takes dynamic batch sizes and sequence lengths "
+                          "only";
+      ok = false;
+    }
+  });
+  return success(ok);
+}
+
 /// Emits "`pass` supports static shapes only" on every op of type `OpTy`
 /// under `root` with a dynamic shape; fails if there was one. Passes call it
 /// before applying patterns so that each op is reported once.
@@ -45,6 +70,26 @@ LogicalResult checkStaticShapes(Operation *root, StringRef pass) {
   });
   return success(ok);
 }
+
+/// Tk (`key`) or Tq of `spec` as an index value: a constant when static.
+Value lengthValue(OpBuilder &b, Location loc, const AttentionSpec &spec,
+                  bool key);
+
+/// Tk - Tq of `spec` (the diagonal that bottom-right causal, windows and
+/// ALiBi align to) as a value of `type` (index or i64).
+Value diagonalOffset(OpBuilder &b, Location loc, const AttentionSpec &spec,
+                     Type type);
+
+/// The visible key offsets lower <= j - i <= upper of `spec` (causal
+/// alignment, window) as values of `type` (index or i64): `lower` null when
+/// unbounded below, `upper` each bound above that applies (a static one
+/// folded into one constant).
+struct OffsetBounds {
+  Value lower;
+  SmallVector<Value, 2> upper;
+};
+OffsetBounds buildOffsetBounds(OpBuilder &b, Location loc,
+                               const AttentionSpec &spec, Type type);
 
 /// Builds the i1 "key j is visible from query i" predicate for the causal
 /// mask and the sliding window of `spec` (true when neither applies). `i` and
