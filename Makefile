@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 APT_PACKAGES = libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
                clang-22 libomp-22-dev ninja-build cmake
 
-.PHONY: gpu-artifacts all deps pydeps configure build check check-sanitize fuzz demo bench bench-peers docs clean
+.PHONY: gpu-artifacts all deps pydeps configure build check check-sanitize fuzz demo bench bench-dynamic bench-peers docs clean
 
 all: build
 
@@ -69,6 +69,11 @@ demo: build
 bench: build
 	@python3 -c "import numpy" 2>/dev/null || python3 -m pip install -q numpy
 	python3 benchmarks/bench_cpu.py --build $(BUILD)
+
+# Dynamic shapes against static ones, and the decode loop's Python cost
+# (not a test); needs numpy and ml_dtypes.
+bench-dynamic: build pydeps
+	python3 benchmarks/bench_dynamic.py --build $(BUILD) $(BENCH_FLAGS)
 
 # attn_mlir against PyTorch's and JAX's CPU attention and numpy (not a
 # test): torch and jax are large, so they go into a virtual environment of

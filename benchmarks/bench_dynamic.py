@@ -34,6 +34,22 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
+def cpu_model():
+    """The host's CPU model and its vector features, from /proc/cpuinfo."""
+    model, flags = platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and model == platform.machine():
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    have = [x for x in ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16") if x in flags]
+    return f"{model} ({', '.join(have) or 'no AVX2'})"
+
+
 def sdpa_graph(shape, d, causal):
     """attn.sdpa on [B, 8, T, d] f32, `shape` = (B, T) or ("?", "?")."""
     b, t = shape
@@ -85,6 +101,25 @@ def static_vs_dynamic(bindir, tmp, args):
     return rows
 
 
+def _overhead(sdpa, fn, q, k, v, kw, iters, parity=0):
+    """Median µs of the API call and of the raw kernel on the same arrays,
+    alternating which goes first so that neither always finds them in
+    cache."""
+    from attn_mlir import _tools
+    api, raw = [], []
+    for i in range(iters):
+        out = np.empty(q.shape[:3] + v.shape[3:], np.float32)
+        descs = [_tools._descriptor(a) for a in (q, k, v, out)]
+        for first in ((0, 1) if (i + parity) % 2 else (1, 0)):
+            t0 = time.perf_counter()
+            if first:
+                sdpa(q, k, v, **kw)
+            else:
+                fn(*descs)
+            (api if first else raw).append(time.perf_counter() - t0)
+    return np.median(api) * 1e6, np.median(raw) * 1e6
+
+
 def decode_loop(args):
     import attn_mlir
     from attn_mlir import _tools, sdpa as sdpa_module
@@ -99,30 +134,28 @@ def decode_loop(args):
     v = rng.standard_normal((1, hkv, start + steps, d), dtype=np.float32)
     q = rng.standard_normal((1, hq, 1, d), dtype=np.float32)
     kw = dict(is_causal=True, causal_alignment="bottom_right", enable_gqa=True)
-    # The cache as a serving loop holds it: contiguous [B, Hkv, Tk, D] per step.
-    caches = [(np.ascontiguousarray(k[:, :, :t]), np.ascontiguousarray(v[:, :, :t]))
-              for t in range(start + 1, start + steps + 1)]
+    sdpa = attn_mlir.scaled_dot_product_attention
     t0 = time.perf_counter()
-    attn_mlir.scaled_dot_product_attention(q, *caches[0], **kw)
+    sdpa(q, k[:, :, :start], v[:, :, :start], **kw)
     first = time.perf_counter() - t0
+    fn = next(iter(sdpa_module._artifacts.values()))._fn("sdpa")
     api, raw = [], []
-    art = next(iter(sdpa_module._artifacts.values()))
-    fn = art._fn("sdpa")
-    for kt, vt in caches:
-        t0 = time.perf_counter()
-        attn_mlir.scaled_dot_product_attention(q, kt, vt, **kw)
-        api.append(time.perf_counter() - t0)
-        out = np.empty((1, hq, 1, d), np.float32)
-        descs = [_tools._descriptor(a) for a in (q, kt, vt, out)]
-        t0 = time.perf_counter()
-        fn(*descs)
-        raw.append(time.perf_counter() - t0)
+    for t in range(start + 1, start + steps + 1):
+        # The cache of this step as a serving loop holds it: contiguous
+        # [B, Hkv, Tk, D] (copied outside the timed calls).
+        kt, vt = np.ascontiguousarray(k[:, :, :t]), np.ascontiguousarray(v[:, :, :t])
+        a, r = _overhead(sdpa, fn, q, kt, vt, kw, 1, parity=t)
+        api.append(a)
+        raw.append(r)
+    small = _overhead(sdpa, fn, q, k[:, :, :16].copy(), v[:, :, :16].copy(), kw, 2000)
     _tools._compile_private = real
-    api_us, raw_us = np.median(api) * 1e6, np.median(raw) * 1e6
+    api_us, raw_us = np.median(api), np.median(raw)
     return [f"- {steps} decode steps (B=1, Hq=32, Hkv=8, D=128, f32, Tk = {start + 1} to "
             f"{start + steps}): {len(compiles)} compile in all (first call {first:.2f} s)",
-            f"- per call: Python API median {api_us:.1f} µs, the kernel through its C "
-            f"interface {raw_us:.1f} µs: binding overhead {api_us - raw_us:.1f} µs"]
+            f"- per step: Python API median {api_us:.0f} µs, the same kernel through its C "
+            f"interface {raw_us:.0f} µs (difference {api_us - raw_us:.1f} µs)",
+            f"- binding overhead on a tiny call (Tk = 16, 2000 calls): API {small[0]:.1f} µs, "
+            f"raw kernel {small[1]:.1f} µs: {small[0] - small[1]:.1f} µs per call"]
 
 
 def main():
@@ -139,7 +172,7 @@ def main():
     os.environ.setdefault("ATTN_MLIR_BIN", bindir)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ATTN_MLIR_CACHE"] = os.path.join(tmp, "cache")
-        host = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+        host = f"{cpu_model()}, {os.cpu_count()} cores, nothing else running"
         report = [f"Host: {host}; median of {args.iters} calls per run, "
                   f"{args.rounds} interleaved rounds, median of the rounds.", ""]
         report += static_vs_dynamic(bindir, tmp, args) + [""] + decode_loop(args)

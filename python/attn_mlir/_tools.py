@@ -229,15 +229,39 @@ def artifact_problem(path, source=None):
     return _inspect(path, source)[0]
 
 
-def _descriptor(a):
-    """The memref descriptor of C-contiguous array `a` (the C interface of a
-    CPU entry, attn-mlir/Artifact/Format.h): int64 words {allocated,
-    aligned, offset 0, sizes, strides in elements}."""
-    p, strides, n = a.ctypes.data, [], 1
-    for d in reversed(a.shape):
+def _descriptor_words(shape):
+    """The memref descriptor of a dense row-major array of `shape` (the C
+    interface of a CPU entry, attn-mlir/Artifact/Format.h), as int64 words
+    {allocated, aligned, offset 0, sizes, strides in elements}, the two
+    pointers 0."""
+    strides, n = [], 1
+    for d in reversed(shape):
         strides.insert(0, n)
         n *= d
-    return (ctypes.c_int64 * (3 + 2 * a.ndim))(p, p, 0, *a.shape, *strides)
+    return [0, 0, 0, *shape, *strides]
+
+
+def _descriptor(a):
+    """The descriptor of C-contiguous array `a` as a ctypes array."""
+    words = _descriptor_words(a.shape)
+    words[0] = words[1] = a.ctypes.data
+    return (ctypes.c_int64 * len(words))(*words)
+
+
+class _CallPlan:
+    """What a call of one entry at one set of input shapes and dtypes needs
+    beyond the data: the outputs' shapes and dtypes, and every argument's
+    descriptor as one int64 template with the pointer words left 0."""
+
+    def __init__(self, outs, shapes):
+        self.outs = outs
+        words, self.offsets, slots = [], [], []
+        for shape in shapes:
+            self.offsets.append(8 * len(words))
+            slots += [len(words), len(words) + 1]
+            words += _descriptor_words(shape)
+        self.template = np.array(words, dtype=np.int64)
+        self.slots = np.array(slots, dtype=np.intp)
 
 
 class Artifact:
@@ -250,7 +274,7 @@ class Artifact:
         self.entries = _entries(desc)
         self._lib = ctypes.CDLL(path)
         self._fns = {}
-        self._outs = {}  # (entry, input shapes and dtypes) -> output specs
+        self._plans = {}  # (entry, input shapes and dtypes) -> _CallPlan
 
     def _fn(self, entry):
         fn = self._fns.get(entry)
@@ -262,13 +286,20 @@ class Artifact:
 
     def __call__(self, entry, inputs):
         key = (entry, tuple((a.shape, a.dtype) for a in inputs))
-        outs = self._outs.get(key)
-        if outs is None:
+        plan = self._plans.get(key)
+        if plan is None:
             info = _checked_entry(self.entries, entry, inputs)
-            outs = self._outs[key] = [(shape, _np_dtype(dt)) for _, dt, shape in info["out"]]
-        results = [np.empty(shape, dtype=dt) for shape, dt in outs]
+            outs = [(shape, _np_dtype(dt)) for _, dt, shape in info["out"]]
+            plan = self._plans[key] = _CallPlan(
+                outs, [a.shape for a in inputs] + [shape for shape, _ in outs])
+        results = [np.empty(shape, dtype=dt) for shape, dt in plan.outs]
         arrays = [np.ascontiguousarray(a) for a in inputs] + results
-        self._fn(entry)(*[_descriptor(a) for a in arrays])
+        # This call's descriptors: a copy of the template with the pointers
+        # (each call its own, so concurrent callers share nothing).
+        words = plan.template.copy()
+        words[plan.slots] = [p for a in arrays for p in (a.ctypes.data,) * 2]
+        base = words.ctypes.data
+        self._fn(entry)(*[ctypes.c_void_p(base + off) for off in plan.offsets])
         return results
 
 
