@@ -76,6 +76,10 @@ public:
   /// dynamic argument dimension), or its size when the class holds a static
   /// dimension.
   std::string nameOf(Value v, int64_t dim);
+  /// The first op on dynamic tensors whose size relations DimNames does not
+  /// know (null when there is none): names through it could miss an
+  /// equality the code relies on, so such a function is refused.
+  Operation *unmodeled = nullptr;
 
 private:
   using Key = std::pair<void *, int64_t>;
@@ -168,6 +172,14 @@ void DimNames::visit(Operation *op) {
         if (auto dim = v.getDefiningOp<tensor::DimOp>())
           if (std::optional<int64_t> c = dim.getConstantIndex())
             unite(empty.getResult(), d, dim.getSource(), *c);
+  } else if (!isa<tensor::DimOp, func::ReturnOp>(op) && !unmodeled) {
+    auto dynamic = [](Type t) {
+      auto shaped = dyn_cast<ShapedType>(t);
+      return shaped && !shaped.hasStaticShape();
+    };
+    if (llvm::any_of(op->getOperandTypes(), dynamic) ||
+        llvm::any_of(op->getResultTypes(), dynamic))
+      unmodeled = op;
   }
 }
 
@@ -263,6 +275,13 @@ LogicalResult attn::describeEntries(
     auto softmax = argsInOrder ? dyn_cast<attn::SoftmaxOp>(single) : nullptr;
     auto mha = argsInOrder ? dyn_cast<attn::MhaOp>(single) : nullptr;
     DimNames dims(func);
+    if (Operation *op = dims.unmodeled)
+      return op->emitError()
+             << "'" << op->getName()
+             << "' on dynamic shapes: attn-compile relates the dynamic "
+                "dimensions of a graph through attn ops, linalg ops and "
+                "tensor.empty only (the runtime checks the sizes by those "
+                "relations); give this op static shapes";
     // DIMS: each dimension its size, or the name of a dynamic one.
     auto writeShape = [&](Value v, RankedTensorType t) {
       for (int64_t d = 0; d < t.getRank(); ++d)

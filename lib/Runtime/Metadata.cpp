@@ -730,6 +730,26 @@ static Error checkDynamic(const EntryInfo &e, const std::string &target) {
         return {"entry '" + e.name + "' output '" + a.name + "' " +
                 formatArgShape(a) + " has dimension " + n +
                 ", which no input has"};
+  // An attention's head counts and head dimensions (and the weights of
+  // attn.mha) are compiled in: only batch sizes and lengths are named.
+  bool sdpa = e.op.kind == "sdpa", mha = e.op.kind == "mha";
+  for (const ArgInfo &a : e.inputs) {
+    std::vector<size_t> lengths; // the dimensions that may be named
+    if (sdpa && (a.name == "q" || a.name == "k" || a.name == "v"))
+      lengths = {0, 2};
+    else if (mha && (a.name == "x" || a.name == "kv"))
+      lengths = {0, 1};
+    else if (!(sdpa && a.name == "alibi") && !(mha && a.name != "mask"))
+      continue; // masks broadcast (checkOp); other graphs: nothing known
+    for (size_t d = 0; d < a.dimNames.size(); ++d)
+      if (!a.dimNames[d].empty() &&
+          std::find(lengths.begin(), lengths.end(), d) == lengths.end())
+        return {"entry '" + e.name + "' (" + e.op.kind + ") input '" +
+                a.name + "' " + formatArgShape(a) + " names dimension " +
+                std::to_string(d) +
+                ", which the compiled code takes as static (only batch "
+                "sizes and lengths are dynamic)"};
+  }
   DimSizes probe;
   int64_t size = 2;
   for (const std::string &n : e.dimNames())

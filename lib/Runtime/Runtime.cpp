@@ -622,6 +622,26 @@ Error Artifact::callBuffers(const EntryInfo &entry,
             std::to_string(data.size()) +
             " buffers; it needs a static instance (instantiate()) and one "
             "buffer per input and output"};
+  // `entry` must be what the artifact's entry is at its inputs' sizes: the
+  // descriptors are built from it.
+  std::vector<const std::vector<int64_t> *> shapes;
+  for (const ArgInfo &a : entry.inputs)
+    shapes.push_back(&a.shape);
+  EntryInfo expected;
+  if (Error e = instantiate(*own, shapes, {}, expected))
+    return e;
+  auto same = [](const std::vector<ArgInfo> &a, const std::vector<ArgInfo> &b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(),
+                      [](const ArgInfo &x, const ArgInfo &y) {
+                        return x.dtype == y.dtype && x.shape == y.shape;
+                      });
+  };
+  if (!same(entry.inputs, expected.inputs) ||
+      !same(entry.outputs, expected.outputs))
+    return {"entry '" + entry.name + "' is called with arguments that are " +
+            "not the artifact's entry at these sizes (instantiate() gives " +
+            "them)"};
   size_t index = own - entries_.data();
   std::vector<std::vector<int64_t>> descs;
   size_t k = 0;

@@ -248,6 +248,9 @@ def _descriptor(a):
     return (ctypes.c_int64 * len(words))(*words)
 
 
+_MAX_PLANS = 4096  # call plans kept per artifact
+
+
 class _CallPlan:
     """What a call of one entry at one set of input shapes and dtypes needs
     beyond the data: the outputs' shapes and dtypes, and every argument's
@@ -288,6 +291,8 @@ class Artifact:
         key = (entry, tuple((a.shape, a.dtype) for a in inputs))
         plan = self._plans.get(key)
         if plan is None:
+            if len(self._plans) >= _MAX_PLANS:  # a server seeing every length
+                self._plans.clear()
             info = _checked_entry(self.entries, entry, inputs)
             outs = [(shape, _np_dtype(dt)) for _, dt, shape in info["out"]]
             plan = self._plans[key] = _CallPlan(

@@ -6,9 +6,14 @@ from ._tools import (cast_checked, check_bool, check_int, check_number, compile_
 from .sdpa import _mask_dims, _ttype, attention_attrs, attention_options, prepare_mask
 
 
+_softmax_artifacts = {}  # (rank, row length, dtype, temperature) -> artifact
+
+
 def softmax(x, axis=-1, temperature=1.0):
     """Numerically stable softmax along `axis` (x / temperature), compiled
-    through attn.softmax; float32/float16/bfloat16; all -inf rows give 0."""
+    through attn.softmax once per rank, row length, dtype and temperature
+    (the other dimensions are dynamic); float32/float16/bfloat16; all -inf
+    rows give 0."""
     x = native(x)
     if x.ndim == 0:
         raise ValueError("softmax needs an array with at least one dimension")
@@ -16,11 +21,18 @@ def softmax(x, axis=-1, temperature=1.0):
     temperature = check_number("temperature", temperature)
     elt = mlir_elt(x.dtype)
     moved = np.ascontiguousarray(np.moveaxis(x, axis, -1))
-    t = _ttype(moved.shape, elt)
-    attr = "" if temperature == 1.0 else f" {{temperature = {float(np.float32(temperature))!r} : f32}}"
-    mlir = (f"func.func @softmax(%x: {t}) -> {t} {{\n"
-            f"  %y = attn.softmax %x{attr} : {t}\n  return %y : {t}\n}}\n")
-    (y,) = compile_graph(mlir)("softmax", [moved])
+    if 0 in moved.shape:
+        raise ValueError(f"softmax needs a non-empty array, got shape {list(x.shape)}")
+    sig = (moved.ndim, moved.shape[-1], elt, temperature)
+    art = _softmax_artifacts.get(sig)
+    if art is None:
+        t = _ttype(("?",) * (moved.ndim - 1) + moved.shape[-1:], elt)
+        attr = ("" if temperature == 1.0 else
+                f" {{temperature = {float(np.float32(temperature))!r} : f32}}")
+        mlir = (f"func.func @softmax(%x: {t}) -> {t} {{\n"
+                f"  %y = attn.softmax %x{attr} : {t}\n  return %y : {t}\n}}\n")
+        art = _softmax_artifacts[sig] = compile_graph(mlir)
+    (y,) = art("softmax", [moved])
     return np.moveaxis(y, -1, axis)
 
 
@@ -125,7 +137,11 @@ class MultiHeadAttention:
                     shapes[n] = ("?", "?", shapes[n][2])
             if "mask" in shapes:
                 shapes["mask"] = _mask_dims(dict(operands)["mask"], self.num_heads)
-        sig = (tuple((n, shapes[n], a.dtype) for n, a in operands), is_causal, device)
+        # Everything the graph text depends on: a changed option or head
+        # count is a new graph.
+        sig = (tuple((n, shapes[n], a.dtype) for n, a in operands), is_causal, device,
+               self.num_heads, self.num_kv_heads, self.embed_dim,
+               tuple(sorted(self.options.items())))
         cache = self.__dict__.setdefault("_compiled", {})
         if sig in cache:
             return cache[sig]

@@ -86,3 +86,21 @@ def test_softmax_all_masked_row_and_errors():
         attn_mlir.softmax(x, temperature=0)
     with pytest.raises(ValueError, match="at least one dimension"):
         attn_mlir.softmax(np.float32(1.0))
+    with pytest.raises(ValueError, match="non-empty"):
+        attn_mlir.softmax(np.zeros((0, 4), np.float32))
+
+
+def test_softmax_any_rows_compiles_once(tmp_path, monkeypatch):
+    """Rows are dynamic: one compile per rank and row length."""
+    from attn_mlir import _tools, layers
+    monkeypatch.setenv("ATTN_MLIR_CACHE", str(tmp_path))
+    monkeypatch.setattr(layers, "_softmax_artifacts", {})
+    compiles, real = [], _tools._compile_private
+    monkeypatch.setattr(_tools, "_compile_private",
+                        lambda *a: compiles.append(a[0]) or real(*a))
+    monkeypatch.setattr(_tools, "_loaded", {})
+    for rows in [(1, 1), (3, 5), (17, 2)]:
+        x = rng.standard_normal(rows + (11,), dtype=np.float32)
+        y = attn_mlir.softmax(x, temperature=0.7)
+        assert np.max(np.abs(y - reference.softmax(x, temperature=0.7))) <= 1e-6
+    assert len(compiles) == 1

@@ -23,7 +23,8 @@ def AttnLowerReferencePass : Pass<"attn-lower-reference"> {
     exact zeros), exponentiated, summed and applied to V. Memory is
     O(B·Hq·Tq·Tk): it is the baseline that the tiled lowering is measured
     against and the reference it is tested against. `attn.softmax` is lowered
-    the same way. Only static shapes are supported.
+    the same way. `attn.sdpa` needs static shapes; `attn.softmax` takes
+    dynamic ones (any rows).
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",

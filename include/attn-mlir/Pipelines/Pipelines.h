@@ -70,7 +70,8 @@ void buildCpuTilingPipeline(OpPassManager &pm,
 
 /// attn ops on tensors -> LLVM dialect: decompose attn.mha, tile (or
 /// materialize) attn.sdpa, bufferize with caller-allocated results (every
-/// public function becomes `void f(in..., out...)` on bare pointers), lower
+/// public function becomes `void f(in..., out...)`, with its C interface
+/// `_mlir_ciface_f` on memref descriptors, the shapes static or not), lower
 /// loops, OpenMP, math approximations and everything to LLVM. Built from
 /// the passes' typed constructors: nothing needs to be registered first.
 void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options);

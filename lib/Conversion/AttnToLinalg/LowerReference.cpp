@@ -44,6 +44,15 @@ AffineMap projMap(MLIRContext *ctx, unsigned n, ArrayRef<unsigned> dims) {
   return AffineMap::get(n, 0, exprs, ctx);
 }
 
+/// A tensor.empty of the sizes of `like` (constants, or tensor.dim where
+/// dynamic) but its last `drop` dimensions.
+Value emptyLike(OpBuilder &b, Location loc, Value like, Type elt,
+                unsigned drop = 0) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, like);
+  sizes.resize(sizes.size() - drop);
+  return tensor::EmptyOp::create(b, loc, sizes, elt);
+}
+
 /// `x` (f64) rounded to f32, element-wise.
 Value truncToF32(OpBuilder &b, Location loc, Value x) {
   auto t = cast<RankedTensorType>(x.getType());
@@ -51,7 +60,7 @@ Value truncToF32(OpBuilder &b, Location loc, Value x) {
   AffineMap id = AffineMap::getMultiDimIdentityMap(n, b.getContext());
   return linalg::GenericOp::create(
              b, loc, TypeRange{t.clone(b.getF32Type())}, ValueRange{x},
-             ValueRange{createEmpty(b, loc, t.getShape(), b.getF32Type())},
+             ValueRange{emptyLike(b, loc, x, b.getF32Type())},
              {id, id}, SmallVector<IteratorType>(n, IteratorType::parallel),
              [&](OpBuilder &nb, Location nl, ValueRange a) {
                yieldValue(nb, nl, castFloat(nb, nl, a[0], nb.getF32Type()));
@@ -65,9 +74,15 @@ Value reduceLastDim(OpBuilder &b, Location loc, Value x, bool isMax) {
   auto t = cast<RankedTensorType>(x.getType());
   unsigned n = t.getRank();
   MLIRContext *ctx = b.getContext();
-  SmallVector<int64_t> outShape(t.getShape().drop_back());
   Type acc = isMax ? b.getF32Type() : b.getF64Type();
-  Value init = createFilled(b, loc, outShape, acc, isMax ? kNegInf : 0.0);
+  Value init =
+      linalg::FillOp::create(
+          b, loc,
+          arith::ConstantOp::create(b, loc,
+                                    b.getFloatAttr(acc, isMax ? kNegInf : 0.0))
+              .getResult(),
+          emptyLike(b, loc, x, acc, /*drop=*/1))
+          .getResult(0);
   SmallVector<unsigned> outDims;
   for (unsigned i = 0; i + 1 < n; ++i)
     outDims.push_back(i);
@@ -103,7 +118,7 @@ Value expMinusMax(OpBuilder &b, Location loc, Value x, Value m, double c = 1.0,
   AffineMap id = AffineMap::getMultiDimIdentityMap(n, ctx);
   return linalg::GenericOp::create(
              b, loc, TypeRange{t}, ValueRange{x, m},
-             ValueRange{createEmpty(b, loc, t.getShape(), t.getElementType())},
+             ValueRange{emptyLike(b, loc, x, t.getElementType())},
              {id, projMap(ctx, n, rowDims), id},
              SmallVector<IteratorType>(n, IteratorType::parallel),
              [&](OpBuilder &nb, Location nl, ValueRange a) {
@@ -130,7 +145,7 @@ Value normalize(OpBuilder &b, Location loc, Value x, Value l, Type elt) {
   auto outT = RankedTensorType::get(t.getShape(), elt);
   return linalg::GenericOp::create(
              b, loc, TypeRange{outT}, ValueRange{x, l},
-             ValueRange{createEmpty(b, loc, t.getShape(), elt)},
+             ValueRange{emptyLike(b, loc, x, elt)},
              {id, projMap(ctx, n, rowDims), id},
              SmallVector<IteratorType>(n, IteratorType::parallel),
              [&](OpBuilder &nb, Location nl, ValueRange a) {
@@ -264,13 +279,12 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
   }
 };
 
+/// attn.softmax on any shape, rows dynamic or not.
 struct LowerSoftmaxReference : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(SoftmaxOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!hasStaticShapes(op))
-      return rewriter.notifyMatchFailure(op, "dynamic shape");
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     auto t = op.getInput().getType();
@@ -287,7 +301,7 @@ struct LowerSoftmaxReference : OpRewritePattern<SoftmaxOp> {
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{RankedTensorType::get(t.getShape(), f32)},
             ValueRange{op.getInput()},
-            ValueRange{createEmpty(rewriter, loc, t.getShape(), f32)}, {id, id},
+            ValueRange{emptyLike(rewriter, loc, op.getInput(), f32)}, {id, id},
             SmallVector<IteratorType>(n, IteratorType::parallel),
             [&](OpBuilder &b, Location l, ValueRange a) {
               Value x = castFloat(b, l, a[0], f32);
@@ -311,8 +325,7 @@ struct AttnLowerReferencePass
     : attn::impl::AttnLowerReferencePassBase<AttnLowerReferencePass> {
   void runOnOperation() override {
     Operation *root = getOperation();
-    if (failed(checkStaticShapes<SdpaOp>(root, "attn-lower-reference")) ||
-        failed(checkStaticShapes<SoftmaxOp>(root, "attn-lower-reference")))
+    if (failed(checkStaticShapes<SdpaOp>(root, "attn-lower-reference")))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateLowerReferencePatterns(patterns);

@@ -164,11 +164,16 @@ struct DecomposeMha : OpRewritePattern<MhaOp> {
                        op.getWindowAttr(), op.getSoftcapAttr());
     Value merged = mergeHeads(rewriter, loc, sdpa.getOutput());
     Value y2d = buildProjection(rewriter, loc, merged, op.getWo(), op.getBo());
-    int64_t width = op.getOutput().getType().getDimSize(2);
-    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
-        op, op.getOutput().getType(), y2d,
-        ArrayRef<ReassociationIndices>{{0, 1}, {2}},
-        ArrayRef<OpFoldResult>{batch, tq, rewriter.getIndexAttr(width)});
+    int64_t width = cast<RankedTensorType>(op.getWo().getType()).getDimSize(1);
+    SmallVector<OpFoldResult> outSizes{batch, tq,
+                                       rewriter.getIndexAttr(width)};
+    Value y = tensor::ExpandShapeOp::create(
+        rewriter, loc, typeOf(outSizes, elt), y2d,
+        ArrayRef<ReassociationIndices>{{0, 1}, {2}}, outSizes);
+    // The op's result may say more (a static size where x's is dynamic).
+    if (y.getType() != op.getOutput().getType())
+      y = tensor::CastOp::create(rewriter, loc, op.getOutput().getType(), y);
+    rewriter.replaceOp(op, y);
     return success();
   }
 };

@@ -383,7 +383,16 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
         tileSdpa(rewriter, op, options);
     if (failed(nest))
       return failure();
-    rewriter.replaceOp(op, nest->back().getResults());
+    // The nest's types follow Q; the op's results may say more (a static
+    // size where Q's is dynamic): cast to them.
+    SmallVector<Value> results;
+    for (auto [res, type] :
+         llvm::zip(nest->back().getResults(), op->getResultTypes()))
+      results.push_back(res.getType() == type
+                            ? Value(res)
+                            : Value(tensor::CastOp::create(
+                                  rewriter, op.getLoc(), type, res)));
+    rewriter.replaceOp(op, results);
     return success();
   }
 
