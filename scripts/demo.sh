@@ -46,4 +46,12 @@ stage "8. Tiled online softmax vs the materialized reference (causal, H=8, T=102
 printf 'tiled:        '; "$RUN" "$TMP/tiled.so" --check --bench 10 | tr '\n' ' '; echo
 printf 'materialized: '; "$RUN" "$TMP/ref.so" --check --bench 2 | tr '\n' ' '; echo
 
+stage "9. One artifact for any length: decode steps over a growing KV cache (B, Tq, Tk dynamic)"
+"$COMPILE" "$EX/decode-any-length.mlir" -o "$TMP/decode.so"
+"$RUN" "$TMP/decode.so" --list
+for tk in 4000 4001 4002; do
+  printf 'Tk=%s: ' "$tk"
+  "$RUN" "$TMP/decode.so" --check --bench 5 --dim B=1 --dim Tq=1 --dim Tk="$tk" | tr '\n' ' '; echo
+done
+
 printf '\nInspect any stage yourself, e.g.:\n  %s %s --attn-cpu-pipeline --mlir-print-ir-after-all\n  %s %s -o layer.so --print-ir-after-all\n' "$OPT" "$EX/gqa-causal-layer.mlir" "$COMPILE" "$EX/gqa-causal-layer.mlir"
