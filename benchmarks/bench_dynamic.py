@@ -7,6 +7,8 @@
    size), each timed by `attn-run --bench` (median of `--iters` calls after
    a warm-up), the two interleaved round by round; the ratio is
    dynamic / static time (1.00 = as fast; below 1 faster).
+   Also the decode step (B=1, Hq=32, Hkv=8, D=128, Tq=1, Tk 4k and 16k)
+   compiled static and dynamic.
 2. A decode loop through the Python API: `--steps` calls of
    attn_mlir.scaled_dot_product_attention with Tq = 1 over a KV cache that
    grows by one token per step (B=1, Hq=32, Hkv=8, D=128, f32, Tk from
@@ -97,6 +99,36 @@ def static_vs_dynamic(bindir, tmp, args):
     for d, t, c in configs:
         st, dy = (float(np.median(x)) for x in times[(d, t, c)])
         rows.append(f"| {d} | {t} | {'yes' if c else 'no'} | {st:.2f} | {dy:.2f} | {dy / st:.3f} |")
+        print(rows[-1], flush=True)
+    return rows + [""] + decode_static_vs_dynamic(bindir, tmp, args)
+
+
+def decode_graph(tk):
+    """One decode step: Tq = 1 of 32 query heads over Tk keys of 8 KV heads,
+    D = 128, f32 (`tk` a size or "?"; B and Tq then dynamic too)."""
+    b, tq = ("?", "?") if tk == "?" else (1, 1)
+    qt, kt = f"tensor<{b}x32x{tq}x128xf32>", f"tensor<{b}x8x{tk}x128xf32>"
+    return (f"func.func @sdpa(%q: {qt}, %k: {kt}, %v: {kt}) -> {qt} {{\n"
+            f"  %o = attn.sdpa %q, %k, %v : {qt}, {kt}, {kt} -> {qt}\n"
+            f"  return %o : {qt}\n}}\n")
+
+
+def decode_static_vs_dynamic(bindir, tmp, args):
+    """The decode step (B=1, Hq=32, Hkv=8, D=128, Tq=1) static and dynamic."""
+    lengths = (4096,) if args.quick else (4096, 16384)
+    dyn = compile_graph(bindir, tmp, "decdyn", decode_graph("?"))
+    static = {tk: compile_graph(bindir, tmp, f"dec{tk}", decode_graph(tk)) for tk in lengths}
+    times = {tk: ([], []) for tk in lengths}
+    for _ in range(args.rounds):
+        for tk in lengths:
+            times[tk][0].append(bench(bindir, static[tk], args.iters * 2))
+            times[tk][1].append(bench(bindir, dyn, args.iters * 2,
+                                      (("B", 1), ("Tq", 1), ("Tk", tk))))
+    rows = ["| decode Tk (B=1, Hq=32, Hkv=8, D=128, Tq=1) | static ms | dynamic ms | dynamic / static |",
+            "|---|---|---|---|"]
+    for tk in lengths:
+        st, dy = (float(np.median(x)) for x in times[tk])
+        rows.append(f"| {tk} | {st:.3f} | {dy:.3f} | {dy / st:.3f} |")
         print(rows[-1], flush=True)
     return rows
 

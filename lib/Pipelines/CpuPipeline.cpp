@@ -43,6 +43,10 @@ void attn::buildBufferizationWithOutParams(OpPassManager &pm) {
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // An scf.if whose branches both yield the result buffer (attn-tile's
+  // decode-or-prefill choice) yields it no more: the function returns the
+  // allocation itself, which the out-param can then replace (no copy).
+  pm.addPass(createCanonicalizerPass());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   // The caller allocates every result, of dynamic shape too (it knows the
   // sizes from the metadata): no copy out of a callee's buffer.

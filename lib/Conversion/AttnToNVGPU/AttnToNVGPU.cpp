@@ -1086,10 +1086,10 @@ FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
   tiling.kvBlock = cfg->kvBlock;
   tiling.chunkLongKeys = false;
   tiling.splitPartialBlocks = false;
-  FailureOr<SmallVector<scf::ForallOp, 2>> nest =
-      tileSdpa(rewriter, sdpa, tiling);
-  assert(succeeded(nest) && nest->size() == 1 && "static shapes tile");
-  scf::ForallOp forall = nest->front();
+  FailureOr<TiledSdpa> nest = tileSdpa(rewriter, sdpa, tiling);
+  assert(succeeded(nest) && nest->foralls.size() == 1 &&
+         "static shapes tile");
+  scf::ForallOp forall = nest->foralls.front();
   rewriter.replaceOp(sdpa, forall.getResults());
   return forall;
 }

@@ -145,11 +145,18 @@ func.func @dynamic_head_dim(%q: tensor<1x1x8x?xf32>) -> tensor<1x1x8x?xf32> {
 // CHECK: attn.online_merge
 // CHECK: attn.online_finish
 // CHECK: return
-// Split: Tq / 32 full query blocks, then ceil(Tq / 32) - Tq / 32 (0 or 1)
+// Split: a decode step (Tq = 1) on static one-row tiles; any other Tq as
+// Tq / 32 full query blocks, then ceil(Tq / 32) - Tq / 32 (0 or 1)
 // partial ones.
 // SPLIT-LABEL: func.func @dynamic_lengths
 // SPLIT: %[[NFULL:.*]] = arith.divui %{{.*}}, %c32
 // SPLIT: %[[NALL:.*]] = arith.divui %{{.*}}, %c32
+// SPLIT: %[[DECODE:.*]] = arith.cmpi eq, %{{.*}}, %c1
+// SPLIT: %[[R:.*]] = scf.if %[[DECODE]] -> (tensor<?x4x?x8xf32>)
+// SPLIT: scf.forall ({{.*}}) in (%{{.*}}, 4, 1)
+// SPLIT: attn.online_step {{.*}} : tensor<1x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+// SPLIT: attn.online_step {{.*}} : tensor<1x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+// SPLIT: } else {
 // SPLIT: %[[FULL:.*]] = scf.forall ({{.*}}) in (%{{.*}}, 4, %[[NFULL]])
 // SPLIT: attn.online_step {{.*}} : tensor<32x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
 // SPLIT: attn.online_step {{.*}} : tensor<32x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
@@ -157,6 +164,7 @@ func.func @dynamic_head_dim(%q: tensor<1x1x8x?xf32>) -> tensor<1x1x8x?xf32> {
 // SPLIT: scf.forall ({{.*}}) in (%{{.*}}, 4, %[[NTAIL]]) shared_outs(%{{.*}} = %[[FULL]])
 // SPLIT: attn.online_step {{.*}} : tensor<?x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
 // SPLIT: attn.online_step {{.*}} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+// SPLIT: return %[[R]]
 func.func @dynamic_lengths(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>,
                            %v: tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32> {
   %o = attn.sdpa %q, %k, %v {causal = #attn.causal<bottom_right>}

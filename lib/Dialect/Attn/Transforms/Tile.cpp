@@ -319,10 +319,11 @@ static scf::ForallOp buildForall(RewriterBase &rewriter, const SdpaTiling &t,
 
 /// The foralls of tileSdpa, built before `op`: one over every q-block, or
 /// with splitPartialBlocks one over the full blocks of bq rows (static
-/// tiles) and one over the last, partial block when Tq may leave one.
-static SmallVector<scf::ForallOp, 2> buildLoopNest(RewriterBase &rewriter,
-                                                   SdpaOp op,
-                                                   const TileOptions &o) {
+/// tiles) and one over the last, partial block when Tq may leave one; for
+/// a Tq known only at run time, those under an scf.if whose other branch
+/// runs a decode step (Tq = 1) on static one-row tiles.
+static TiledSdpa buildLoopNest(RewriterBase &rewriter, SdpaOp op,
+                               const TileOptions &o) {
   SdpaTiling t(rewriter, op, o.qBlock, o.kvBlock);
   t.chunkLongKeys = o.chunkLongKeys;
   t.splitPartialBlocks = o.splitPartialBlocks;
@@ -349,26 +350,50 @@ static SmallVector<scf::ForallOp, 2> buildLoopNest(RewriterBase &rewriter,
                 bld.idx(t.bq)))
           : idxA((t.tq + t.bq - 1) / t.bq);
   if (t.staticQueryBlocks())
-    return {buildForall(rewriter, t, {idxA(0), allBlocks, idxA(t.bq)}, outs)};
+    return {{buildForall(rewriter, t, {idxA(0), allBlocks, idxA(t.bq)}, outs)},
+            {}};
   if (!t.splitPartialBlocks)
-    return {buildForall(rewriter, t, {idxA(0), allBlocks, {}}, outs)};
-  SmallVector<scf::ForallOp, 2> nest;
-  if (getConstantIntValue(fullBlocks) != 0) {
-    nest.push_back(
-        buildForall(rewriter, t, {idxA(0), fullBlocks, idxA(t.bq)}, outs));
-    outs = nest.back().getResults();
-  }
-  // The last block: Tq mod bq rows (no block at run time when that is 0).
-  OpFoldResult tail =
-      ShapedType::isDynamic(t.tq)
-          ? fold(arith::SubIOp::create(rewriter, loc, bld.val(allBlocks),
-                                       bld.val(fullBlocks)))
-          : idxA(1);
-  OpFoldResult rows = ShapedType::isDynamic(t.tq)
-                          ? OpFoldResult()
-                          : OpFoldResult(idxA(t.tq % t.bq));
-  nest.push_back(buildForall(rewriter, t, {fullBlocks, tail, rows}, outs));
-  return nest;
+    return {{buildForall(rewriter, t, {idxA(0), allBlocks, {}}, outs)}, {}};
+  auto fullAndTail = [&](ValueRange into) {
+    SmallVector<scf::ForallOp, 2> nest;
+    if (getConstantIntValue(fullBlocks) != 0) {
+      nest.push_back(
+          buildForall(rewriter, t, {idxA(0), fullBlocks, idxA(t.bq)}, into));
+      into = nest.back().getResults();
+    }
+    // The last block: Tq mod bq rows (no block at run time when that is 0).
+    OpFoldResult tail =
+        ShapedType::isDynamic(t.tq)
+            ? fold(arith::SubIOp::create(rewriter, loc, bld.val(allBlocks),
+                                         bld.val(fullBlocks)))
+            : idxA(1);
+    OpFoldResult rows = ShapedType::isDynamic(t.tq)
+                            ? OpFoldResult()
+                            : OpFoldResult(idxA(t.tq % t.bq));
+    nest.push_back(buildForall(rewriter, t, {fullBlocks, tail, rows}, into));
+    return nest;
+  };
+  if (!ShapedType::isDynamic(t.tq) || t.bq == 1)
+    return {fullAndTail(outs), {}};
+  // A length known only at run time: a decode step (Tq = 1) runs on static
+  // one-row tiles, any other length on the full and partial blocks.
+  TiledSdpa tiled;
+  Value decode = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                       tq, bld.idx(1));
+  auto branch = [&](bool oneRow) {
+    return [&, oneRow](OpBuilder &, Location bl) {
+      SmallVector<scf::ForallOp, 2> nest =
+          oneRow ? SmallVector<scf::ForallOp, 2>{buildForall(
+                       rewriter, t, {idxA(0), idxA(1), idxA(1)}, outs)}
+                 : fullAndTail(outs);
+      tiled.foralls.append(nest.begin(), nest.end());
+      scf::YieldOp::create(rewriter, bl, nest.back().getResults());
+    };
+  };
+  auto ifOp = scf::IfOp::create(rewriter, loc, decode, branch(true),
+                                branch(false));
+  tiled.results = SmallVector<Value>(ifOp.getResults());
+  return tiled;
 }
 
 struct TileSdpa : OpRewritePattern<SdpaOp> {
@@ -379,15 +404,13 @@ struct TileSdpa : OpRewritePattern<SdpaOp> {
                                 PatternRewriter &rewriter) const override {
     if (!onlyLengthsDynamic(op))
       return rewriter.notifyMatchFailure(op, "dynamic head count or dim");
-    FailureOr<SmallVector<scf::ForallOp, 2>> nest =
-        tileSdpa(rewriter, op, options);
+    FailureOr<TiledSdpa> nest = tileSdpa(rewriter, op, options);
     if (failed(nest))
       return failure();
     // The nest's types follow Q; the op's results may say more (a static
     // size where Q's is dynamic): cast to them.
     SmallVector<Value> results;
-    for (auto [res, type] :
-         llvm::zip(nest->back().getResults(), op->getResultTypes()))
+    for (auto [res, type] : llvm::zip(nest->getResults(), op->getResultTypes()))
       results.push_back(res.getType() == type
                             ? Value(res)
                             : Value(tensor::CastOp::create(
@@ -425,8 +448,8 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
 
 } // namespace
 
-FailureOr<SmallVector<scf::ForallOp, 2>>
-attn::tileSdpa(RewriterBase &rewriter, SdpaOp op, const TileOptions &options) {
+FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter, SdpaOp op,
+                                    const TileOptions &options) {
   if (!onlyLengthsDynamic(op) || options.qBlock < 1 || options.kvBlock < 1)
     return failure();
   return buildLoopNest(rewriter, op, options);

@@ -54,13 +54,25 @@ void populateTilePatterns(RewritePatternSet &patterns,
 /// emits an error on the first op that breaks it.
 LogicalResult verifyTiledContract(Operation *root);
 
+/// The loop nest of one attn.sdpa: its scf.forall ops, in order, and the
+/// values that replace the op's results (the last forall's, or those of
+/// the scf.if that chooses between a decode step and longer queries).
+struct TiledSdpa {
+  SmallVector<scf::ForallOp, 2> foralls;
+  SmallVector<Value> results;
+  ValueRange getResults() {
+    return results.empty() ? ValueRange(foralls.back().getResults())
+                           : ValueRange(results);
+  }
+};
+
 /// Rewrites `op` into the online-softmax loop nest (the attn-tile
-/// contract): scf.forall ops over (b, h, q-block), the last one's results
-/// replacing op's, each with scf.for loops over the visible key blocks
-/// carrying (m, l, acc). The batch and the lengths may be dynamic. Fails,
-/// changing nothing, on other dynamic dimensions or blocks below 1.
-FailureOr<SmallVector<scf::ForallOp, 2>>
-tileSdpa(RewriterBase &rewriter, SdpaOp op, const TileOptions &options);
+/// contract): scf.forall ops over (b, h, q-block), each with scf.for loops
+/// over the visible key blocks carrying (m, l, acc). The batch and the
+/// lengths may be dynamic. Fails, changing nothing, on other dynamic
+/// dimensions or blocks below 1.
+FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, SdpaOp op,
+                              const TileOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"

@@ -133,6 +133,8 @@ def AttnTilePass : Pass<"attn-tile"> {
       one `scf.for` and the last, partial one in a loop of its own, and the
       last, partial query block in an `scf.forall` of its own, so that the
       CPU's register-blocked kernels and hoisted buffers see static tiles.
+      A Tq known only at run time adds an `scf.if`: a decode step (Tq = 1)
+      runs on static one-row tiles, any other Tq on the split blocks.
       Without it, every block is cut to min(block, length - offset) in one
       loop and one forall (what the CUDA kernel lowering takes).
   }];
