@@ -7,9 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/LinalgBuilder.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -31,18 +32,15 @@ using namespace mlir::attn;
 
 namespace {
 
-/// A tensor of `sizes` (static or tensor.dim values) and `elt`.
+/// A tensor.empty of `sizes` (static, or tensor.dim values) and `elt`.
 Value emptyOf(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
               Type elt) {
-  return tensor::EmptyOp::create(b, loc, sizes, elt);
+  return LinalgBuilder{b, loc, b.getContext()}.empty(sizes, elt);
 }
 
-/// The static type of a tensor of `sizes`.
-RankedTensorType typeOf(ArrayRef<OpFoldResult> sizes, Type elt) {
-  SmallVector<int64_t> shape;
-  for (OpFoldResult s : sizes)
-    shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
-  return RankedTensorType::get(shape, elt);
+/// The tensor type of `sizes` (LinalgBuilder::type).
+RankedTensorType typeOf(OpBuilder &b, ArrayRef<OpFoldResult> sizes, Type elt) {
+  return LinalgBuilder{b, b.getUnknownLoc(), b.getContext()}.type(sizes, elt);
 }
 
 /// `src2d [N, K] @ w [K, C] (+ bias [C])` with f32 accumulation, result in
@@ -74,7 +72,7 @@ Value buildProjection(OpBuilder &b, Location loc, Value src2d, Value w,
   }
   maps.push_back(id);
   return linalg::GenericOp::create(
-             b, loc, TypeRange{typeOf(sizes, elt)}, ins,
+             b, loc, TypeRange{typeOf(b, sizes, elt)}, ins,
              ValueRange{emptyOf(b, loc, sizes, elt)}, maps,
              {utils::IteratorType::parallel, utils::IteratorType::parallel},
              [&](OpBuilder &nb, Location nl, ValueRange args) {
@@ -101,7 +99,7 @@ Value splitHeads(OpBuilder &b, Location loc, Value y2d, OpFoldResult batch,
   OpFoldResult h = b.getIndexAttr(heads), d = b.getIndexAttr(dim);
   SmallVector<OpFoldResult> expandedSizes{batch, len, h, d};
   Value expanded = tensor::ExpandShapeOp::create(
-      b, loc, typeOf(expandedSizes, elt), y2d,
+      b, loc, typeOf(b, expandedSizes, elt), y2d,
       ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}}, expandedSizes);
   Value init = emptyOf(b, loc, {batch, h, len, d}, elt);
   return linalg::TransposeOp::create(b, loc, expanded, init,
@@ -131,10 +129,12 @@ struct DecomposeMha : OpRewritePattern<MhaOp> {
     Location loc = op.getLoc();
     auto xT = op.getInput().getType();
     // B, T and S: constants, or tensor.dim values where dynamic.
-    OpFoldResult batch = tensor::getMixedSizes(rewriter, loc, op.getInput())[0],
-                 tq = tensor::getMixedSizes(rewriter, loc, op.getInput())[1],
-                 tk = tensor::getMixedSizes(rewriter, loc,
-                                            op.getKeyValueSource())[1];
+    SmallVector<OpFoldResult> xSizes =
+        tensor::getMixedSizes(rewriter, loc, op.getInput());
+    OpFoldResult batch = xSizes[0], tq = xSizes[1],
+                 tk = op.getKvInput() ? tensor::getMixedSizes(
+                                            rewriter, loc, op.getKvInput())[1]
+                                      : tq;
     int64_t hq = op.getNumHeads(), hkv = op.getKvHeads();
     int64_t d = op.getHeadDim(), dv = op.getValueHeadDim();
     Type elt = xT.getElementType();
@@ -155,9 +155,9 @@ struct DecomposeMha : OpRewritePattern<MhaOp> {
                    buildProjection(rewriter, loc, kv2d, op.getWv(), op.getBv()),
                    batch, tk, hkv, dv);
 
-    auto attnT = typeOf({batch, rewriter.getIndexAttr(hq), tq,
-                         rewriter.getIndexAttr(dv)},
-                        elt);
+    auto attnT = typeOf(
+        rewriter,
+        {batch, rewriter.getIndexAttr(hq), tq, rewriter.getIndexAttr(dv)}, elt);
     auto sdpa =
         SdpaOp::create(rewriter, loc, TypeRange{attnT}, q, k, v, op.getMask(),
                        /*alibi=*/Value(), op.getScaleAttr(), op.getCausalAttr(),
@@ -165,10 +165,9 @@ struct DecomposeMha : OpRewritePattern<MhaOp> {
     Value merged = mergeHeads(rewriter, loc, sdpa.getOutput());
     Value y2d = buildProjection(rewriter, loc, merged, op.getWo(), op.getBo());
     int64_t width = cast<RankedTensorType>(op.getWo().getType()).getDimSize(1);
-    SmallVector<OpFoldResult> outSizes{batch, tq,
-                                       rewriter.getIndexAttr(width)};
+    SmallVector<OpFoldResult> outSizes{batch, tq, rewriter.getIndexAttr(width)};
     Value y = tensor::ExpandShapeOp::create(
-        rewriter, loc, typeOf(outSizes, elt), y2d,
+        rewriter, loc, typeOf(rewriter, outSizes, elt), y2d,
         ArrayRef<ReassociationIndices>{{0, 1}, {2}}, outSizes);
     // The op's result may say more (a static size where x's is dynamic).
     if (y.getType() != op.getOutput().getType())
