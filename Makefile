@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 APT_PACKAGES = libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
                clang-22 libomp-22-dev ninja-build cmake
 
-.PHONY: gpu-artifacts all deps pydeps configure build check check-sanitize fuzz demo bench bench-dynamic bench-peers docs clean
+.PHONY: gpu-artifacts all deps pydeps configure build check check-sanitize fuzz demo bench bench-dynamic bench-peers bench-decode docs clean
 
 all: build
 
@@ -85,6 +85,14 @@ bench-peers: build
 	@$(PEERS_VENV)/bin/python -c "import numpy, ml_dtypes, torch, jax" 2>/dev/null || \
 	  $(PEERS_VENV)/bin/pip install -q numpy ml_dtypes torch jax
 	$(PEERS_VENV)/bin/python benchmarks/bench_peers.py --build $(BUILD) $(BENCH_FLAGS)
+
+# A decode step over a long KV cache against the host's read bandwidth and
+# PyTorch (not a test); torch goes into $(PEERS_VENV) as for bench-peers.
+bench-decode: build
+	@test -x $(PEERS_VENV)/bin/python || python3 -m venv $(PEERS_VENV)
+	@$(PEERS_VENV)/bin/python -c "import numpy, ml_dtypes, torch" 2>/dev/null || \
+	  $(PEERS_VENV)/bin/pip install -q numpy ml_dtypes torch
+	$(PEERS_VENV)/bin/python benchmarks/bench_decode.py --build $(BUILD) $(BENCH_FLAGS)
 
 # Regenerates the op and pass references under docs/.
 docs: build

@@ -18,7 +18,6 @@ Usage: python3 benchmarks/bench_peers.py [--build build] [--quick]
 """
 import argparse
 import os
-import platform
 import sys
 import tempfile
 
@@ -29,29 +28,9 @@ except ImportError:
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from attn_mlir.bench import bench_artifact, compile_artifact, graph  # noqa: E402
-from attn_mlir.bench import median_time, numpy_sdpa  # noqa: E402
+from attn_mlir.bench import cpu_features, median_time, numpy_sdpa  # noqa: E402
 
 DTYPES = ("f32", "bf16", "f16")  # also the MLIR element types
-
-
-def cpu_features():
-    flags = set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        pass
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    keep = ["avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile"]
-    return model, [k for k in keep if k in flags], os.cpu_count()
 
 
 class Peers:

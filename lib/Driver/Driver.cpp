@@ -425,17 +425,15 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
         options.format = "none";
       mlir::attn::buildGpuPipeline(pm, options);
     }
-  } else if (o.emit == Emit::Tiled) {
-    mlir::attn::CpuPipelineOptions options;
-    options.tiled = !o.reference;
-    options.qBlock = o.qBlock;
-    options.kvBlock = o.kvBlock;
-    mlir::attn::buildCpuTilingPipeline(pm, options);
   } else {
     mlir::attn::CpuPipelineOptions options;
     options.tiled = !o.reference;
     options.qBlock = o.qBlock;
     options.kvBlock = o.kvBlock;
+    options.decode = o.decode;
+    options.kvSplits = o.kvSplits;
+    if (o.emit == Emit::Tiled)
+      return mlir::attn::buildCpuTilingPipeline(pm, options);
     options.parallel = !o.noParallel;
     // The artifact is built for this machine (-march=native below).
     options.vectorWidth = hostHasAvx512() ? 16 : 8;
@@ -542,6 +540,8 @@ static int checkOptions(const CompileOptions &o) {
   bool cuda = o.target == Target::CUDA;
   if (o.qBlock < 1 || o.kvBlock < 1)
     return fail("--q-block and --kv-block must be >= 1");
+  if (o.kvSplits < 0)
+    return fail("--kv-splits must be >= 0 (0: chosen from the shapes)");
   if (cuda && (o.emit == Emit::LLVMIR || o.emit == Emit::Object))
     return fail("--emit=llvm-ir and --emit=obj are CPU outputs; for "
                 "--target=cuda use tiled, llvm-dialect, ptx, cubin or so");

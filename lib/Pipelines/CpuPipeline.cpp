@@ -110,6 +110,8 @@ void attn::buildCpuTilingPipeline(OpPassManager &pm,
   AttnTilePassOptions tile;
   tile.qBlock = options.qBlock;
   tile.kvBlock = options.kvBlock;
+  tile.decode = options.decode;
+  tile.kvSplits = options.kvSplits;
   pm.addPass(createAttnTilePass(tile));
   pm.addPass(createAttnVerifyTiledPass());
 }

@@ -3,9 +3,11 @@ markdown table (tiled vs materialized vs numpy GFLOP/s against T, and peak
 memory against T)."""
 import argparse
 import os
+import platform
 import re
 import subprocess
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -33,11 +35,14 @@ def compile_artifact(bindir, tmp, name, src, flags):
     return so, time.perf_counter() - t0
 
 
-def bench_artifact(bindir, so, iters):
-    """Times a compiled artifact with attn-run: (median ms, MiB of peak
-    memory beyond the inputs and outputs)."""
-    out = subprocess.run([os.path.join(bindir, "attn-run"), so, "--bench", str(iters)],
-                         check=True, capture_output=True, text=True).stdout
+def bench_artifact(bindir, so, iters, dims=()):
+    """Times a compiled artifact with attn-run (`dims`: (name, size) of its
+    dynamic dimensions): (median ms, MiB of peak memory beyond the inputs
+    and outputs)."""
+    cmd = [os.path.join(bindir, "attn-run"), so, "--bench", str(iters)]
+    for name, size in dims:
+        cmd += ["--dim", f"{name}={size}"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return (float(re.search(r"median ([0-9.]+) ms", out).group(1)),
             float(re.search(r"\(([0-9.]+) MiB beyond", out).group(1)))
 
@@ -59,6 +64,41 @@ def numpy_sdpa(q, k, v, causal=False):
     s -= s.max(-1, keepdims=True)
     p = np.exp(s)
     return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def cpu_features():
+    """(model name, the vector and matrix features of note, cores) of this
+    host, from /proc/cpuinfo."""
+    model, flags = None, set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and model is None:
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    model = model or platform.processor() or "unknown CPU"
+    keep = ["avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile"]
+    return model, [k for k in keep if k in flags], os.cpu_count()
+
+
+def read_bandwidth(mib=512, threads=None, iters=5):
+    """The read bandwidth (GB/s) numpy reaches on this host: the median of
+    `iters` sums of a `mib` MiB f32 array, split over `threads` threads
+    (default: every core; numpy's sum releases the GIL)."""
+    threads = threads or os.cpu_count() or 1
+    a = np.ones(mib * (1 << 20) // 4, dtype=np.float32)
+    parts = np.array_split(a, threads)
+
+    def once():
+        workers = [threading.Thread(target=np.sum, args=(p,)) for p in parts]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    return a.nbytes / median_time(once, iters) / 1e9
 
 
 def median_time(fn, iters):

@@ -87,6 +87,14 @@ static cl::opt<int64_t> kvBlock(
     cl::desc("Key/value rows per tile (cpu: default 128; cuda: default the "
              "largest of 64, 32, 16 that fits the chip's shared memory)"),
     cl::cat(cat));
+static cl::opt<bool> decode(cpuOptions().decode.ArgStr,
+                            cl::init(cpuOptions().decode.getValue()),
+                            targetHelp("cpu", cpuOptions().decode),
+                            cl::cat(cat));
+static cl::opt<int64_t> kvSplits(cpuOptions().kvSplits.ArgStr,
+                                 cl::init(cpuOptions().kvSplits.getValue()),
+                                 targetHelp("cpu", cpuOptions().kvSplits),
+                                 cl::cat(cat));
 static cl::opt<bool> noParallel("no-parallel",
                                 cl::desc("Run on one core (no OpenMP)"),
                                 cl::cat(cat));
@@ -139,10 +147,13 @@ static int fail(const llvm::Twine &msg) {
 static int checkTargetFlags(bool cuda) {
   auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
   if (cuda) {
-    if (reference || noParallel || given(qBlock))
-      return fail(std::string(reference    ? "--reference"
-                              : noParallel ? "--no-parallel"
-                                           : "--q-block") +
+    if (reference || noParallel || given(qBlock) || given(decode) ||
+        given(kvSplits))
+      return fail(std::string(reference        ? "--reference"
+                              : noParallel     ? "--no-parallel"
+                              : given(qBlock)  ? "--q-block"
+                              : given(decode)  ? "--decode"
+                                               : "--kv-splits") +
                   " is a CPU option; on --target=cuda a block covers 16 x "
                   "--row-tiles x --warps query rows");
     return 0;
@@ -192,6 +203,8 @@ int main(int argc, char **argv) {
   o.kvBlock = kvBlock;
   o.kvBlockGiven = kvBlock.getNumOccurrences() > 0;
   o.noParallel = noParallel;
+  o.decode = decode;
+  o.kvSplits = kvSplits;
   o.chip = chip;
   o.ptxFeatures = ptxFeatures;
   o.warps = warps;

@@ -50,6 +50,10 @@ struct CompileOptions {
   /// fits the chip).
   bool kvBlockGiven = false;
   bool noParallel = false;
+  /// CPU: the decode schedule and its key splits (attn-tile decode,
+  /// kv-splits).
+  bool decode = AttnTilePassOptions().decode;
+  int64_t kvSplits = AttnTilePassOptions().kvSplits;
   /// CUDA: chip, PTX features, kernel shape and embedding.
   std::string chip = AttnGpuFlashPassOptions().chip, ptxFeatures;
   int64_t warps = AttnGpuFlashPassOptions().warps,

@@ -50,6 +50,17 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   PassOptions::Option<int64_t> kvBlock{
       *this, "kv-block", llvm::cl::desc("Key/value rows per tile"),
       llvm::cl::init(AttnTilePassOptions().kvBlock)};
+  PassOptions::Option<bool> decode{
+      *this, "decode",
+      llvm::cl::desc("Decode schedule for queries of at most 16 rows per "
+                     "head: the query heads of a KV group in one tile, the "
+                     "key range split over parallel tasks (split-KV)"),
+      llvm::cl::init(AttnTilePassOptions().decode)};
+  PassOptions::Option<int64_t> kvSplits{
+      *this, "kv-splits",
+      llvm::cl::desc("Key splits of the decode schedule (0: enough for 64 "
+                     "parallel tiles, none shorter than 512 keys)"),
+      llvm::cl::init(AttnTilePassOptions().kvSplits)};
   PassOptions::Option<int64_t> vectorWidth{
       *this, "vector-width",
       llvm::cl::desc("f32 lanes of one vector register for the tile matmuls "

@@ -44,8 +44,10 @@ public:
 
   // The step being built: key block `kb` of the rows from `q0`, its value
   // tile, the head's ALiBi slope and, with a mask, its mask tile and map.
+  // With packed heads, row i is query position q0 + i mod rowsPerHead.
   Value q0, kb, vTile, slope, maskTile;
   AffineMap maskMap;
+  int64_t packedHeads = 1, rowsPerHead = 1;
 
   Tile mapRows(ArrayRef<Tile> ins, const Tile &into, ElementFn fn) override {
     return {mapInto(ins, {}, into, in.b.getF32Type(), 1, fn)};
@@ -73,8 +75,12 @@ public:
         [&](OpBuilder &bb, Location bl, ValueRange a) {
           ScoreSite site{a[0], maskTile ? a[1] : Value(), {}, {}, {}, slope};
           if (positions) {
-            site.row = arith::AddIOp::create(
-                bb, bl, q0, linalg::IndexOp::create(bb, bl, 1));
+            Value r = linalg::IndexOp::create(bb, bl, 1);
+            if (packedHeads > 1)
+              r = arith::RemUIOp::create(
+                  bb, bl, r,
+                  arith::ConstantIndexOp::create(bb, bl, rowsPerHead));
+            site.row = arith::AddIOp::create(bb, bl, q0, r);
             site.col = arith::AddIOp::create(
                 bb, bl, kb, linalg::IndexOp::create(bb, bl, 0));
           }
@@ -164,12 +170,13 @@ private:
   }
 };
 
-/// Qᵀ [D, M] in f32 times `scale`: scores are computed transposed,
-/// Sᵀ = K_blk · Qᵀ (see LinalgTileOps), one multiply per element of Q
-/// instead of one per score. Built before the outermost loop that `query`
-/// is invariant in, so that it happens once per query tile.
+/// Qᵀ [D, M] (or Q [M, D] unless `transposed`) in f32 times `scale`:
+/// scores are computed transposed, Sᵀ = K_blk · Qᵀ (see LinalgTileOps),
+/// one multiply per element of Q instead of one per score. Built before
+/// the outermost loop that `query` is invariant in, so that it happens
+/// once per query tile.
 static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
-                           double scale) {
+                           double scale, bool transposed) {
   Operation *anchor = op;
   Value query = op.getQuery();
   while (auto loop = anchor->getParentOfType<scf::ForOp>()) {
@@ -183,8 +190,12 @@ static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
   SmallVector<OpFoldResult> sizes =
       tensor::getMixedSizes(rewriter, op.getLoc(), query);
   Type f32 = rewriter.getF32Type();
-  return bld.generic(bld.empty({sizes[1], sizes[0]}, f32), ValueRange{query},
-                     {bld.map(2, {1, 0}), bld.map(2, {0, 1})}, {kPar, kPar},
+  return bld.generic(transposed ? bld.empty({sizes[1], sizes[0]}, f32)
+                                : bld.empty(sizes, f32),
+                     ValueRange{query},
+                     {transposed ? bld.map(2, {1, 0}) : bld.map(2, {0, 1}),
+                      bld.map(2, {0, 1})},
+                     {kPar, kPar},
                      [&](OpBuilder &bb, Location bl, ValueRange a) {
                        Value x = castFloat(bb, bl, a[0], f32);
                        Value c = arith::ConstantOp::create(
@@ -192,6 +203,10 @@ static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
                        return arith::MulFOp::create(bb, bl, x, c).getResult();
                      });
 }
+
+/// Query tiles of at most this many rows compute their scores as dot
+/// products (the dot kernel of attn-cpu-vectorize-matmul takes up to 8).
+constexpr int64_t kMaxDotRows = 8;
 
 /// The indexing map of a mask tile in the (j, i) loops of the score tile:
 /// its last two dimensions are the rows and keys unless of size 1
@@ -234,14 +249,21 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // could overflow Q itself, 3e38 · q = inf): then it stays on the
     // scores or goes to the exponent (exponentScale).
     ScoreForm form{spec, scoreScale(spec) <= 1.0, /*base2=*/false};
-    Value qT =
-        buildScaledQT(rewriter, op, form.scaleFolded ? scoreScale(spec) : 1.0);
+    // Few rows (a decode tile): Sᵀ[j, i] = K[j, :] · Q[i, :] as dot
+    // products (attn-cpu-vectorize-matmul's dot kernel reads K in vector
+    // loads once); more rows: K · Qᵀ, broadcasting K against rows of Qᵀ.
+    int64_t rows = op.getQuery().getType().getDimSize(0);
+    bool dot = !ShapedType::isDynamic(rows) && rows <= kMaxDotRows;
+    Value qT = buildScaledQT(rewriter, op,
+                             form.scaleFolded ? scoreScale(spec) : 1.0, !dot);
     LinalgBuilder in{rewriter, loc, rewriter.getContext()};
     LinalgTileOps ops(in);
     ops.q0 = op.getQueryOffset();
     ops.kb = op.getKeyOffset();
     ops.vTile = op.getValue();
     ops.slope = op.getAlibiSlope();
+    ops.packedHeads = op.getPackedHeads();
+    ops.rowsPerHead = op.getRowsPerHead();
     if (Value mask = op.getMask()) {
       ops.maskTile = mask;
       ops.maskMap = maskTileMap(rewriter.getContext(),
@@ -249,11 +271,15 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     }
     OpFoldResult ks = tensor::getMixedSizes(rewriter, loc, op.getKey())[0];
     OpFoldResult qs = tensor::getMixedSizes(rewriter, loc, op.getQuery())[0];
+    // The query positions the rows span: R of them when heads are packed.
+    OpFoldResult positions =
+        ops.packedHeads > 1 ? rewriter.getIndexAttr(ops.rowsPerHead) : qs;
     // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i]; loops (j, d, i).
     Type f32 = rewriter.getF32Type();
     Value s = in.generic(
         in.filled({ks, qs}, 0.0), ValueRange{op.getKey(), qT},
-        {in.map(3, {0, 1}), in.map(3, {1, 2}), in.map(3, {0, 2})},
+        {in.map(3, {0, 1}), dot ? in.map(3, {2, 1}) : in.map(3, {1, 2}),
+         in.map(3, {0, 2})},
         {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
           Value p = arith::MulFOp::create(bb, bl, castFloat(bb, bl, a[0], f32),
                                           castFloat(bb, bl, a[1], f32));
@@ -267,7 +293,8 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     Tile logits;
     KeyVisibility visibility(spec);
     if (Value needs = visibility.blockNeedsPredicate(rewriter, loc, ops.q0,
-                                                     last(ops.q0, qs), ops.kb,
+                                                     last(ops.q0, positions),
+                                                     ops.kb,
                                                      last(ops.kb, ks))) {
       // scf.if builds both branches with `rewriter` itself, which `ops`
       // uses.

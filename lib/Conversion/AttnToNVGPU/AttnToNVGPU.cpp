@@ -827,6 +827,12 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
   }
   t.step = steps.front();
   t.finish = finishes.front();
+  if (t.step.getPackedHeads() != 1) {
+    why = "attn.online_step packs several heads per tile (packed_heads, the "
+          "CPU decode schedule); the kernel takes one head per block "
+          "(attn-tile decode=false)";
+    return failure();
+  }
   t.loop = dyn_cast<scf::ForOp>(t.step->getParentOp());
   if (!t.loop || t.loop->getParentOp() != t.forall ||
       !llvm::equal(ValueRange{t.step.getMax(), t.step.getSum(),
@@ -1086,6 +1092,7 @@ FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
   tiling.kvBlock = cfg->kvBlock;
   tiling.chunkLongKeys = false;
   tiling.splitPartialBlocks = false;
+  tiling.decode = false;
   FailureOr<TiledSdpa> nest = tileSdpa(rewriter, sdpa, tiling);
   assert(succeeded(nest) && nest->foralls.size() == 1 &&
          "static shapes tile");

@@ -246,6 +246,179 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// C[M, N] += A[M, K] · B[N, K] with f32 C and B, A and B contiguous in k,
+/// N and K static, N <= kMaxDotCols: the score tile of a decode step (few
+/// query rows). Sets the element type of A.
+constexpr int64_t kMaxDotCols = 8;
+
+bool isTileDot(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
+      op.getNumReductionLoops() != 1)
+    return false;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  auto iters = op.getIteratorTypesArray();
+  // (i, k, j) or any order: C(i, j), A(i, k), B(j, k).
+  auto dims = [](AffineMap m) -> std::optional<std::pair<unsigned, unsigned>> {
+    if (m.getNumResults() != 2 || !m.isProjectedPermutation())
+      return std::nullopt;
+    return std::make_pair(cast<AffineDimExpr>(m.getResult(0)).getPosition(),
+                          cast<AffineDimExpr>(m.getResult(1)).getPosition());
+  };
+  auto c = dims(maps[2]), a = dims(maps[0]), b = dims(maps[1]);
+  if (!c || !a || !b || c->first == c->second)
+    return false;
+  unsigned i = c->first, j = c->second, k = 3 - i - j;
+  if (iters[i] != utils::IteratorType::parallel ||
+      iters[j] != utils::IteratorType::parallel ||
+      iters[k] != utils::IteratorType::reduction || *a != std::make_pair(i, k) ||
+      *b != std::make_pair(j, k))
+    return false;
+  auto cT = cast<MemRefType>(op.getDpsInits()[0].getType());
+  auto bT = cast<MemRefType>(op.getDpsInputs()[1].getType());
+  Value aV = op.getDpsInputs()[0];
+  if (!cT.getElementType().isF32() || !bT.getElementType().isF32() ||
+      ShapedType::isDynamic(cT.getDimSize(1)) ||
+      cT.getDimSize(1) > kMaxDotCols || bT.isDynamicDim(1) ||
+      !unitInnerStride(aV) || !unitInnerStride(op.getDpsInputs()[1]))
+    return false;
+  // yield(addf(out, mulf(x, y))), x and y the (extended) inputs.
+  Block &body = op.getRegion().front();
+  auto add = cast<linalg::YieldOp>(body.getTerminator())
+                 .getOperand(0)
+                 .getDefiningOp<arith::AddFOp>();
+  if (!add || (add.getLhs() != body.getArgument(2) &&
+               add.getRhs() != body.getArgument(2)))
+    return false;
+  Value prod = add.getLhs() == body.getArgument(2) ? add.getRhs() : add.getLhs();
+  auto mul = prod.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  auto strip = [](Value v) {
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+      return ext.getIn();
+    return v;
+  };
+  Value x = strip(mul.getLhs()), y = strip(mul.getRhs());
+  return (x == body.getArgument(0) && y == body.getArgument(1)) ||
+         (x == body.getArgument(1) && y == body.getArgument(0));
+}
+
+/// The dot-product kernel of isTileDot: blocks of r rows of A (r·N <= 16
+/// accumulators) hold vector<W> partial dot products with every row of B
+/// over k, each reduced to its element of C at the end. A is read once,
+/// in W-wide loads; the few rows of B stay in the cache.
+struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
+  TileDotToVector(MLIRContext *ctx, int64_t width)
+      : OpRewritePattern(ctx), kWidth(width) {}
+  int64_t kWidth;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isTileDot(op))
+      return rewriter.notifyMatchFailure(op, "not a tile dot");
+    Location loc = op.getLoc();
+    Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1],
+          c = op.getDpsInits()[0];
+    Type f32 = rewriter.getF32Type();
+    Type aElt = cast<MemRefType>(a.getType()).getElementType();
+    int64_t n = cast<MemRefType>(c.getType()).getDimSize(1);
+    int64_t kDim = cast<MemRefType>(b.getType()).getDimSize(1);
+    int64_t rowsPerBlock = std::max<int64_t>(1, 16 / n);
+    auto vf32 = VectorType::get({kWidth}, f32);
+    auto vA = VectorType::get({kWidth}, aElt);
+    auto idx = [&](OpBuilder &bb, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(bb, loc, v);
+    };
+    Value zero = idx(rewriter, 0);
+    Value m = memref::DimOp::create(rewriter, loc, c, 0);
+    Value zeroF = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(vf32, rewriter.getF32FloatAttr(0)));
+    Value zeroA = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(vA, rewriter.getZeroAttr(aElt)));
+    Value zeroS = arith::ConstantOp::create(rewriter, loc,
+                                            rewriter.getF32FloatAttr(0));
+    int64_t kMain = kDim / kWidth * kWidth;
+
+    // Rows [i0, i0 + rows) of C.
+    auto block = [&](OpBuilder &bb, Value i0, int64_t rows) {
+      SmallVector<Value> rowIdx;
+      for (int64_t r = 0; r < rows; ++r)
+        rowIdx.push_back(r == 0 ? i0
+                                : arith::AddIOp::create(bb, loc, i0, idx(bb, r))
+                                      .getResult());
+      // One k step of W lanes from k0 (masked past K when `tail`).
+      auto step = [&](OpBuilder &lb, Value k0, ValueRange acc, bool tail) {
+        Value mask;
+        if (tail)
+          mask = vector::CreateMaskOp::create(
+              lb, loc, VectorType::get({kWidth}, lb.getI1Type()),
+              ValueRange{idx(lb, kDim - kMain)});
+        auto load = [&](Value mem, Value row, VectorType t, Value pad) {
+          return tail ? vector::MaskedLoadOp::create(lb, loc, t, mem,
+                                                     ValueRange{row, k0}, mask,
+                                                     pad)
+                            .getResult()
+                      : vector::LoadOp::create(lb, loc, t, mem,
+                                               ValueRange{row, k0})
+                            .getResult();
+        };
+        SmallVector<Value> aRows, next;
+        for (Value row : rowIdx) {
+          Value v = load(a, row, vA, zeroA);
+          if (aElt != f32)
+            v = arith::ExtFOp::create(lb, loc, vf32, v);
+          aRows.push_back(v);
+        }
+        for (int64_t q = 0; q < n; ++q) {
+          Value bRow = load(b, idx(lb, q), vf32, zeroF);
+          for (int64_t r = 0; r < rows; ++r)
+            next.push_back(vector::FMAOp::create(lb, loc, aRows[r], bRow,
+                                                 acc[q * rows + r]));
+        }
+        return next;
+      };
+      SmallVector<Value> acc(rows * n, zeroF);
+      if (kMain > 0)
+        acc = scf::ForOp::create(
+                  bb, loc, zero, idx(bb, kMain), idx(bb, kWidth), acc,
+                  [&](OpBuilder &lb, Location, Value k0, ValueRange iter) {
+                    scf::YieldOp::create(lb, loc, step(lb, k0, iter, false));
+                  })
+                  .getResults();
+      if (kMain < kDim)
+        acc = step(bb, idx(bb, kMain), acc, true);
+      for (int64_t q = 0; q < n; ++q)
+        for (int64_t r = 0; r < rows; ++r) {
+          Value dot = vector::ReductionOp::create(
+              bb, loc, vector::CombiningKind::ADD, acc[q * rows + r], zeroS,
+              arith::FastMathFlags::reassoc);
+          ValueRange at{rowIdx[r], idx(bb, q)};
+          Value old = memref::LoadOp::create(bb, loc, c, at);
+          memref::StoreOp::create(
+              bb, loc, arith::AddFOp::create(bb, loc, old, dot), c, at);
+        }
+    };
+    auto forLoop = [&](Value lb, Value ub, int64_t stepBy,
+                       function_ref<void(OpBuilder &, Value)> body) {
+      scf::ForOp::create(rewriter, loc, lb, ub, idx(rewriter, stepBy),
+                         ValueRange{},
+                         [&](OpBuilder &nb, Location, Value iv, ValueRange) {
+                           body(nb, iv);
+                           scf::YieldOp::create(nb, loc);
+                         });
+    };
+    Value mMain = arith::SubIOp::create(
+        rewriter, loc, m,
+        arith::RemUIOp::create(rewriter, loc, m, idx(rewriter, rowsPerBlock)));
+    forLoop(zero, mMain, rowsPerBlock,
+            [&](OpBuilder &bb, Value i0) { block(bb, i0, rowsPerBlock); });
+    forLoop(mMain, m, 1, [&](OpBuilder &bb, Value i) { block(bb, i, 1); });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct AttnCpuVectorizeMatmulPass
     : attn::impl::AttnCpuVectorizeMatmulPassBase<AttnCpuVectorizeMatmulPass> {
   using Base::Base;
@@ -276,4 +449,5 @@ void attn::populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
                                               int64_t cols) {
   patterns.add<TileMatmulToVector>(patterns.getContext(), vectorWidth, rows,
                                    cols);
+  patterns.add<TileDotToVector>(patterns.getContext(), vectorWidth);
 }

@@ -26,10 +26,10 @@
 // CHECK: %[[QS:[a-z0-9_-]+]] = arith.minsi %{{.*}}, %[[C32]]
 // CHECK: %[[KVH:[a-z0-9_-]+]] = arith.divui %[[H]], %[[C4]]
 // CHECK: %[[END:[a-z0-9_-]+]] = arith.addi %[[Q0]], %[[QS]]
+// CHECK: %[[QT:[a-z0-9_-]+]] = tensor.extract_slice %[[Q]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[QS]], 64]
 // CHECK: %[[LO0:[a-z0-9_-]+]] = arith.addi %[[Q0]], %[[CM16]]
 // CHECK: %[[LO:[a-z0-9_-]+]] = arith.maxsi %[[LO0]], %{{.*}}
 // CHECK: %[[HI:[a-z0-9_-]+]] = arith.minsi %[[END]], %[[C100]]
-// CHECK: %[[QT:[a-z0-9_-]+]] = tensor.extract_slice %[[Q]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[QS]], 64]
 // CHECK: %[[QTT:[a-z0-9_-]+]] = linalg.generic {indexing_maps = [#[[$TR]], #{{.*}}], {{.*}} ins(%[[QT]] : tensor<?x64xf32>) outs(%{{.*}} : tensor<64x?xf32>)
 // CHECK: arith.mulf %{{.*}}, %[[SCALE:.*]] : f32
 // CHECK: %[[LOOP:[a-z0-9_-]+]]:3 = scf.for %[[KB:[a-z0-9_-]+]] = %[[LO]] to %[[HI]] step %[[C16]] iter_args(%[[M:[a-z0-9_-]+]] = %{{.*}}, %[[L:[a-z0-9_-]+]] = %{{.*}}, %[[ACC:[a-z0-9_-]+]] = %{{.*}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>)
@@ -206,13 +206,15 @@ func.func @alibi(%q: tensor<1x2x32x16xf32>, %k: tensor<1x2x48x16xf32>,
 // -----
 
 // The ops on their own (not in attn-tile's nest): a step outside any loop
-// builds Qᵀ (times the scale 1/4) right before itself, then softcap on the
+// builds its scaled query (times the scale 1/4) right before itself: of 8
+// rows, so not transposed (the scores are dot products of K and Q rows,
+// the dot kernel of attn-cpu-vectorize-matmul), then softcap on the
 // scores (tanh); the merge rescales both states by e^(2 (m - M)); the
 // finish multiplies by 1/l (0 for l == 0) and gives the LSE 2 m + log l.
 // CHECK-LABEL: func.func @standalone
 // CHECK-DAG: %[[TWO:[a-z0-9_]+]] = arith.constant 2.000000e+00 : f32
 // CHECK-DAG: %[[QUARTER:[a-z0-9_]+]] = arith.constant 2.500000e-01 : f32
-// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<8x16xf16>) outs(%{{.*}} : tensor<16x8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<8x16xf16>) outs(%{{.*}} : tensor<8x16xf32>)
 // CHECK: arith.extf
 // CHECK: arith.mulf %{{.*}}, %[[QUARTER]]
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]
@@ -238,4 +240,30 @@ func.func @standalone(%q: tensor<8x16xf16>, %k: tensor<4x16xf16>,
   %o, %lse = attn.online_finish state(%m2, %l2, %a2) {exponent_scale = 2.0 : f64}
       : tensor<8xf32>, tensor<8x16xf32> -> tensor<8x16xf16>, tensor<8xf32>
   return %o, %lse : tensor<8x16xf16>, tensor<8xf32>
+}
+
+// -----
+
+// A packed decode tile (attn-tile's decode schedule: Tq = 2, GQA-2, so 4
+// rows, heads 2g and 2g+1 at positions 0 and 1): Q is not transposed (the
+// scores are dot products, maps (j, d) x (i, d) -> (j, i)), and a block
+// crossing the bottom-right diagonal gives row i the position q0 + i mod 2
+// (q0 = 0 folds away).
+// CHECK-DAG: #[[$KJ:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[$QI:.*]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-LABEL: func.func @packed_decode
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<4x16xf32>) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[$KJ]], #[[$QI]], #{{.*}}], iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<{{.*}}x16xf32>, tensor<4x16xf32>)
+// CHECK: scf.if
+// CHECK: %[[I:.*]] = linalg.index 1 : index
+// CHECK: %[[R:.*]] = arith.remui %[[I]], %c2 : index
+// CHECK: arith.index_cast %[[R]] : index to i64
+// SPLIT-LABEL: func.func @packed_decode
+// SPLIT: arith.remui
+func.func @packed_decode(%q: tensor<1x4x2x16xf32>, %k: tensor<1x2x40x16xf32>)
+    -> tensor<1x4x2x16xf32> {
+  %o = attn.sdpa %q, %k, %k {causal = #attn.causal<bottom_right>}
+      : tensor<1x4x2x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>
+      -> tensor<1x4x2x16xf32>
+  return %o : tensor<1x4x2x16xf32>
 }

@@ -86,16 +86,16 @@ func.func @f16_transposed_dynamic(%a: memref<?x?xf16>,
 #map_bt = affine_map<(i, k, j) -> (j, k)>
 #map_c = affine_map<(i, k, j) -> (i, j)>
 
-// Not the tile-matmul form (B read transposed: not contiguous in j) or not
-// a multiply-add: left alone.
+// Not the tile-matmul form (B read transposed: not contiguous in j) nor a
+// tile dot (16 > 8 columns), or not a multiply-add: left alone.
 // CHECK-LABEL: func.func @not_matched
 // CHECK: linalg.generic
 // CHECK: linalg.generic
 // CHECK-NOT: vector.fma
-func.func @not_matched(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8xf32>) {
+func.func @not_matched(%a: memref<8x8xf32>, %b: memref<16x8xf32>, %c: memref<8x8xf32>, %c16: memref<8x16xf32>) {
   linalg.generic {indexing_maps = [#map_a, #map_bt, #map_c],
                   iterator_types = ["parallel", "reduction", "parallel"]}
-      ins(%a, %b : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>) {
+      ins(%a, %b : memref<8x8xf32>, memref<16x8xf32>) outs(%c16 : memref<8x16xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32
@@ -121,5 +121,41 @@ func.func @not_matched(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8x
 // CHECK: vector.fma
 func.func @generalized_matmul(%a: memref<32x48xf16>, %b: memref<48x40xf16>, %c: memref<32x40xf32>) {
   linalg.matmul ins(%a, %b : memref<32x48xf16>, memref<48x40xf16>) outs(%c : memref<32x40xf32>)
+  return
+}
+
+// -----
+
+#map_a = affine_map<(j, d, i) -> (j, d)>
+#map_q = affine_map<(j, d, i) -> (i, d)>
+#map_s = affine_map<(j, d, i) -> (j, i)>
+
+// The score tile of a decode step: Sᵀ[j, i] += K[j, d] · Q[i, d] with 4
+// query rows (C has 4 <= 8 static columns, A and B contiguous in d): the
+// dot kernel. Blocks of 4 keys x 4 rows hold 16 vector accumulators over
+// d (D = 20: two full steps and a masked tail of 4 at W = 8, one full step
+// and a masked tail at W = 16), each reduced into its score.
+// CHECK-LABEL: func.func @decode_scores
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for {{.*}} step %c4
+// CHECK: scf.for {{.*}} step %c8
+// CHECK-COUNT-16: vector.fma
+// CHECK: vector.maskedload
+// CHECK-COUNT-16: vector.fma
+// CHECK: vector.reduction <add>
+// W16-LABEL: func.func @decode_scores
+// W16: vector.load {{.*}} vector<16xbf16>
+// W16: arith.extf {{.*}} vector<16xbf16> to vector<16xf32>
+// W16: vector.maskedload {{.*}} vector<16xbf16>
+func.func @decode_scores(%k: memref<?x20xbf16>, %q: memref<4x20xf32>, %s: memref<?x4xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_q, #map_s],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%k, %q : memref<?x20xbf16>, memref<4x20xf32>) outs(%s : memref<?x4xf32>) {
+  ^bb0(%x: bf16, %y: f32, %acc: f32):
+    %xf = arith.extf %x : bf16 to f32
+    %p = arith.mulf %xf, %y : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
   return
 }

@@ -25,10 +25,10 @@
 // CHECK: %[[QS:[a-z0-9_-]+]] = arith.minsi %{{.*}}, %[[C32]]
 // CHECK: %[[KVH:[a-z0-9_-]+]] = arith.divui %[[H]], %[[C4]]
 // CHECK: %[[END:[a-z0-9_-]+]] = arith.addi %[[Q0]], %[[QS]]
+// CHECK: %[[QT:[a-z0-9_-]+]] = tensor.extract_slice %[[Q]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[QS]], 64] [1, 1, 1, 1] : tensor<1x8x100x64xf32> to tensor<?x64xf32>
 // CHECK: %[[LO0:[a-z0-9_-]+]] = arith.addi %[[Q0]], %[[CM16]]
 // CHECK: %[[LO:[a-z0-9_-]+]] = arith.maxsi %[[LO0]], %{{.*}}
 // CHECK: %[[HI:[a-z0-9_-]+]] = arith.minsi %[[END]], %[[C100]]
-// CHECK: %[[QT:[a-z0-9_-]+]] = tensor.extract_slice %[[Q]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[QS]], 64] [1, 1, 1, 1] : tensor<1x8x100x64xf32> to tensor<?x64xf32>
 // CHECK: linalg.fill ins(%[[NEGINF]] : f32)
 // CHECK: %[[LOOP:[a-z0-9_-]+]]:3 = scf.for %[[KB:[a-z0-9_-]+]] = %[[LO]] to %[[HI]] step %[[C16]] iter_args(%[[M:[a-z0-9_-]+]] = %{{.*}}, %[[L:[a-z0-9_-]+]] = %{{.*}}, %[[ACC:[a-z0-9_-]+]] = %{{.*}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>)
 // CHECK: %[[KS:[a-z0-9_-]+]] = arith.minsi %{{.*}}, %[[C16]]
@@ -145,7 +145,10 @@ func.func @dynamic_head_dim(%q: tensor<1x1x8x?xf32>) -> tensor<1x1x8x?xf32> {
 // CHECK: attn.online_merge
 // CHECK: attn.online_finish
 // CHECK: return
-// Split: a decode step (Tq = 1) on static one-row tiles; any other Tq as
+// Split: a decode step (Tq = 1) on the decode schedule (the 2 query heads
+// of each KV head packed into one tile, the keys split into as many parts
+// as 64 tiles need, at least 512 keys each, merged by a second forall; see
+// attn-tile-decode.mlir); any other Tq as
 // Tq / 32 full query blocks, then ceil(Tq / 32) - Tq / 32 (0 or 1)
 // partial ones.
 // SPLIT-LABEL: func.func @dynamic_lengths
@@ -153,9 +156,14 @@ func.func @dynamic_head_dim(%q: tensor<1x1x8x?xf32>) -> tensor<1x1x8x?xf32> {
 // SPLIT: %[[NALL:.*]] = arith.divui %{{.*}}, %c32
 // SPLIT: %[[DECODE:.*]] = arith.cmpi eq, %{{.*}}, %c1
 // SPLIT: %[[R:.*]] = scf.if %[[DECODE]] -> (tensor<?x4x?x8xf32>)
-// SPLIT: scf.forall ({{.*}}) in (%{{.*}}, 4, 1)
-// SPLIT: attn.online_step {{.*}} : tensor<1x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
-// SPLIT: attn.online_step {{.*}} : tensor<1x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+// SPLIT: %[[NS:.*]] = arith.maxui %{{.*}}, %c1
+// SPLIT: %[[PARTS:.*]]:3 = scf.forall ({{.*}}) in (%{{.*}}, 2, %[[NS]])
+// SPLIT: attn.online_step {{.*}}packed_heads = 2 : i64{{.*}} : tensor<2x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+// SPLIT: attn.online_step {{.*}}packed_heads = 2 : i64{{.*}} : tensor<2x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+// SPLIT: scf.forall ({{.*}}) in (%{{.*}}, 2, 1)
+// SPLIT: tensor.extract_slice %[[PARTS]]#2
+// SPLIT: attn.online_merge
+// SPLIT: attn.online_finish
 // SPLIT: } else {
 // SPLIT: %[[FULL:.*]] = scf.forall ({{.*}}) in (%{{.*}}, 4, %[[NFULL]])
 // SPLIT: attn.online_step {{.*}} : tensor<32x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
@@ -178,7 +186,8 @@ func.func @dynamic_lengths(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>,
 // More than 16384 keys: the key loop runs in chunks of 16384 (a multiple of
 // the 16-key block), each an online softmax from (-inf, 0, 0), merged into
 // the running state by online_merge, so that no f32 row sum grows past
-// 16384 terms (a sum of 2^24 terms stalls).
+// 16384 terms (a sum of 2^24 terms stalls). (32 query rows: more than the
+// decode schedule's 16.)
 // CHECK-LABEL: func.func @long_keys
 // CHECK: scf.forall
 // CHECK: %[[OUTER:.*]]:3 = scf.for %[[C0:.*]] = %{{.*}} to %{{.*}} step %c16384 iter_args(%[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}, %[[ACC:.*]] = %{{.*}})
@@ -186,13 +195,13 @@ func.func @dynamic_lengths(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>,
 // CHECK: %[[CH:.*]]:3 = scf.for %{{.*}} = %[[C0]] to %[[HI]] step %{{.*}} iter_args
 // CHECK: attn.online_step
 // CHECK: scf.yield
-// CHECK: %[[MM:[a-z0-9_]+]], %[[ML:[a-z0-9_]+]], %[[MA:[a-z0-9_]+]] = attn.online_merge state(%[[M]], %[[L]], %[[ACC]]) with(%[[CH]]#0, %[[CH]]#1, %[[CH]]#2) : tensor<16xf32>, tensor<16x8xf32>
+// CHECK: %[[MM:[a-z0-9_]+]], %[[ML:[a-z0-9_]+]], %[[MA:[a-z0-9_]+]] = attn.online_merge state(%[[M]], %[[L]], %[[ACC]]) with(%[[CH]]#0, %[[CH]]#1, %[[CH]]#2) : tensor<32xf32>, tensor<32x8xf32>
 // CHECK: scf.yield %[[MM]], %[[ML]], %[[MA]]
 // CHECK: attn.online_finish state(%[[OUTER]]#0, %[[OUTER]]#1, %[[OUTER]]#2)
-func.func @long_keys(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x20000x8xf32>,
-                     %v: tensor<1x1x20000x8xf32>) -> tensor<1x1x16x8xf32> {
-  %o = attn.sdpa %q, %k, %v : tensor<1x1x16x8xf32>, tensor<1x1x20000x8xf32>, tensor<1x1x20000x8xf32> -> tensor<1x1x16x8xf32>
-  return %o : tensor<1x1x16x8xf32>
+func.func @long_keys(%q: tensor<1x1x32x8xf32>, %k: tensor<1x1x20000x8xf32>,
+                     %v: tensor<1x1x20000x8xf32>) -> tensor<1x1x32x8xf32> {
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x32x8xf32>, tensor<1x1x20000x8xf32>, tensor<1x1x20000x8xf32> -> tensor<1x1x32x8xf32>
+  return %o : tensor<1x1x32x8xf32>
 }
 
 // -----

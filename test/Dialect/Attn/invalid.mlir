@@ -714,7 +714,7 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>
 // online_step: an unknown attribute.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>, %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
   %len100 = arith.constant 100 : index
-  // expected-error @+1 {{unknown attribute 'scales' on attn.online_step; known attributes: causal, scale, softcap, window}}
+  // expected-error @+1 {{unknown attribute 'scales' on attn.online_step; known attributes: causal, packed_heads, scale, softcap, window}}
   %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = 0.125 : f32, scales = 1 : i64} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }
@@ -781,5 +781,55 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %m: tensor<32xf32>, %
   %lenm5 = arith.constant -5 : index
   // expected-error @+1 {{expected query_length and key_length >= 1, found 100 and -5}}
   %r:3 = attn.online_step %q, %k, %k state(%m, %m, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %lenm5) {scale = 0.125 : f32} : tensor<32x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
+  return
+}
+
+// -----
+
+// online_step: packed_heads below 1.
+func.func @f(%q: tensor<8x64xf32>, %k: tensor<16x64xf32>, %m: tensor<8xf32>, %acc: tensor<8x64xf32>, %i: index) {
+  %len = arith.constant 100 : index
+  // expected-error @+1 {{expected packed_heads >= 1, found 0}}
+  %r:3 = attn.online_step %q, %k, %k state(%m, %m, %acc : tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>) at(%i, %i) lengths(%len, %len) {scale = 0.125 : f32, packed_heads = 0 : i64} : tensor<8x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>
+  return
+}
+
+// -----
+
+// online_step: 8 rows cannot hold 3 packed heads equally.
+func.func @f(%q: tensor<8x64xf32>, %k: tensor<16x64xf32>, %m: tensor<8xf32>, %acc: tensor<8x64xf32>, %i: index) {
+  %len = arith.constant 100 : index
+  // expected-error @+1 {{with packed_heads = 3 expects a static row count M that is a multiple of it, found M = 8}}
+  %r:3 = attn.online_step %q, %k, %k state(%m, %m, %acc : tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>) at(%i, %i) lengths(%len, %len) {scale = 0.125 : f32, packed_heads = 3 : i64} : tensor<8x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>
+  return
+}
+
+// -----
+
+// online_step: packed heads with a dynamic row count.
+func.func @f(%q: tensor<?x64xf32>, %k: tensor<16x64xf32>, %m: tensor<?xf32>, %acc: tensor<?x64xf32>, %i: index) {
+  %len = arith.constant 100 : index
+  // expected-error @+1 {{with packed_heads = 2 expects a static row count M that is a multiple of it, found M = ?}}
+  %r:3 = attn.online_step %q, %k, %k state(%m, %m, %acc : tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>) at(%i, %i) lengths(%len, %len) {scale = 0.125 : f32, packed_heads = 2 : i64} : tensor<?x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>
+  return
+}
+
+// -----
+
+// online_step: packed heads with one head's ALiBi slope.
+func.func @f(%q: tensor<8x64xf32>, %k: tensor<16x64xf32>, %m: tensor<8xf32>, %acc: tensor<8x64xf32>, %i: index, %s: f32) {
+  %len = arith.constant 100 : index
+  // expected-error @+1 {{with packed_heads = 4 takes no ALiBi slope (it is one head's); pack heads only without ALiBi}}
+  %r:3 = attn.online_step %q, %k, %k alibi(%s) state(%m, %m, %acc : tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>) at(%i, %i) lengths(%len, %len) {scale = 0.125 : f32, packed_heads = 4 : i64} : tensor<8x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>
+  return
+}
+
+// -----
+
+// online_step: packed heads with a mask tile of several rows.
+func.func @f(%q: tensor<8x64xf32>, %k: tensor<16x64xf32>, %m: tensor<8xf32>, %acc: tensor<8x64xf32>, %i: index, %mask: tensor<8x16xi1>) {
+  %len = arith.constant 100 : index
+  // expected-error @+1 {{with packed_heads = 4 expects a mask tile of one row (it broadcasts over the packed rows), found tensor<8x16xi1>}}
+  %r:3 = attn.online_step %q, %k, %k mask(%mask : tensor<8x16xi1>) state(%m, %m, %acc : tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>) at(%i, %i) lengths(%len, %len) {scale = 0.125 : f32, packed_heads = 4 : i64} : tensor<8x64xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>
   return
 }

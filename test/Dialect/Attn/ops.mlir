@@ -185,3 +185,19 @@ func.func @online_step_dynamic(%q: tensor<?x64xf32>, %k: tensor<?x64xf32>,
       -> tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>
   return %m1, %l1, %a1 : tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>
 }
+
+// A packed decode tile: 4 heads of 2 query rows each (8 rows, a one-row
+// mask that broadcasts over them).
+// CHECK-LABEL: func.func @online_step_packed
+// CHECK: attn.online_step {{.*}} mask(%{{.*}} : tensor<1x16xf32>) {{.*}} {packed_heads = 4 : i64, scale = 1.250000e-01 : f32} : tensor<8x64xf32>
+func.func @online_step_packed(%q: tensor<8x64xf32>, %k: tensor<16x64xf32>,
+    %mask: tensor<1x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x64xf32>,
+    %i: index) -> tensor<8x64xf32> {
+  %len = arith.constant 2 : index
+  %m1, %l1, %a1 = attn.online_step %q, %k, %k mask(%mask : tensor<1x16xf32>)
+      state(%m, %m, %acc : tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>)
+      at(%i, %i) lengths(%len, %len) {scale = 0.125 : f32, packed_heads = 4 : i64}
+      : tensor<8x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>
+      -> tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>
+  return %a1 : tensor<8x64xf32>
+}

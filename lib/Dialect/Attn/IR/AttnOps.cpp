@@ -589,7 +589,38 @@ LogicalResult OnlineStepOp::verify() {
     if (failed(verifyMask(*this, cast<RankedTensorType>(mask.getType()), elt,
                           {1, 1, rows, keys}, "the tile [M, N] =")))
       return failure();
+  if (failed(verifyPackedHeads()))
+    return failure();
   return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
+}
+
+int64_t OnlineStepOp::getRowsPerHead() {
+  int64_t rows = getQuery().getType().getDimSize(0);
+  return ShapedType::isDynamic(rows) ? rows : rows / getPackedHeads();
+}
+
+LogicalResult OnlineStepOp::verifyPackedHeads() {
+  int64_t p = getPackedHeads(), rows = getQuery().getType().getDimSize(0);
+  if (p < 1)
+    return emitOpError("expected packed_heads >= 1, found ") << p;
+  if (p == 1)
+    return success();
+  if (ShapedType::isDynamic(rows) || rows % p != 0)
+    return emitOpError("with packed_heads = ")
+           << p << " expects a static row count M that is a multiple of it, "
+           << "found M = " << (ShapedType::isDynamic(rows) ? "?" : std::to_string(rows));
+  if (getAlibiSlope())
+    return emitOpError("with packed_heads = ")
+           << p << " takes no ALiBi slope (it is one head's); pack heads "
+           << "only without ALiBi";
+  if (Value mask = getMask()) {
+    auto mT = cast<RankedTensorType>(mask.getType());
+    if (mT.getDimSize(mT.getRank() - 2) != 1)
+      return emitOpError("with packed_heads = ")
+             << p << " expects a mask tile of one row (it broadcasts over "
+             << "the packed rows), found " << formatType(mT);
+  }
+  return success();
 }
 
 LogicalResult OnlineMergeOp::verify() {

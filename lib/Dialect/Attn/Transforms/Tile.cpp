@@ -110,11 +110,14 @@ struct SdpaTiling {
   }
 };
 
-/// The values of one (b, h, q-block) tile that its key loop reads.
+/// The values of one (b, h, q-block) tile that its key loop reads: rows
+/// [q0, q0 + qs) of `heads` query heads from h (packed into one tile of
+/// heads·qs rows, head-major, when heads > 1: the decode schedule).
 struct QueryTile {
   Value b, h, kvh, q0, qLast;
   OpFoldResult qs;
-  Value query; ///< Q[b, h, q0:q0+qs, :]
+  int64_t heads = 1;
+  Value query; ///< Q[b, h:h+heads, q0:q0+qs, :] as [heads·qs, D]
   Value slope; ///< ALiBi slope of head h (f32), null without ALiBi
 };
 
@@ -161,7 +164,8 @@ static void buildKeyStep(OpBuilder &nb, Location nl, const SdpaTiling &t,
       qt.query, slice(t.op.getKey(), t.d), slice(t.op.getValue(), t.dv), mask,
       qt.slope, iter[0], iter[1], iter[2], qt.q0, kb, in.val(t.queryLength),
       in.val(t.keyLength), nb.getF32FloatAttr(t.spec.scale),
-      t.op.getCausalAttr(), t.op.getWindowAttr(), t.op.getSoftcapAttr());
+      t.op.getCausalAttr(), t.op.getWindowAttr(), t.op.getSoftcapAttr(),
+      nb.getI64IntegerAttr(qt.heads));
   scf::YieldOp::create(nb, nl, step.getResults());
 }
 
@@ -231,76 +235,142 @@ static scf::ForOp buildChunkedKeyLoop(LinalgBuilder &bld, const SdpaTiling &t,
       });
 }
 
-/// The (b, h, q-block) tile: its query tile, the key loop over the visible
-/// keys [lo, hi), attn.online_finish, inserted into the shared outputs of
-/// `forall`.
 /// The blocks of one forall: q-blocks from `first`, each of `rows` rows
 /// (null: min(bq, Tq - q0)).
 struct QueryBlocks {
   OpFoldResult first, count, rows;
 };
 
+/// The query tile of rows [q0, q0 + qs) of `heads` heads from h: its KV
+/// head, last row, Q slice ([heads·qs, D], head-major) and ALiBi slope.
+static QueryTile sliceQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
+                                Value b, Value h, Value q0, OpFoldResult qs,
+                                int64_t heads) {
+  OpBuilder &rb = bld.b;
+  Location loc = bld.loc;
+  QueryTile qt;
+  qt.b = b;
+  qt.h = h;
+  qt.q0 = q0;
+  qt.qs = qs;
+  qt.heads = heads;
+  qt.kvh = t.group == 1
+               ? h
+               : arith::DivUIOp::create(rb, loc, h, bld.idx(t.group))
+                     .getResult();
+  qt.qLast = arith::SubIOp::create(
+      rb, loc, arith::AddIOp::create(rb, loc, q0, bld.val(qs)), bld.idx(1));
+  OpFoldResult zeroA = rb.getIndexAttr(0), oneA = rb.getIndexAttr(1),
+               dA = rb.getIndexAttr(t.d), hA = rb.getIndexAttr(heads);
+  SmallVector<OpFoldResult> strides(4, oneA);
+  if (heads == 1) {
+    qt.query = tensor::ExtractSliceOp::create(
+        rb, loc, bld.type({qs, dA}, t.elt), t.op.getQuery(),
+        ArrayRef<OpFoldResult>{b, h, q0, zeroA},
+        ArrayRef<OpFoldResult>{oneA, oneA, qs, dA}, strides);
+  } else {
+    // [heads, qs, D] collapsed to rows (head, position).
+    Value slice = tensor::ExtractSliceOp::create(
+        rb, loc, bld.type({hA, qs, dA}, t.elt), t.op.getQuery(),
+        ArrayRef<OpFoldResult>{b, h, q0, zeroA},
+        ArrayRef<OpFoldResult>{oneA, hA, qs, dA}, strides);
+    qt.query = tensor::CollapseShapeOp::create(
+        rb, loc, slice, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  }
+  if (Value alibi = t.op.getAlibi())
+    qt.slope = tensor::ExtractOp::create(rb, loc, alibi, ValueRange{h});
+  return qt;
+}
+
+/// The rows of the tile: heads·qs.
+static OpFoldResult tileRows(LinalgBuilder &bld, const QueryTile &qt) {
+  if (qt.heads == 1)
+    return qt.qs;
+  return bld.b.getIndexAttr(qt.heads * *getConstantIntValue(qt.qs));
+}
+
+/// The key loop of a query tile over keys [lo, hi) from (-inf, 0, 0):
+/// chunked for long key ranges.
+static scf::ForOp buildKeyLoop(LinalgBuilder &bld, const SdpaTiling &t,
+                               const QueryTile &qt, Value lo, Value hi) {
+  OpFoldResult rows = tileRows(bld, qt), dvA = bld.b.getIndexAttr(t.dv);
+  SmallVector<Value> init{bld.filled({rows}, kNegInf), bld.filled({rows}, 0.0),
+                          bld.filled({rows, dvA}, 0.0)};
+  return t.longKeys() ? buildChunkedKeyLoop(bld, t, qt, lo, hi, init)
+                      : buildBlockLoops(bld.b, bld.loc, t, qt, lo, hi, init);
+}
+
+/// Inserts a tile of the query tile's rows ([heads·qs, width...]) into
+/// `dest` ([B, Hq, Tq, width...]) at (b, h, q0) from a forall's terminator.
+static void insertRows(LinalgBuilder &bld, const QueryTile &qt, Value tile,
+                       Value dest) {
+  OpBuilder &rb = bld.b;
+  auto tT = cast<RankedTensorType>(tile.getType());
+  OpFoldResult zeroA = rb.getIndexAttr(0), oneA = rb.getIndexAttr(1);
+  SmallVector<OpFoldResult> offs{qt.b, qt.h, qt.q0},
+      sizes{oneA, rb.getIndexAttr(qt.heads), qt.qs};
+  SmallVector<ReassociationIndices> split{{0, 1}};
+  for (int64_t k = 1; k < tT.getRank(); ++k) {
+    offs.push_back(zeroA);
+    sizes.push_back(rb.getIndexAttr(tT.getDimSize(k)));
+    split.push_back({k + 1});
+  }
+  if (qt.heads > 1) {
+    // Rows (head, position) back to [heads, qs, ...]; built before the
+    // terminator.
+    OpBuilder::InsertionGuard guard(rb);
+    rb.setInsertionPoint(rb.getInsertionBlock()->getParentOp());
+    SmallVector<int64_t> shape{qt.heads, *getConstantIntValue(qt.qs)};
+    llvm::append_range(shape, tT.getShape().drop_front());
+    tile = tensor::ExpandShapeOp::create(
+        rb, bld.loc, RankedTensorType::get(shape, tT.getElementType()), tile,
+        split);
+  }
+  tensor::ParallelInsertSliceOp::create(
+      rb, bld.loc, tile, dest, offs, sizes,
+      SmallVector<OpFoldResult>(offs.size(), oneA));
+}
+
+/// attn.online_finish of a key loop's state, its output (and LSE) tile
+/// inserted into the shared outputs of `forall`.
+static void finishInto(LinalgBuilder &bld, const SdpaTiling &t,
+                       const QueryTile &qt, ValueRange state,
+                       scf::ForallOp forall) {
+  OpBuilder &rb = bld.b;
+  OpFoldResult rows = tileRows(bld, qt), dvA = rb.getIndexAttr(t.dv);
+  SmallVector<Type> resultTypes{bld.type({rows, dvA}, t.elt)};
+  if (t.op.getLse())
+    resultTypes.push_back(bld.type({rows}, rb.getF32Type()));
+  auto finish =
+      OnlineFinishOp::create(rb, bld.loc, resultTypes, state[0], state[1],
+                             state[2], t.exponentScaleAttr(rb));
+  rb.setInsertionPointToStart(forall.getTerminator().getBody());
+  ValueRange shared = forall.getRegionIterArgs();
+  insertRows(bld, qt, finish.getOutput(), shared[0]);
+  if (Value lse = finish.getLse())
+    insertRows(bld, qt, lse, shared[1]);
+}
+
+/// The (b, h, q-block) tile of `forall`: its query tile, the key loop over
+/// the visible keys, attn.online_finish into the shared outputs.
 static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
                            scf::ForallOp forall, const QueryBlocks &blocks) {
   OpBuilder &b = bld.b;
   SmallVector<Value> ivs = llvm::to_vector(forall.getInductionVars());
-  QueryTile qt;
-  qt.b = ivs[0];
-  qt.h = ivs[1];
   Value block = ivs[2];
   if (getConstantIntValue(blocks.first) != 0)
     block = arith::AddIOp::create(b, bld.loc, block, bld.val(blocks.first));
-  qt.q0 = arith::MulIOp::create(b, bld.loc, block, bld.idx(t.bq));
-  qt.qs = blocks.rows;
-  if (!qt.qs)
-    qt.qs = arith::MinSIOp::create(
-                b, bld.loc, bld.idx(t.bq),
-                arith::SubIOp::create(b, bld.loc, bld.val(t.queryLength),
-                                      qt.q0))
-                .getResult();
-  qt.kvh = t.group == 1
-               ? qt.h
-               : arith::DivUIOp::create(b, bld.loc, qt.h, bld.idx(t.group))
-                     .getResult();
-  qt.qLast = arith::SubIOp::create(
-      b, bld.loc, arith::AddIOp::create(b, bld.loc, qt.q0, bld.val(qt.qs)),
-      bld.idx(1));
+  Value q0 = arith::MulIOp::create(b, bld.loc, block, bld.idx(t.bq));
+  OpFoldResult qs = blocks.rows;
+  if (!qs)
+    qs = arith::MinSIOp::create(
+             b, bld.loc, bld.idx(t.bq),
+             arith::SubIOp::create(b, bld.loc, bld.val(t.queryLength), q0))
+             .getResult();
+  QueryTile qt = sliceQueryTile(bld, t, ivs[0], ivs[1], q0, qs, 1);
   auto [lo, hi] = t.visibility().keyRange(b, bld.loc, qt.q0, qt.qLast);
-  OpFoldResult zeroA = b.getIndexAttr(0), oneA = b.getIndexAttr(1),
-               dA = b.getIndexAttr(t.d), dvA = b.getIndexAttr(t.dv);
-  qt.query = tensor::ExtractSliceOp::create(
-      b, bld.loc, bld.type({qt.qs, dA}, t.elt), t.op.getQuery(),
-      ArrayRef<OpFoldResult>{qt.b, qt.h, qt.q0, zeroA},
-      ArrayRef<OpFoldResult>{oneA, oneA, qt.qs, dA},
-      ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
-  if (Value alibi = t.op.getAlibi())
-    qt.slope = tensor::ExtractOp::create(b, bld.loc, alibi, ValueRange{qt.h});
-
-  SmallVector<Value> init{bld.filled({qt.qs}, kNegInf),
-                          bld.filled({qt.qs}, 0.0),
-                          bld.filled({qt.qs, dvA}, 0.0)};
-  scf::ForOp loop = t.longKeys()
-                        ? buildChunkedKeyLoop(bld, t, qt, lo, hi, init)
-                        : buildBlockLoops(b, bld.loc, t, qt, lo, hi, init);
-  SmallVector<Type> resultTypes{bld.type({qt.qs, dvA}, t.elt)};
-  if (t.op.getLse())
-    resultTypes.push_back(bld.type({qt.qs}, b.getF32Type()));
-  ValueRange fin = loop.getResults();
-  auto finish = OnlineFinishOp::create(b, bld.loc, resultTypes, fin[0], fin[1],
-                                       fin[2], t.exponentScaleAttr(b));
-
-  b.setInsertionPointToStart(forall.getTerminator().getBody());
-  ValueRange shared = forall.getRegionIterArgs();
-  tensor::ParallelInsertSliceOp::create(
-      b, bld.loc, finish.getOutput(), shared[0],
-      ArrayRef<OpFoldResult>{qt.b, qt.h, qt.q0, zeroA},
-      ArrayRef<OpFoldResult>{oneA, oneA, qt.qs, dvA},
-      ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
-  if (Value lse = finish.getLse())
-    tensor::ParallelInsertSliceOp::create(
-        b, bld.loc, lse, shared[1], ArrayRef<OpFoldResult>{qt.b, qt.h, qt.q0},
-        ArrayRef<OpFoldResult>{oneA, oneA, qt.qs},
-        ArrayRef<OpFoldResult>{oneA, oneA, oneA});
+  scf::ForOp loop = buildKeyLoop(bld, t, qt, lo, hi);
+  finishInto(bld, t, qt, loop.getResults(), forall);
 }
 
 /// One scf.forall over (b, h, q-block) of `blocks`, into `outs`.
@@ -315,6 +385,241 @@ static scf::ForallOp buildForall(RewriterBase &rewriter, const SdpaTiling &t,
   rewriter.setInsertionPointToStart(forall.getBody());
   buildQueryTile(bld, t, forall, blocks);
   return forall;
+}
+/// The decode schedule (queries of at most kDecodeRows rows per head): the
+/// query heads that share a KV head packed into the rows of one tile, so
+/// each K/V block is read once per group, and the key range split over
+/// parallel tasks (split-KV, flash-decoding) whose partial states are
+/// merged exactly by a second forall.
+constexpr int64_t kDecodeRows = 16;
+/// Rows of one packed tile at most.
+constexpr int64_t kMaxPackedRows = 64;
+/// Split-KV: splits enough for this many tasks, none under kMinSplitKeys
+/// keys.
+constexpr int64_t kDecodeTasks = 64;
+constexpr int64_t kMinSplitKeys = 512;
+
+/// The query heads one decode tile of `rows` rows per head packs: the
+/// largest divisor of the group within kMaxPackedRows rows, 1 when the
+/// heads differ in something but their query (ALiBi slopes, a per-head
+/// mask, a per-row mask of several rows).
+static int64_t packedHeads(const SdpaTiling &t, int64_t rows) {
+  if (t.group == 1 || t.op.getAlibi())
+    return 1;
+  if (Value mask = t.op.getMask()) {
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(mask.getType()).getShape();
+    for (unsigned k = 0; k < shape.size(); ++k) {
+      std::optional<unsigned> target = maskTargetDim(shape, k);
+      if (target == 1u || (target == 2u && rows > 1))
+        return 1;
+    }
+  }
+  int64_t p = t.group;
+  while (p > 1 && (t.group % p != 0 || p * rows > kMaxPackedRows))
+    --p;
+  return p;
+}
+
+/// The number of key splits of a decode nest of `tasks` tiles per batch
+/// element: `forced` when > 0, else ceil(kDecodeTasks / (B · tasks))
+/// within [1, max(1, span / kMinSplitKeys)], where span bounds the keys a
+/// tile sees (Tk, or the window).
+static OpFoldResult splitCount(LinalgBuilder &bld, const SdpaTiling &t,
+                               int64_t tasks, int64_t rows, int64_t forced) {
+  if (forced > 0)
+    return bld.b.getIndexAttr(forced);
+  std::optional<int64_t> span;
+  if (!ShapedType::isDynamic(t.tk))
+    span = t.tk;
+  if (t.spec.windowLeft >= 0)
+    span = std::min(span.value_or(INT64_MAX),
+                    t.spec.windowLeft + rows +
+                        std::max<int64_t>(0, t.spec.windowRight));
+  if (span && *span < 2 * kMinSplitKeys)
+    return bld.b.getIndexAttr(1);
+  if (span && !ShapedType::isDynamic(t.batch)) {
+    int64_t want = llvm::divideCeil(kDecodeTasks, t.batch * tasks);
+    return bld.b.getIndexAttr(
+        std::clamp<int64_t>(want, 1, *span / kMinSplitKeys));
+  }
+  OpBuilder &b = bld.b;
+  Location loc = bld.loc;
+  Value all = arith::MulIOp::create(b, loc, bld.val(t.batchSize),
+                                    bld.idx(tasks));
+  Value want = arith::CeilDivUIOp::create(b, loc, bld.idx(kDecodeTasks), all);
+  Value cap = span ? bld.idx(*span / kMinSplitKeys)
+                   : arith::DivUIOp::create(b, loc, bld.val(t.keyLength),
+                                            bld.idx(kMinSplitKeys))
+                         .getResult();
+  Value n = arith::MinUIOp::create(b, loc, want, cap);
+  return arith::MaxUIOp::create(b, loc, n, bld.idx(1)).getResult();
+}
+
+/// The packed tile of decode forall `forall` (b, head group, ...): rows
+/// [0, rows) of `heads` heads from group · heads; its Q slice only
+/// `withQuery`.
+static QueryTile decodeTile(LinalgBuilder &bld, const SdpaTiling &t,
+                            scf::ForallOp forall, int64_t rows, int64_t heads,
+                            bool withQuery) {
+  SmallVector<Value> ivs = llvm::to_vector(forall.getInductionVars());
+  Value h = heads == 1 ? ivs[1]
+                       : arith::MulIOp::create(bld.b, bld.loc, ivs[1],
+                                               bld.idx(heads))
+                             .getResult();
+  OpFoldResult rowsA = bld.b.getIndexAttr(rows);
+  if (withQuery)
+    return sliceQueryTile(bld, t, ivs[0], h, bld.idx(0), rowsA, heads);
+  QueryTile qt;
+  qt.b = ivs[0];
+  qt.h = h;
+  qt.q0 = bld.idx(0);
+  qt.qs = rowsA;
+  qt.heads = heads;
+  return qt;
+}
+
+/// Inserts one split's state tile ([M] or [M, Dv]) into its partials
+/// [B, groups, S, M(, Dv)] at the split of `forall`, from its terminator.
+static void insertState(LinalgBuilder &bld, scf::ForallOp forall, Value state,
+                        Value part) {
+  OpBuilder &rb = bld.b;
+  auto sT = cast<RankedTensorType>(state.getType());
+  OpFoldResult zeroA = rb.getIndexAttr(0), oneA = rb.getIndexAttr(1);
+  SmallVector<OpFoldResult> offs = getAsOpFoldResult(
+                                forall.getInductionVars()),
+                            sizes(3, oneA);
+  for (int64_t d : sT.getShape()) {
+    offs.push_back(zeroA);
+    sizes.push_back(rb.getIndexAttr(d));
+  }
+  tensor::ParallelInsertSliceOp::create(
+      rb, bld.loc, state, part, offs, sizes,
+      SmallVector<OpFoldResult>(offs.size(), oneA));
+}
+
+/// The merge of the `n` split states of the tile of `forall` (b, group):
+/// an scf.for from (-inf, 0, 0) of attn.online_merge.
+static scf::ForOp mergeSplits(LinalgBuilder &bld, const SdpaTiling &t,
+                              scf::ForallOp forall, ValueRange parts,
+                              Value n) {
+  OpBuilder &rb = bld.b;
+  Location loc = bld.loc;
+  SmallVector<Value> ivs = llvm::to_vector(forall.getInductionVars());
+  SmallVector<Value> init;
+  for (Value part : parts) {
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(part.getType()).getShape().drop_front(3);
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d : shape)
+      sizes.push_back(rb.getIndexAttr(d));
+    init.push_back(bld.filled(sizes, init.empty() ? kNegInf : 0.0));
+  }
+  return scf::ForOp::create(
+      rb, loc, bld.idx(0), n, bld.idx(1), init,
+      [&](OpBuilder &nb, Location nl, Value s, ValueRange run) {
+        OpFoldResult zeroA = nb.getIndexAttr(0), oneA = nb.getIndexAttr(1);
+        SmallVector<Value> split;
+        for (Value part : parts) {
+          auto pT = cast<RankedTensorType>(part.getType());
+          SmallVector<OpFoldResult> offs{ivs[0], ivs[1], s}, sizes(3, oneA);
+          for (int64_t d : pT.getShape().drop_front(3)) {
+            offs.push_back(zeroA);
+            sizes.push_back(nb.getIndexAttr(d));
+          }
+          split.push_back(tensor::ExtractSliceOp::create(
+              nb, nl,
+              RankedTensorType::get(pT.getShape().drop_front(3),
+                                    pT.getElementType()),
+              part, offs, sizes,
+              SmallVector<OpFoldResult>(offs.size(), oneA)));
+        }
+        auto merged = OnlineMergeOp::create(
+            nb, nl, run.getTypes(), run[0], run[1], run[2], split[0],
+            split[1], split[2], t.exponentScaleAttr(nb));
+        scf::YieldOp::create(nb, nl, merged.getResults());
+      });
+}
+
+/// Split s of the keys [lo, hi): [lo + s·c, lo + (s+1)·c) within hi, with
+/// c = ceil(ceil((hi - lo) / n) / bk) · bk (whole key blocks).
+static std::pair<Value, Value> splitRange(LinalgBuilder &bld,
+                                          const SdpaTiling &t, Value lo,
+                                          Value hi, Value s, Value n) {
+  OpBuilder &b = bld.b;
+  Location loc = bld.loc;
+  Value span = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, hi, lo), bld.idx(0));
+  Value per = arith::CeilDivUIOp::create(b, loc, span, n);
+  Value chunk = arith::MulIOp::create(
+      b, loc, arith::CeilDivUIOp::create(b, loc, per, bld.idx(t.bk)),
+      bld.idx(t.bk));
+  Value first = arith::MinSIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, lo,
+                                    arith::MulIOp::create(b, loc, s, chunk)),
+      hi);
+  Value last = arith::MinSIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, first, chunk), hi);
+  return {first, last};
+}
+
+/// The decode nest over queries of `rows` rows per head into `outs`.
+/// Unsplit: one forall over (b, head group, 1) finishing its tiles. Split:
+/// a forall over (b, head group, split) writing each split's state
+/// (m, l, acc) into f32 partials [B, groups, S, rows(, Dv)], and one over
+/// (b, head group, 1) merging them with attn.online_merge and finishing.
+static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
+                                 int64_t rows, ValueRange outs,
+                                 int64_t forcedSplits) {
+  Location loc = t.op.getLoc();
+  LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
+  int64_t heads = packedHeads(t, rows), groups = t.hq / heads;
+  OpFoldResult one = rewriter.getIndexAttr(1),
+               groupsA = rewriter.getIndexAttr(groups);
+  OpFoldResult splits = splitCount(bld, t, groups, rows, forcedSplits);
+  auto forall = [&](OpFoldResult third, ValueRange into) {
+    return scf::ForallOp::create(
+        rewriter, loc, ArrayRef<OpFoldResult>{t.batchSize, groupsA, third},
+        into, std::nullopt);
+  };
+  OpBuilder::InsertionGuard guard(rewriter);
+  if (getConstantIntValue(splits) == 1) {
+    scf::ForallOp whole = forall(one, outs);
+    rewriter.setInsertionPointToStart(whole.getBody());
+    QueryTile qt = decodeTile(bld, t, whole, rows, heads, true);
+    auto [lo, hi] = t.visibility().keyRange(rewriter, loc, qt.q0, qt.qLast);
+    finishInto(bld, t, qt, buildKeyLoop(bld, t, qt, lo, hi).getResults(),
+               whole);
+    return {{whole}, {}};
+  }
+  OpFoldResult m = rewriter.getIndexAttr(heads * rows),
+               dvA = rewriter.getIndexAttr(t.dv);
+  SmallVector<Value> parts{
+      bld.empty({t.batchSize, groupsA, splits, m}, rewriter.getF32Type()),
+      bld.empty({t.batchSize, groupsA, splits, m}, rewriter.getF32Type()),
+      bld.empty({t.batchSize, groupsA, splits, m, dvA},
+                rewriter.getF32Type())};
+  scf::ForallOp split = forall(splits, parts);
+  {
+    OpBuilder::InsertionGuard inner(rewriter);
+    rewriter.setInsertionPointToStart(split.getBody());
+    QueryTile qt = decodeTile(bld, t, split, rows, heads, true);
+    auto [lo, hi] = t.visibility().keyRange(rewriter, loc, qt.q0, qt.qLast);
+    auto [first, last] = splitRange(bld, t, lo, hi, split.getInductionVars()[2],
+                                    bld.val(splits));
+    scf::ForOp loop = buildKeyLoop(bld, t, qt, first, last);
+    rewriter.setInsertionPointToStart(split.getTerminator().getBody());
+    for (auto [state, part] :
+         llvm::zip(loop.getResults(), split.getRegionIterArgs()))
+      insertState(bld, split, state, part);
+  }
+  scf::ForallOp combine = forall(one, outs);
+  rewriter.setInsertionPointToStart(combine.getBody());
+  QueryTile qt = decodeTile(bld, t, combine, rows, heads, false);
+  scf::ForOp merged = mergeSplits(bld, t, combine, split.getResults(),
+                                  bld.val(splits));
+  finishInto(bld, t, qt, merged.getResults(), combine);
+  return {{split, combine}, {}};
 }
 
 /// The foralls of tileSdpa, built before `op`: one over every q-block, or
@@ -335,6 +640,8 @@ static TiledSdpa buildLoopNest(RewriterBase &rewriter, SdpaOp op,
   if (op.getLse())
     outs.push_back(bld.empty({t.batchSize, idxA(t.hq), t.queryLength},
                              rewriter.getF32Type()));
+  if (o.decode && !ShapedType::isDynamic(t.tq) && t.tq <= kDecodeRows)
+    return buildDecodeNest(rewriter, t, t.tq, outs, o.kvSplits);
   auto fold = [&](Value v) { return getAsOpFoldResult(v); };
   // Tq / bq full blocks and ceil(Tq / bq) blocks in all.
   Value tq = bld.val(t.queryLength);
@@ -382,10 +689,13 @@ static TiledSdpa buildLoopNest(RewriterBase &rewriter, SdpaOp op,
                                        tq, bld.idx(1));
   auto branch = [&](bool oneRow) {
     return [&, oneRow](OpBuilder &, Location bl) {
-      SmallVector<scf::ForallOp, 2> nest =
-          oneRow ? SmallVector<scf::ForallOp, 2>{buildForall(
-                       rewriter, t, {idxA(0), idxA(1), idxA(1)}, outs)}
-                 : fullAndTail(outs);
+      SmallVector<scf::ForallOp, 2> nest;
+      if (!oneRow)
+        nest = fullAndTail(outs);
+      else if (o.decode)
+        nest = buildDecodeNest(rewriter, t, 1, outs, o.kvSplits).foralls;
+      else
+        nest = {buildForall(rewriter, t, {idxA(0), idxA(1), idxA(1)}, outs)};
       tiled.foralls.append(nest.begin(), nest.end());
       scf::YieldOp::create(rewriter, bl, nest.back().getResults());
     };
@@ -433,6 +743,13 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
           << static_cast<int64_t>(kvBlock);
       return signalPassFailure();
     }
+    if (kvSplits < 0) {
+      emitError(getOperation()->getLoc())
+          << "attn-tile: kv-splits must be >= 0 (0: chosen from the shapes), "
+             "found "
+          << static_cast<int64_t>(kvSplits);
+      return signalPassFailure();
+    }
     if (failed(checkOnlyLengthsDynamic<SdpaOp>(getOperation(), "attn-tile")))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
@@ -440,6 +757,8 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
     options.qBlock = qBlock;
     options.kvBlock = kvBlock;
     options.splitPartialBlocks = splitPartialBlocks;
+    options.decode = decode;
+    options.kvSplits = kvSplits;
     populateTilePatterns(patterns, options);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
@@ -450,7 +769,8 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
 
 FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter, SdpaOp op,
                                     const TileOptions &options) {
-  if (!onlyLengthsDynamic(op) || options.qBlock < 1 || options.kvBlock < 1)
+  if (!onlyLengthsDynamic(op) || options.qBlock < 1 || options.kvBlock < 1 ||
+      options.kvSplits < 0)
     return failure();
   return buildLoopNest(rewriter, op, options);
 }

@@ -256,6 +256,13 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
     `M` (or 1) and `N` (or 1), the others 1. The state starts at (-inf, 0,
     0); `attn.online_finish` turns it into the output.
 
+    `packed_heads = P` (default 1) says the tile holds the rows of P query
+    heads that share one KV head (the decode schedule: each K/V block is
+    read once for the whole group): row `r` of the `M = P·R` rows is head
+    `r floordiv R` at query position `query_offset + r mod R`. Then `M` is
+    static, no ALiBi slope is given (one slope per op) and the mask tile has
+    one row (it broadcasts over the packed rows).
+
     ```mlir
     %m1, %l1, %acc1 = attn.online_step %qt, %kt, %vt
         state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>)
@@ -275,7 +282,8 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
       F32Attr:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
       OptionalAttr<DenseI64ArrayAttr>:$window,
-      OptionalAttr<F32Attr>:$softcap);
+      OptionalAttr<F32Attr>:$softcap,
+      DefaultValuedAttr<I64Attr, "1">:$packed_heads);
   let results = (outs Attn_F32Tensor:$new_max, Attn_F32Tensor:$new_sum,
       Attn_F32Tensor:$new_acc);
 
@@ -292,6 +300,10 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
   let extraClassDeclaration = [{
     /// Left and right window extents, -1 when unbounded (or no window).
     std::pair<int64_t, int64_t> getWindowBounds();
+    /// R: the rows of each packed head (M / packed_heads; M when unpacked,
+    /// which may be dynamic).
+    int64_t getRowsPerHead();
+    LogicalResult verifyPackedHeads();
   }];
 
   let hasVerifier = 1;

@@ -44,6 +44,15 @@ struct TileOptions {
   /// an scf.forall of its own. Without it every block may be cut short
   /// (min(block, length - offset)), in one loop and one forall.
   bool splitPartialBlocks = true;
+  /// The decode schedule for queries of at most 16 rows per head (a
+  /// static Tq, or the Tq = 1 branch of a dynamic one): the query heads of
+  /// a KV group packed into one tile (attn.online_step packed_heads) and
+  /// the key range split over parallel tasks whose states a second forall
+  /// merges. Without it, one tile per query head and block.
+  bool decode = true;
+  /// Key splits of the decode schedule; 0: enough for 64 parallel tiles,
+  /// none shorter than 512 keys.
+  int64_t kvSplits = 0;
 };
 
 /// Patterns rewriting attn.sdpa into the tiled online-softmax loop nest.

@@ -137,6 +137,17 @@ def AttnTilePass : Pass<"attn-tile"> {
       runs on static one-row tiles, any other Tq on the split blocks.
       Without it, every block is cut to min(block, length - offset) in one
       loop and one forall (what the CUDA kernel lowering takes).
+    - The decode schedule (`decode`, the default) for queries of at most
+      16 rows per head (a static Tq, or the Tq = 1 branch): the G query
+      heads that share a KV head are the rows of one tile
+      (`packed_heads = G` on the step; up to 64 rows, and not with ALiBi
+      or a per-head mask), so each K/V block is read once per group
+      instead of G times. The key range is split (`kv-splits`; by default
+      enough splits for 64 parallel tiles, each of at least 512 keys): a
+      forall over (b, head group, split) writes each split's (m, l, acc)
+      into f32 partials, and a second forall over (b, head group) merges
+      them with `attn.online_merge` and finishes. One split needs no
+      second forall.
   }];
   let options = [
     Option<"qBlock", "q-block", "int64_t", /*default=*/"64",
@@ -146,7 +157,14 @@ def AttnTilePass : Pass<"attn-tile"> {
     Option<"splitPartialBlocks", "split-partial-blocks", "bool",
            /*default=*/"true",
            "Run the last, partial key block and query block in a loop and "
-           "a forall of their own, so that full blocks have static tiles">
+           "a forall of their own, so that full blocks have static tiles">,
+    Option<"decode", "decode", "bool", /*default=*/"true",
+           "Decode schedule for queries of at most 16 rows per head: the "
+           "query heads of a KV group packed into one tile, the key range "
+           "split over parallel tasks (split-KV)">,
+    Option<"kvSplits", "kv-splits", "int64_t", /*default=*/"0",
+           "Key splits of the decode schedule (0: enough for 64 parallel "
+           "tiles, none shorter than 512 keys)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
