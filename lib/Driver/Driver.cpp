@@ -540,8 +540,10 @@ static int checkOptions(const CompileOptions &o) {
   bool cuda = o.target == Target::CUDA;
   if (o.qBlock < 1 || o.kvBlock < 1)
     return fail("--q-block and --kv-block must be >= 1");
-  if (o.kvSplits < 0)
-    return fail("--kv-splits must be >= 0 (0: chosen from the shapes)");
+  if (o.kvSplits < 0 || o.kvSplits > mlir::attn::kMaxKvSplits)
+    return fail("--kv-splits must be in [0, " +
+                std::to_string(mlir::attn::kMaxKvSplits) +
+                "] (0: chosen from the shapes)");
   if (cuda && (o.emit == Emit::LLVMIR || o.emit == Emit::Object))
     return fail("--emit=llvm-ir and --emit=obj are CPU outputs; for "
                 "--target=cuda use tiled, llvm-dialect, ptx, cubin or so");

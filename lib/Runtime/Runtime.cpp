@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <cerrno>
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <fstream>
@@ -36,6 +38,32 @@ const char *attn::rt::dtypeName(DType t) {
 size_t attn::rt::dtypeSize(DType t) {
   return t == DType::F32 ? 4 : t == DType::Bool ? 1 : 2;
 }
+
+template <class T> T *attn::rt::TensorAllocator<T>::allocate(size_t n) {
+  size_t bytes = n * sizeof(T);
+  if (bytes < kHugePageBytes)
+    return std::allocator<T>().allocate(n);
+  size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  void *p = std::aligned_alloc(kHugePageBytes, rounded);
+  if (!p) {
+    // As std::allocator does when memory runs out (no exceptions here).
+    std::fprintf(stderr, "attn-mlir runtime: out of memory allocating %zu "
+                         "bytes\n", bytes);
+    std::abort();
+  }
+  // Only advice: a kernel without transparent huge pages ignores it.
+  (void)madvise(p, rounded, MADV_HUGEPAGE);
+  return static_cast<T *>(p);
+}
+
+template <class T>
+void attn::rt::TensorAllocator<T>::deallocate(T *p, size_t n) {
+  if (n * sizeof(T) < kHugePageBytes)
+    return std::allocator<T>().deallocate(p, n);
+  std::free(p);
+}
+
+template struct attn::rt::TensorAllocator<uint8_t>;
 
 std::string attn::rt::formatShape(const std::vector<int64_t> &shape) {
   std::string s = "[";

@@ -33,6 +33,11 @@ void populateLowerReferencePatterns(RewritePatternSet &patterns);
 /// linalg ops on tensors (the CPU layout of the shared algorithm).
 void populateDecomposeOnlinePatterns(RewritePatternSet &patterns);
 
+/// Query tiles of at most this many rows compute their scores as dot
+/// products (attn-decompose-online), the form the dot kernel of
+/// attn-cpu-vectorize-matmul takes.
+constexpr int64_t kCpuDotMaxRows = 8;
+
 /// Patterns register-blocking C += A·B tile matmuls on memrefs with vectors.
 void populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
                                         int64_t vectorWidth, int64_t rows,

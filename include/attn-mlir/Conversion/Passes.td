@@ -41,7 +41,10 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     key loop), the logits (softcap, ALiBi, mask; the causal/window predicate
     only on blocks that cross its boundary, decided per block at run time)
     and the recurrence, each update written into the storage of the state
-    it replaces so that bufferization keeps the loop in place.
+    it replaces so that bufferization keeps the loop in place. A query tile
+    of at most 8 rows (the decode schedule's) keeps Q untransposed: its
+    scores are dot products `Sᵀ[j, i] = K[j, :] · Q[i, :]`; with
+    `packed_heads = P`, row `i` is query position `q0 + i mod (M / P)`.
     `attn.online_merge` and `attn.online_finish` become element-wise
     `linalg.generic` ops. The algorithm is the one the CUDA kernels use
     (`OnlineSoftmax.h`); only the tile layout is the CPU's.
@@ -65,8 +68,17 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
     registers for the whole k loop, fed per step by `cols` vector loads of B
     and `rows` broadcasts of A; partial columns use masked W-wide blocks,
     partial rows one-row blocks. The defaults (W = 8, 6 x 16) fill the 16
-    registers of AVX2; AVX-512 machines use W = 16. Runs after
-    bufferization, before `convert-linalg-to-loops`.
+    registers of AVX2; AVX-512 machines use W = 16. A C of fewer static
+    rows than `rows` (the P·V product of a decode tile) takes blocks of all
+    its rows, so that B streams once, with as many vectors per row as the
+    block's accumulators allow (16 at W >= 16).
+
+    `C[M, N] += A[M, K] · B[N, K]` with A and B contiguous in k, N <= 8 and
+    K static (the transposed score tile `Sᵀ = K · Q` of a decode tile of at
+    most 8 query rows) becomes a dot kernel: blocks of 16 / N rows of A
+    keep W-wide partial dot products with every row of B over k (the tail
+    of k masked), each reduced into its element of C at the end. Runs
+    after bufferization, before `convert-linalg-to-loops`.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
@@ -111,7 +123,10 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
     tiled with the kernel's blocks (`attn::tileSdpa`, no key chunks); a nest
     already there (attn-tile with q-block `16 * row-tiles * warps`, or
     `warps` for f32, and a kv-block that is a multiple of 16) is taken as
-    is. Each nest is replaced in place by a `gpu.launch` of the
+    is, unless attn-tile's decode schedule packed query heads into one tile
+    or split the keys (refused with what to do: attn-tile decode=false; a
+    decode nest of one head per tile and one split is the plain nest and
+    lowers). Each nest is replaced in place by a `gpu.launch` of the
     FlashAttention-2 forward kernel on buffers of its tensors
     (`bufferization.to_buffer` of the sources, a `memref.alloc` per result,
     `bufferization.to_tensor` of it), so that One-Shot Bufferize then only

@@ -204,10 +204,6 @@ static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
                      });
 }
 
-/// Query tiles of at most this many rows compute their scores as dot
-/// products (the dot kernel of attn-cpu-vectorize-matmul takes up to 8).
-constexpr int64_t kMaxDotRows = 8;
-
 /// The indexing map of a mask tile in the (j, i) loops of the score tile:
 /// its last two dimensions are the rows and keys unless of size 1
 /// (broadcast), every other dimension is 1.
@@ -253,7 +249,7 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // products (attn-cpu-vectorize-matmul's dot kernel reads K in vector
     // loads once); more rows: K · Qᵀ, broadcasting K against rows of Qᵀ.
     int64_t rows = op.getQuery().getType().getDimSize(0);
-    bool dot = !ShapedType::isDynamic(rows) && rows <= kMaxDotRows;
+    bool dot = !ShapedType::isDynamic(rows) && rows <= kCpuDotMaxRows;
     Value qT = buildScaledQT(rewriter, op,
                              form.scaleFolded ? scoreScale(spec) : 1.0, !dot);
     LinalgBuilder in{rewriter, loc, rewriter.getContext()};
@@ -274,7 +270,8 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // The query positions the rows span: R of them when heads are packed.
     OpFoldResult positions =
         ops.packedHeads > 1 ? rewriter.getIndexAttr(ops.rowsPerHead) : qs;
-    // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i]; loops (j, d, i).
+    // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i] (the dot form: K[j, d] · Q[i, d]);
+    // loops (j, d, i). `qT` is Q itself in the dot form.
     Type f32 = rewriter.getF32Type();
     Value s = in.generic(
         in.filled({ks, qs}, 0.0), ValueRange{op.getKey(), qT},

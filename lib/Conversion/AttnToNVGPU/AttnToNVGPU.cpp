@@ -818,6 +818,12 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
   SmallVector<OnlineFinishOp> finishes;
   t.forall.walk([&](OnlineStepOp s) { steps.push_back(s); });
   t.forall.walk([&](OnlineFinishOp f) { finishes.push_back(f); });
+  if (!steps.empty() && finishes.empty()) {
+    why = "the key range is split over tiles whose partial states a second "
+          "forall merges (attn-tile's decode schedule, split-KV); the kernel "
+          "takes unsplit nests (attn-tile decode=false)";
+    return failure();
+  }
   if (steps.size() != 1 || finishes.size() != 1 ||
       t.forall->walk([](OnlineMergeOp) { return WalkResult::interrupt(); })
           .wasInterrupted()) {

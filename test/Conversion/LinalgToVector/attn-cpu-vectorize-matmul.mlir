@@ -2,6 +2,7 @@
 // matmuls C[M, N] += A[M, K] · B[K, N] on memrefs.
 // RUN: attn-opt %s --linalg-generalize-named-ops --attn-cpu-vectorize-matmul -split-input-file | FileCheck %s
 // RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16 rows=4 cols=1" -split-input-file | FileCheck %s --check-prefix=W16
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" -split-input-file | FileCheck %s --check-prefix=AVX512
 // RUN: not attn-opt %s -split-input-file --attn-cpu-vectorize-matmul="rows=0" 2>&1 | FileCheck %s --check-prefix=BADOPT
 // BADOPT: attn-cpu-vectorize-matmul: vector-width, rows and cols must be in [1, 64], found 8, 0 and 2
 // A vector width of 2^63-1 ran LLVM out of memory, rows of 4.6e18 hung.
@@ -154,6 +155,66 @@ func.func @decode_scores(%k: memref<?x20xbf16>, %q: memref<4x20xf32>, %s: memref
   ^bb0(%x: bf16, %y: f32, %acc: f32):
     %xf = arith.extf %x : bf16 to f32
     %p = arith.mulf %xf, %y : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+#map_p = affine_map<(i, k, j) -> (k, i)>
+#map_v = affine_map<(i, k, j) -> (k, j)>
+#map_o = affine_map<(i, k, j) -> (i, j)>
+
+// The P·V product of a decode tile: 4 static rows, fewer than a block's 6:
+// one block of all 4 rows, so that V streams once, with as many vectors
+// per row as the block's 12 accumulators allow (4 x 3 at W = 8). With
+// rows=4 cols=1 (W16) the tile fills the configured block: 4 x 1.
+// CHECK-LABEL: func.func @decode_pv
+// CHECK: scf.for {{.*}} step %c4
+// CHECK: scf.for {{.*}} step %c24
+// CHECK: scf.for
+// CHECK-COUNT-12: vector.fma
+// AVX-512 (W = 16, 32 registers): 16 accumulators, 4 x 4.
+// AVX512-LABEL: func.func @decode_pv
+// AVX512: scf.for {{.*}} step %c4
+// AVX512: scf.for {{.*}} step %c64
+// AVX512: scf.for
+// AVX512-COUNT-16: vector.fma
+// W16-LABEL: func.func @decode_pv
+// W16: scf.for {{.*}} step %c4
+// W16: scf.for {{.*}} step %c16
+// W16: scf.for
+// W16-COUNT-4: vector.fma
+func.func @decode_pv(%p: memref<128x4xf32>, %v: memref<128x128xbf16>, %acc: memref<4x128xf32>) {
+  linalg.generic {indexing_maps = [#map_p, #map_v, #map_o],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<128x4xf32>, memref<128x128xbf16>) outs(%acc : memref<4x128xf32>) {
+  ^bb0(%x: f32, %y: bf16, %a: f32):
+    %yf = arith.extf %y : bf16 to f32
+    %m = arith.mulf %x, %yf : f32
+    %r = arith.addf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Empty tiles: a C of 0 rows becomes loops that run no iteration (no
+// division by a 0-row block), a score tile of 0 query rows is no dot.
+// CHECK-LABEL: func.func @empty_tiles
+// CHECK: scf.for
+// CHECK: linalg.generic
+func.func @empty_tiles(%a: memref<0x8xf32>, %b: memref<8x16xf32>, %c: memref<0x16xf32>,
+                       %k: memref<16x8xf32>, %q: memref<0x8xf32>, %s: memref<16x0xf32>) {
+  linalg.matmul ins(%a, %b : memref<0x8xf32>, memref<8x16xf32>) outs(%c : memref<0x16xf32>)
+  linalg.generic {indexing_maps = [affine_map<(j, d, i) -> (j, d)>, affine_map<(j, d, i) -> (i, d)>, affine_map<(j, d, i) -> (j, i)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%k, %q : memref<16x8xf32>, memref<0x8xf32>) outs(%s : memref<16x0xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
     %r = arith.addf %acc, %p : f32
     linalg.yield %r : f32
   }

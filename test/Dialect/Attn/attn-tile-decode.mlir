@@ -8,7 +8,9 @@
 // RUN: attn-opt %s --attn-tile="decode=false" -split-input-file | FileCheck %s --check-prefix=OFF
 // RUN: attn-opt %s --attn-tile="kv-splits=3" -split-input-file | FileCheck %s --check-prefix=THREE
 // RUN: not attn-opt %s --attn-tile="kv-splits=-1" 2>&1 | FileCheck %s --check-prefix=BADOPT
-// BADOPT: error: attn-tile: kv-splits must be >= 0 (0: chosen from the shapes), found -1
+// BADOPT: error: attn-tile: kv-splits must be in [0, 4096] (0: chosen from the shapes), found -1
+// RUN: not attn-opt %s --attn-tile="kv-splits=4097" 2>&1 | FileCheck %s --check-prefix=BIGOPT
+// BIGOPT: error: attn-tile: kv-splits must be in [0, 4096] (0: chosen from the shapes), found 4097
 
 // GQA-4 decode (Hq = 8, Hkv = 2, Tq = 1, Tk = 4096): 2 head groups of 4
 // packed rows; 64 tiles wanted, at most 4096 / 512 = 8 splits: a forall
@@ -132,4 +134,42 @@ func.func @seventeen_rows(%q: tensor<1x8x17x64xf32>, %k: tensor<1x2x4096x64xf32>
     -> tensor<1x8x17x64xf32> {
   %o = attn.sdpa %q, %k, %k : tensor<1x8x17x64xf32>, tensor<1x2x4096x64xf32>, tensor<1x2x4096x64xf32> -> tensor<1x8x17x64xf32>
   return %o : tensor<1x8x17x64xf32>
+}
+
+// -----
+
+// Masks with several query rows: a per-row mask [Tq, Tk] (rows differ)
+// keeps one head per tile (8 tiles want 8 splits, 3000 keys allow 5); a
+// mask broadcast over the rows ([1, Tk]) packs the heads. Top-left causal
+// with 4 rows sees at most 4 keys: one split. MHA with one split is the
+// prefill nest's one q-block (q0 = block · 4).
+// CHECK-LABEL: func.func @row_masks
+// CHECK: scf.forall ({{.*}}) in (1, 8, 5)
+// CHECK-NOT: packed_heads
+// CHECK: attn.online_step {{.*}} mask(%{{.*}} : tensor<4x128xi1>) {{.*}} : tensor<4x16xf32>
+// CHECK: scf.forall ({{.*}}) in (1, 8, 1)
+// CHECK: scf.forall ({{.*}}) in (1, 2, 5)
+// CHECK: attn.online_step {{.*}} mask(%{{.*}} : tensor<1x128xi1>) {{.*}}packed_heads = 4 : i64{{.*}} : tensor<16x16xf32>
+// CHECK: scf.forall ({{.*}}) in (1, 2, 1)
+// CHECK: attn.online_merge
+// CHECK: scf.forall ({{.*}}) in (1, 2, 1)
+// CHECK-NOT: attn.online_merge
+// CHECK: attn.online_step {{.*}}causal = #attn.causal<top_left>, packed_heads = 4 : i64
+// CHECK-NOT: attn.online_merge
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %[[QB:.*]]) in (1, 8, 1)
+// CHECK: arith.muli %[[QB]], %c4
+// CHECK-NOT: packed_heads
+// CHECK: return
+func.func @row_masks(%q: tensor<1x8x4x16xf32>, %k: tensor<1x2x3000x16xf32>,
+    %mr: tensor<4x3000xi1>, %mb: tensor<1x3000xi1>, %kh: tensor<1x8x3000x16xf32>)
+    -> (tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>) {
+  %o1 = attn.sdpa %q, %k, %k mask(%mr : tensor<4x3000xi1>)
+      : tensor<1x8x4x16xf32>, tensor<1x2x3000x16xf32>, tensor<1x2x3000x16xf32> -> tensor<1x8x4x16xf32>
+  %o2 = attn.sdpa %q, %k, %k mask(%mb : tensor<1x3000xi1>)
+      : tensor<1x8x4x16xf32>, tensor<1x2x3000x16xf32>, tensor<1x2x3000x16xf32> -> tensor<1x8x4x16xf32>
+  %o3 = attn.sdpa %q, %k, %k {causal = #attn.causal<top_left>}
+      : tensor<1x8x4x16xf32>, tensor<1x2x3000x16xf32>, tensor<1x2x3000x16xf32> -> tensor<1x8x4x16xf32>
+  %o4 = attn.sdpa %q, %kh, %kh {causal = #attn.causal<top_left>}
+      : tensor<1x8x4x16xf32>, tensor<1x8x3000x16xf32>, tensor<1x8x3000x16xf32> -> tensor<1x8x4x16xf32>
+  return %o1, %o2, %o3, %o4 : tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>
 }

@@ -156,6 +156,7 @@ func.func @dynamic_head_dim(%q: tensor<1x1x8x?xf32>) -> tensor<1x1x8x?xf32> {
 // SPLIT: %[[NALL:.*]] = arith.divui %{{.*}}, %c32
 // SPLIT: %[[DECODE:.*]] = arith.cmpi eq, %{{.*}}, %c1
 // SPLIT: %[[R:.*]] = scf.if %[[DECODE]] -> (tensor<?x4x?x8xf32>)
+// SPLIT: arith.minui
 // SPLIT: %[[NS:.*]] = arith.maxui %{{.*}}, %c1
 // SPLIT: %[[PARTS:.*]]:3 = scf.forall ({{.*}}) in (%{{.*}}, 2, %[[NS]])
 // SPLIT: attn.online_step {{.*}}packed_heads = 2 : i64{{.*}} : tensor<2x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>

@@ -11,6 +11,17 @@
 //                   mask tile, slope[h], state(m, l, acc) at(q0, kb)
 //     O[b, h, q0:, :], LSE = attn.online_finish state(m, l, acc)
 //
+// and, for at most 16 query rows per head, the decode schedule of the same
+// nest:
+//
+//   forall (b, g, s):                           // g: P heads of a KV head
+//     Qt = Q[b, gP:gP+P, 0:R, :] as [P·R, D]    // packed rows
+//     for kb in split s of [lo, hi): ... online_step {packed_heads = P}
+//     parts[b, g, s] = (m, l, acc)
+//   forall (b, g):
+//     for s: m, l, acc = attn.online_merge state(m, l, acc) with(parts[b, g, s])
+//     O[b, gP:gP+P, 0:R, :], LSE = attn.online_finish state(m, l, acc)
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn-mlir/Dialect/Attn/Transforms/LinalgBuilder.h"
@@ -386,6 +397,7 @@ static scf::ForallOp buildForall(RewriterBase &rewriter, const SdpaTiling &t,
   buildQueryTile(bld, t, forall, blocks);
   return forall;
 }
+
 /// The decode schedule (queries of at most kDecodeRows rows per head): the
 /// query heads that share a KV head packed into the rows of one tile, so
 /// each K/V block is read once per group, and the key range split over
@@ -424,7 +436,8 @@ static int64_t packedHeads(const SdpaTiling &t, int64_t rows) {
 /// The number of key splits of a decode nest of `tasks` tiles per batch
 /// element: `forced` when > 0, else ceil(kDecodeTasks / (B · tasks))
 /// within [1, max(1, span / kMinSplitKeys)], where span bounds the keys a
-/// tile sees (Tk, or the window).
+/// tile sees (Tk, the window, or the rows under top-left causal): splits
+/// of at least kMinSplitKeys keys of that bound.
 static OpFoldResult splitCount(LinalgBuilder &bld, const SdpaTiling &t,
                                int64_t tasks, int64_t rows, int64_t forced) {
   if (forced > 0)
@@ -436,6 +449,9 @@ static OpFoldResult splitCount(LinalgBuilder &bld, const SdpaTiling &t,
     span = std::min(span.value_or(INT64_MAX),
                     t.spec.windowLeft + rows +
                         std::max<int64_t>(0, t.spec.windowRight));
+  // Top-left causal: query i sees keys j <= i < rows.
+  if (t.spec.causal == CausalKind::top_left)
+    span = std::min(span.value_or(INT64_MAX), rows);
   if (span && *span < 2 * kMinSplitKeys)
     return bld.b.getIndexAttr(1);
   if (span && !ShapedType::isDynamic(t.batch)) {
@@ -445,8 +461,11 @@ static OpFoldResult splitCount(LinalgBuilder &bld, const SdpaTiling &t,
   }
   OpBuilder &b = bld.b;
   Location loc = bld.loc;
-  Value all = arith::MulIOp::create(b, loc, bld.val(t.batchSize),
-                                    bld.idx(tasks));
+  // At least one task: a batch of 0 (a direct call) divides nothing by 0.
+  Value all = arith::MaxUIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, bld.val(t.batchSize), bld.idx(tasks)),
+      bld.idx(1));
   Value want = arith::CeilDivUIOp::create(b, loc, bld.idx(kDecodeTasks), all);
   Value cap = span ? bld.idx(*span / kMinSplitKeys)
                    : arith::DivUIOp::create(b, loc, bld.val(t.keyLength),
@@ -583,6 +602,13 @@ static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
         into, std::nullopt);
   };
   OpBuilder::InsertionGuard guard(rewriter);
+  // One head per tile and one split: the prefill nest's one q-block.
+  if (heads == 1 && getConstantIntValue(splits) == 1)
+    return {{buildForall(rewriter, t,
+                         {rewriter.getIndexAttr(0), one,
+                          rewriter.getIndexAttr(rows)},
+                         outs)},
+            {}};
   if (getConstantIntValue(splits) == 1) {
     scf::ForallOp whole = forall(one, outs);
     rewriter.setInsertionPointToStart(whole.getBody());
@@ -622,11 +648,13 @@ static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
   return {{split, combine}, {}};
 }
 
-/// The foralls of tileSdpa, built before `op`: one over every q-block, or
-/// with splitPartialBlocks one over the full blocks of bq rows (static
-/// tiles) and one over the last, partial block when Tq may leave one; for
-/// a Tq known only at run time, those under an scf.if whose other branch
-/// runs a decode step (Tq = 1) on static one-row tiles.
+/// The foralls of tileSdpa, built before `op`: with `decode` and a static
+/// Tq of at most kDecodeRows, the decode nest; else one over every
+/// q-block, or with splitPartialBlocks one over the full blocks of bq rows
+/// (static tiles) and one over the last, partial block when Tq may leave
+/// one; for a Tq known only at run time, those under an scf.if whose other
+/// branch runs a decode step (Tq = 1) on the decode nest (one-row tiles
+/// without `decode`).
 static TiledSdpa buildLoopNest(RewriterBase &rewriter, SdpaOp op,
                                const TileOptions &o) {
   SdpaTiling t(rewriter, op, o.qBlock, o.kvBlock);
@@ -743,10 +771,10 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
           << static_cast<int64_t>(kvBlock);
       return signalPassFailure();
     }
-    if (kvSplits < 0) {
+    if (kvSplits < 0 || kvSplits > kMaxKvSplits) {
       emitError(getOperation()->getLoc())
-          << "attn-tile: kv-splits must be >= 0 (0: chosen from the shapes), "
-             "found "
+          << "attn-tile: kv-splits must be in [0, " << kMaxKvSplits
+          << "] (0: chosen from the shapes), found "
           << static_cast<int64_t>(kvSplits);
       return signalPassFailure();
     }
@@ -770,7 +798,7 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
 FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter, SdpaOp op,
                                     const TileOptions &options) {
   if (!onlyLengthsDynamic(op) || options.qBlock < 1 || options.kvBlock < 1 ||
-      options.kvSplits < 0)
+      options.kvSplits < 0 || options.kvSplits > kMaxKvSplits)
     return failure();
   return buildLoopNest(rewriter, op, options);
 }

@@ -51,9 +51,14 @@ struct TileOptions {
   /// merges. Without it, one tile per query head and block.
   bool decode = true;
   /// Key splits of the decode schedule; 0: enough for 64 parallel tiles,
-  /// none shorter than 512 keys.
+  /// none shorter than 512 keys of the cache (Tk or the window). At most
+  /// kMaxKvSplits.
   int64_t kvSplits = 0;
 };
+
+/// The most key splits a decode nest may be given (each costs the partial
+/// state of a tile).
+constexpr int64_t kMaxKvSplits = 4096;
 
 /// Patterns rewriting attn.sdpa into the tiled online-softmax loop nest.
 void populateTilePatterns(RewritePatternSet &patterns,
@@ -77,9 +82,11 @@ struct TiledSdpa {
 
 /// Rewrites `op` into the online-softmax loop nest (the attn-tile
 /// contract): scf.forall ops over (b, h, q-block), each with scf.for loops
-/// over the visible key blocks carrying (m, l, acc). The batch and the
-/// lengths may be dynamic. Fails, changing nothing, on other dynamic
-/// dimensions or blocks below 1.
+/// over the visible key blocks carrying (m, l, acc); with `decode`, for at
+/// most 16 query rows per head, over (b, KV-head group, split) and
+/// (b, group) (see TileOptions::decode). The batch and the lengths may be
+/// dynamic. Fails, changing nothing, on other dynamic dimensions, blocks
+/// below 1 or kv-splits outside [0, kMaxKvSplits].
 FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, SdpaOp op,
                               const TileOptions &options);
 

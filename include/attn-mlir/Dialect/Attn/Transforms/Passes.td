@@ -136,7 +136,8 @@ def AttnTilePass : Pass<"attn-tile"> {
       A Tq known only at run time adds an `scf.if`: a decode step (Tq = 1)
       runs on static one-row tiles, any other Tq on the split blocks.
       Without it, every block is cut to min(block, length - offset) in one
-      loop and one forall (what the CUDA kernel lowering takes).
+      loop and one forall (what the CUDA kernel lowering takes, with
+      `decode=false`).
     - The decode schedule (`decode`, the default) for queries of at most
       16 rows per head (a static Tq, or the Tq = 1 branch): the G query
       heads that share a KV head are the rows of one tile
