@@ -147,8 +147,9 @@ func.func @dynamic_head_dim(%q: tensor<1x1x8x?xf32>) -> tensor<1x1x8x?xf32> {
 // CHECK: return
 // Split: a decode step (Tq = 1) on the decode schedule (the 2 query heads
 // of each KV head packed into one tile, the keys split into as many parts
-// as 64 tiles need, at least 512 keys each, merged by a second forall; see
-// attn-tile-decode.mlir); any other Tq as
+// as 64 tiles need, at least 512 keys each, and enough that none exceeds
+// 16384 keys; merged by a second forall; see attn-tile-decode.mlir); any
+// other Tq as
 // Tq / 32 full query blocks, then ceil(Tq / 32) - Tq / 32 (0 or 1)
 // partial ones.
 // SPLIT-LABEL: func.func @dynamic_lengths
@@ -157,7 +158,9 @@ func.func @dynamic_head_dim(%q: tensor<1x1x8x?xf32>) -> tensor<1x1x8x?xf32> {
 // SPLIT: %[[DECODE:.*]] = arith.cmpi eq, %{{.*}}, %c1
 // SPLIT: %[[R:.*]] = scf.if %[[DECODE]] -> (tensor<?x4x?x8xf32>)
 // SPLIT: arith.minui
-// SPLIT: %[[NS:.*]] = arith.maxui %{{.*}}, %c1
+// SPLIT: arith.maxui %{{.*}}, %c1
+// SPLIT: arith.ceildivui %{{.*}}, %c16384
+// SPLIT: %[[NS:.*]] = arith.maxui
 // SPLIT: %[[PARTS:.*]]:3 = scf.forall ({{.*}}) in (%{{.*}}, 2, %[[NS]])
 // SPLIT: attn.online_step {{.*}}packed_heads = 2 : i64{{.*}} : tensor<2x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
 // SPLIT: attn.online_step {{.*}}packed_heads = 2 : i64{{.*}} : tensor<2x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>

@@ -301,14 +301,17 @@ static OpFoldResult tileRows(LinalgBuilder &bld, const QueryTile &qt) {
 }
 
 /// The key loop of a query tile over keys [lo, hi) from (-inf, 0, 0):
-/// chunked for long key ranges.
+/// chunked for long key ranges unless `unchunked` (a range known to be at
+/// most kChunkKeys keys).
 static scf::ForOp buildKeyLoop(LinalgBuilder &bld, const SdpaTiling &t,
-                               const QueryTile &qt, Value lo, Value hi) {
+                               const QueryTile &qt, Value lo, Value hi,
+                               bool unchunked = false) {
   OpFoldResult rows = tileRows(bld, qt), dvA = bld.b.getIndexAttr(t.dv);
   SmallVector<Value> init{bld.filled({rows}, kNegInf), bld.filled({rows}, 0.0),
                           bld.filled({rows, dvA}, 0.0)};
-  return t.longKeys() ? buildChunkedKeyLoop(bld, t, qt, lo, hi, init)
-                      : buildBlockLoops(bld.b, bld.loc, t, qt, lo, hi, init);
+  return t.longKeys() && !unchunked
+             ? buildChunkedKeyLoop(bld, t, qt, lo, hi, init)
+             : buildBlockLoops(bld.b, bld.loc, t, qt, lo, hi, init);
 }
 
 /// Inserts a tile of the query tile's rows ([heads·qs, width...]) into
@@ -437,7 +440,8 @@ static int64_t packedHeads(const SdpaTiling &t, int64_t rows) {
 /// element: `forced` when > 0, else ceil(kDecodeTasks / (B · tasks))
 /// within [1, max(1, span / kMinSplitKeys)], where span bounds the keys a
 /// tile sees (Tk, the window, or the rows under top-left causal): splits
-/// of at least kMinSplitKeys keys of that bound.
+/// of at least kMinSplitKeys keys of that bound, and at least
+/// ceil(span / kChunkKeys) splits (no split needs the chunked key loop).
 static OpFoldResult splitCount(LinalgBuilder &bld, const SdpaTiling &t,
                                int64_t tasks, int64_t rows, int64_t forced) {
   if (forced > 0)
@@ -454,10 +458,13 @@ static OpFoldResult splitCount(LinalgBuilder &bld, const SdpaTiling &t,
     span = std::min(span.value_or(INT64_MAX), rows);
   if (span && *span < 2 * kMinSplitKeys)
     return bld.b.getIndexAttr(1);
+  // ... and enough that no split has more than kChunkKeys keys, so that
+  // a split's key loop needs no chunks.
   if (span && !ShapedType::isDynamic(t.batch)) {
     int64_t want = llvm::divideCeil(kDecodeTasks, t.batch * tasks);
     return bld.b.getIndexAttr(
-        std::clamp<int64_t>(want, 1, *span / kMinSplitKeys));
+        std::max<int64_t>(std::clamp<int64_t>(want, 1, *span / kMinSplitKeys),
+                 llvm::divideCeil(*span, kChunkKeys)));
   }
   OpBuilder &b = bld.b;
   Location loc = bld.loc;
@@ -467,12 +474,14 @@ static OpFoldResult splitCount(LinalgBuilder &bld, const SdpaTiling &t,
       arith::MulIOp::create(b, loc, bld.val(t.batchSize), bld.idx(tasks)),
       bld.idx(1));
   Value want = arith::CeilDivUIOp::create(b, loc, bld.idx(kDecodeTasks), all);
-  Value cap = span ? bld.idx(*span / kMinSplitKeys)
-                   : arith::DivUIOp::create(b, loc, bld.val(t.keyLength),
-                                            bld.idx(kMinSplitKeys))
-                         .getResult();
-  Value n = arith::MinUIOp::create(b, loc, want, cap);
-  return arith::MaxUIOp::create(b, loc, n, bld.idx(1)).getResult();
+  Value spanV = span ? bld.idx(*span) : bld.val(t.keyLength);
+  Value cap = arith::DivUIOp::create(b, loc, spanV, bld.idx(kMinSplitKeys));
+  Value n = arith::MaxUIOp::create(
+      b, loc, arith::MinUIOp::create(b, loc, want, cap), bld.idx(1));
+  return arith::MaxUIOp::create(
+             b, loc, n,
+             arith::CeilDivUIOp::create(b, loc, spanV, bld.idx(kChunkKeys)))
+      .getResult();
 }
 
 /// The packed tile of decode forall `forall` (b, head group, ...): rows
@@ -633,7 +642,9 @@ static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
     auto [lo, hi] = t.visibility().keyRange(rewriter, loc, qt.q0, qt.qLast);
     auto [first, last] = splitRange(bld, t, lo, hi, split.getInductionVars()[2],
                                     bld.val(splits));
-    scf::ForOp loop = buildKeyLoop(bld, t, qt, first, last);
+    // Chosen splits hold at most kChunkKeys keys; forced ones may not.
+    scf::ForOp loop =
+        buildKeyLoop(bld, t, qt, first, last, /*unchunked=*/forcedSplits == 0);
     rewriter.setInsertionPointToStart(split.getTerminator().getBody());
     for (auto [state, part] :
          llvm::zip(loop.getResults(), split.getRegionIterArgs()))
