@@ -34,10 +34,6 @@ using namespace mlir;
 
 namespace {
 
-/// The most columns of C the dot kernel takes: the query rows of a decode
-/// tile that attn-decompose-online gives the dot form.
-constexpr int64_t kMaxDotCols = attn::kCpuDotMaxRows;
-
 bool unitInnerStride(Value v) {
   auto t = dyn_cast<MemRefType>(v.getType());
   if (!t || t.getRank() != 2)
@@ -46,6 +42,35 @@ bool unitInnerStride(Value v) {
   int64_t offset;
   return succeeded(t.getStridesAndOffset(strides, offset)) &&
          strides.back() == 1;
+}
+
+Value constIndex(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// v rounded down to a multiple of `multiple`.
+Value roundDown(OpBuilder &b, Location loc, Value v, int64_t multiple) {
+  Value rem = arith::RemUIOp::create(b, loc, v, constIndex(b, loc, multiple));
+  return arith::SubIOp::create(b, loc, v, rem);
+}
+
+/// scf.for from lb to ub by `step` with `body` of the induction variable.
+void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
+             function_ref<void(OpBuilder &, Value)> body) {
+  scf::ForOp::create(b, loc, lb, ub, constIndex(b, loc, step), ValueRange{},
+                     [&](OpBuilder &nb, Location, Value iv, ValueRange) {
+                       body(nb, iv);
+                       scf::YieldOp::create(nb, loc);
+                     });
+}
+
+/// The two loop dimensions a 2-D projected-permutation map reads, in
+/// order.
+std::optional<std::pair<unsigned, unsigned>> mapDims(AffineMap m) {
+  if (m.getNumResults() != 2 || !m.isProjectedPermutation())
+    return std::nullopt;
+  return std::make_pair(cast<AffineDimExpr>(m.getResult(0)).getPosition(),
+                        cast<AffineDimExpr>(m.getResult(1)).getPosition());
 }
 
 /// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
@@ -84,17 +109,12 @@ bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
       op.getNumReductionLoops() != 1)
     return false;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  auto dims = [](AffineMap m, unsigned &x, unsigned &y) {
-    if (m.getNumResults() != 2 || !m.isProjectedPermutation())
-      return false;
-    x = cast<AffineDimExpr>(m.getResult(0)).getPosition();
-    y = cast<AffineDimExpr>(m.getResult(1)).getPosition();
-    return true;
-  };
-  unsigned ci, cj, a0, a1, bk, bj;
-  if (!dims(maps[2], ci, cj) || !dims(maps[0], a0, a1) ||
-      !dims(maps[1], bk, bj))
+  auto cMap = mapDims(maps[2]), aMap = mapDims(maps[0]), bMap = mapDims(maps[1]);
+  if (!cMap || !aMap || !bMap)
     return false;
+  auto [ci, cj] = *cMap;
+  auto [a0, a1] = *aMap;
+  auto [bk, bj] = *bMap;
   auto iters = op.getIteratorTypesArray();
   unsigned k = 3 - ci - cj;
   if (ci == cj || iters[ci] != utils::IteratorType::parallel ||
@@ -117,6 +137,19 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
       : OpRewritePattern(ctx), kWidth(width), kRows(rows), kCols(cols) {}
   int64_t kWidth, kRows, kCols;
 
+  /// (rows, vectors per row) of a register block for a C of `cRows` rows:
+  /// the configured kRows x kCols, or, for fewer static rows (a decode
+  /// tile's P·V), all of them, so that B streams once, not once per row,
+  /// with as many vectors per row as the block's accumulators allow (16
+  /// with AVX-512's 32 registers: 4 x 4 for a 4-row tile).
+  std::pair<int64_t, int64_t> blockShape(int64_t cRows) const {
+    if (ShapedType::isDynamic(cRows) || cRows < 1 || cRows >= kRows)
+      return {kRows, kCols};
+    int64_t accumulators =
+        std::max<int64_t>(kRows * kCols, kWidth >= 16 ? 16 : 0);
+    return {cRows, std::max<int64_t>(1, accumulators / cRows)};
+  }
+
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
     bool aT = false;
@@ -131,34 +164,16 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     auto vB = VectorType::get({kWidth}, bElt);
     auto vMask = VectorType::get({kWidth}, rewriter.getI1Type());
 
-    auto idx = [&](OpBuilder &bb, int64_t v) -> Value {
-      return arith::ConstantIndexOp::create(bb, loc, v);
-    };
+    auto idx = [&](OpBuilder &bb, int64_t v) { return constIndex(bb, loc, v); };
     Value zero = idx(rewriter, 0), one = idx(rewriter, 1);
     Value m = memref::DimOp::create(rewriter, loc, c, 0);
     Value n = memref::DimOp::create(rewriter, loc, c, 1);
     Value kDim = memref::DimOp::create(rewriter, loc, a, aT ? 0 : 1);
-    auto roundDown = [&](Value v, int64_t multiple) -> Value {
-      Value rem =
-          arith::RemUIOp::create(rewriter, loc, v, idx(rewriter, multiple));
-      return arith::SubIOp::create(rewriter, loc, v, rem);
-    };
-    // A tile of fewer static rows than a block (a decode tile's P·V) takes
-    // blocks of all its rows, so that B is streamed once, not once per row,
-    // and as many vectors per row as the accumulators of a block allow (16
-    // with AVX-512's 32 registers: 4 x 4 for a 4-row tile; measured 22%
-    // faster than 4 x 2 on a bf16 decode step, as fast in f32).
-    int64_t cRows = cast<MemRefType>(c.getType()).getDimSize(0);
-    int64_t rowsPerBlock = ShapedType::isDynamic(cRows) || cRows < 1
-                               ? kRows
-                               : std::min(kRows, cRows);
-    int64_t accumulators =
-        std::max<int64_t>(kRows * kCols, kWidth >= 16 ? 16 : 0);
-    int64_t colsPerBlock = rowsPerBlock == kRows
-                               ? kCols
-                               : std::max<int64_t>(1, accumulators / rowsPerBlock);
-    Value mMain = roundDown(m, rowsPerBlock);
-    Value nMain = roundDown(n, colsPerBlock * kWidth);
+    int64_t rowsPerBlock, colsPerBlock;
+    std::tie(rowsPerBlock, colsPerBlock) =
+        blockShape(cast<MemRefType>(c.getType()).getDimSize(0));
+    Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
+    Value nMain = roundDown(rewriter, loc, n, colsPerBlock * kWidth);
     Value zeroB = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(vB, rewriter.getZeroAttr(bElt)));
     Value zeroF = arith::ConstantOp::create(
@@ -238,30 +253,22 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
         }
     };
 
-    auto forLoop = [&](OpBuilder &bb, Value lb, Value ub, int64_t step,
-                       function_ref<void(OpBuilder &, Value)> body) {
-      scf::ForOp::create(bb, loc, lb, ub, idx(bb, step), ValueRange{},
-                         [&](OpBuilder &nb, Location, Value iv, ValueRange) {
-                           body(nb, iv);
-                           scf::YieldOp::create(nb, loc);
-                         });
-    };
     // Full row blocks: rows x (cols·W) blocks, then masked rows x W blocks.
-    forLoop(rewriter, zero, mMain, rowsPerBlock, [&](OpBuilder &bb, Value i0) {
-      forLoop(bb, zero, nMain, colsPerBlock * kWidth, [&](OpBuilder &cb, Value j0) {
+    forLoop(rewriter, loc, zero, mMain, rowsPerBlock, [&](OpBuilder &bb, Value i0) {
+      forLoop(bb, loc, zero, nMain, colsPerBlock * kWidth, [&](OpBuilder &cb, Value j0) {
         block(cb, i0, j0, rowsPerBlock, colsPerBlock, /*masked=*/false);
       });
-      forLoop(bb, nMain, n, kWidth, [&](OpBuilder &cb, Value j0) {
+      forLoop(bb, loc, nMain, n, kWidth, [&](OpBuilder &cb, Value j0) {
         block(cb, i0, j0, rowsPerBlock, 1, /*masked=*/true);
       });
     });
     // Remaining rows one at a time: full-width blocks, then a masked tail.
-    Value nOne = roundDown(n, kCols * kWidth);
-    forLoop(rewriter, mMain, m, 1, [&](OpBuilder &bb, Value i) {
-      forLoop(bb, zero, nOne, kCols * kWidth, [&](OpBuilder &cb, Value j0) {
+    Value nOne = roundDown(rewriter, loc, n, kCols * kWidth);
+    forLoop(rewriter, loc, mMain, m, 1, [&](OpBuilder &bb, Value i) {
+      forLoop(bb, loc, zero, nOne, kCols * kWidth, [&](OpBuilder &cb, Value j0) {
         block(cb, i, j0, 1, kCols, /*masked=*/false);
       });
-      forLoop(bb, nOne, n, kWidth, [&](OpBuilder &cb, Value j0) {
+      forLoop(bb, loc, nOne, n, kWidth, [&](OpBuilder &cb, Value j0) {
         block(cb, i, j0, 1, 1, /*masked=*/true);
       });
     });
@@ -271,7 +278,7 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
 };
 
 /// C[M, N] += A[M, K] · B[N, K] with f32 C and B, A and B contiguous in k,
-/// N and K static, N <= kMaxDotCols: the score tile of a decode step (few
+/// N and K static, N <= attn::kCpuDotMaxRows: the score tile of a decode step (few
 /// query rows).
 bool isTileDot(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
@@ -281,13 +288,7 @@ bool isTileDot(linalg::GenericOp op) {
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   auto iters = op.getIteratorTypesArray();
   // (i, k, j) or any order: C(i, j), A(i, k), B(j, k).
-  auto dims = [](AffineMap m) -> std::optional<std::pair<unsigned, unsigned>> {
-    if (m.getNumResults() != 2 || !m.isProjectedPermutation())
-      return std::nullopt;
-    return std::make_pair(cast<AffineDimExpr>(m.getResult(0)).getPosition(),
-                          cast<AffineDimExpr>(m.getResult(1)).getPosition());
-  };
-  auto c = dims(maps[2]), a = dims(maps[0]), b = dims(maps[1]);
+  auto c = mapDims(maps[2]), a = mapDims(maps[0]), b = mapDims(maps[1]);
   if (!c || !a || !b || c->first == c->second)
     return false;
   unsigned i = c->first, j = c->second, k = 3 - i - j;
@@ -301,7 +302,7 @@ bool isTileDot(linalg::GenericOp op) {
   Value aV = op.getDpsInputs()[0];
   if (!cT.getElementType().isF32() || !bT.getElementType().isF32() ||
       ShapedType::isDynamic(cT.getDimSize(1)) || cT.getDimSize(1) < 1 ||
-      cT.getDimSize(1) > kMaxDotCols || bT.isDynamicDim(1) ||
+      cT.getDimSize(1) > attn::kCpuDotMaxRows || bT.isDynamicDim(1) ||
       !unitInnerStride(aV) || !unitInnerStride(op.getDpsInputs()[1]))
     return false;
   return isMulAddBody(op);
@@ -330,9 +331,7 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
     int64_t rowsPerBlock = std::max<int64_t>(1, 16 / n);
     auto vf32 = VectorType::get({kWidth}, f32);
     auto vA = VectorType::get({kWidth}, aElt);
-    auto idx = [&](OpBuilder &bb, int64_t v) -> Value {
-      return arith::ConstantIndexOp::create(bb, loc, v);
-    };
+    auto idx = [&](OpBuilder &bb, int64_t v) { return constIndex(bb, loc, v); };
     Value zero = idx(rewriter, 0);
     Value m = memref::DimOp::create(rewriter, loc, c, 0);
     Value zeroF = arith::ConstantOp::create(
@@ -402,21 +401,11 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
               bb, loc, arith::AddFOp::create(bb, loc, old, dot), c, at);
         }
     };
-    auto forLoop = [&](Value lb, Value ub, int64_t stepBy,
-                       function_ref<void(OpBuilder &, Value)> body) {
-      scf::ForOp::create(rewriter, loc, lb, ub, idx(rewriter, stepBy),
-                         ValueRange{},
-                         [&](OpBuilder &nb, Location, Value iv, ValueRange) {
-                           body(nb, iv);
-                           scf::YieldOp::create(nb, loc);
-                         });
-    };
-    Value mMain = arith::SubIOp::create(
-        rewriter, loc, m,
-        arith::RemUIOp::create(rewriter, loc, m, idx(rewriter, rowsPerBlock)));
-    forLoop(zero, mMain, rowsPerBlock,
+    Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
+    forLoop(rewriter, loc, zero, mMain, rowsPerBlock,
             [&](OpBuilder &bb, Value i0) { block(bb, i0, rowsPerBlock); });
-    forLoop(mMain, m, 1, [&](OpBuilder &bb, Value i) { block(bb, i, 1); });
+    forLoop(rewriter, loc, mMain, m, 1,
+            [&](OpBuilder &bb, Value i) { block(bb, i, 1); });
     rewriter.eraseOp(op);
     return success();
   }

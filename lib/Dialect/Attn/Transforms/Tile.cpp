@@ -507,23 +507,29 @@ static QueryTile decodeTile(LinalgBuilder &bld, const SdpaTiling &t,
   return qt;
 }
 
+/// The slice of split (b, g, s) of partials [B, groups, S, tile...]: its
+/// offsets and sizes (the strides are 1).
+static std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>
+splitSlice(OpBuilder &b, ValueRange bgs, ArrayRef<int64_t> tile) {
+  SmallVector<OpFoldResult> offs = getAsOpFoldResult(bgs),
+                            sizes(3, b.getIndexAttr(1));
+  for (int64_t d : tile) {
+    offs.push_back(b.getIndexAttr(0));
+    sizes.push_back(b.getIndexAttr(d));
+  }
+  return {offs, sizes};
+}
+
 /// Inserts one split's state tile ([M] or [M, Dv]) into its partials
 /// [B, groups, S, M(, Dv)] at the split of `forall`, from its terminator.
 static void insertState(LinalgBuilder &bld, scf::ForallOp forall, Value state,
                         Value part) {
-  OpBuilder &rb = bld.b;
-  auto sT = cast<RankedTensorType>(state.getType());
-  OpFoldResult zeroA = rb.getIndexAttr(0), oneA = rb.getIndexAttr(1);
-  SmallVector<OpFoldResult> offs = getAsOpFoldResult(
-                                forall.getInductionVars()),
-                            sizes(3, oneA);
-  for (int64_t d : sT.getShape()) {
-    offs.push_back(zeroA);
-    sizes.push_back(rb.getIndexAttr(d));
-  }
+  auto [offs, sizes] =
+      splitSlice(bld.b, forall.getInductionVars(),
+                 cast<RankedTensorType>(state.getType()).getShape());
   tensor::ParallelInsertSliceOp::create(
-      rb, bld.loc, state, part, offs, sizes,
-      SmallVector<OpFoldResult>(offs.size(), oneA));
+      bld.b, bld.loc, state, part, offs, sizes,
+      SmallVector<OpFoldResult>(offs.size(), bld.b.getIndexAttr(1)));
 }
 
 /// The merge of the `n` split states of the tile of `forall` (b, group):
@@ -546,21 +552,15 @@ static scf::ForOp mergeSplits(LinalgBuilder &bld, const SdpaTiling &t,
   return scf::ForOp::create(
       rb, loc, bld.idx(0), n, bld.idx(1), init,
       [&](OpBuilder &nb, Location nl, Value s, ValueRange run) {
-        OpFoldResult zeroA = nb.getIndexAttr(0), oneA = nb.getIndexAttr(1);
         SmallVector<Value> split;
         for (Value part : parts) {
           auto pT = cast<RankedTensorType>(part.getType());
-          SmallVector<OpFoldResult> offs{ivs[0], ivs[1], s}, sizes(3, oneA);
-          for (int64_t d : pT.getShape().drop_front(3)) {
-            offs.push_back(zeroA);
-            sizes.push_back(nb.getIndexAttr(d));
-          }
+          ArrayRef<int64_t> tile = pT.getShape().drop_front(3);
+          auto [offs, sizes] = splitSlice(nb, {ivs[0], ivs[1], s}, tile);
           split.push_back(tensor::ExtractSliceOp::create(
-              nb, nl,
-              RankedTensorType::get(pT.getShape().drop_front(3),
-                                    pT.getElementType()),
-              part, offs, sizes,
-              SmallVector<OpFoldResult>(offs.size(), oneA)));
+              nb, nl, RankedTensorType::get(tile, pT.getElementType()), part,
+              offs, sizes,
+              SmallVector<OpFoldResult>(offs.size(), nb.getIndexAttr(1))));
         }
         auto merged = OnlineMergeOp::create(
             nb, nl, run.getTypes(), run[0], run[1], run[2], split[0],
