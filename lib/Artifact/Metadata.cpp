@@ -35,6 +35,8 @@ static std::string dtypeName(Type t) {
     return "bf16";
   if (t.isInteger(1))
     return "bool";
+  if (t.isInteger(32))
+    return "i32";
   return "";
 }
 
@@ -58,6 +60,19 @@ static std::string sdpaOperandName(attn::SdpaOp op, Value v) {
                                             {op.getValue(), "v"},
                                             {op.getMask(), "mask"},
                                             {op.getAlibi(), "alibi"}};
+  for (auto [value, name] : roles)
+    if (value == v)
+      return name;
+  return "arg";
+}
+
+/// The role of `v` among the operands of `op` (q, key_cache, value_cache,
+/// block_table, seq_lens, alibi).
+static std::string pagedOperandName(attn::PagedSdpaOp op, Value v) {
+  std::pair<Value, const char *> roles[] = {
+      {op.getQuery(), "q"},           {op.getKeyCache(), "key_cache"},
+      {op.getValueCache(), "value_cache"}, {op.getBlockTable(), "block_table"},
+      {op.getSeqLens(), "seq_lens"},  {op.getAlibi(), "alibi"}};
   for (auto [value, name] : roles)
     if (value == v)
       return name;
@@ -152,6 +167,21 @@ void DimNames::visit(Operation *op) {
       unite(q, 2, lse, 2);
     }
     visitMask(sdpa.getMask(), q, q, 2, k, 2);
+  } else if (auto paged = dyn_cast<attn::PagedSdpaOp>(op)) {
+    Value q = paged.getQuery(), kc = paged.getKeyCache(),
+          bt = paged.getBlockTable();
+    hint(q, 0, "B");
+    hint(q, 2, "Tq");
+    hint(kc, 0, "NB");
+    hint(bt, 1, "MB");
+    for (Value x : {bt, Value(paged.getSeqLens()), Value(paged.getOutput())})
+      unite(q, 0, x, 0);
+    unite(kc, 0, paged.getValueCache(), 0);
+    unite(q, 2, paged.getOutput(), 2);
+    if (Value lse = paged.getLse()) {
+      unite(q, 0, lse, 0);
+      unite(q, 2, lse, 2);
+    }
   } else if (auto mha = dyn_cast<attn::MhaOp>(op)) {
     Value x = mha.getInput(), kv = mha.getKeyValueSource();
     hint(x, 0, "B");
@@ -245,6 +275,18 @@ static LogicalResult checkCallable(func::FuncOp func) {
   return success();
 }
 
+/// The "op" record of attn.sdpa or attn.paged_sdpa.
+template <typename OpTy>
+static void writeAttentionRecord(llvm::raw_ostream &os, StringRef kind,
+                                 OpTy op) {
+  auto [left, right] = op.getWindowBounds();
+  os << "op " << kind << " scale="
+     << llvm::format("%.9g", op.getEffectiveScale())
+     << " causal=" << attn::stringifyCausalKind(op.getCausal())
+     << " window=" << left << "," << right << " softcap="
+     << (op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0) << "\n";
+}
+
 LogicalResult attn::describeEntries(
     ModuleOp module, std::vector<std::pair<std::string, std::string>> &chunks) {
   int entries = 0;
@@ -272,6 +314,8 @@ LogicalResult attn::describeEntries(
         single && llvm::equal(single->getOperands(), func.getArguments()) &&
         llvm::equal(terminator->getOperands(), single->getResults());
     auto sdpa = argsInOrder ? dyn_cast<attn::SdpaOp>(single) : nullptr;
+    auto paged =
+        argsInOrder ? dyn_cast<attn::PagedSdpaOp>(single) : nullptr;
     auto softmax = argsInOrder ? dyn_cast<attn::SoftmaxOp>(single) : nullptr;
     auto mha = argsInOrder ? dyn_cast<attn::MhaOp>(single) : nullptr;
     DimNames dims(func);
@@ -296,11 +340,13 @@ LogicalResult attn::describeEntries(
         return func.emitError()
                << "argument #" << i << " of @" << func.getName()
                << " must be a ranked tensor of f32, f16, "
-                  "bf16 or i1, found "
+                  "bf16, i1 or i32, found "
                << arg.getType();
       std::string name = "arg" + std::to_string(i);
       if (sdpa)
         name = sdpaOperandName(sdpa, arg);
+      else if (paged)
+        name = pagedOperandName(paged, arg);
       else if (softmax)
         name = "x";
       else if (mha)
@@ -323,7 +369,7 @@ LogicalResult attn::describeEntries(
                  << " that does not follow from the sizes of the arguments: "
                     "the caller could not allocate it";
       std::string name = "out" + std::to_string(i);
-      if (sdpa)
+      if (sdpa || paged)
         name = i == 0 ? "output" : "lse";
       else if (mha || softmax)
         name = "output";
@@ -331,12 +377,9 @@ LogicalResult attn::describeEntries(
       writeShape(result, t);
     }
     if (sdpa) {
-      auto [left, right] = sdpa.getWindowBounds();
-      os << "op sdpa scale=" << llvm::format("%.9g", sdpa.getEffectiveScale())
-         << " causal=" << attn::stringifyCausalKind(sdpa.getCausal())
-         << " window=" << left << "," << right << " softcap="
-         << (sdpa.getSoftcap() ? sdpa.getSoftcap()->convertToDouble() : 0.0)
-         << "\n";
+      writeAttentionRecord(os, "sdpa", sdpa);
+    } else if (paged) {
+      writeAttentionRecord(os, "paged_sdpa", paged);
     } else if (mha) {
       double scale =
           mha.getScale()

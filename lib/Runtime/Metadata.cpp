@@ -85,7 +85,7 @@ static bool parseNumber(const std::string &s, double &v) {
 }
 
 static bool parseDType(const std::string &s, DType &t) {
-  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::Bool})
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::Bool, DType::I32})
     if (s == dtypeName(d)) {
       t = d;
       return true;
@@ -185,7 +185,8 @@ static Error parseBuffer(std::istringstream &ls, const std::string &where,
 
 static Error parseOp(std::istringstream &ls, OpInfo &op) {
   ls >> op.kind;
-  if (op.kind != "sdpa" && op.kind != "mha" && op.kind != "softmax")
+  if (op.kind != "sdpa" && op.kind != "paged_sdpa" && op.kind != "mha" &&
+      op.kind != "softmax")
     return {"malformed metadata: unknown op '" + op.kind + "'"};
   return forEachField(ls, [&](const std::string &k, const std::string &v) {
     bool ok = true;
@@ -377,7 +378,7 @@ static const ArgInfo *named(const std::vector<ArgInfo> &args,
   return nullptr;
 }
 
-static bool isFloat(DType t) { return t != DType::Bool; }
+static bool isFloat(DType t) { return t != DType::Bool && t != DType::I32; }
 
 /// A mask of `m`'s shape broadcasts to `full` ([B, Hq, Tq, Tk]): what the
 /// reference's indexing assumes.
@@ -393,6 +394,21 @@ static Error checkMask(const ArgInfo &m, std::vector<int64_t> full,
     return {"mask " + std::string(dtypeName(m.dtype)) + " " +
             formatShape(m.shape) + " does not broadcast to " +
             formatShape(full)};
+  return {};
+}
+
+/// The outputs of an attention whose query is `q` and whose values have Dv
+/// columns: output [B, Hq, Tq, Dv] of q's dtype and an optional f32 lse.
+static Error checkAttentionOutputs(const EntryInfo &e, const ArgInfo &q,
+                                   int64_t Dv) {
+  int64_t B = q.shape[0], Hq = q.shape[1], Tq = q.shape[2];
+  const auto &out = e.outputs;
+  if (out.empty() || out.size() > 2 || out[0].dtype != q.dtype ||
+      out[0].shape != std::vector<int64_t>{B, Hq, Tq, Dv} ||
+      (out.size() == 2 && (out[1].dtype != DType::F32 ||
+                           out[1].shape != std::vector<int64_t>{B, Hq, Tq})))
+    return {"outputs must be output " + formatShape({B, Hq, Tq, Dv}) +
+            " and an optional f32 lse " + formatShape({B, Hq, Tq})};
   return {};
 }
 
@@ -426,14 +442,42 @@ static Error checkSdpa(const EntryInfo &e) {
       (alibi->dtype != DType::F32 || alibi->shape != std::vector<int64_t>{Hq}))
     return {"alibi " + std::string(dtypeName(alibi->dtype)) + " " +
             formatShape(alibi->shape) + " must be f32 " + formatShape({Hq})};
-  const auto &out = e.outputs;
-  if (out.empty() || out.size() > 2 || out[0].dtype != q.dtype ||
-      out[0].shape != std::vector<int64_t>{B, Hq, Tq, Dv} ||
-      (out.size() == 2 && (out[1].dtype != DType::F32 ||
-                           out[1].shape != std::vector<int64_t>{B, Hq, Tq})))
-    return {"outputs must be output " + formatShape({B, Hq, Tq, Dv}) +
-            " and an optional f32 lse " + formatShape({B, Hq, Tq})};
-  return {};
+  return checkAttentionOutputs(e, q, Dv);
+}
+
+/// attn.paged_sdpa: q [B, Hq, Tq, D], key_cache [NB, BS, Hkv, D],
+/// value_cache [NB, BS, Hkv, Dv], block_table [B, MB] i32, seq_lens [B]
+/// i32, optional alibi [Hq] f32.
+static Error checkPaged(const EntryInfo &e) {
+  const auto &in = e.inputs;
+  const char *names[] = {"q", "key_cache", "value_cache", "block_table",
+                         "seq_lens"};
+  bool ok = in.size() == 5 || (in.size() == 6 && in[5].name == "alibi");
+  for (size_t i = 0; ok && i < 5; ++i)
+    ok = in[i].name == names[i];
+  if (!ok)
+    return {"inputs must be q, key_cache, value_cache, block_table, seq_lens "
+            "and optional alibi slopes"};
+  const ArgInfo &q = in[0], &k = in[1], &v = in[2], &bt = in[3], &sl = in[4];
+  for (const ArgInfo *a : {&q, &k, &v})
+    if (a->shape.size() != 4 || a->dtype != q.dtype || !isFloat(a->dtype))
+      return {"q, key_cache and value_cache must be rank-4 tensors of one "
+              "float dtype"};
+  int64_t B = q.shape[0], Hq = q.shape[1], Hkv = k.shape[2];
+  if (v.shape[0] != k.shape[0] || v.shape[1] != k.shape[1] ||
+      v.shape[2] != Hkv || k.shape[3] != q.shape[3] || Hkv == 0 ||
+      Hq % Hkv != 0)
+    return {"q " + formatShape(q.shape) + ", key_cache " +
+            formatShape(k.shape) + " and value_cache " + formatShape(v.shape) +
+            " do not agree"};
+  if (bt.dtype != DType::I32 || bt.shape.size() != 2 || bt.shape[0] != B ||
+      sl.dtype != DType::I32 || sl.shape != std::vector<int64_t>{B})
+    return {"block_table must be i32 [B, MB] and seq_lens i32 [B] with B = " +
+            std::to_string(B)};
+  if (in.size() == 6 && (in[5].dtype != DType::F32 ||
+                         in[5].shape != std::vector<int64_t>{Hq}))
+    return {"alibi must be f32 " + formatShape({Hq})};
+  return checkAttentionOutputs(e, q, v.shape[3]);
 }
 
 static Error checkMha(const EntryInfo &e) {
@@ -504,6 +548,8 @@ static Error checkOp(const EntryInfo &e) {
     return {"window extents must be in [-1, 2^62]"};
   if (op.kind == "sdpa")
     return checkSdpa(e);
+  if (op.kind == "paged_sdpa")
+    return checkPaged(e);
   if (op.kind == "mha")
     return checkMha(e);
   if (e.inputs.size() != 1 || e.outputs.size() != 1 ||
@@ -732,14 +778,20 @@ static Error checkDynamic(const EntryInfo &e, const std::string &target) {
                 ", which no input has"};
   // An attention's head counts and head dimensions (and the weights of
   // attn.mha) are compiled in: only batch sizes and lengths are named.
-  bool sdpa = e.op.kind == "sdpa", mha = e.op.kind == "mha";
+  bool sdpa = e.op.kind == "sdpa", mha = e.op.kind == "mha",
+       paged = e.op.kind == "paged_sdpa";
   for (const ArgInfo &a : e.inputs) {
     std::vector<size_t> lengths; // the dimensions that may be named
     if (sdpa && (a.name == "q" || a.name == "k" || a.name == "v"))
       lengths = {0, 2};
     else if (mha && (a.name == "x" || a.name == "kv"))
       lengths = {0, 1};
-    else if (!(sdpa && a.name == "alibi") && !(mha && a.name != "mask"))
+    else if (paged && (a.name == "q" || a.name == "block_table"))
+      lengths = {0, a.name == "q" ? size_t(2) : size_t(1)};
+    else if (paged && a.name != "alibi")
+      lengths = {0}; // the caches' NB, seq_lens' B
+    else if (!((sdpa || paged) && a.name == "alibi") &&
+             !(mha && a.name != "mask"))
       continue; // masks broadcast (checkOp); other graphs: nothing known
     for (size_t d = 0; d < a.dimNames.size(); ++d)
       if (!a.dimNames[d].empty() &&

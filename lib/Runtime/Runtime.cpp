@@ -31,12 +31,14 @@ const char *attn::rt::dtypeName(DType t) {
     return "bf16";
   case DType::Bool:
     return "bool";
+  case DType::I32:
+    return "i32";
   }
   return "?";
 }
 
 size_t attn::rt::dtypeSize(DType t) {
-  return t == DType::F32 ? 4 : t == DType::Bool ? 1 : 2;
+  return t == DType::F32 || t == DType::I32 ? 4 : t == DType::Bool ? 1 : 2;
 }
 
 template <class T> T *attn::rt::TensorAllocator<T>::allocate(size_t n) {
@@ -150,6 +152,8 @@ static double roundTo(DType t, double v) {
     return bf16ToFloat(floatToBf16(static_cast<float>(v)));
   case DType::Bool:
     return v != 0;
+  case DType::I32:
+    return std::nearbyint(v);
   }
   return v;
 }
@@ -255,6 +259,11 @@ double Tensor::get(int64_t i) const {
   }
   case DType::Bool:
     return *p ? 1.0 : 0.0;
+  case DType::I32: {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
   }
   return 0;
 }
@@ -277,6 +286,15 @@ void Tensor::set(int64_t i, double v) {
   case DType::Bool:
     *p = v != 0;
     return;
+  case DType::I32: {
+    // Saturated: a double beyond int32 (or NaN) is no index.
+    int32_t x = std::isnan(v)   ? 0
+                : v >= 2147483647.0 ? INT32_MAX
+                : v <= -2147483648.0 ? INT32_MIN
+                                     : static_cast<int32_t>(v);
+    std::memcpy(p, &x, 4);
+    return;
+  }
   }
 }
 
@@ -296,6 +314,8 @@ static const char *npyDescr(DType t) {
     return "<V2";
   case DType::Bool:
     return "|b1";
+  case DType::I32:
+    return "<i4";
   }
   return "";
 }
@@ -310,9 +330,12 @@ static Error npyDType(const std::string &descr, DType &t) {
     t = DType::BF16;
   else if (descr == "|b1")
     t = DType::Bool;
+  else if (descr == "<i4" || descr == "=i4")
+    t = DType::I32;
   else
     return {"unsupported dtype '" + descr +
-            "' (expected little-endian float32, float16, bfloat16 or bool)"};
+            "' (expected little-endian float32, float16, bfloat16, bool or "
+            "int32)"};
   return {};
 }
 
@@ -670,6 +693,14 @@ Error Artifact::callBuffers(const EntryInfo &entry,
     return {"entry '" + entry.name + "' is called with arguments that are " +
             "not the artifact's entry at these sizes (instantiate() gives " +
             "them)"};
+  if (entry.op.kind == "paged_sdpa") {
+    const auto &in = entry.inputs; // q, key_cache, value_cache, tables
+    if (Error e = checkPagedTables(static_cast<const int32_t *>(data[3]),
+                                   static_cast<const int32_t *>(data[4]),
+                                   in[3].shape[0], in[3].shape[1],
+                                   in[1].shape[0], in[1].shape[1]))
+      return {"entry '" + entry.name + "': " + e.message};
+  }
   size_t index = own - entries_.data();
   std::vector<std::vector<int64_t>> descs;
   size_t k = 0;
@@ -828,6 +859,98 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
   return {};
 }
 
+Error attn::rt::checkPagedTables(const int32_t *blockTable,
+                                 const int32_t *seqLens, int64_t batch,
+                                 int64_t maxBlocks, int64_t numBlocks,
+                                 int64_t blockSize) {
+  int64_t capacity = maxBlocks * blockSize;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t len = seqLens[b];
+    if (len < 0 || len > capacity)
+      return {"seq_lens[" + std::to_string(b) + "] = " + std::to_string(len) +
+              " is outside [0, " + std::to_string(capacity) +
+              "] (the block table holds " + std::to_string(maxBlocks) +
+              " blocks of " + std::to_string(blockSize) + " keys)"};
+    for (int64_t m = 0; m < (len + blockSize - 1) / blockSize; ++m) {
+      int64_t id = blockTable[b * maxBlocks + m];
+      if (id < 0 || id >= numBlocks)
+        return {"block_table[" + std::to_string(b) + ", " + std::to_string(m) +
+                "] = " + std::to_string(id) + " is not a block of the cache [0, " +
+                std::to_string(numBlocks) + ")"};
+    }
+  }
+  return {};
+}
+
+/// attn.paged_sdpa: each sequence's keys and values gathered through the
+/// block table into a dense [1, Hkv, Tk_b, D] tensor, then the attn.sdpa
+/// reference on them.
+static Error pagedReference(const EntryInfo &e, const std::vector<Tensor> &in,
+                            std::vector<std::vector<double>> &out, bool lowp,
+                            std::vector<double> *scale) {
+  const Tensor &q = in[0], &kc = in[1], &vc = in[2], &bt = in[3], &sl = in[4];
+  int64_t B = q.shape[0], Hq = q.shape[1], Tq = q.shape[2], D = q.shape[3];
+  int64_t NB = kc.shape[0], BS = kc.shape[1], Hkv = kc.shape[2];
+  int64_t Dv = vc.shape[3], MB = bt.shape[1];
+  auto i32 = [](const Tensor &t) {
+    return reinterpret_cast<const int32_t *>(t.data.data());
+  };
+  if (Error err = checkPagedTables(i32(bt), i32(sl), B, MB, NB, BS))
+    return err;
+  size_t esz = dtypeSize(q.dtype);
+  out.assign(e.outputs.size(), {});
+  out[0].assign(B * Hq * Tq * Dv, 0.0);
+  if (out.size() > 1)
+    out[1].assign(B * Hq * Tq, 0.0);
+  if (scale)
+    scale->assign(B * Hq * Tq * Dv, 0.0);
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t Tk = i32(sl)[b];
+    auto tensor = [&](std::vector<int64_t> shape) {
+      Tensor t;
+      t.dtype = q.dtype;
+      t.shape = std::move(shape);
+      t.data.resize(t.numElements() * esz);
+      return t;
+    };
+    std::vector<Tensor> args{tensor({1, Hq, Tq, D}), tensor({1, Hkv, Tk, D}),
+                             tensor({1, Hkv, Tk, Dv})};
+    std::memcpy(args[0].data.data(), q.data.data() + b * Hq * Tq * D * esz,
+                Hq * Tq * D * esz);
+    for (int64_t h = 0; h < Hkv; ++h)
+      for (int64_t j = 0; j < Tk; ++j) {
+        int64_t row = i32(bt)[b * MB + j / BS] * BS + j % BS;
+        std::memcpy(args[1].data.data() + (h * Tk + j) * D * esz,
+                    kc.data.data() + (row * Hkv + h) * D * esz, D * esz);
+        std::memcpy(args[2].data.data() + (h * Tk + j) * Dv * esz,
+                    vc.data.data() + (row * Hkv + h) * Dv * esz, Dv * esz);
+      }
+    EntryInfo one;
+    one.op = e.op;
+    one.op.kind = "sdpa";
+    for (const char *n : {"q", "k", "v"})
+      one.inputs.push_back({n, q.dtype, {}, {}});
+    if (in.size() > 5) {
+      one.inputs.push_back({"alibi", DType::F32, in[5].shape, {}});
+      args.push_back(in[5]);
+    }
+    one.outputs = e.outputs;
+    std::vector<std::vector<double>> o;
+    std::vector<double> s;
+    if (Error err = sdpaReference(one, args, o, lowp, scale ? &s : nullptr))
+      return err;
+    std::copy(o[0].begin(), o[0].begin() + Hq * Tq * Dv,
+              out[0].begin() + b * Hq * Tq * Dv);
+    if (out.size() > 1)
+      std::copy(o[1].begin(), o[1].begin() + Hq * Tq,
+                out[1].begin() + b * Hq * Tq);
+    if (scale)
+      std::copy(s.begin(), s.begin() + Hq * Tq * Dv,
+                scale->begin() + b * Hq * Tq * Dv);
+  }
+  return {};
+}
+
 /// attn.mha: projections (rounded to the input type, as the op's results
 /// are), the SDPA reference on the heads, the head merge and the output
 /// projection, all accumulated in double.
@@ -878,10 +1001,10 @@ static Error mhaReference(const EntryInfo &e, const std::vector<Tensor> &in,
   sdpa.op = e.op;
   sdpa.op.kind = "sdpa";
   for (const char *n : {"q", "k", "v"})
-    sdpa.inputs.push_back({n, dt, {}});
+    sdpa.inputs.push_back({n, dt, {}, {}});
   if (mask)
-    sdpa.inputs.push_back({"mask", mask->dtype, mask->shape});
-  sdpa.outputs.push_back({"output", dt, {B, Hq, T, Dv}});
+    sdpa.inputs.push_back({"mask", mask->dtype, mask->shape, {}});
+  sdpa.outputs.push_back({"output", dt, {B, Hq, T, Dv}, {}});
   std::vector<std::vector<double>> attnOut;
   if (Error err = sdpaReference(sdpa, heads, attnOut, lowp))
     return err;
@@ -946,6 +1069,9 @@ Error attn::rt::reference(const EntryInfo &entry,
   if (entry.op.kind == "sdpa")
     return sdpaReference(entry, inputs, outputs, roundLikeDtype,
                          scales ? &(*scales)[0] : nullptr);
+  if (entry.op.kind == "paged_sdpa")
+    return pagedReference(entry, inputs, outputs, roundLikeDtype,
+                          scales ? &(*scales)[0] : nullptr);
   if (entry.op.kind == "softmax") {
     Error e = softmaxReference(entry, inputs, outputs, roundLikeDtype);
     if (scales && !e)
@@ -955,7 +1081,8 @@ Error attn::rt::reference(const EntryInfo &entry,
   if (entry.op.kind == "mha")
     return mhaReference(entry, inputs, outputs, roundLikeDtype);
   return {"entry '" + entry.name +
-          "' is not a single attn.sdpa, attn.mha or attn.softmax on its "
+          "' is not a single attn.sdpa, attn.paged_sdpa, attn.mha or "
+          "attn.softmax on its "
           "arguments; "
           "the runtime has no reference for it (use --check only on such "
           "graphs)"};
@@ -976,11 +1103,33 @@ InputGenerator::InputGenerator(uint64_t seed)
     : state_(std::make_unique<State>(seed)) {}
 InputGenerator::~InputGenerator() = default;
 
-Tensor InputGenerator::make(const ArgInfo &a, const OpInfo &op) {
+Tensor InputGenerator::make(const ArgInfo &a, const EntryInfo &entry) {
+  const OpInfo &op = entry.op;
   Tensor t;
   t.dtype = a.dtype;
   t.shape = a.shape;
   t.data.resize(t.numElements() * dtypeSize(t.dtype));
+  if (op.kind == "paged_sdpa" &&
+      (a.name == "seq_lens" || a.name == "block_table")) {
+    // key_cache [NB, BS, Hkv, D] and block_table [B, MB] (checkPaged).
+    int64_t NB = entry.inputs[1].shape[0], BS = entry.inputs[1].shape[1],
+            MB = entry.inputs[3].shape[1];
+    auto &rng = state_->rng;
+    if (a.name == "seq_lens") {
+      std::uniform_int_distribution<int64_t> len(std::min<int64_t>(1, MB * BS),
+                                                 MB * BS);
+      for (int64_t b = 0; b < t.numElements(); ++b)
+        t.set(b, b == 0 ? MB * BS : len(rng));
+      return t;
+    }
+    std::vector<int64_t> ids(std::max<int64_t>(NB, 1));
+    for (int64_t i = 0; i < NB; ++i)
+      ids[i] = i;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.set(i, ids[i % ids.size()]);
+    return t;
+  }
   // Layer weights are scaled by 1/sqrt(fan-in) (biases by 0.1) so that
   // activations stay unit-normal, as the tolerance rule assumes.
   double scale = 1.0;

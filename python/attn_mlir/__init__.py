@@ -13,8 +13,10 @@ runtime before they are loaded (see the README's Security section).
 from . import reference
 from ._tools import CacheError, ToolsNotFoundError, tools
 from .layers import MultiHeadAttention, softmax
+from .paged import KVCache, paged_attention
 from .planner import plan
 from .sdpa import scaled_dot_product_attention
 
-__all__ = ["scaled_dot_product_attention", "MultiHeadAttention", "softmax", "reference",
+__all__ = ["scaled_dot_product_attention", "paged_attention", "KVCache", "MultiHeadAttention",
+           "softmax", "reference",
            "plan", "tools", "ToolsNotFoundError", "CacheError"]

@@ -179,6 +179,11 @@ def _load_capi(path):
     lib.attn_rt_describe_artifact.restype = ctypes.c_int
     lib.attn_rt_source_hash.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     lib.attn_rt_source_hash.restype = ctypes.c_ulonglong
+    i32p = ctypes.POINTER(ctypes.c_int32)
+    lib.attn_rt_check_paged_tables.argtypes = [
+        i32p, i32p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+        ctypes.c_char_p, ctypes.c_size_t]
+    lib.attn_rt_check_paged_tables.restype = ctypes.c_int
     return lib
 
 
@@ -191,6 +196,21 @@ def _capi():
             f"{path} not found: it is built with the tools (`make` at the top of the "
             "repository); attn_mlir checks every artifact with it before loading it")
     return _load_capi(path)
+
+
+def check_paged_tables(block_table, seq_lens, num_blocks, block_size):
+    """The runtime's check of a paged attention's tables (C-contiguous
+    int32 [B, MB] and [B]; attn_rt_check_paged_tables, the function attn-run
+    calls): a ValueError naming the first entry that would read outside the
+    cache."""
+    i32p = ctypes.POINTER(ctypes.c_int32)
+    err = ctypes.create_string_buffer(512)
+    B, MB = block_table.shape
+    rc = _capi().attn_rt_check_paged_tables(
+        block_table.ctypes.data_as(i32p), seq_lens.ctypes.data_as(i32p), B, MB,
+        num_blocks, block_size, err, len(err))
+    if rc != 0:
+        raise ValueError(err.value.decode(errors="replace"))
 
 
 def source_hash(mlir):
@@ -308,7 +328,7 @@ class Artifact:
         return results
 
 
-_NPY_DESCR = {"f32": "<f4", "f16": "<f2", "bf16": "<V2", "bool": "|b1"}
+_NPY_DESCR = {"f32": "<f4", "f16": "<f2", "bf16": "<V2", "bool": "|b1", "i32": "<i4"}
 
 
 def save_npy(path, arr, dt):
@@ -358,7 +378,7 @@ class CudaArtifact:
 
 def _np_dtype(name):
     return {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16),
-            "bf16": BF16, "bool": np.dtype(np.bool_)}[name]
+            "bf16": BF16, "bool": np.dtype(np.bool_), "i32": np.dtype(np.int32)}[name]
 
 
 def _describe(path):

@@ -62,6 +62,33 @@ def sdpa(query, key, value, attn_mask=None, is_causal=False, scale=None,
     return (out, lse) if return_lse else out
 
 
+def paged_sdpa(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
+               is_causal=True, window=None, softcap=None, alibi_slopes=None,
+               return_lse=False):
+    """attn_mlir.paged_attention in float64: each sequence's keys and values
+    gathered through its block table, then sdpa with bottom-right causal
+    alignment."""
+    q = np.asarray(query, dtype=np.float64)
+    kc, vc = np.asarray(key_cache, np.float64), np.asarray(value_cache, np.float64)
+    bt, sl = np.asarray(block_table), np.asarray(seq_lens)
+    B, Hq, Tq, _ = q.shape
+    bs = kc.shape[1]
+    out = np.zeros((B, Hq, Tq, vc.shape[3]))
+    lse = np.full((B, Hq, Tq), -np.inf)
+    for b in range(B):
+        j = np.arange(int(sl[b]))
+        blk, row = bt[b][j // bs], j % bs
+        k = kc[blk, row].transpose(1, 0, 2)[None]  # [1, Hkv, Tk, D]
+        v = vc[blk, row].transpose(1, 0, 2)[None]
+        if len(j) == 0:
+            continue  # no key: output 0, LSE -inf
+        out[b], lse[b] = (x[0] for x in sdpa(
+            q[b:b + 1], k, v, is_causal=is_causal, scale=scale, enable_gqa=True,
+            causal_alignment="bottom_right", window=window, softcap=softcap,
+            alibi_slopes=alibi_slopes, return_lse=True))
+    return (out, lse) if return_lse else out
+
+
 def softmax(x, axis=-1, temperature=1.0):
     """Row softmax in float64; an all -inf row gives zeros."""
     x = np.asarray(x, dtype=np.float64) / check_number("temperature", temperature)

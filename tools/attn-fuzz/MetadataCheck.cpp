@@ -61,6 +61,8 @@ bool sameArg(const rt::ArgInfo &a, mlir::Type t) {
     return e.isBF16();
   case rt::DType::Bool:
     return e.isInteger(1);
+  case rt::DType::I32:
+    return e.isInteger(32);
   }
   return false;
 }

@@ -107,7 +107,7 @@ void checkReference(const EntryInfo &e, const std::string &what) {
   InputGenerator random(e.name.size());
   std::vector<Tensor> inputs;
   for (const ArgInfo &a : e.inputs)
-    inputs.push_back(random.make(a, e.op));
+    inputs.push_back(random.make(a, e));
   std::vector<std::vector<double>> ref;
   if (Error err = reference(e, inputs, ref))
     return;

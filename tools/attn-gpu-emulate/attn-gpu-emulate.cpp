@@ -198,7 +198,7 @@ static int emulateEntry(MLIRContext &context, ModuleOp module) {
   rt::InputGenerator random(seed);
   std::vector<rt::Tensor> inputs, outputs;
   for (const rt::ArgInfo &a : entry.inputs)
-    inputs.push_back(random.make(a, entry.op));
+    inputs.push_back(random.make(a, entry));
   for (const rt::ArgInfo &a : entry.outputs) {
     rt::Tensor t;
     t.dtype = a.dtype;

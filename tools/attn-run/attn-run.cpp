@@ -34,8 +34,13 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
 
   --entry NAME          entry point to run (default: the first one)
   --input NAME=FILE     read input NAME from a .npy file (f32, f16, bf16 as
-                        '<V2', bool); inputs not given are seeded random
-                        normal values (bool masks: 3 of 4 true)
+                        '<V2', bool, int32); inputs not given are seeded
+                        random normal values (bool masks: 3 of 4 true; a
+                        paged attention's block table: the cache blocks in
+                        a random order, its seq_lens: 1 to the table's
+                        capacity, the first full). A block table or
+                        seq_lens that would read outside the cache is an
+                        error before the call
   --dim NAME=N          the size of dynamic dimension NAME (see --list: an
                         entry of tensor<?x8x?x64xf32> arguments has named
                         dimensions such as B, Tq, Tk) for inputs not read
@@ -47,8 +52,9 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
                         when one cannot be written, none (new files are
                         created exclusively, then renamed into place)
   --check               compare with the fp64 reference (graphs of a single
-                        attn.sdpa, attn.mha or attn.softmax) and print the max abs error and
-                        the verdict; exit 1 when it fails
+                        attn.sdpa, attn.paged_sdpa, attn.mha or
+                        attn.softmax) and print the max abs error and the
+                        verdict; exit 1 when it fails
   --bench N             run N timed iterations after one warm-up; print the
                         median time, GFLOP/s and peak memory
   --device cpu|cuda[:N] where to run (default: the artifact's target). CUDA
@@ -398,12 +404,16 @@ static void listEntries(const Artifact &art) {
   for (const EntryInfo &e : art.entries()) {
     std::printf("entry %s%s\n", e.name.c_str(),
                 e.op.kind.empty() ? "" : (" (" + e.op.kind + ")").c_str());
-    for (const ArgInfo &a : e.inputs)
-      std::printf("  in  %-8s %-4s %s\n", a.name.c_str(), dtypeName(a.dtype),
-                  formatArgShape(a).c_str());
-    for (const ArgInfo &a : e.outputs)
-      std::printf("  out %-8s %-4s %s\n", a.name.c_str(), dtypeName(a.dtype),
-                  formatArgShape(a).c_str());
+    // Names in one column: at least 8 wide, wider for longer names.
+    int width = 8;
+    for (const auto *args : {&e.inputs, &e.outputs})
+      for (const ArgInfo &a : *args)
+        width = std::max(width, static_cast<int>(a.name.size()));
+    for (const auto &[dir, args] : {std::pair{"in ", &e.inputs},
+                                    std::pair{"out", &e.outputs}})
+      for (const ArgInfo &a : *args)
+        std::printf("  %s %-*s %-4s %s\n", dir, width, a.name.c_str(),
+                    dtypeName(a.dtype), formatArgShape(a).c_str());
     std::vector<std::string> names = e.dimNames();
     if (!names.empty()) {
       std::string list;
@@ -495,7 +505,7 @@ static Error makeBuffers(const Options &o, const EntryInfo &entry,
   InputGenerator random(o.seed);
   for (size_t i = 0; i < instance.inputs.size(); ++i)
     inputs.push_back(shapes[i] ? std::move(files[i])
-                               : random.make(instance.inputs[i], instance.op));
+                               : random.make(instance.inputs[i], instance));
   for (const ArgInfo &a : instance.outputs) {
     Tensor t;
     t.dtype = a.dtype;

@@ -10,6 +10,7 @@
 #define ATTN_MLIR_RUNTIME_CAPI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +49,18 @@ unsigned long long attn_rt_source_hash(const char *text, size_t size);
 /* attn_rt_describe_artifact without the description: ATTN_RT_OK or
  * ATTN_RT_INVALID with the message in `error` (truncated to fit). */
 int attn_rt_check_artifact(const char *path, char *error, size_t error_size);
+
+/* The runtime's check of a paged attention's tables before a call
+ * (attn.paged_sdpa): `block_table` [batch, max_blocks] and `seq_lens`
+ * [batch], dense int32. ATTN_RT_OK when 0 <= seq_lens[b] <= max_blocks *
+ * block_size and the ceil(seq_lens[b] / block_size) ids each sequence uses
+ * are in [0, num_blocks); else ATTN_RT_INVALID with the first offending
+ * entry named in `error` (truncated to fit). */
+int attn_rt_check_paged_tables(const int32_t *block_table,
+                               const int32_t *seq_lens, int64_t batch,
+                               int64_t max_blocks, int64_t num_blocks,
+                               int64_t block_size, char *error,
+                               size_t error_size);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,8 @@
 
 namespace attn::rt {
 
-enum class DType { F32, F16, BF16, Bool };
+/// I32: the block tables and sequence lengths of a paged attention.
+enum class DType { F32, F16, BF16, Bool, I32 };
 const char *dtypeName(DType t);
 size_t dtypeSize(DType t);
 
@@ -252,6 +253,14 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+/// What a paged attention's tables must hold before a call
+/// (attn.paged_sdpa): 0 <= seq_lens[b] <= MB·BS, and the
+/// ceil(seq_lens[b] / BS) block ids sequence b uses in [0, NB). The
+/// error names the first entry that is not.
+Error checkPagedTables(const int32_t *blockTable, const int32_t *seqLens,
+                       int64_t batch, int64_t maxBlocks, int64_t numBlocks,
+                       int64_t blockSize);
+
 /// fp64 reference of the entry's op on `inputs` (each output in double).
 /// With `scales`, also the magnitude each output element is made of
 /// (attn.sdpa's output: sum_j p_j |v_j|; softmax: the value), empty for
@@ -273,12 +282,16 @@ struct CheckResult {
 
 /// Seeded random inputs as attn-run makes them for arguments not read from
 /// files: normal values (attn.mha weights scaled by 1/sqrt(fan-in), biases
-/// by 0.1), boolean masks 3 of 4 true. One stream: arguments draw in order.
+/// by 0.1), boolean masks 3 of 4 true; a paged attention's seq_lens
+/// uniform in [1, MB·BS] with the first full, its block table the blocks
+/// of the cache in a random order (repeating when the table has more
+/// slots than the cache blocks). One stream: arguments draw in order.
 class InputGenerator {
 public:
   explicit InputGenerator(uint64_t seed);
   ~InputGenerator();
-  Tensor make(const ArgInfo &arg, const OpInfo &op);
+  /// Argument `arg` of `entry` (a static instance).
+  Tensor make(const ArgInfo &arg, const EntryInfo &entry);
 
 private:
   struct State;

@@ -201,3 +201,18 @@ func.func @online_step_packed(%q: tensor<8x64xf32>, %k: tensor<16x64xf32>,
       -> tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>
   return %a1 : tensor<8x64xf32>
 }
+
+// A paged attention: dynamic batch, cache blocks and table slots, ALiBi,
+// a window, softcap and the LSE.
+// CHECK-LABEL: func.func @paged_sdpa
+// CHECK: %{{.*}}, %{{.*}} = attn.paged_sdpa %{{.*}}, %{{.*}}, %{{.*}} tables(%{{.*}}, %{{.*}}) alibi(%{{.*}} : tensor<8xf32>) {causal = #attn.causal<bottom_right>, scale = 5.000000e-01 : f32, softcap = 3.000000e+01 : f32, window = array<i64: 64, 0>} : tensor<?x8x2x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x?xi32>, tensor<?xi32> -> tensor<?x8x2x32xbf16>, tensor<?x8x2xf32>
+func.func @paged_sdpa(%q: tensor<?x8x2x64xbf16>, %kc: tensor<?x16x2x64xbf16>,
+    %vc: tensor<?x16x2x32xbf16>, %bt: tensor<?x?xi32>, %sl: tensor<?xi32>,
+    %a: tensor<8xf32>) -> (tensor<?x8x2x32xbf16>, tensor<?x8x2xf32>) {
+  %o, %l = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl) alibi(%a : tensor<8xf32>)
+      {causal = #attn.causal<bottom_right>, window = array<i64: 64, 0>,
+       softcap = 30.0 : f32, scale = 0.5 : f32}
+      : tensor<?x8x2x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>,
+        tensor<?x?xi32>, tensor<?xi32> -> tensor<?x8x2x32xbf16>, tensor<?x8x2xf32>
+  return %o, %l : tensor<?x8x2x32xbf16>, tensor<?x8x2xf32>
+}

@@ -9,6 +9,7 @@ npy.py OUT --truncated [SHAPE]    a valid f32 header (default shape 4,4) with
                                   10 bytes of data
 npy.py OUT --fortran              a Fortran-ordered array
 npy.py OUT --tail-ones SHAPE N    f32 zeros but for the last N elements (1)
+npy.py OUT --ints SHAPE V1,V2,... an int32 ('<i4') array of those values
 """
 import struct
 import sys
@@ -35,6 +36,10 @@ def main():
         for d in shape:
             n *= d
         data = header("<f4", shape) + b"\0" * (4 * (n - ones)) + struct.pack("<f", 1.0) * ones
+    elif sys.argv[2] == "--ints":
+        shape = [int(s) for s in sys.argv[3].split(",")]
+        values = [int(v) for v in sys.argv[4].split(",")]
+        data = header("<i4", shape) + struct.pack("<%di" % len(values), *values)
     elif sys.argv[2] == "--fortran":
         data = header("<f4", [2, 2], fortran=True) + b"\0" * 16
     else:

@@ -222,20 +222,57 @@ static LogicalResult verifySameElementType(Operation *op, ShapedType qT,
          << vT.getElementType();
 }
 
+/// The output [B, Hq, Tq, Dv] (of the query's element type), the LSE
+/// [B, Hq, Tq] and the ALiBi slopes [Hq] of an attention whose query has
+/// shape `q` (attn.sdpa and attn.paged_sdpa).
+static LogicalResult verifyResultsAndSlopes(Operation *op, ArrayRef<int64_t> q,
+                                            int64_t dv, Value output,
+                                            Value lse, Value alibi) {
+  Type elt = cast<RankedTensorType>(op->getOperand(0).getType())
+                 .getElementType();
+  SmallVector<int64_t> outShape{q[0], q[1], q[2], dv};
+  auto oT = cast<RankedTensorType>(output.getType());
+  if (oT.getElementType() != elt)
+    return op->emitOpError("expected output element type ")
+           << elt << " (the query's), found " << oT.getElementType();
+  if (!shapesAgree(oT.getShape(), outShape))
+    return op->emitOpError("expected output shape [B, Hq, Tq, Dv] = ")
+           << formatShape(outShape) << ", found " << formatShape(oT.getShape());
+  if (lse) {
+    auto lT = cast<RankedTensorType>(lse.getType());
+    SmallVector<int64_t> lseShape{q[0], q[1], q[2]};
+    if (!shapesAgree(lT.getShape(), lseShape))
+      return op->emitOpError("expected LSE shape [B, Hq, Tq] = ")
+             << formatShape(lseShape) << ", found "
+             << formatShape(lT.getShape());
+  }
+  if (alibi) {
+    auto aT = cast<RankedTensorType>(alibi.getType());
+    if (aT.getRank() != 1 || !dimsAgree(aT.getDimSize(0), q[1]))
+      return op->emitOpError("expected ALiBi slopes of shape [Hq] = [")
+             << q[1] << "], found " << formatShape(aT.getShape());
+  }
+  return success();
+}
+
+/// Rank 4 for the 4-D operands of the attention ops; `layout` names the
+/// dimensions.
+static LogicalResult verifyRank4(Operation *op, RankedTensorType t,
+                                 StringRef name, StringRef layout) {
+  if (t.getRank() != 4)
+    return op->emitOpError("expected ")
+           << name << " to have rank 4 " << layout << ", found rank "
+           << t.getRank();
+  return success();
+}
+
 LogicalResult SdpaOp::verify() {
   auto qT = getQuery().getType(), kT = getKey().getType(),
        vT = getValue().getType();
-  auto checkRank = [&](RankedTensorType t, StringRef name,
-                       StringRef layout) -> LogicalResult {
-    if (t.getRank() != 4)
-      return emitOpError("expected ") << name << " to have rank 4 " << layout
-                                      << ", found rank " << t.getRank();
-    return success();
-  };
   if (failed(verifyKnownAttributes(*this)) ||
-      failed(checkRank(qT, "query", "[B, Hq, Tq, D]")) ||
-      failed(checkRank(kT, "key", "[B, Hkv, Tk, D]")) ||
-      failed(checkRank(vT, "value", "[B, Hkv, Tk, Dv]")) ||
+      failed(verifyRank4(*this, qT, "query", "[B, Hq, Tq, D]")) ||
+      failed(verifyRank4(*this, kT, "key", "[B, Hkv, Tk, D]")) ||
+      failed(verifyRank4(*this, vT, "value", "[B, Hkv, Tk, Dv]")) ||
       failed(verifyNonEmpty(*this, {{getQuery(), "query"},
                                     {getKey(), "key"},
                                     {getValue(), "value"},
@@ -268,32 +305,13 @@ LogicalResult SdpaOp::verify() {
     return emitOpError("expected key length Tk (")
            << k[2] << ") to equal value length (" << v[2] << ")";
 
-  SmallVector<int64_t> outShape{q[0], q[1], q[2], v[3]};
-  auto oT = getOutput().getType();
-  if (oT.getElementType() != elt)
-    return emitOpError("expected output element type ")
-           << elt << " (the query's), found " << oT.getElementType();
-  if (!shapesAgree(oT.getShape(), outShape))
-    return emitOpError("expected output shape [B, Hq, Tq, Dv] = ")
-           << formatShape(outShape) << ", found " << formatShape(oT.getShape());
-  if (Value lse = getLse()) {
-    auto lT = cast<RankedTensorType>(lse.getType());
-    SmallVector<int64_t> lseShape{q[0], q[1], q[2]};
-    if (!shapesAgree(lT.getShape(), lseShape))
-      return emitOpError("expected LSE shape [B, Hq, Tq] = ")
-             << formatShape(lseShape) << ", found "
-             << formatShape(lT.getShape());
-  }
+  if (failed(verifyResultsAndSlopes(*this, q, v[3], getOutput(), getLse(),
+                                    getAlibi())))
+    return failure();
   if (Value mask = getMask())
     if (failed(verifyMask(*this, cast<RankedTensorType>(mask.getType()), elt,
                           {q[0], q[1], q[2], k[2]}, "[B, Hq, Tq, Tk] =")))
       return failure();
-  if (Value alibi = getAlibi()) {
-    auto aT = cast<RankedTensorType>(alibi.getType());
-    if (aT.getRank() != 1 || !dimsAgree(aT.getDimSize(0), q[1]))
-      return emitOpError("expected ALiBi slopes of shape [Hq] = [")
-             << q[1] << "], found " << formatShape(aT.getShape());
-  }
   return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
 }
 
@@ -323,6 +341,76 @@ LogicalResult SdpaOp::canonicalize(SdpaOp op, PatternRewriter &rewriter) {
       op.setCausal(CausalKind::top_left);
   });
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PagedSdpaOp
+//===----------------------------------------------------------------------===//
+
+double PagedSdpaOp::getEffectiveScale() {
+  if (auto s = getScale())
+    return s->convertToDouble();
+  int64_t d = getQuery().getType().getDimSize(3);
+  return 1.0 / std::sqrt(static_cast<double>(d));
+}
+
+std::pair<int64_t, int64_t> PagedSdpaOp::getWindowBounds() {
+  return windowBounds(getWindow());
+}
+
+int64_t PagedSdpaOp::getGroupSize() {
+  return getQuery().getType().getDimSize(1) /
+         getKeyCache().getType().getDimSize(2);
+}
+
+LogicalResult PagedSdpaOp::verify() {
+  auto qT = getQuery().getType(), kT = getKeyCache().getType(),
+       vT = getValueCache().getType();
+  auto btT = getBlockTable().getType(), slT = getSeqLens().getType();
+  if (failed(verifyKnownAttributes(*this)) ||
+      failed(verifyRank4(*this, qT, "query", "[B, Hq, Tq, D]")) ||
+      failed(verifyRank4(*this, kT, "key cache", "[NB, BS, Hkv, D]")) ||
+      failed(verifyRank4(*this, vT, "value cache", "[NB, BS, Hkv, Dv]")) ||
+      failed(verifyNonEmpty(*this, {{getQuery(), "query"},
+                                    {getKeyCache(), "key cache"},
+                                    {getValueCache(), "value cache"},
+                                    {getBlockTable(), "block table"},
+                                    {getSeqLens(), "sequence lengths"},
+                                    {getAlibi(), "ALiBi slopes"},
+                                    {getOutput(), "output"},
+                                    {getLse(), "LSE"}})) ||
+      failed(verifySameElementType(*this, qT, kT, vT)))
+    return failure();
+  ArrayRef<int64_t> q = qT.getShape(), k = kT.getShape(), v = vT.getShape();
+  if (btT.getRank() != 2)
+    return emitOpError("expected block table to have rank 2 [B, MB], found "
+                       "rank ")
+           << btT.getRank();
+  if (slT.getRank() != 1)
+    return emitOpError("expected sequence lengths to have rank 1 [B], found "
+                       "rank ")
+           << slT.getRank();
+  if (!dimsAgree(btT.getDimSize(0), q[0]) || !dimsAgree(slT.getDimSize(0), q[0]))
+    return emitOpError("expected the block table ")
+           << formatShape(btT.getShape()) << " and sequence lengths "
+           << formatShape(slT.getShape()) << " to have the query batch B = "
+           << formatShape(q[0]);
+  for (int d = 0; d < 3; ++d)
+    if (!dimsAgree(k[d], v[d]))
+      return emitOpError("expected the key and value caches to agree in "
+                         "[NB, BS, Hkv], found ")
+             << formatShape(k) << " and " << formatShape(v);
+  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[2]) &&
+      q[1] % k[2] != 0)
+    return emitOpError("expected Hq (")
+           << q[1] << ") to be a multiple of Hkv (" << k[2] << ")";
+  if (!dimsAgree(q[3], k[3]))
+    return emitOpError("expected key cache head dim (")
+           << k[3] << ") to equal query head dim D (" << q[3] << ")";
+  if (failed(verifyResultsAndSlopes(*this, q, v[3], getOutput(), getLse(),
+                                    getAlibi())))
+    return failure();
+  return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
 }
 
 //===----------------------------------------------------------------------===//

@@ -60,36 +60,109 @@ namespace {
 // and a chunk's f32 sums of at most 16384 terms stay far from stalling.
 constexpr int64_t kChunkKeys = 16384;
 
-/// The facts of one attn.sdpa being tiled. The batch and the lengths may be
-/// dynamic (ShapedType::kDynamic): their sizes are then tensor.dim values.
+/// Where a paged attention's keys are (attn.paged_sdpa): key j of batch
+/// element b is row j mod BS of cache block block_table[b, j floordiv BS].
+struct PagedKeys {
+  Value blockTable, seqLens;
+  int64_t blockSize = 0;
+  /// NB, and the most keys a sequence has (MB · BS, or 0 when NB is 0:
+  /// no block to read).
+  OpFoldResult numBlocks, keyCapacity;
+};
+
+/// The facts of one attention being tiled (attn.sdpa or
+/// attn.paged_sdpa). The batch and the lengths may be dynamic
+/// (ShapedType::kDynamic): their sizes are then tensor.dim values. A paged
+/// attention's key length is per batch element (QueryTile::keyLength); its
+/// `keyLength` here is the capacity, a bound for every element.
 struct SdpaTiling {
-  mutable SdpaOp op; // Op accessors are not const.
+  Location loc;
   Type elt;
   int64_t batch, hq, tq, d, tk, dv, group, bq, bk;
   OpFoldResult batchSize, queryLength, keyLength;
   AttentionSpec spec;
+  Value query, key, value, mask, alibi;
+  bool withLse;
+  CausalKindAttr causal;
+  DenseI64ArrayAttr window;
+  FloatAttr softcap;
+  std::optional<PagedKeys> paged;
   bool chunkLongKeys = true, splitPartialBlocks = true;
 
   SdpaTiling(OpBuilder &b, SdpaOp op, int64_t qBlock, int64_t kvBlock)
-      : op(op), elt(op.getQuery().getType().getElementType()),
-        spec(AttentionSpec::get(op)) {
-    ArrayRef<int64_t> qShape = op.getQuery().getType().getShape();
+      : loc(op.getLoc()), spec(AttentionSpec::get(op)) {
+    setOperands(op);
+    tk = op.getKey().getType().getDimSize(2);
+    dv = op.getValue().getType().getDimSize(3);
+    group = op.getGroupSize();
+    keyLength = size(b, op.getKey(), 2);
+    init(b, qBlock, kvBlock);
+  }
+  SdpaTiling(OpBuilder &b, PagedSdpaOp op, int64_t qBlock, int64_t kvBlock)
+      : loc(op.getLoc()), spec(AttentionSpec::get(op)) {
+    setOperands(op);
+    ArrayRef<int64_t> cache = op.getKeyCache().getType().getShape();
+    dv = op.getValueCache().getType().getDimSize(3);
+    group = op.getGroupSize();
+    PagedKeys p{op.getBlockTable(), op.getSeqLens(), cache[1], {}, {}};
+    p.numBlocks = size(b, op.getKeyCache(), 0);
+    LinalgBuilder bld{b, loc, b.getContext()};
+    int64_t mb = op.getBlockTable().getType().getDimSize(1);
+    tk = ShapedType::isDynamic(mb) || ShapedType::isDynamic(cache[0])
+             ? ShapedType::kDynamic
+             : (cache[0] ? mb * cache[1] : 0);
+    if (!ShapedType::isDynamic(tk)) {
+      p.keyCapacity = b.getIndexAttr(tk);
+    } else {
+      Value cap = arith::MulIOp::create(
+          b, loc, bld.val(size(b, op.getBlockTable(), 1)), bld.idx(cache[1]));
+      Value none = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         bld.val(p.numBlocks), bld.idx(0));
+      p.keyCapacity =
+          arith::SelectOp::create(b, loc, none, bld.idx(0), cap).getResult();
+    }
+    keyLength = p.keyCapacity;
+    paged = p;
+    // Key blocks never straddle a cache block.
+    init(b, qBlock, std::gcd(kvBlock, cache[1]));
+    // The per-element lengths are not this one.
+    tk = ShapedType::kDynamic;
+    spec.keyLength = ShapedType::kDynamic;
+    spec.keyLengthValue = Value();
+  }
+  static OpFoldResult size(OpBuilder &b, Value v, int64_t dim) {
+    int64_t n = cast<RankedTensorType>(v.getType()).getDimSize(dim);
+    if (!ShapedType::isDynamic(n))
+      return b.getIndexAttr(n);
+    return tensor::DimOp::create(b, v.getLoc(), v, dim).getResult();
+  }
+  /// The operands and attributes both ops share.
+  template <typename OpTy> void setOperands(OpTy op) {
+    query = op.getQuery();
+    elt = op.getQuery().getType().getElementType();
+    mask = op.getMask();
+    alibi = op.getAlibi();
+    withLse = static_cast<bool>(op.getLse());
+    causal = op.getCausalAttr();
+    window = op.getWindowAttr();
+    softcap = op.getSoftcapAttr();
+    if constexpr (std::is_same_v<OpTy, SdpaOp>) {
+      key = op.getKey();
+      value = op.getValue();
+    } else {
+      key = op.getKeyCache();
+      value = op.getValueCache();
+    }
+  }
+  /// The query's sizes and the block sizes (after tk is set).
+  void init(OpBuilder &b, int64_t qBlock, int64_t kvBlock) {
+    ArrayRef<int64_t> qShape = cast<RankedTensorType>(query.getType()).getShape();
     batch = qShape[0];
     hq = qShape[1];
     tq = qShape[2];
     d = qShape[3];
-    tk = op.getKey().getType().getDimSize(2);
-    dv = op.getValue().getType().getDimSize(3);
-    group = op.getGroupSize();
-    auto size = [&](Value v, int64_t dim) -> OpFoldResult {
-      int64_t n = cast<RankedTensorType>(v.getType()).getDimSize(dim);
-      if (!ShapedType::isDynamic(n))
-        return b.getIndexAttr(n);
-      return tensor::DimOp::create(b, op.getLoc(), v, dim).getResult();
-    };
-    batchSize = size(op.getQuery(), 0);
-    queryLength = size(op.getQuery(), 2);
-    keyLength = size(op.getKey(), 2);
+    batchSize = size(b, query, 0);
+    queryLength = size(b, query, 2);
     spec.queryLengthValue = dyn_cast<Value>(queryLength);
     spec.keyLengthValue = dyn_cast<Value>(keyLength);
     // Blocks no longer than a static length; any length may be shorter
@@ -100,10 +173,20 @@ struct SdpaTiling {
              ? kvBlock
              : std::max<int64_t>(1, std::min(kvBlock, tk));
   }
-  KeyVisibility visibility() const { return KeyVisibility(spec); }
+  /// Causal or a window: some key is invisible to some row.
+  bool bounded() const { return KeyVisibility(spec).bounded(); }
+  /// The spec of one tile: a paged attention's own key length.
+  AttentionSpec tileSpec(Value keyLen) const {
+    AttentionSpec s = spec;
+    if (paged) {
+      s.keyLength = ShapedType::kDynamic;
+      s.keyLengthValue = keyLen;
+    }
+    return s;
+  }
   /// Every key block has bk keys: no bound cuts one short.
   bool staticKeyBlocks() const {
-    return !visibility().bounded() && !ShapedType::isDynamic(tk) &&
+    return !bounded() && !ShapedType::isDynamic(tk) &&
            tk % bk == 0;
   }
   /// Every query block has bq rows.
@@ -126,6 +209,7 @@ struct SdpaTiling {
 /// heads·qs rows, head-major, when heads > 1: the decode schedule).
 struct QueryTile {
   Value b, h, kvh, q0, qLast;
+  Value keyLength; ///< Tk of batch element b (index)
   OpFoldResult qs;
   int64_t heads = 1;
   Value query; ///< Q[b, h:h+heads, q0:q0+qs, :] as [heads·qs, D]
@@ -152,6 +236,24 @@ static Value sliceMask(LinalgBuilder &in, const QueryTile &qt, Value kb,
                                         strides);
 }
 
+/// The cache block of key kb of the tile's batch element:
+/// block_table[b, kb floordiv BS], clamped to [0, NB) (the runtime checks
+/// the table before a call; a direct caller's bad id still reads inside
+/// the cache).
+static Value pagedBlock(LinalgBuilder &in, const PagedKeys &p,
+                        const QueryTile &qt, Value kb) {
+  OpBuilder &b = in.b;
+  Value slot = arith::DivUIOp::create(b, in.loc, kb, in.idx(p.blockSize));
+  Value id = arith::IndexCastOp::create(
+      b, in.loc, b.getIndexType(),
+      tensor::ExtractOp::create(b, in.loc, p.blockTable,
+                                ValueRange{qt.b, slot}));
+  Value last = arith::SubIOp::create(b, in.loc, in.val(p.numBlocks),
+                                     in.idx(1));
+  return arith::MaxSIOp::create(
+      b, in.loc, in.idx(0), arith::MinSIOp::create(b, in.loc, id, last));
+}
+
 /// One key block [kb, kb + ks): the K, V and mask tiles and one
 /// attn.online_step. Yields the new (m, l, acc).
 static void buildKeyStep(OpBuilder &nb, Location nl, const SdpaTiling &t,
@@ -159,24 +261,30 @@ static void buildKeyStep(OpBuilder &nb, Location nl, const SdpaTiling &t,
                          ValueRange iter) {
   LinalgBuilder in{nb, nl, nb.getContext()};
   OpFoldResult zeroA = nb.getIndexAttr(0), oneA = nb.getIndexAttr(1);
+  // K[b, kvh, kb:kb+ks, :], or rows off:off+ks of the block's page
+  // key_cache[page, :, kvh, :].
+  SmallVector<OpFoldResult> offs{qt.b, qt.kvh, kb, zeroA},
+      sizes{oneA, oneA, ks, oneA};
+  if (t.paged) {
+    Value page = pagedBlock(in, *t.paged, qt, kb);
+    Value off = arith::RemUIOp::create(nb, nl, kb, in.idx(t.paged->blockSize));
+    offs = {page, off, qt.kvh, zeroA};
+    sizes = {oneA, ks, oneA, oneA};
+  }
   auto slice = [&](Value src, int64_t width) {
-    OpFoldResult w = nb.getIndexAttr(width);
+    sizes[3] = nb.getIndexAttr(width);
     return tensor::ExtractSliceOp::create(
-        nb, nl, in.type({ks, w}, t.elt), src,
-        ArrayRef<OpFoldResult>{qt.b, qt.kvh, kb, zeroA},
-        ArrayRef<OpFoldResult>{oneA, oneA, ks, w},
+        nb, nl, in.type({ks, sizes[3]}, t.elt), src, offs, sizes,
         ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
   };
-  Value mask =
-      t.op.getMask() ? sliceMask(in, qt, kb, ks, t.op.getMask()) : Value();
+  Value mask = t.mask ? sliceMask(in, qt, kb, ks, t.mask) : Value();
   auto step = OnlineStepOp::create(
       nb, nl,
       TypeRange{iter[0].getType(), iter[1].getType(), iter[2].getType()},
-      qt.query, slice(t.op.getKey(), t.d), slice(t.op.getValue(), t.dv), mask,
-      qt.slope, iter[0], iter[1], iter[2], qt.q0, kb, in.val(t.queryLength),
-      in.val(t.keyLength), nb.getF32FloatAttr(t.spec.scale),
-      t.op.getCausalAttr(), t.op.getWindowAttr(), t.op.getSoftcapAttr(),
-      nb.getI64IntegerAttr(qt.heads));
+      qt.query, slice(t.key, t.d), slice(t.value, t.dv), mask, qt.slope,
+      iter[0], iter[1], iter[2], qt.q0, kb, in.val(t.queryLength),
+      qt.keyLength, nb.getF32FloatAttr(t.spec.scale), t.causal, t.window,
+      t.softcap, nb.getI64IntegerAttr(qt.heads));
   scf::YieldOp::create(nb, nl, step.getResults());
 }
 
@@ -271,26 +379,50 @@ static QueryTile sliceQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
                      .getResult();
   qt.qLast = arith::SubIOp::create(
       rb, loc, arith::AddIOp::create(rb, loc, q0, bld.val(qs)), bld.idx(1));
+  qt.keyLength = bld.val(t.keyLength);
+  if (t.paged) {
+    // seq_lens[b] within [0, capacity].
+    Value len = arith::IndexCastOp::create(
+        rb, loc, rb.getIndexType(),
+        tensor::ExtractOp::create(rb, loc, t.paged->seqLens, ValueRange{b}));
+    qt.keyLength = arith::MaxSIOp::create(
+        rb, loc, bld.idx(0), arith::MinSIOp::create(rb, loc, len, qt.keyLength));
+  }
   OpFoldResult zeroA = rb.getIndexAttr(0), oneA = rb.getIndexAttr(1),
                dA = rb.getIndexAttr(t.d), hA = rb.getIndexAttr(heads);
   SmallVector<OpFoldResult> strides(4, oneA);
   if (heads == 1) {
     qt.query = tensor::ExtractSliceOp::create(
-        rb, loc, bld.type({qs, dA}, t.elt), t.op.getQuery(),
+        rb, loc, bld.type({qs, dA}, t.elt), t.query,
         ArrayRef<OpFoldResult>{b, h, q0, zeroA},
         ArrayRef<OpFoldResult>{oneA, oneA, qs, dA}, strides);
   } else {
     // [heads, qs, D] collapsed to rows (head, position).
     Value slice = tensor::ExtractSliceOp::create(
-        rb, loc, bld.type({hA, qs, dA}, t.elt), t.op.getQuery(),
+        rb, loc, bld.type({hA, qs, dA}, t.elt), t.query,
         ArrayRef<OpFoldResult>{b, h, q0, zeroA},
         ArrayRef<OpFoldResult>{oneA, hA, qs, dA}, strides);
     qt.query = tensor::CollapseShapeOp::create(
         rb, loc, slice, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
   }
-  if (Value alibi = t.op.getAlibi())
+  if (Value alibi = t.alibi)
     qt.slope = tensor::ExtractOp::create(rb, loc, alibi, ValueRange{h});
   return qt;
+}
+
+/// [lo, hi): the keys some row of the tile sees. A paged tile's lo is
+/// aligned down to its key block, so that no block straddles a cache
+/// block (the step masks the keys below the true lo).
+static std::pair<Value, Value> tileKeyRange(LinalgBuilder &bld,
+                                            const SdpaTiling &t,
+                                            const QueryTile &qt) {
+  auto [lo, hi] = KeyVisibility(t.tileSpec(qt.keyLength))
+                      .keyRange(bld.b, bld.loc, qt.q0, qt.qLast);
+  if (t.paged && t.bounded())
+    lo = arith::SubIOp::create(
+        bld.b, bld.loc, lo,
+        arith::RemUIOp::create(bld.b, bld.loc, lo, bld.idx(t.bk)));
+  return {lo, hi};
 }
 
 /// The rows of the tile: heads·qs.
@@ -353,7 +485,7 @@ static void finishInto(LinalgBuilder &bld, const SdpaTiling &t,
   OpBuilder &rb = bld.b;
   OpFoldResult rows = tileRows(bld, qt), dvA = rb.getIndexAttr(t.dv);
   SmallVector<Type> resultTypes{bld.type({rows, dvA}, t.elt)};
-  if (t.op.getLse())
+  if (t.withLse)
     resultTypes.push_back(bld.type({rows}, rb.getF32Type()));
   auto finish =
       OnlineFinishOp::create(rb, bld.loc, resultTypes, state[0], state[1],
@@ -382,7 +514,7 @@ static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
              arith::SubIOp::create(b, bld.loc, bld.val(t.queryLength), q0))
              .getResult();
   QueryTile qt = sliceQueryTile(bld, t, ivs[0], ivs[1], q0, qs, 1);
-  auto [lo, hi] = t.visibility().keyRange(b, bld.loc, qt.q0, qt.qLast);
+  auto [lo, hi] = tileKeyRange(bld, t, qt);
   scf::ForOp loop = buildKeyLoop(bld, t, qt, lo, hi);
   finishInto(bld, t, qt, loop.getResults(), forall);
 }
@@ -390,7 +522,7 @@ static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
 /// One scf.forall over (b, h, q-block) of `blocks`, into `outs`.
 static scf::ForallOp buildForall(RewriterBase &rewriter, const SdpaTiling &t,
                                  const QueryBlocks &blocks, ValueRange outs) {
-  Location loc = t.op.getLoc();
+  Location loc = t.loc;
   LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
   SmallVector<OpFoldResult> ubs{t.batchSize, rewriter.getIndexAttr(t.hq),
                                 blocks.count};
@@ -419,9 +551,9 @@ constexpr int64_t kMinSplitKeys = 512;
 /// heads differ in something but their query (ALiBi slopes, a per-head
 /// mask, a per-row mask of several rows).
 static int64_t packedHeads(const SdpaTiling &t, int64_t rows) {
-  if (t.group == 1 || t.op.getAlibi())
+  if (t.group == 1 || t.alibi)
     return 1;
-  if (Value mask = t.op.getMask()) {
+  if (Value mask = t.mask) {
     ArrayRef<int64_t> shape =
         cast<RankedTensorType>(mask.getType()).getShape();
     for (unsigned k = 0; k < shape.size(); ++k) {
@@ -599,7 +731,7 @@ static std::pair<Value, Value> splitRange(LinalgBuilder &bld,
 static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
                                  int64_t rows, ValueRange outs,
                                  int64_t forcedSplits) {
-  Location loc = t.op.getLoc();
+  Location loc = t.loc;
   LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
   int64_t heads = packedHeads(t, rows), groups = t.hq / heads;
   OpFoldResult one = rewriter.getIndexAttr(1),
@@ -622,7 +754,7 @@ static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
     scf::ForallOp whole = forall(one, outs);
     rewriter.setInsertionPointToStart(whole.getBody());
     QueryTile qt = decodeTile(bld, t, whole, rows, heads, true);
-    auto [lo, hi] = t.visibility().keyRange(rewriter, loc, qt.q0, qt.qLast);
+    auto [lo, hi] = tileKeyRange(bld, t, qt);
     finishInto(bld, t, qt, buildKeyLoop(bld, t, qt, lo, hi).getResults(),
                whole);
     return {{whole}, {}};
@@ -639,7 +771,7 @@ static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
     OpBuilder::InsertionGuard inner(rewriter);
     rewriter.setInsertionPointToStart(split.getBody());
     QueryTile qt = decodeTile(bld, t, split, rows, heads, true);
-    auto [lo, hi] = t.visibility().keyRange(rewriter, loc, qt.q0, qt.qLast);
+    auto [lo, hi] = tileKeyRange(bld, t, qt);
     auto [first, last] = splitRange(bld, t, lo, hi, split.getInductionVars()[2],
                                     bld.val(splits));
     // Chosen splits hold at most kChunkKeys keys; forced ones may not.
@@ -666,7 +798,8 @@ static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
 /// one; for a Tq known only at run time, those under an scf.if whose other
 /// branch runs a decode step (Tq = 1) on the decode nest (one-row tiles
 /// without `decode`).
-static TiledSdpa buildLoopNest(RewriterBase &rewriter, SdpaOp op,
+template <typename OpTy>
+static TiledSdpa buildLoopNest(RewriterBase &rewriter, OpTy op,
                                const TileOptions &o) {
   SdpaTiling t(rewriter, op, o.qBlock, o.kvBlock);
   t.chunkLongKeys = o.chunkLongKeys;
@@ -745,11 +878,12 @@ static TiledSdpa buildLoopNest(RewriterBase &rewriter, SdpaOp op,
   return tiled;
 }
 
-struct TileSdpa : OpRewritePattern<SdpaOp> {
+/// attn.sdpa or attn.paged_sdpa to the loop nest.
+template <typename OpTy> struct TileSdpa : OpRewritePattern<OpTy> {
   TileSdpa(MLIRContext *ctx, const TileOptions &options)
-      : OpRewritePattern(ctx), options(options) {}
+      : OpRewritePattern<OpTy>(ctx), options(options) {}
 
-  LogicalResult matchAndRewrite(SdpaOp op,
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     if (!onlyLengthsDynamic(op))
       return rewriter.notifyMatchFailure(op, "dynamic head count or dim");
@@ -789,7 +923,9 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
           << static_cast<int64_t>(kvSplits);
       return signalPassFailure();
     }
-    if (failed(checkOnlyLengthsDynamic<SdpaOp>(getOperation(), "attn-tile")))
+    if (failed(checkOnlyLengthsDynamic<SdpaOp>(getOperation(), "attn-tile")) ||
+        failed(checkOnlyLengthsDynamic<PagedSdpaOp>(getOperation(),
+                                                    "attn-tile")))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     TileOptions options;
@@ -806,15 +942,27 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
 
 } // namespace
 
+static bool validOptions(const TileOptions &options) {
+  return options.qBlock >= 1 && options.kvBlock >= 1 &&
+         options.kvSplits >= 0 && options.kvSplits <= kMaxKvSplits;
+}
+
 FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter, SdpaOp op,
                                     const TileOptions &options) {
-  if (!onlyLengthsDynamic(op) || options.qBlock < 1 || options.kvBlock < 1 ||
-      options.kvSplits < 0 || options.kvSplits > kMaxKvSplits)
+  if (!onlyLengthsDynamic(op) || !validOptions(options))
+    return failure();
+  return buildLoopNest(rewriter, op, options);
+}
+
+FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter, PagedSdpaOp op,
+                                    const TileOptions &options) {
+  if (!onlyLengthsDynamic(op) || !validOptions(options))
     return failure();
   return buildLoopNest(rewriter, op, options);
 }
 
 void attn::populateTilePatterns(RewritePatternSet &patterns,
                                 const TileOptions &options) {
-  patterns.add<TileSdpa>(patterns.getContext(), options);
+  patterns.add<TileSdpa<SdpaOp>, TileSdpa<PagedSdpaOp>>(patterns.getContext(),
+                                                        options);
 }

@@ -97,6 +97,11 @@ bool attn::onlyLengthsDynamic(Operation *op) {
            staticShape(sdpa.getAlibi()) &&
            (maskRank < 3 || staticDims(mask, {maskRank - 3}));
   }
+  if (auto paged = dyn_cast<PagedSdpaOp>(op))
+    return staticDims(paged.getQuery(), {1, 3}) &&
+           staticDims(paged.getKeyCache(), {1, 2, 3}) &&
+           staticDims(paged.getValueCache(), {1, 2, 3}) &&
+           staticShape(paged.getAlibi());
   auto mha = cast<MhaOp>(op);
   for (Value w : {mha.getWq(), mha.getWk(), mha.getWv(), mha.getWo(),
                   mha.getBq(), mha.getBk(), mha.getBv(), mha.getBo()})
@@ -235,6 +240,12 @@ AttentionSpec AttentionSpec::get(SdpaOp op) {
   return specOf(
       op, op.getEffectiveScale(), op.getQuery().getType().getDimSize(2),
       op.getKey().getType().getDimSize(2), static_cast<bool>(op.getAlibi()));
+}
+
+AttentionSpec AttentionSpec::get(PagedSdpaOp op) {
+  return specOf(op, op.getEffectiveScale(),
+                op.getQuery().getType().getDimSize(2), ShapedType::kDynamic,
+                static_cast<bool>(op.getAlibi()));
 }
 
 AttentionSpec AttentionSpec::get(OnlineStepOp op) {

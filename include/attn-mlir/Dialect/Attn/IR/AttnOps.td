@@ -119,6 +119,83 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
 }
 
 //===----------------------------------------------------------------------===//
+// attn.paged_sdpa
+//===----------------------------------------------------------------------===//
+
+def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure]> {
+  let summary = "scaled dot-product attention over a paged KV cache "
+                "(vLLM's layout)";
+  let description = [{
+    `attn.sdpa` with the keys and values of each sequence stored in fixed-size
+    blocks of a shared cache, as vLLM and FlashInfer keep a serving KV cache:
+    sequence `b` has `Tk_b = seq_lens[b]` keys, and its key `j` is
+
+    ```
+    K_b[g, j, :] = key_cache[block_table[b, j floordiv BS], j mod BS, g, :]
+    ```
+
+    (values likewise). Shapes: query `[B, Hq, Tq, D]`, `key_cache
+    [NB, BS, Hkv, D]`, `value_cache [NB, BS, Hkv, Dv]`, `block_table
+    [B, MB]` i32, `seq_lens [B]` i32, output `[B, Hq, Tq, Dv]`, optional LSE
+    `[B, Hq, Tq]` in f32. Every other part means what it means on
+    `attn.sdpa` with `Tk = Tk_b` for batch element `b`: `scale` (default
+    `1/sqrt(D)`), `causal` (`bottom_right` for queries that are the last `Tq`
+    tokens of their sequence: decode, speculative decoding, chunked prefill),
+    `window`, `softcap`, `alibi` slopes, GQA/MQA through `Hq / Hkv`. There is
+    no mask operand. The block size `BS`, the head counts and head dims are
+    static for the tiled lowerings; `B`, `Tq`, `NB` and `MB` may be dynamic.
+
+    Run-time contract: `0 <= seq_lens[b] <= MB * BS`, and the
+    `ceil(seq_lens[b] / BS)` block ids a sequence uses are in `[0, NB)`
+    (entries past them are never read). The runtime checks both before a
+    call; the compiled code also clamps lengths and ids, so a bad table
+    never reads outside the caches.
+
+    ```mlir
+    %o = attn.paged_sdpa %q, %kc, %vc tables(%bt, %lens)
+        {causal = #attn.causal<bottom_right>}
+        : tensor<?x32x1x128xbf16>, tensor<?x16x8x128xbf16>,
+          tensor<?x16x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>
+        -> tensor<?x32x1x128xbf16>
+    ```
+  }];
+
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key_cache,
+      Attn_FloatTensor:$value_cache, RankedTensorOf<[I32]>:$block_table,
+      RankedTensorOf<[I32]>:$seq_lens,
+      Optional<RankedTensorOf<[F32]>>:$alibi,
+      OptionalAttr<F32Attr>:$scale,
+      DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
+      OptionalAttr<DenseI64ArrayAttr>:$window,
+      OptionalAttr<F32Attr>:$softcap);
+  let results = (outs Attn_FloatTensor:$output,
+      Optional<RankedTensorOf<[F32]>>:$lse);
+
+  let assemblyFormat = [{
+    $query `,` $key_cache `,` $value_cache
+    `tables` `(` $block_table `,` $seq_lens `)`
+    (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    attr-dict `:` type($query) `,` type($key_cache) `,` type($value_cache)
+    `,` type($block_table) `,` type($seq_lens) `->` type(results)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The scale applied to Q·Kᵀ: the `scale` attribute or 1/sqrt(D).
+    double getEffectiveScale();
+    /// Left and right window extents, -1 when unbounded (or no window).
+    std::pair<int64_t, int64_t> getWindowBounds();
+    /// Number of query heads sharing one key/value head (Hq / Hkv).
+    int64_t getGroupSize();
+    /// BS: the keys of one cache block.
+    int64_t getBlockSize() { return getKeyCache().getType().getDimSize(1); }
+    /// No mask operand (the accessor the shared attention code reads).
+    ::mlir::Value getMask() { return {}; }
+  }];
+
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // attn.mha
 //===----------------------------------------------------------------------===//
 

@@ -45,6 +45,8 @@ struct AttentionSpec {
   bool hasMask = false, floatMask = false, hasAlibi = false;
 
   static AttentionSpec get(SdpaOp op);
+  /// With keyLength dynamic and no value: the length is per batch element.
+  static AttentionSpec get(PagedSdpaOp op);
   static AttentionSpec get(OnlineStepOp op);
 };
 

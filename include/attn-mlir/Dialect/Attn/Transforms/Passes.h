@@ -89,6 +89,11 @@ struct TiledSdpa {
 /// below 1 or kv-splits outside [0, kMaxKvSplits].
 FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, SdpaOp op,
                               const TileOptions &options);
+/// The same nest over a paged KV cache: key blocks of gcd(kv-block, BS)
+/// keys, each read from its cache block through the block table, and each
+/// batch element's key length from seq_lens.
+FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, PagedSdpaOp op,
+                              const TileOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"

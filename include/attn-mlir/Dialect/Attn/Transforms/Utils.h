@@ -30,10 +30,11 @@ Value createFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 /// True when every operand and result of `op` has a static shape.
 bool hasStaticShapes(Operation *op);
 
-/// Whether the only dynamic dimensions of `op` (attn.sdpa or attn.mha) are
-/// batch sizes and sequence lengths: head counts, head dimensions, weights
-/// and ALiBi slopes choose the kernel and must be static, and so must a
-/// mask's head dimension.
+/// Whether the only dynamic dimensions of `op` (attn.sdpa, attn.paged_sdpa
+/// or attn.mha) are batch sizes, sequence lengths and cache sizes: head
+/// counts, head dimensions, the cache block size, weights and ALiBi slopes
+/// choose the kernel and must be static, and so must a mask's head
+/// dimension.
 bool onlyLengthsDynamic(Operation *op);
 
 /// Emits "has a dynamic head count, head dimension or weight" on every op

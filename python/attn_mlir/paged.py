@@ -1,0 +1,230 @@
+"""Attention over a paged KV cache (vLLM's layout), and a small cache that
+grows one: paged_attention and KVCache."""
+import threading
+
+import numpy as np
+
+from ._tools import check_bool, check_int, check_paged_tables, compile_graph, mlir_elt, native
+from .sdpa import _ttype, attention_attrs, prepare_alibi
+
+_artifacts = {}  # graph signature -> artifact, in front of compile_graph
+
+
+def _int32_table(name, x, ndim):
+    """`x` as a C-contiguous int32 array of `ndim` dimensions; a ValueError
+    for another rank, a non-integer dtype or a value outside int32."""
+    a = native(x)
+    if a.ndim != ndim:
+        layout = "[B, max_blocks_per_seq]" if ndim == 2 else "[B]"
+        raise ValueError(f"{name} must be {layout}, got shape {list(a.shape)}")
+    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"{name} must hold integers (int32), got {a.dtype}")
+    if a.size and (a.min() < np.iinfo(np.int32).min or a.max() > np.iinfo(np.int32).max):
+        raise ValueError(f"{name} holds values outside int32")
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def _check_caches(q, key_cache, value_cache):
+    """The caches as native arrays after the rank, dtype and shape checks
+    against the query [B, Hq, Tq, D]."""
+    kc, vc = native(key_cache), native(value_cache)
+    if q.ndim != 4 or kc.ndim != 4 or vc.ndim != 4:
+        raise ValueError("query must be [B, Hq, Tq, D] and the caches [num_blocks, block_size, "
+                         f"Hkv, D], got shapes {list(q.shape)}, {list(kc.shape)}, "
+                         f"{list(vc.shape)}")
+    if not (q.dtype == kc.dtype == vc.dtype):
+        raise ValueError(f"query and the caches must have one dtype, got {q.dtype}, {kc.dtype}, "
+                         f"{vc.dtype}")
+    if 0 in q.shape or 0 in kc.shape or 0 in vc.shape:
+        raise ValueError("empty tensors are not supported")
+    if kc.shape[:3] != vc.shape[:3]:
+        raise ValueError(f"key_cache {list(kc.shape)} and value_cache {list(vc.shape)} must "
+                         "agree in [num_blocks, block_size, Hkv]")
+    if kc.shape[3] != q.shape[3]:
+        raise ValueError(f"key_cache head dim {kc.shape[3]} != query head dim {q.shape[3]}")
+    if q.shape[1] % kc.shape[2]:
+        raise ValueError(f"query heads ({q.shape[1]}) must be a multiple of the caches' "
+                         f"heads ({kc.shape[2]})")
+    return kc, vc
+
+
+def _paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse):
+    """The compiled attn.paged_sdpa graph: B, Tq, the cache's blocks and
+    the table's slots dynamic, one graph for every size."""
+    (_, Hq, _, D), (_, BS, Hkv, _), Dv = q.shape, kc.shape, vc.shape[3]
+    sig = (elt, Hq, D, BS, Hkv, Dv, alibi is not None, attrs, return_lse)
+    art = _artifacts.get(sig)
+    if art is not None:
+        return art
+    qt, kt, vt = (_ttype(("?", Hq, "?", D), elt), _ttype(("?", BS, Hkv, D), elt),
+                  _ttype(("?", BS, Hkv, Dv), elt))
+    ot, lt = _ttype(("?", Hq, "?", Dv), elt), _ttype(("?", Hq, "?"), "f32")
+    args = [f"%q: {qt}", f"%kc: {kt}", f"%vc: {vt}", "%bt: tensor<?x?xi32>",
+            "%sl: tensor<?xi32>"]
+    extra = ""
+    if alibi is not None:
+        at = _ttype(alibi.shape, "f32")
+        args.append(f"%a: {at}")
+        extra = f" alibi(%a : {at})"
+    results = f"{ot}, {lt}" if return_lse else ot
+    lhs = "%o, %l" if return_lse else "%o"
+    ret = f"%o, %l : {ot}, {lt}" if return_lse else f"%o : {ot}"
+    mlir = (f"func.func @paged({', '.join(args)}) -> ({results}) {{\n"
+            f"  {lhs} = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl){extra}{attrs}"
+            f" : {qt}, {kt}, {vt}, tensor<?x?xi32>, tensor<?xi32> -> {results}\n"
+            f"  return {ret}\n}}\n")
+    art = _artifacts[sig] = compile_graph(mlir)
+    return art
+
+
+def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
+                    is_causal=True, window=None, softcap=None, alibi_slopes=None,
+                    return_lse=False):
+    """Attention of each sequence's queries over its keys in a paged cache.
+
+    query [B, Hq, Tq, D] holds the Tq newest tokens of each of B sequences
+    (Tq = 1: decode; more: speculative decoding or chunked prefill);
+    key_cache [num_blocks, block_size, Hkv, D] and value_cache
+    [num_blocks, block_size, Hkv, Dv] hold every sequence's keys and values
+    in blocks, as vLLM keeps them; block_table [B, max_blocks_per_seq]
+    (int32) lists each sequence's blocks in order and seq_lens [B] its
+    number of keys: key j of sequence b is key_cache[block_table[b, j //
+    block_size], j % block_size]. Hq a multiple of Hkv (GQA/MQA).
+    is_causal (default True) hides key j from query i when j > i +
+    seq_lens[b] - Tq (bottom-right: the queries are the last Tq tokens);
+    window, softcap, alibi_slopes and scale as in
+    scaled_dot_product_attention. A query that sees no key gives 0 (LSE
+    -inf). Returns the output [B, Hq, Tq, Dv] (and the float32 LSE [B, Hq,
+    Tq] with return_lse=True).
+
+    A length outside [0, max_blocks_per_seq * block_size] or a block id a
+    sequence uses outside [0, num_blocks) is a ValueError, before any
+    code runs. Compiled once per dtype, head counts, head dims, block size
+    and options, for any B, Tq, num_blocks and table width.
+    """
+    return_lse = check_bool("return_lse", return_lse)
+    q = native(query)
+    if q.dtype == np.bool_:
+        raise ValueError("query must be float32, float16 or bfloat16, got bool")
+    elt = mlir_elt(q.dtype)
+    kc, vc = _check_caches(q, key_cache, value_cache)
+    bt, sl = _int32_table("block_table", block_table, 2), _int32_table("seq_lens", seq_lens, 1)
+    if bt.shape[0] != q.shape[0] or sl.shape[0] != q.shape[0]:
+        raise ValueError(f"block_table {list(bt.shape)} and seq_lens {list(sl.shape)} must "
+                         f"have the query's batch ({q.shape[0]})")
+    check_paged_tables(bt, sl, kc.shape[0], kc.shape[1])
+    attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
+    alibi = prepare_alibi(alibi_slopes, q.shape[1])
+    art = _paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse)
+    inputs = [q, kc, vc, bt, sl] + ([alibi] if alibi is not None else [])
+    outs = art("paged", inputs)
+    return (outs[0], outs[1]) if return_lse else outs[0]
+
+
+class KVCache:
+    """One layer's paged KV cache: `num_blocks` blocks of `block_size`
+    tokens shared by any number of sequences, each holding its blocks in a
+    block table that grows as tokens are appended (vLLM's layout:
+    key_cache [num_blocks, block_size, kv_heads, head_dim]).
+
+        cache = KVCache(num_blocks=1024, block_size=16, kv_heads=8, head_dim=128)
+        s = cache.add_sequence()
+        cache.append(s, k, v)                 # k, v: [T, kv_heads, head_dim]
+        o = cache.attention(q, [s])           # q: [1, Hq, Tq, head_dim]
+
+    Appending past the last free block is a RuntimeError (nothing is
+    written); free() returns a sequence's blocks. Every method holds one
+    lock for its whole run (attention() too, so no append or free changes
+    a block under it): threads may share a cache.
+    """
+
+    def __init__(self, num_blocks, block_size, kv_heads, head_dim, *, value_head_dim=None,
+                 dtype=np.float32):
+        num_blocks = check_int("num_blocks", num_blocks, 1, 2 ** 31 - 1)
+        self.block_size = check_int("block_size", block_size, 1, 2 ** 20)
+        kv_heads, head_dim = check_int("kv_heads", kv_heads, 1), check_int("head_dim", head_dim, 1)
+        dv = head_dim if value_head_dim is None else check_int("value_head_dim", value_head_dim, 1)
+        mlir_elt(dtype)  # a supported dtype
+        self.key_cache = np.zeros((num_blocks, self.block_size, kv_heads, head_dim), dtype)
+        self.value_cache = np.zeros((num_blocks, self.block_size, kv_heads, dv), dtype)
+        self._free = list(range(num_blocks - 1, -1, -1))  # pop() gives block 0 first
+        self._blocks, self._lens, self._next = {}, {}, 0
+        self._lock = threading.RLock()
+
+    def add_sequence(self):
+        """A new, empty sequence: its id."""
+        with self._lock:
+            sid, self._next = self._next, self._next + 1
+            self._blocks[sid], self._lens[sid] = [], 0
+            return sid
+
+    def _seq(self, seq):
+        if seq not in self._lens:
+            raise KeyError(f"no sequence {seq!r} in this cache (add_sequence() gives ids)")
+        return self._blocks[seq], self._lens[seq]
+
+    def __len__(self):
+        return len(self._lens)
+
+    def length(self, seq):
+        """The tokens sequence `seq` holds."""
+        with self._lock:
+            return self._seq(seq)[1]
+
+    @property
+    def free_blocks(self):
+        with self._lock:
+            return len(self._free)
+
+    def append(self, seq, key, value):
+        """Appends T tokens, key [T, kv_heads, head_dim] and value [T, kv_heads,
+        value_head_dim] (cast to the cache's dtype), taking new blocks as
+        the sequence's last one fills."""
+        k, v = native(key), native(value)
+        want_k, want_v = self.key_cache.shape[2:], self.value_cache.shape[2:]
+        if k.ndim != 3 or v.ndim != 3 or k.shape[1:] != want_k or v.shape[1:] != want_v \
+                or k.shape[0] != v.shape[0]:
+            raise ValueError(f"key must be [T, {want_k[0]}, {want_k[1]}] and value "
+                             f"[T, {want_v[0]}, {want_v[1]}] of one T, got {list(k.shape)} "
+                             f"and {list(v.shape)}")
+        with self._lock:
+            blocks, n = self._seq(seq)
+            T, bs = k.shape[0], self.block_size
+            need = -(-(n + T) // bs) - len(blocks)
+            if need > len(self._free):
+                raise RuntimeError(f"the KV cache is full: {T} more tokens of sequence {seq} "
+                                   f"need {need} blocks, {len(self._free)} are free")
+            blocks += [self._free.pop() for _ in range(need)]
+            pos = np.arange(n, n + T)
+            blk, row = np.asarray(blocks, dtype=np.int64)[pos // bs], pos % bs
+            self.key_cache[blk, row] = k
+            self.value_cache[blk, row] = v
+            self._lens[seq] = n + T
+
+    def free(self, seq):
+        """Drops sequence `seq`, its blocks free again."""
+        with self._lock:
+            blocks, _ = self._seq(seq)
+            self._free += reversed(blocks)
+            del self._blocks[seq], self._lens[seq]
+
+    def tables(self, seqs):
+        """(block_table [B, max blocks of seqs] int32, seq_lens [B] int32) of
+        the sequences `seqs`, in order (unused slots 0)."""
+        with self._lock:
+            rows = [self._seq(s) for s in seqs]
+        if not rows:
+            raise ValueError("tables() needs at least one sequence")
+        width = max(1, max(len(b) for b, _ in rows))
+        table = np.zeros((len(rows), width), dtype=np.int32)
+        for i, (b, _) in enumerate(rows):
+            table[i, :len(b)] = b
+        return table, np.array([n for _, n in rows], dtype=np.int32)
+
+    def attention(self, query, seqs, **kwargs):
+        """paged_attention of query [len(seqs), Hq, Tq, head_dim] over the
+        sequences `seqs` of this cache (kwargs as paged_attention's)."""
+        with self._lock:
+            table, lens = self.tables(seqs)
+            return paged_attention(query, self.key_cache, self.value_cache, table, lens,
+                                   **kwargs)
