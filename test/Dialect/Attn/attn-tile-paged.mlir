@@ -7,29 +7,40 @@
 // RUN: attn-opt %s --attn-tile="decode=false" -split-input-file | FileCheck %s --check-prefix=OFF
 // RUN: attn-opt %s --attn-tile --attn-verify-tiled -split-input-file -o /dev/null
 
-// GQA-4 decode over 16-key blocks: the decode schedule (4 heads packed,
-// split-KV over each sequence's own length), key blocks of 16.
+// GQA-4 decode over 16-key blocks, 2 KV heads: the decode schedule's
+// all-groups tasks. A block's rows hold both KV heads, so each task (b, 1,
+// split) reads them whole: per key block, an scf.for over the 2 tiles of
+// 4 packed heads steps rows [4g, 4g + 4) of the carried state (every
+// tile's rows, [8] and [8, 64]); the partials [B, 1, S, 8(, 64)] are
+// merged per tile by the forall over (b, 2, 1). Each sequence's split is
+// of its own length; the block's cache block is read once for both tiles.
 // CHECK-LABEL: func.func @decode
 // CHECK-DAG: %[[NB:.*]] = tensor.dim %{{.*}}, %c0 : tensor<?x16x2x64xf32>
 // CHECK-DAG: %[[MB:.*]] = tensor.dim %{{.*}}, %c1 : tensor<?x?xi32>
 // CHECK: %[[SLOTS:.*]] = arith.muli %[[MB]], %c16
 // CHECK: %[[NONE:.*]] = arith.cmpi eq, %[[NB]], %c0
 // CHECK: %[[CAP:.*]] = arith.select %[[NONE]], %c0, %[[SLOTS]]
-// CHECK: scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in
+// CHECK: scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}}, 1, %{{.*}}) shared_outs({{.*}}) -> (tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8x64xf32>)
 // CHECK: %[[LEN32:.*]] = tensor.extract %{{.*}}[%[[B]]] : tensor<?xi32>
 // CHECK: %[[LEN:.*]] = arith.index_cast %[[LEN32]] : i32 to index
 // CHECK: %[[LENCAP:.*]] = arith.minsi %[[LEN]], %[[CAP]]
 // CHECK: %[[TK:.*]] = arith.maxsi %[[LENCAP]], %c0
-// CHECK: scf.for %[[KB:.*]] = %{{.*}} to %{{.*}} step %c16
+// CHECK: scf.for %[[KB:.*]] = %{{.*}} to %{{.*}} step %c16 iter_args({{.*}}) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>)
 // CHECK: %[[SLOT:.*]] = arith.divui %[[KB]], %c16
 // CHECK: %[[ID32:.*]] = tensor.extract %{{.*}}[%[[B]], %[[SLOT]]] : tensor<?x?xi32>
 // CHECK: %[[ID:.*]] = arith.index_cast %[[ID32]]
 // CHECK: %[[LAST:.*]] = arith.subi %[[NB]], %c1
 // CHECK: %[[IDCAP:.*]] = arith.minsi %[[ID]], %[[LAST]]
 // CHECK: %[[PAGE:.*]] = arith.maxsi %[[IDCAP]], %c0
+// CHECK: scf.for %[[G:.*]] = %c0 to %c2 step %c1 iter_args(%[[M:.*]] = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
+// CHECK: tensor.collapse_shape
+// CHECK: %[[R0:.*]] = arith.muli %[[G]], %c4
+// CHECK-NEXT: %[[MG:.*]] = tensor.extract_slice %[[M]][%[[R0]]] [4] [1] : tensor<8xf32> to tensor<4xf32>
 // CHECK: %[[ROW:.*]] = arith.remui %[[KB]], %c16
 // CHECK: tensor.extract_slice %{{.*}}[%[[PAGE]], %[[ROW]], %{{.*}}, 0] [1, 16, 1, 64] [1, 1, 1, 1] : tensor<?x16x2x64xf32> to tensor<16x64xf32>
-// CHECK: attn.online_step {{.*}} lengths(%c1, %[[TK]]) {causal = #attn.causal<bottom_right>, packed_heads = 4 : i64
+// CHECK: %[[NM:.*]], %{{.*}}, %{{.*}} = attn.online_step {{.*}} state(%[[MG]], {{.*}} lengths(%c1, %[[TK]]) {causal = #attn.causal<bottom_right>, packed_heads = 4 : i64
+// CHECK: tensor.insert_slice %[[NM]] into %[[M]][%[[R0]]] [4] [1] : tensor<4xf32> into tensor<8xf32>
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, 1)
 // CHECK: attn.online_merge
 // CHECK: attn.online_finish
 // OFF-LABEL: func.func @decode

@@ -48,7 +48,7 @@ func.func @not_carried(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x1
         : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
     scf.yield %m1, %l1, %a1 : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
   }
-  return %r#0 : tensor<8xf32>
+  return %r : tensor<8xf32>
 }
 
 // -----
@@ -65,7 +65,7 @@ func.func @no_forall(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16x
         : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
     scf.yield %m1, %l1, %a1 : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
   }
-  return %r#0 : tensor<8xf32>
+  return %r : tensor<8xf32>
 }
 
 // -----
@@ -108,4 +108,33 @@ func.func @exponent(%q: tensor<8x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16xf
     }
   }
   return %o : tensor<8x16xf32>
+}
+
+// -----
+
+// A step on rows of the carried state (an all-groups paged tile) whose
+// result goes back to other rows.
+func.func @rows_moved(%q: tensor<4x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16xf32>, %n: index) -> tensor<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.forall (%i) in (1) shared_outs(%o = %m) -> (tensor<8xf32>) {
+    %f:3 = scf.for %kb = %c0 to %n step %c4 iter_args(%sm = %m, %sl = %m, %sa = %acc) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
+      %m0 = tensor.extract_slice %sm[0] [4] [1] : tensor<8xf32> to tensor<4xf32>
+      %l0 = tensor.extract_slice %sl[0] [4] [1] : tensor<8xf32> to tensor<4xf32>
+      %a0 = tensor.extract_slice %sa[0, 0] [4, 16] [1, 1] : tensor<8x16xf32> to tensor<4x16xf32>
+      // expected-error @+1 {{breaks the attn-tile contract: it must update the (m, l, acc) its scf.for carries and yield the result}}
+      %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%m0, %l0, %a0 : tensor<4xf32>, tensor<4xf32>, tensor<4x16xf32>) at(%c0, %kb) lengths(%c4, %n)
+          {scale = 0.25 : f32}
+          : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4x16xf32>
+      %mi = tensor.insert_slice %m1 into %sm[4] [4] [1] : tensor<4xf32> into tensor<8xf32>
+      %li = tensor.insert_slice %l1 into %sl[0] [4] [1] : tensor<4xf32> into tensor<8xf32>
+      %ai = tensor.insert_slice %a1 into %sa[0, 0] [4, 16] [1, 1] : tensor<4x16xf32> into tensor<8x16xf32>
+      scf.yield %mi, %li, %ai : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+    }
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %f#0 into %o[0] [8] [1] : tensor<8xf32> into tensor<8xf32>
+    }
+  }
+  return %r : tensor<8xf32>
 }

@@ -11,6 +11,7 @@
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #define DEBUG_TYPE "attn-verify-tiled"
 
@@ -24,13 +25,32 @@ namespace attn {
 using namespace mlir;
 using namespace mlir::attn;
 
+/// Whether `state` is what `carried` holds and `yielded` the op's
+/// `result` in its place: the carried value itself, or rows of it
+/// (extract_slice) that the result replaces (insert_slice at the same
+/// place; the all-groups tiles of a paged cache carry every tile's rows).
+static bool carries(Value state, Value result, Value carried, Value yielded) {
+  if (state == carried && yielded == result)
+    return true;
+  auto rows = state.getDefiningOp<tensor::ExtractSliceOp>();
+  auto back = yielded.getDefiningOp<tensor::InsertSliceOp>();
+  return rows && back && rows.getSource() == carried &&
+         back.getSource() == result && back.getDest() == carried &&
+         rows.getMixedOffsets() == back.getMixedOffsets() &&
+         rows.getMixedSizes() == back.getMixedSizes() &&
+         rows.getMixedStrides() == back.getMixedStrides();
+}
+
 /// The state of a step or merge is what its loop carries, and the loop
 /// carries on what it returns: the op updates the running state in place.
 static LogicalResult verifyCarried(Operation *op, ValueRange state) {
   auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
-  if (!loop || !llvm::equal(state, loop.getRegionIterArgs()) ||
-      !llvm::equal(loop.getBody()->getTerminator()->getOperands(),
-                   op->getResults()))
+  bool ok = loop && state.size() == loop.getNumRegionIterArgs() &&
+            state.size() == op->getNumResults();
+  for (unsigned i = 0; ok && i < state.size(); ++i)
+    ok = carries(state[i], op->getResult(i), loop.getRegionIterArgs()[i],
+                 loop.getBody()->getTerminator()->getOperand(i));
+  if (!ok)
     return op->emitOpError("breaks the attn-tile contract: it must update "
                            "the (m, l, acc) its scf.for carries and yield the "
                            "result");
