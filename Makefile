@@ -62,7 +62,7 @@ fuzz: deps
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # Compiles the example graphs and shows the IR after each stage.
-demo: build
+demo: build pydeps
 	@bash scripts/demo.sh $(BUILD)
 
 # The CPU benchmark (not a test): ratios measured in one run; needs numpy.

@@ -22,13 +22,20 @@ Every buffer is on transparent huge pages (attn-run's allocator and
 numpy's both advise them): on 4 KiB pages this 2-core host reads about
 half as fast (TLB misses; 15 against 27-30 GB/s for the same numpy sum).
 
+Then a paged, varlen batch: B = 16 sequences of 1k to 32k keys (seeded
+uniform lengths) in a paged cache of 16-key blocks in vLLM's layout
+([num_blocks, 16, Hkv, D], the blocks of all sequences shuffled), one
+decode step of attn.paged_sdpa (B, NB and MB dynamic); PyTorch's peer is
+its SDPA called once per sequence on dense [1, Hkv, Tk_b, D] copies of
+that sequence's keys and values (it has no paged attention on the CPU; the
+gather is not timed, which favours it).
+
 Prints KV GB/s (the cache's bytes over the step's time), the % of the
 measured bandwidth and the ratios, and the host's CPU features.
-Paged and varlen batches (B = 16) are not measured: the paged KV cache is
-not built yet.
 
 Usage: python3 benchmarks/bench_decode.py [--build build] [--quick]
-       [--dtypes f32,bf16] [--iters N] [--rounds N] [--out FILE.md]
+       [--dtypes f32,bf16] [--iters N] [--rounds N] [--no-paged]
+       [--out FILE.md]
 """
 import argparse
 import os
@@ -54,6 +61,43 @@ def decode_graph(dtype):
             f"  return %o : {qt}\n}}\n")
 
 
+PAGED_B, BLOCK = 16, 16
+
+
+def paged_graph(dtype):
+    """The paged decode step with B, NB and MB dynamic."""
+    qt, ct = f"tensor<?x{HQ}x1x{D}x{dtype}>", f"tensor<?x{BLOCK}x{HKV}x{D}x{dtype}>"
+    tables = "tensor<?x?xi32>, tensor<?xi32>"
+    return (f"func.func @paged(%q: {qt}, %kc: {ct}, %vc: {ct}, %bt: tensor<?x?xi32>, "
+            f"%sl: tensor<?xi32>) -> {qt} {{\n"
+            f"  %o = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl) "
+            f"{{causal = #attn.causal<bottom_right>}} : {qt}, {ct}, {ct}, {tables} -> {qt}\n"
+            f"  return %o : {qt}\n}}\n")
+
+
+def paged_tables(tmp, lengths):
+    """Writes the block table (every sequence's blocks, all shuffled) and
+    seq_lens as .npy files: (inputs for attn-run, number of blocks)."""
+    rng = np.random.default_rng(1)
+    blocks = [-(-n // BLOCK) for n in lengths]
+    order = rng.permutation(sum(blocks)).astype(np.int32)
+    table = np.zeros((len(lengths), max(blocks)), dtype=np.int32)
+    start = 0
+    for b, n in enumerate(blocks):
+        table[b, :n] = order[start:start + n]
+        start += n
+    paths = {"block_table": os.path.join(tmp, "bt.npy"), "seq_lens": os.path.join(tmp, "sl.npy")}
+    np.save(paths["block_table"], table)
+    np.save(paths["seq_lens"], np.array(lengths, dtype=np.int32))
+    return list(paths.items()), sum(blocks)
+
+
+def torch_paged_peer(torch, lengths, dtype):
+    """PyTorch's SDPA once per sequence, on dense copies of its K and V."""
+    steps = [torch_step(torch, n, dtype) for n in lengths]
+    return lambda: [s() for s in steps]
+
+
 def torch_step(torch, tk, dtype):
     """PyTorch's decode step on the same shapes (Tq = 1 sees every key, as
     bottom-right causal does: no mask). The tensors view numpy arrays,
@@ -73,6 +117,40 @@ def torch_step(torch, tk, dtype):
     return lambda: sdpa(q, k, v, enable_gqa=True)
 
 
+def paged_rows(args, bindir, tmp, dtypes, torch, bw):
+    """The paged varlen batch: its table lines, printed as they come."""
+    rng = np.random.default_rng(0)
+    lengths = sorted(int(n) for n in rng.integers(1024, 32768 + 1, PAGED_B))
+    inputs, nblocks = paged_tables(tmp, lengths)
+    lines = ["", f"Paged, varlen: B = {PAGED_B}, lengths {lengths[0]} to {lengths[-1]} "
+             f"({sum(lengths)} keys), {BLOCK}-key blocks ({nblocks} in the cache, shuffled); "
+             "PyTorch: SDPA per sequence on dense copies", "",
+             "| dtype | keys | KV MiB | attn_mlir ms | GB/s | % of bw | PyTorch ms "
+             "| attn_mlir / PyTorch |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for line in lines:
+        print(line, flush=True)
+    for dtype in dtypes:
+        so = compile_artifact(bindir, tmp, f"paged{dtype}", paged_graph(dtype), [])[0]
+        dims = (("B", PAGED_B), ("NB", nblocks))
+        peer = torch_paged_peer(torch, lengths, dtype) if torch else None
+        times = {"on": [], "torch": []}
+        for _ in range(args.rounds):
+            times["on"].append(bench_artifact(bindir, so, args.iters, dims, inputs)[0])
+            if peer:
+                times["torch"].append(1e3 * median_time(peer, args.iters))
+        med = {n: float(np.median(t)) for n, t in times.items() if t}
+        kv = 2 * HKV * sum(lengths) * D * BYTES[dtype]
+        gbs = kv / med["on"] / 1e6
+        ratio = (f"{med['torch']:.2f} | {med['torch'] / med['on']:.2f}x" if peer
+                 else "not run | -")
+        row = (f"| {dtype} | {sum(lengths)} | {kv / 2**20:.0f} | {med['on']:.2f} | {gbs:.1f} | "
+               f"{100 * gbs / bw:.0f}% | {ratio} |")
+        print(row, flush=True)
+        lines.append(row)
+        del peer
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
@@ -80,6 +158,7 @@ def main():
     ap.add_argument("--dtypes", default="f32,bf16")
     ap.add_argument("--iters", type=int, default=10, help="timed calls per round")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--no-paged", action="store_true", help="skip the paged B = 16 batch")
     ap.add_argument("--out", help="also write the markdown table to this file")
     args = ap.parse_args()
     bindir = os.path.join(args.build, "bin")
@@ -128,6 +207,8 @@ def main():
                 print(row, flush=True)
                 lines.append(row)
                 del step
+        if not args.no_paged:
+            lines += paged_rows(args, bindir, tmp, dtypes, torch, bw)
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")

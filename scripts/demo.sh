@@ -54,4 +54,7 @@ for tk in 4000 4001 4002; do
   "$RUN" "$TMP/decode.so" --check --bench 5 --dim B=1 --dim Tq=1 --dim Tk="$tk" | tr '\n' ' '; echo
 done
 
+stage "10. Serving from Python: 3 sequences over a paged KV cache (4 GQA layers, random weights)"
+ATTN_MLIR_BIN="$(cd "$BUILD/bin" && pwd)" python3 python/examples/paged_decode.py --layers 4 --tokens 32
+
 printf '\nInspect any stage yourself, e.g.:\n  %s %s --attn-cpu-pipeline --mlir-print-ir-after-all\n  %s %s -o layer.so --print-ir-after-all\n' "$OPT" "$EX/gqa-causal-layer.mlir" "$COMPILE" "$EX/gqa-causal-layer.mlir"

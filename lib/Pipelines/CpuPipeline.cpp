@@ -10,7 +10,8 @@
 //   attn-copy-repeated-results  no tensor is returned twice
 //   bufferization           memrefs only; results are caller-allocated
 //                           out-params of every public function
-//   loops + OpenMP          scf/cf + omp.parallel over (b, h, q-block)
+//   loops + OpenMP          scf/cf + omp.parallel over (b, h, q-block),
+//                           guided schedule (attn-omp-guided-schedule)
 //   to LLVM                 LLVM dialect only; every function also gets its
 //                           C interface, _mlir_ciface_<name>(desc *...), one
 //                           pointer to a memref descriptor per argument
@@ -81,6 +82,7 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   if (o.parallel) {
     pm.addPass(createForallToParallelLoopPass());
     pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(createAttnOmpGuidedSchedulePass());
   } else {
     pm.addPass(createForallToForLoopPass());
   }

@@ -35,13 +35,15 @@ def compile_artifact(bindir, tmp, name, src, flags):
     return so, time.perf_counter() - t0
 
 
-def bench_artifact(bindir, so, iters, dims=()):
+def bench_artifact(bindir, so, iters, dims=(), inputs=()):
     """Times a compiled artifact with attn-run (`dims`: (name, size) of its
-    dynamic dimensions): (median ms, MiB of peak memory beyond the inputs
-    and outputs)."""
+    dynamic dimensions, `inputs`: (name, .npy path) of inputs read from
+    files): (median ms, MiB of peak memory beyond the inputs and outputs)."""
     cmd = [os.path.join(bindir, "attn-run"), so, "--bench", str(iters)]
     for name, size in dims:
         cmd += ["--dim", f"{name}={size}"]
+    for name, path in inputs:
+        cmd += ["--input", f"{name}={path}"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return (float(re.search(r"median ([0-9.]+) ms", out).group(1)),
             float(re.search(r"\(([0-9.]+) MiB beyond", out).group(1)))
