@@ -15,8 +15,10 @@ run and interleaved round by round (medians of `--iters` calls per round):
 - PyTorch's CPU `scaled_dot_product_attention(..., enable_gqa=True)` on the
   same shapes, where torch is importable (`make bench-decode` installs it
   into a virtual environment); skipped, saying so, otherwise;
-- the read bandwidth numpy reaches on this host in the same run (a sum
-  over 512 MiB on every core).
+- the read bandwidth numpy reaches on this host, measured in every round
+  next to the kernels (a sum over 512 MiB on every core): this shared host
+  reads at 22 to 30 GB/s from one minute to the next, so each row's % is
+  against the median of the rates measured in its own rounds.
 
 Every buffer is on transparent huge pages (attn-run's allocator and
 numpy's both advise them): on 4 KiB pages this 2-core host reads about
@@ -117,7 +119,7 @@ def torch_step(torch, tk, dtype):
     return lambda: sdpa(q, k, v, enable_gqa=True)
 
 
-def paged_rows(args, bindir, tmp, dtypes, torch, bw):
+def paged_rows(args, bindir, tmp, dtypes, torch):
     """The paged varlen batch: its table lines, printed as they come."""
     rng = np.random.default_rng(0)
     lengths = sorted(int(n) for n in rng.integers(1024, 32768 + 1, PAGED_B))
@@ -125,16 +127,17 @@ def paged_rows(args, bindir, tmp, dtypes, torch, bw):
     lines = ["", f"Paged, varlen: B = {PAGED_B}, lengths {lengths[0]} to {lengths[-1]} "
              f"({sum(lengths)} keys), {BLOCK}-key blocks ({nblocks} in the cache, shuffled); "
              "PyTorch: SDPA per sequence on dense copies", "",
-             "| dtype | keys | KV MiB | attn_mlir ms | GB/s | % of bw | PyTorch ms "
-             "| attn_mlir / PyTorch |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| dtype | keys | KV MiB | attn_mlir ms | GB/s | bw GB/s | % of bw | PyTorch ms "
+             "| attn_mlir / PyTorch |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for line in lines:
         print(line, flush=True)
     for dtype in dtypes:
         so = compile_artifact(bindir, tmp, f"paged{dtype}", paged_graph(dtype), [])[0]
         dims = (("B", PAGED_B), ("NB", nblocks))
         peer = torch_paged_peer(torch, lengths, dtype) if torch else None
-        times = {"on": [], "torch": []}
+        times = {"on": [], "torch": [], "bw": []}
         for _ in range(args.rounds):
+            times["bw"].append(read_bandwidth(iters=3))
             times["on"].append(bench_artifact(bindir, so, args.iters, dims, inputs)[0])
             if peer:
                 times["torch"].append(1e3 * median_time(peer, args.iters))
@@ -144,7 +147,7 @@ def paged_rows(args, bindir, tmp, dtypes, torch, bw):
         ratio = (f"{med['torch']:.2f} | {med['torch'] / med['on']:.2f}x" if peer
                  else "not run | -")
         row = (f"| {dtype} | {sum(lengths)} | {kv / 2**20:.0f} | {med['on']:.2f} | {gbs:.1f} | "
-               f"{100 * gbs / bw:.0f}% | {ratio} |")
+               f"{med['bw']:.1f} | {100 * gbs / med['bw']:.0f}% | {ratio} |")
         print(row, flush=True)
         lines.append(row)
         del peer
@@ -174,11 +177,12 @@ def main():
     model, feats, cores = cpu_features()
     bw = read_bandwidth()
     lines = [f"Host: {model}, {cores} cores, features: {', '.join(feats) or 'none of note'}",
-             f"Read bandwidth in this run (numpy sum of 512 MiB, {cores} threads): {bw:.1f} GB/s",
+             f"Read bandwidth at the start (numpy sum of 512 MiB, {cores} threads): {bw:.1f} GB/s; "
+             "each row's 'bw' is the median of the rates measured in its rounds",
              torch_note, "",
-             "| dtype | Tk | KV MiB | attn_mlir ms | GB/s | % of bw | without decode schedule ms "
-             "| speedup | PyTorch ms | attn_mlir / PyTorch |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| dtype | Tk | KV MiB | attn_mlir ms | GB/s | bw GB/s | % of bw | without decode "
+             "schedule ms | speedup | PyTorch ms | attn_mlir / PyTorch |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for line in lines:
         print(line, flush=True)
     lengths = [4096, 32768] if args.quick else [4096, 8192, 16384, 32768, 65536, 131072]
@@ -190,8 +194,9 @@ def main():
             for tk in lengths:
                 dims = (("B", 1), ("Tq", 1), ("Tk", tk))
                 step = torch_step(torch, tk, dtype) if torch else None
-                times = {"on": [], "off": [], "torch": []}
+                times = {"on": [], "off": [], "torch": [], "bw": []}
                 for _ in range(args.rounds):
+                    times["bw"].append(read_bandwidth(iters=3))
                     for v, so in arts.items():
                         times[v].append(bench_artifact(bindir, so, args.iters, dims)[0])
                     if step:
@@ -202,13 +207,13 @@ def main():
                 peer = (f"{med['torch']:.2f} | {med['torch'] / med['on']:.2f}x" if step
                         else "not run | -")
                 row = (f"| {dtype} | {tk} | {kv / 2**20:.0f} | {med['on']:.2f} | {gbs:.1f} | "
-                       f"{100 * gbs / bw:.0f}% | {med['off']:.2f} | "
+                       f"{med['bw']:.1f} | {100 * gbs / med['bw']:.0f}% | {med['off']:.2f} | "
                        f"{med['off'] / med['on']:.2f}x | {peer} |")
                 print(row, flush=True)
                 lines.append(row)
                 del step
         if not args.no_paged:
-            lines += paged_rows(args, bindir, tmp, dtypes, torch, bw)
+            lines += paged_rows(args, bindir, tmp, dtypes, torch)
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -14,9 +14,9 @@ from . import reference
 from ._tools import CacheError, ToolsNotFoundError, tools
 from .layers import MultiHeadAttention, softmax
 from .paged import KVCache, paged_attention
-from .planner import plan
+from .planner import decide, plan
 from .sdpa import scaled_dot_product_attention
 
 __all__ = ["scaled_dot_product_attention", "paged_attention", "KVCache", "MultiHeadAttention",
            "softmax", "reference",
-           "plan", "tools", "ToolsNotFoundError", "CacheError"]
+           "plan", "decide", "tools", "ToolsNotFoundError", "CacheError"]

@@ -80,6 +80,64 @@ def plan(params, layers, heads, kv_heads, head_dim, seq, batch=1, dtype="f16",
     }
 
 
+def decide(params, layers, heads, kv_heads, head_dim, seq, chunks=8, batch=1, dtype="f16",
+           device_memory="80GB", second_device_memory="40GB", tflops=100.0,
+           bandwidth="2TB/s", causal=False, rounds=3, summary_tokens=500):
+    """The long-document decision (attn-print-cost's chunks=): the context of
+    `seq` tokens in one pass against `chunks` independent chunks of
+    seq / chunks tokens. For each plan: prefill seconds (every chunk), memory
+    (weights, one pass's KV cache, one tile), whether it fits on the two
+    cards, decode tokens/s per request (the KV cache read per token, and
+    with the weights), and `rounds` summarization rounds of a prefill then
+    `summary_tokens` generated per pass. Returns {"one pass": {...},
+    "chunks": {...}}."""
+    chunks = check_int("chunks", chunks, 2)
+    rounds = check_int("rounds", rounds, 1)
+    summary_tokens = check_int("summary_tokens", summary_tokens, 1)
+    small = check_number("second_device_memory",
+                         parse_quantity(second_device_memory, "B"), f32=False)
+    bw = check_number("bandwidth", parse_quantity(bandwidth, "B/s"), f32=False)
+    whole = plan(params, layers, heads, kv_heads, head_dim, seq, batch, dtype,
+                 device_memory, tflops, bandwidth, causal)
+    out = {}
+    for name, c in (("one pass", 1), ("chunks", chunks)):
+        kv = whole["kv_cache_bytes"] / c
+        needed = whole["weights_bytes"] + kv + whole["tiled_working_set_bytes"]
+        prefill = whole["prefill_s"] / c  # c chunks of 1/c² the FLOPs
+        step_kv, step = kv / bw, (kv + whole["weights_bytes"]) / bw
+        out[name] = {
+            "passes": c, "prefill_s": prefill, "kv_cache_bytes": kv,
+            "memory_needed_bytes": needed,
+            "fits": needed <= whole["device_memory_bytes"], "fits_second": needed <= small,
+            "decode_tokens_per_s": 1 / step_kv, "decode_tokens_per_s_with_weights": 1 / step,
+            "rounds_s": rounds * (prefill + c * summary_tokens * step)}
+    return out
+
+
+def decision_table(d, device_memory="80GB", second_device_memory="40GB"):
+    """The decision as text, one row per figure and a column per plan."""
+    one, ch = d["one pass"], d["chunks"]
+    big = human(parse_quantity(device_memory, "B"), "B")
+    small = human(parse_quantity(second_device_memory, "B"), "B")
+    yes = lambda b: "yes" if b else "no"  # noqa: E731
+    rows = [("", "one pass", f"{ch['passes']} chunks"),
+            ("prefill time", f"{one['prefill_s']:.2f} s",
+             f"{ch['prefill_s']:.2f} s ({ch['passes']} x {ch['prefill_s'] / ch['passes']:.2f} s)"),
+            ("KV cache", human(one["kv_cache_bytes"], "B"), human(ch["kv_cache_bytes"], "B")),
+            ("memory needed", human(one["memory_needed_bytes"], "B"),
+             human(ch["memory_needed_bytes"], "B")),
+            (f"fits in {big}", yes(one["fits"]), yes(ch["fits"])),
+            (f"fits in {small}", yes(one["fits_second"]), yes(ch["fits_second"])),
+            ("decode tokens/s per request (KV cache)", f"{one['decode_tokens_per_s']:.1f}",
+             f"{ch['decode_tokens_per_s']:.1f}"),
+            ("decode tokens/s (KV cache + weights)",
+             f"{one['decode_tokens_per_s_with_weights']:.1f}",
+             f"{ch['decode_tokens_per_s_with_weights']:.1f}"),
+            ("summarization rounds", f"{one['rounds_s']:.2f} s", f"{ch['rounds_s']:.2f} s")]
+    w = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join(f"{a:<{w[0]}}  {b:<{w[1]}}  {c}" for a, b, c in rows)
+
+
 def table(p, tflops=100.0, bandwidth="2TB/s"):
     rows = [
         ("parameters", f"{p['parameters']:,}"),
@@ -120,14 +178,30 @@ def main(argv=None):
     ap.add_argument("--tflops", type=float, default=100.0)
     ap.add_argument("--bandwidth", default="2TB/s")
     ap.add_argument("--causal", action="store_true", help="count causal FLOPs as half")
+    ap.add_argument("--chunks", type=int, help="also the decision: one pass against N chunks")
+    ap.add_argument("--second-device-memory", default="40GB",
+                    help="decision: a second, smaller card (default 40GB)")
+    ap.add_argument("--rounds", type=int, default=3, help="decision: summarization rounds")
+    ap.add_argument("--summary-tokens", type=int, default=500,
+                    help="decision: tokens generated per pass and round")
     args = ap.parse_args(argv)
     try:
         p = plan(args.params, args.layers, args.heads, args.kv_heads or args.heads,
                  args.head_dim, args.seq, args.batch, args.dtype, args.device_memory,
                  args.tflops, args.bandwidth, args.causal)
+        d = None if args.chunks is None else decide(
+            args.params, args.layers, args.heads, args.kv_heads or args.heads,
+            args.head_dim, args.seq, args.chunks, args.batch, args.dtype,
+            args.device_memory, args.second_device_memory, args.tflops, args.bandwidth,
+            args.causal, args.rounds, args.summary_tokens)
     except ValueError as e:
         ap.error(str(e))
     print(table(p, args.tflops, args.bandwidth))
+    if d is not None:
+        print(f"\ndecision: {args.seq} tokens in one pass or {args.chunks} chunks of "
+              f"{args.seq / args.chunks:g} ({args.rounds} summarization rounds of "
+              f"{args.summary_tokens} tokens per pass)")
+        print(decision_table(d, args.device_memory, args.second_device_memory))
     return 0
 
 

@@ -86,3 +86,46 @@ def test_quantities():
     assert planmod.parse_quantity("80GB", "B") == 80e9
     assert planmod.parse_quantity("2TB/s", "B/s") == 2e12
     assert planmod.parse_quantity("1.5e12", "B/s") == 1.5e12
+
+
+def test_long_document_decision():
+    """One 128k pass against 8 chunks of 16k (the reference case): the
+    chunks fit a 40 GB card, the pass does not; decode of the whole context
+    at 2 TB/s is ~95 tokens/s per request."""
+    d = attn_mlir.decide(13e9, 40, 40, 8, 128, 128000, chunks=8)
+    one, ch = d["one pass"], d["chunks"]
+    assert one["fits"] and not one["fits_second"] and ch["fits"] and ch["fits_second"]
+    assert round(one["decode_tokens_per_s"], 1) == 95.4
+    assert round(one["prefill_s"], 2) == 134.22 and round(ch["prefill_s"], 2) == 16.78
+    assert ch["kv_cache_bytes"] == one["kv_cache_bytes"] / 8
+    with pytest.raises(ValueError, match="chunks must be an int >= 2"):
+        attn_mlir.decide(13e9, 40, 40, 8, 128, 128000, chunks=1)
+
+
+def test_decision_agrees_with_attn_print_cost():
+    """attn-print-cost chunks=8 prints the figures decide() returns."""
+    bindir = attn_mlir.tools()
+    here = os.path.dirname(os.path.abspath(__file__))
+    graph = os.path.join(here, "..", "..", "test", "Examples", "long-context-13b.mlir")
+    out = subprocess.run([os.path.join(bindir, "attn-opt"), graph, "-o", "/dev/null",
+                          "--attn-print-cost=layers=40 model-params=13e9 chunks=8"],
+                         capture_output=True, text=True, check=True).stdout
+    d = attn_mlir.decide(13e9, 40, 40, 8, 128, 128000, chunks=8)
+    for name, line in (("one pass", "one pass:"), ("chunks", "8 chunks:")):
+        row = next(r for r in out.splitlines() if r.strip().startswith(line))
+        p = d[name]
+        assert f"prefill {p['prefill_s']:.2f} s" in row
+        assert f"decode {p['decode_tokens_per_s']:.1f} tokens/s" in row
+        assert f"{p['decode_tokens_per_s_with_weights']:.1f} with the weights" in row
+        assert f"per pass: {p['rounds_s']:.2f} s" in row
+        assert ("does not fit in 40 GB" in row) == (not p["fits_second"])
+
+
+def test_cli_decision():
+    out = subprocess.run([sys.executable, "-m", "attn_mlir.plan", "--params", "13e9",
+                          "--layers", "40", "--heads", "40", "--kv-heads", "8", "--head-dim",
+                          "128", "--seq", "128000", "--chunks", "8"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "decision: 128000 tokens in one pass or 8 chunks of 16000" in out
+    assert re.search(r"fits in 40.00 GB +no +yes", out)
+    assert re.search(r"decode tokens/s per request \(KV cache\) +95.4 +762.9", out)

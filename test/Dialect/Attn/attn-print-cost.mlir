@@ -8,6 +8,23 @@
 // RUN:   --attn-print-cost="layers=2 device-memory-gb=0.001" | FileCheck %s --check-prefix=SMALL
 // RUN: not attn-opt %s -split-input-file -o /dev/null --attn-print-cost="layers=0" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADOPT
+// The long-document decision of the same case: one 128k pass or 8 chunks
+// of 16k (attention FLOPs / 64 per chunk, KV cache / 8), on an 80 GB and
+// a 40 GB card; decode at 2 TB/s reads the 21 GB cache: 95 tokens/s.
+// RUN: attn-opt %S/../../Examples/long-context-13b.mlir -o /dev/null \
+// RUN:   --attn-print-cost="layers=40 model-params=13e9 device-memory-gb=80 tflops=100 bandwidth-tbs=2 chunks=8" \
+// RUN:   | FileCheck %s --check-prefix=DECIDE
+// DECIDE: attn-print-cost: decision: one pass or 8 chunks of 1/8 of the context
+// DECIDE-NEXT: one pass: prefill 134.22 s, memory 46.97 GB (KV cache 20.97 GB), fits in 80 GB, does not fit in 40 GB; decode 95.4 tokens/s per request (KV cache at 2 TB/s; 42.6 with the weights); 3 summarization rounds of 500 tokens per pass: 437.88 s
+// DECIDE-NEXT: 8 chunks: prefill 16.78 s (8 x 2.10 s), memory 28.62 GB (KV cache 2.62 GB), fits in 80 GB, fits in 40 GB; decode 762.9 tokens/s per request (KV cache at 2 TB/s; 69.9 with the weights); 3 summarization rounds of 500 tokens per pass: 222.06 s
+// RUN: not attn-opt %S/../../Examples/long-context-13b.mlir -o /dev/null \
+// RUN:   --attn-print-cost="chunks=-1 rounds=0 second-device-memory-gb=0" 2>&1 | FileCheck %s --check-prefix=BADDECIDE
+// BADDECIDE-DAG: error: attn-print-cost: expected second-device-memory-gb to be a finite number in (0, 1e+15], found 0
+// BADDECIDE-DAG: error: attn-print-cost: expected chunks to be >= 1, found -1
+// BADDECIDE-DAG: error: attn-print-cost: expected rounds to be >= 1, found 0
+// RUN: attn-opt %S/../../Examples/long-context-13b.mlir -o /dev/null \
+// RUN:   --attn-print-cost="chunks=1" | FileCheck %s --check-prefix=ONECHUNK
+// ONECHUNK-NOT: decision
 
 // LONG: attn-print-cost: attn.sdpa
 // LONG-NEXT: shape: B=1 Hq=40 Hkv=8 Tq=128000 Tk=128000 D=128 Dv=128 bytes/elt=2 causal=none

@@ -92,7 +92,19 @@ def AttnPrintCostPass : Pass<"attn-print-cost", "::mlir::ModuleOp"> {
            "Sequence length for dynamic Tq/Tk (attn.sdpa) and T/S "
            "(attn.mha) dimensions; 0: not given (per-token figures only)">,
     Option<"batch", "batch", "int64_t", /*default=*/"1",
-           "Batch size for dynamic batch dimensions">
+           "Batch size for dynamic batch dimensions">,
+    Option<"chunks", "chunks", "int64_t", /*default=*/"0",
+           "With N >= 2, also the long-document decision: the context in "
+           "one pass against N independent chunks of 1/N of it">,
+    Option<"rounds", "rounds", "int64_t", /*default=*/"3",
+           "Decision: summarization rounds, each a prefill of the document "
+           "and summary-tokens generated per pass">,
+    Option<"summaryTokens", "summary-tokens", "int64_t", /*default=*/"500",
+           "Decision: tokens generated per pass and round">,
+    Option<"secondDeviceMemoryGB", "second-device-memory-gb", "double",
+           /*default=*/"40",
+           "Decision: a second, smaller card (GB) that both plans are "
+           "checked against">
   ];
 }
 
