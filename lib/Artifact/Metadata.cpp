@@ -316,6 +316,19 @@ LogicalResult attn::describeEntries(
     auto sdpa = argsInOrder ? dyn_cast<attn::SdpaOp>(single) : nullptr;
     auto paged =
         argsInOrder ? dyn_cast<attn::PagedSdpaOp>(single) : nullptr;
+    // The runtime checks a block table's values before each call only for
+    // an entry it knows to be one attn.paged_sdpa on its arguments.
+    if (!paged) {
+      attn::PagedSdpaOp other;
+      func.walk([&](attn::PagedSdpaOp op) { other = op; });
+      if (other)
+        return other.emitError()
+               << "attn.paged_sdpa must be the only op of @" << func.getName()
+               << ", on its arguments in order (q, key_cache, value_cache, "
+                  "block_table, seq_lens[, alibi]) and returning its results: "
+                  "the runtime checks the block table and lengths of such an "
+                  "entry before every call; compose the rest in the caller";
+    }
     auto softmax = argsInOrder ? dyn_cast<attn::SoftmaxOp>(single) : nullptr;
     auto mha = argsInOrder ? dyn_cast<attn::MhaOp>(single) : nullptr;
     DimNames dims(func);

@@ -134,10 +134,12 @@ attn_rt_check_paged_tables(const int32_t *block_table, const int32_t *seq_lens,
                            int64_t num_blocks, int64_t block_size, char *error,
                            size_t error_size) {
   Error e;
+  int64_t entries = 0;
   if (batch < 0 || max_blocks < 0 || block_size < 1 ||
+      __builtin_mul_overflow(batch, max_blocks, &entries) ||
       (batch > 0 && (!seq_lens || (max_blocks > 0 && !block_table))))
-    e = {"invalid arguments (negative sizes, a block size below 1 or a null "
-         "table)"};
+    e = {"invalid arguments (negative sizes, a table of more than 2^63 "
+         "entries, a block size below 1 or a null table)"};
   else
     e = checkPagedTables(block_table, seq_lens, batch, max_blocks, num_blocks,
                          block_size);

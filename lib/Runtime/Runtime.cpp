@@ -693,7 +693,7 @@ Error Artifact::callBuffers(const EntryInfo &entry,
     return {"entry '" + entry.name + "' is called with arguments that are " +
             "not the artifact's entry at these sizes (instantiate() gives " +
             "them)"};
-  if (entry.op.kind == "paged_sdpa") {
+  if (own->op.kind == "paged_sdpa") {
     const auto &in = entry.inputs; // q, key_cache, value_cache, tables
     if (Error e = checkPagedTables(static_cast<const int32_t *>(data[3]),
                                    static_cast<const int32_t *>(data[4]),
@@ -863,7 +863,10 @@ Error attn::rt::checkPagedTables(const int32_t *blockTable,
                                  const int32_t *seqLens, int64_t batch,
                                  int64_t maxBlocks, int64_t numBlocks,
                                  int64_t blockSize) {
-  int64_t capacity = maxBlocks * blockSize;
+  // Saturated: a capacity beyond int64 holds every int32 length.
+  int64_t capacity;
+  if (__builtin_mul_overflow(maxBlocks, blockSize, &capacity))
+    capacity = INT64_MAX;
   for (int64_t b = 0; b < batch; ++b) {
     int64_t len = seqLens[b];
     if (len < 0 || len > capacity)
@@ -871,7 +874,8 @@ Error attn::rt::checkPagedTables(const int32_t *blockTable,
               " is outside [0, " + std::to_string(capacity) +
               "] (the block table holds " + std::to_string(maxBlocks) +
               " blocks of " + std::to_string(blockSize) + " keys)"};
-    for (int64_t m = 0; m < (len + blockSize - 1) / blockSize; ++m) {
+    int64_t used = len / blockSize + (len % blockSize != 0);
+    for (int64_t m = 0; m < used; ++m) {
       int64_t id = blockTable[b * maxBlocks + m];
       if (id < 0 || id >= numBlocks)
         return {"block_table[" + std::to_string(b) + ", " + std::to_string(m) +

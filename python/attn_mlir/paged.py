@@ -100,7 +100,7 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     A length outside [0, max_blocks_per_seq * block_size] or a block id a
     sequence uses outside [0, num_blocks) is a ValueError, before any
     code runs. Compiled once per dtype, head counts, head dims, block size
-    and options, for any B, Tq, num_blocks and table width.
+    and options, for any B, Tq, num_blocks and table width (>= 1).
     """
     return_lse = check_bool("return_lse", return_lse)
     q = native(query)
@@ -112,6 +112,8 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     if bt.shape[0] != q.shape[0] or sl.shape[0] != q.shape[0]:
         raise ValueError(f"block_table {list(bt.shape)} and seq_lens {list(sl.shape)} must "
                          f"have the query's batch ({q.shape[0]})")
+    if bt.shape[1] == 0:
+        raise ValueError("block_table needs at least one column (max_blocks_per_seq >= 1)")
     check_paged_tables(bt, sl, kc.shape[0], kc.shape[1])
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
@@ -213,13 +215,13 @@ class KVCache:
         the sequences `seqs`, in order (unused slots 0)."""
         with self._lock:
             rows = [self._seq(s) for s in seqs]
-        if not rows:
-            raise ValueError("tables() needs at least one sequence")
-        width = max(1, max(len(b) for b, _ in rows))
-        table = np.zeros((len(rows), width), dtype=np.int32)
-        for i, (b, _) in enumerate(rows):
-            table[i, :len(b)] = b
-        return table, np.array([n for _, n in rows], dtype=np.int32)
+            if not rows:
+                raise ValueError("tables() needs at least one sequence")
+            width = max(1, max(len(b) for b, _ in rows))
+            table = np.zeros((len(rows), width), dtype=np.int32)
+            for i, (b, _) in enumerate(rows):
+                table[i, :len(b)] = b
+            return table, np.array([n for _, n in rows], dtype=np.int32)
 
     def attention(self, query, seqs, **kwargs):
         """paged_attention of query [len(seqs), Hq, Tq, head_dim] over the

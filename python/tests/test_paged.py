@@ -99,6 +99,8 @@ def test_bad_tables_are_errors():
         attn_mlir.paged_attention(q.astype(np.float16), kc, vc, bt, sl)
     with pytest.raises(ValueError, match="agree in"):
         attn_mlir.paged_attention(q, kc, vc[:, :4], bt, sl)
+    with pytest.raises(ValueError, match="at least one column"):
+        attn_mlir.paged_attention(q, kc, vc, bt[:, :0], [0, 0])
 
 
 def test_kv_cache_grows_and_frees():

@@ -1,6 +1,7 @@
 // attn-tile on attn.paged_sdpa: the same loop nest as attn.sdpa, its key
 // blocks read from the cache blocks of the block table (block id clamped
-// to [0, NB), the row within the block from kb mod BS), each batch
+// to [0, NB), NB the smaller cache's; the row within the block from kb mod
+// BS), each batch
 // element's key length from seq_lens (clamped to [0, MB·BS]), and key
 // blocks of gcd(kv-block, BS) keys so that none straddles two cache blocks.
 // RUN: attn-opt %s --attn-tile -split-input-file | FileCheck %s
@@ -15,8 +16,10 @@
 // merged per tile by the forall over (b, 2, 1). Each sequence's split is
 // of its own length; the block's cache block is read once for both tiles.
 // CHECK-LABEL: func.func @decode
-// CHECK-DAG: %[[NB:.*]] = tensor.dim %{{.*}}, %c0 : tensor<?x16x2x64xf32>
-// CHECK-DAG: %[[MB:.*]] = tensor.dim %{{.*}}, %c1 : tensor<?x?xi32>
+// CHECK: %[[NBK:.*]] = tensor.dim %[[KC:.*]], %c0 : tensor<?x16x2x64xf32>
+// CHECK: %[[NBV:.*]] = tensor.dim %[[VC:.*]], %c0 : tensor<?x16x2x64xf32>
+// CHECK: %[[NB:.*]] = arith.minui %[[NBK]], %[[NBV]]
+// CHECK: %[[MB:.*]] = tensor.dim %{{.*}}, %c1 : tensor<?x?xi32>
 // CHECK: %[[SLOTS:.*]] = arith.muli %[[MB]], %c16
 // CHECK: %[[NONE:.*]] = arith.cmpi eq, %[[NB]], %c0
 // CHECK: %[[CAP:.*]] = arith.select %[[NONE]], %c0, %[[SLOTS]]

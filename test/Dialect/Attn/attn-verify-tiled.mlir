@@ -138,3 +138,65 @@ func.func @rows_moved(%q: tensor<4x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16
   }
   return %r : tensor<8xf32>
 }
+
+// -----
+
+// Rows of m and l that are not the same rows.
+func.func @rows_mixed(%q: tensor<4x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16xf32>, %n: index) -> tensor<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.forall (%i) in (1) shared_outs(%o = %m) -> (tensor<8xf32>) {
+    %f:3 = scf.for %kb = %c0 to %n step %c4 iter_args(%sm = %m, %sl = %m, %sa = %acc) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
+      %g:3 = scf.for %t = %c0 to %c1 step %c1 iter_args(%tm = %sm, %tl = %sl, %ta = %sa) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
+        %m0 = tensor.extract_slice %tm[0] [4] [1] : tensor<8xf32> to tensor<4xf32>
+        %l0 = tensor.extract_slice %tl[4] [4] [1] : tensor<8xf32> to tensor<4xf32>
+        %a0 = tensor.extract_slice %ta[0, 0] [4, 16] [1, 1] : tensor<8x16xf32> to tensor<4x16xf32>
+        // expected-error @+1 {{breaks the attn-tile contract: it must update the (m, l, acc) its scf.for carries and yield the result}}
+        %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%m0, %l0, %a0 : tensor<4xf32>, tensor<4xf32>, tensor<4x16xf32>) at(%c0, %kb) lengths(%c4, %n)
+            {scale = 0.25 : f32}
+            : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4x16xf32>
+        %mi = tensor.insert_slice %m1 into %tm[0] [4] [1] : tensor<4xf32> into tensor<8xf32>
+        %li = tensor.insert_slice %l1 into %tl[4] [4] [1] : tensor<4xf32> into tensor<8xf32>
+        %ai = tensor.insert_slice %a1 into %ta[0, 0] [4, 16] [1, 1] : tensor<4x16xf32> into tensor<8x16xf32>
+        scf.yield %mi, %li, %ai : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+      }
+      scf.yield %g#0, %g#1, %g#2 : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+    }
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %f#0 into %o[0] [8] [1] : tensor<8xf32> into tensor<8xf32>
+    }
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+// Rows of the state stepped in a tile loop whose key loop drops them.
+func.func @rows_dropped(%q: tensor<4x16xf32>, %m: tensor<8xf32>, %acc: tensor<8x16xf32>, %n: index) -> tensor<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.forall (%i) in (1) shared_outs(%o = %m) -> (tensor<8xf32>) {
+    %f:3 = scf.for %kb = %c0 to %n step %c4 iter_args(%sm = %m, %sl = %m, %sa = %acc) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
+      %g:3 = scf.for %t = %c0 to %c1 step %c1 iter_args(%tm = %sm, %tl = %sl, %ta = %sa) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>) {
+        %m0 = tensor.extract_slice %tm[0] [4] [1] : tensor<8xf32> to tensor<4xf32>
+        %l0 = tensor.extract_slice %tl[0] [4] [1] : tensor<8xf32> to tensor<4xf32>
+        %a0 = tensor.extract_slice %ta[0, 0] [4, 16] [1, 1] : tensor<8x16xf32> to tensor<4x16xf32>
+        // expected-error @+1 {{breaks the attn-tile contract: it must update the (m, l, acc) its scf.for carries and yield the result}}
+        %m1, %l1, %a1 = attn.online_step %q, %q, %q state(%m0, %l0, %a0 : tensor<4xf32>, tensor<4xf32>, tensor<4x16xf32>) at(%c0, %kb) lengths(%c4, %n)
+            {scale = 0.25 : f32}
+            : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4x16xf32>
+        %mi = tensor.insert_slice %m1 into %tm[0] [4] [1] : tensor<4xf32> into tensor<8xf32>
+        %li = tensor.insert_slice %l1 into %tl[0] [4] [1] : tensor<4xf32> into tensor<8xf32>
+        %ai = tensor.insert_slice %a1 into %ta[0, 0] [4, 16] [1, 1] : tensor<4x16xf32> into tensor<8x16xf32>
+        scf.yield %mi, %li, %ai : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+      }
+      scf.yield %sm, %sl, %sa : tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>
+    }
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %f#0 into %o[0] [8] [1] : tensor<8xf32> into tensor<8xf32>
+    }
+  }
+  return %r : tensor<8xf32>
+}

@@ -105,8 +105,15 @@ struct SdpaTiling {
     dv = op.getValueCache().getType().getDimSize(3);
     group = op.getGroupSize();
     PagedKeys p{op.getBlockTable(), op.getSeqLens(), cache[1], {}, {}};
-    p.numBlocks = size(b, op.getKeyCache(), 0);
     LinalgBuilder bld{b, loc, b.getContext()};
+    // Ids are clamped to the smaller cache (the verifier cannot compare
+    // two dynamic sizes; the runtime checks they agree).
+    p.numBlocks = size(b, op.getKeyCache(), 0);
+    OpFoldResult valueBlocks = size(b, op.getValueCache(), 0);
+    if (p.numBlocks != valueBlocks)
+      p.numBlocks = arith::MinUIOp::create(b, loc, bld.val(p.numBlocks),
+                                           bld.val(valueBlocks))
+                        .getResult();
     int64_t mb = op.getBlockTable().getType().getDimSize(1);
     tk = ShapedType::isDynamic(mb) || ShapedType::isDynamic(cache[0])
              ? ShapedType::kDynamic

@@ -43,6 +43,15 @@ static bool carries(Value state, Value result, Value carried, Value yielded) {
 
 /// The state of a step or merge is what its loop carries, and the loop
 /// carries on what it returns: the op updates the running state in place.
+/// A loop over the tiles of a task: it is the body of a key loop, which
+/// carries its state from one key block to the next.
+static bool carriedByKeyLoop(scf::ForOp tiles) {
+  auto keys = dyn_cast<scf::ForOp>(tiles->getParentOp());
+  return keys && llvm::equal(tiles.getInitArgs(), keys.getRegionIterArgs()) &&
+         llvm::equal(keys.getBody()->getTerminator()->getOperands(),
+                     tiles.getResults());
+}
+
 static LogicalResult verifyCarried(Operation *op, ValueRange state) {
   auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
   bool ok = loop && state.size() == loop.getNumRegionIterArgs() &&
@@ -50,6 +59,19 @@ static LogicalResult verifyCarried(Operation *op, ValueRange state) {
   for (unsigned i = 0; ok && i < state.size(); ++i)
     ok = carries(state[i], op->getResult(i), loop.getRegionIterArgs()[i],
                  loop.getBody()->getTerminator()->getOperand(i));
+  // Rows of the carried state: the same rows of m, l and acc, and a key
+  // loop around the loop over the tiles.
+  if (ok && state[0] != loop.getRegionIterArgs()[0]) {
+    auto rowsOf = [&](unsigned i) {
+      auto slice = state[i].getDefiningOp<tensor::ExtractSliceOp>();
+      return slice ? std::make_pair(slice.getMixedOffsets()[0],
+                                    slice.getMixedSizes()[0])
+                   : std::make_pair(OpFoldResult(), OpFoldResult());
+    };
+    for (unsigned i = 1; ok && i < state.size(); ++i)
+      ok = rowsOf(i) == rowsOf(0);
+    ok = ok && carriedByKeyLoop(loop);
+  }
   if (!ok)
     return op->emitOpError("breaks the attn-tile contract: it must update "
                            "the (m, l, acc) its scf.for carries and yield the "
