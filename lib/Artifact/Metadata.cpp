@@ -40,6 +40,15 @@ static std::string dtypeName(Type t) {
   return "";
 }
 
+/// The name of `v` in (value, name) `roles`, "arg" when it is none.
+static std::string roleOf(ArrayRef<std::pair<Value, const char *>> roles,
+                          Value v) {
+  for (auto [value, name] : roles)
+    if (value && value == v)
+      return name;
+  return "arg";
+}
+
 /// The role of `v` among the operands of `op` (x, kv, wq, ..., mask).
 static std::string mhaOperandName(attn::MhaOp op, Value v) {
   std::pair<Value, const char *> roles[] = {
@@ -47,10 +56,7 @@ static std::string mhaOperandName(attn::MhaOp op, Value v) {
       {op.getWk(), "wk"},   {op.getWv(), "wv"},      {op.getWo(), "wo"},
       {op.getBq(), "bq"},   {op.getBk(), "bk"},      {op.getBv(), "bv"},
       {op.getBo(), "bo"},   {op.getMask(), "mask"}};
-  for (auto [value, name] : roles)
-    if (value == v)
-      return name;
-  return "arg";
+  return roleOf(roles, v);
 }
 
 /// The role of `v` among the operands of `op` (q, k, v, mask, alibi).
@@ -60,10 +66,7 @@ static std::string sdpaOperandName(attn::SdpaOp op, Value v) {
                                             {op.getValue(), "v"},
                                             {op.getMask(), "mask"},
                                             {op.getAlibi(), "alibi"}};
-  for (auto [value, name] : roles)
-    if (value == v)
-      return name;
-  return "arg";
+  return roleOf(roles, v);
 }
 
 /// The role of `v` among the operands of `op` (q, key_cache, value_cache,
@@ -73,10 +76,7 @@ static std::string pagedOperandName(attn::PagedSdpaOp op, Value v) {
       {op.getQuery(), "q"},           {op.getKeyCache(), "key_cache"},
       {op.getValueCache(), "value_cache"}, {op.getBlockTable(), "block_table"},
       {op.getSeqLens(), "seq_lens"},  {op.getAlibi(), "alibi"}};
-  for (auto [value, name] : roles)
-    if (value == v)
-      return name;
-  return "arg";
+  return roleOf(roles, v);
 }
 
 namespace {

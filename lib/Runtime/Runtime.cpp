@@ -762,6 +762,19 @@ Error Artifact::callBuffers(const EntryInfo &entry,
 // fp64 reference: the formula, materialized, row by row
 //===----------------------------------------------------------------------===//
 
+/// The outputs of an attention reference, zeroed: [rows, Dv] and, with an
+/// LSE output, [rows] (and `scale` like the first).
+static void zeroAttentionOutputs(const EntryInfo &e, int64_t rows, int64_t Dv,
+                                 std::vector<std::vector<double>> &out,
+                                 std::vector<double> *scale) {
+  out.assign(e.outputs.size(), {});
+  out[0].assign(rows * Dv, 0.0);
+  if (out.size() > 1)
+    out[1].assign(rows, 0.0);
+  if (scale)
+    scale->assign(rows * Dv, 0.0);
+}
+
 /// `scale`, when given, receives for each output element the magnitude it
 /// is made of, sum_j p_j |v_j| (the condition of the weighted sum), which
 /// the relative criterion of --check measures errors against.
@@ -779,12 +792,7 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
   auto r = [&](double x) { return lowp ? roundTo(dt, x) : x; };
   const OpInfo &op = e.op;
   const double inf = std::numeric_limits<double>::infinity();
-  out.assign(e.outputs.size(), {});
-  out[0].assign(B * Hq * Tq * Dv, 0.0);
-  if (out.size() > 1)
-    out[1].assign(B * Hq * Tq, 0.0);
-  if (scale)
-    scale->assign(B * Hq * Tq * Dv, 0.0);
+  zeroAttentionOutputs(e, B * Hq * Tq, Dv, out, scale);
   std::vector<double> s(Tk);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h)
@@ -902,12 +910,7 @@ static Error pagedReference(const EntryInfo &e, const std::vector<Tensor> &in,
   if (Error err = checkPagedTables(i32(bt), i32(sl), B, MB, NB, BS))
     return err;
   size_t esz = dtypeSize(q.dtype);
-  out.assign(e.outputs.size(), {});
-  out[0].assign(B * Hq * Tq * Dv, 0.0);
-  if (out.size() > 1)
-    out[1].assign(B * Hq * Tq, 0.0);
-  if (scale)
-    scale->assign(B * Hq * Tq * Dv, 0.0);
+  zeroAttentionOutputs(e, B * Hq * Tq, Dv, out, scale);
   for (int64_t b = 0; b < B; ++b) {
     int64_t Tk = i32(sl)[b];
     auto tensor = [&](std::vector<int64_t> shape) {

@@ -5,7 +5,7 @@ import threading
 import numpy as np
 
 from ._tools import check_bool, check_int, check_paged_tables, compile_graph, mlir_elt, native
-from .sdpa import _ttype, attention_attrs, prepare_alibi
+from .sdpa import _ttype, attention_attrs, attention_results, prepare_alibi
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
@@ -66,9 +66,7 @@ def _paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse):
         at = _ttype(alibi.shape, "f32")
         args.append(f"%a: {at}")
         extra = f" alibi(%a : {at})"
-    results = f"{ot}, {lt}" if return_lse else ot
-    lhs = "%o, %l" if return_lse else "%o"
-    ret = f"%o, %l : {ot}, {lt}" if return_lse else f"%o : {ot}"
+    results, lhs, ret = attention_results(ot, lt, return_lse)
     mlir = (f"func.func @paged({', '.join(args)}) -> ({results}) {{\n"
             f"  {lhs} = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl){extra}{attrs}"
             f" : {qt}, {kt}, {vt}, tensor<?x?xi32>, tensor<?xi32> -> {results}\n"

@@ -39,6 +39,14 @@ def attention_options(scale, is_causal, causal_alignment, window, softcap):
     return scale, is_causal, causal_alignment, _check_window(window), softcap
 
 
+def attention_results(ot, lt, return_lse):
+    """(result types, SSA names, return operands) of an attention graph whose
+    output has type `ot` and LSE type `lt` (only with return_lse)."""
+    if return_lse:
+        return f"{ot}, {lt}", "%o, %l", f"%o, %l : {ot}, {lt}"
+    return ot, "%o", f"%o : {ot}"
+
+
 def attention_attrs(scale, is_causal, causal_alignment, window, softcap):
     """The attribute dictionary shared by attn.sdpa and attn.mha."""
     scale, is_causal, causal_alignment, w, softcap = attention_options(
@@ -166,9 +174,7 @@ def _sdpa_artifact(q, k, v, mask, alibi, attrs, return_lse, device):
         at = _ttype(alibi.shape, "f32")
         args.append(f"%a: {at}")
         mask_txt += f" alibi(%a : {at})"
-    results = f"{ot}, {lt}" if return_lse else ot
-    lhs = "%o, %l" if return_lse else "%o"
-    ret = f"%o, %l : {ot}, {lt}" if return_lse else f"%o : {ot}"
+    results, lhs, ret = attention_results(ot, lt, return_lse)
     mlir = (f"func.func @sdpa({', '.join(args)}) -> ({results}) {{\n"
             f"  {lhs} = attn.sdpa %q, %k, %v{mask_txt}{attrs} : {qt}, {kt}, {vt} -> {results}\n"
             f"  return {ret}\n}}\n")

@@ -30,8 +30,8 @@ import time
 
 # numpy's BLAS threads and the kernels' OpenMP threads each spin a while
 # after their parallel regions: on a machine of few cores they take turns
-# (a decode step here ran 7x slower). The projections are small: one BLAS
-# thread.
+# (compare the tokens/s with OPENBLAS_NUM_THREADS=2). The projections are
+# small: one BLAS thread.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 

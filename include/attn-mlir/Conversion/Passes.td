@@ -124,15 +124,17 @@ def AttnOmpGuidedSchedulePass : Pass<"attn-omp-guided-schedule"> {
     static schedule hands each thread one contiguous range of tasks, so
     the thread with the long sequences finishes last while the others
     wait: a decode step of 16 sequences of 1.5k to 32k keys (sorted by
-    length) took 179 ms with the static schedule and 122 ms guided (one
-    run each). This pass gives every
+    length) took 179 ms with the static schedule and 122 ms guided (the
+    paged row of `benchmarks/bench_decode.py`, one run each). This pass
+    gives every
     `omp.wsloop` that states no schedule `schedule(guided)`: each idle
     thread takes a chunk of the remaining tasks divided by the threads,
     down to one task, so threads start on large contiguous ranges (the
     locality of the static schedule) and end on single tasks (the balance
     of a dynamic one). A causal prefill (B = 1, H = 8, T = 4096, D = 128,
-    f32) took 161-165 ms guided against 166-171 ms static in the same
-    runs. Runs after `convert-scf-to-openmp`.
+    f32) took 161-165 ms guided against 166-171 ms static (`attn-run
+    --bench`, interleaved, one side measurement). Runs after
+    `convert-scf-to-openmp`.
   }];
   let dependentDialects = ["::mlir::omp::OpenMPDialect"];
 }

@@ -184,11 +184,16 @@ attn::getVisibleOffsetRange(CausalKind causal, int64_t left, int64_t right,
 // SdpaOp
 //===----------------------------------------------------------------------===//
 
+/// The `scale` attribute, or 1/sqrt(D) of a query [B, H, T, D].
+static double effectiveScale(std::optional<APFloat> scale,
+                             RankedTensorType query) {
+  if (scale)
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(query.getDimSize(3)));
+}
+
 double SdpaOp::getEffectiveScale() {
-  if (auto s = getScale())
-    return s->convertToDouble();
-  int64_t d = getQuery().getType().getDimSize(3);
-  return 1.0 / std::sqrt(static_cast<double>(d));
+  return effectiveScale(getScale(), getQuery().getType());
 }
 
 /// Left and right extents of a `window` attribute, -1 when unbounded (or
@@ -348,10 +353,7 @@ LogicalResult SdpaOp::canonicalize(SdpaOp op, PatternRewriter &rewriter) {
 //===----------------------------------------------------------------------===//
 
 double PagedSdpaOp::getEffectiveScale() {
-  if (auto s = getScale())
-    return s->convertToDouble();
-  int64_t d = getQuery().getType().getDimSize(3);
-  return 1.0 / std::sqrt(static_cast<double>(d));
+  return effectiveScale(getScale(), getQuery().getType());
 }
 
 std::pair<int64_t, int64_t> PagedSdpaOp::getWindowBounds() {
