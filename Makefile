@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 APT_PACKAGES = libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
                clang-22 libomp-22-dev ninja-build cmake
 
-.PHONY: gpu-artifacts all deps pydeps configure build check check-sanitize fuzz demo bench bench-dynamic bench-peers bench-decode docs clean
+.PHONY: gpu-artifacts all deps pydeps torch-venv configure build check check-torch check-sanitize fuzz demo bench bench-dynamic bench-peers bench-decode bench-torch docs clean
 
 all: build
 
@@ -35,11 +35,32 @@ pydeps:
 	@python3 -c "import numpy, ml_dtypes, pytest, matplotlib" 2>/dev/null || \
 	  python3 -m pip install -q $(PIP_PACKAGES)
 
+# torch (about 5 GB with its CUDA libraries) goes into a virtual
+# environment of its own, shared with the benchmarks against PyTorch.
+PEERS_VENV ?= $(BUILD)/peers-venv
+TORCH_PACKAGES = numpy ml_dtypes pytest torch
+
 # The whole test suite: the lit regression tests, then the Python package's
-# pytest suite against the tools of this build.
+# pytest suite against the tools of this build; with ATTN_WITH_TORCH=1 also
+# the torch op, torch.compile and ring attention tests (check-torch), which
+# are skipped otherwise.
 check: build pydeps
 	ninja -C $(BUILD) check-attn-mlir
 	cd python && ATTN_MLIR_BIN=$(abspath $(BUILD))/bin python3 -m pytest -q tests
+	@if [ "$(ATTN_WITH_TORCH)" = 1 ]; then $(MAKE) --no-print-directory check-torch; \
+	else echo "make check: the torch tests were skipped (ATTN_WITH_TORCH=1 make check \
+	installs torch into $(PEERS_VENV) and runs them)"; fi
+
+# Installs torch and the test dependencies into $(PEERS_VENV) when missing.
+torch-venv:
+	@test -x $(PEERS_VENV)/bin/python || python3 -m venv $(PEERS_VENV)
+	@$(PEERS_VENV)/bin/python -c "import numpy, ml_dtypes, pytest, torch" 2>/dev/null || \
+	  $(PEERS_VENV)/bin/pip install -q $(TORCH_PACKAGES)
+
+# The torch tests (python/tests/test_torch.py) in $(PEERS_VENV).
+check-torch: build torch-venv
+	cd python && ATTN_MLIR_BIN=$(abspath $(BUILD))/bin \
+	  $(abspath $(PEERS_VENV))/bin/python -m pytest -q tests/test_torch.py
 
 # The lit suite built with AddressSanitizer + UBSan (build-asan).
 check-sanitize: deps
@@ -79,20 +100,19 @@ bench-dynamic: build pydeps
 # test): torch and jax are large, so they go into a virtual environment of
 # their own ($(PEERS_VENV)), installed on first use; BENCH_FLAGS=--quick
 # for a shorter grid.
-PEERS_VENV ?= $(BUILD)/peers-venv
-bench-peers: build
-	@test -x $(PEERS_VENV)/bin/python || python3 -m venv $(PEERS_VENV)
-	@$(PEERS_VENV)/bin/python -c "import numpy, ml_dtypes, torch, jax" 2>/dev/null || \
-	  $(PEERS_VENV)/bin/pip install -q numpy ml_dtypes torch jax
+bench-peers: build torch-venv
+	@$(PEERS_VENV)/bin/python -c "import jax" 2>/dev/null || $(PEERS_VENV)/bin/pip install -q jax
 	$(PEERS_VENV)/bin/python benchmarks/bench_peers.py --build $(BUILD) $(BENCH_FLAGS)
 
 # A decode step over a long KV cache against the host's read bandwidth and
 # PyTorch (not a test); torch goes into $(PEERS_VENV) as for bench-peers.
-bench-decode: build
-	@test -x $(PEERS_VENV)/bin/python || python3 -m venv $(PEERS_VENV)
-	@$(PEERS_VENV)/bin/python -c "import numpy, ml_dtypes, torch" 2>/dev/null || \
-	  $(PEERS_VENV)/bin/pip install -q numpy ml_dtypes torch
+bench-decode: build torch-venv
 	$(PEERS_VENV)/bin/python benchmarks/bench_decode.py --build $(BUILD) $(BENCH_FLAGS)
+
+# The torch op's overhead and ring attention's speed-up (not a test);
+# torch goes into $(PEERS_VENV).
+bench-torch: build torch-venv
+	$(PEERS_VENV)/bin/python benchmarks/bench_torch.py --build $(BUILD) $(BENCH_FLAGS)
 
 # Regenerates the op and pass references under docs/.
 docs: build

@@ -133,15 +133,15 @@ def decode_static_vs_dynamic(bindir, tmp, args):
     return rows
 
 
-def _overhead(sdpa, fn, q, k, v, kw, iters, parity=0):
+def _overhead(sdpa, raw_kernel, q, k, v, kw, iters, parity=0):
     """Median µs of the API call and of the raw kernel on the same arrays,
     alternating which goes first so that neither always finds them in
     cache."""
-    from attn_mlir import _tools
+    fn, descriptor = raw_kernel
     api, raw = [], []
     for i in range(iters):
         out = np.empty(q.shape[:3] + v.shape[3:], np.float32)
-        descs = [_tools._descriptor(a) for a in (q, k, v, out)]
+        descs = [descriptor(a) for a in (q, k, v, out)]
         for first in ((0, 1) if (i + parity) % 2 else (1, 0)):
             t0 = time.perf_counter()
             if first:
@@ -170,7 +170,8 @@ def decode_loop(args):
     t0 = time.perf_counter()
     sdpa(q, k[:, :, :start], v[:, :, :start], **kw)
     first = time.perf_counter() - t0
-    fn = next(iter(sdpa_module._artifacts.values()))._fn("sdpa")
+    from attn_mlir.bench import raw_entry
+    fn = raw_entry(next(iter(sdpa_module._artifacts.values())), "sdpa")
     api, raw = [], []
     for t in range(start + 1, start + steps + 1):
         # The cache of this step as a serving loop holds it: contiguous

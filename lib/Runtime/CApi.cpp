@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 using namespace attn::rt;
 
@@ -143,6 +145,188 @@ attn_rt_check_paged_tables(const int32_t *block_table, const int32_t *seq_lens,
   else
     e = checkPagedTables(block_table, seq_lens, batch, max_blocks, num_blocks,
                          block_size);
+  return copyOut(e.message, error, error_size, nullptr, true,
+                 e ? ATTN_RT_INVALID : ATTN_RT_OK);
+}
+
+static_assert(static_cast<int>(DType::F32) == ATTN_RT_F32 &&
+                  static_cast<int>(DType::F16) == ATTN_RT_F16 &&
+                  static_cast<int>(DType::BF16) == ATTN_RT_BF16 &&
+                  static_cast<int>(DType::Bool) == ATTN_RT_BOOL &&
+                  static_cast<int>(DType::I32) == ATTN_RT_I32,
+              "CApi.h's dtype codes are Runtime.h's DType");
+
+struct attn_rt_artifact {
+  std::unique_ptr<Artifact> art;
+  /// Instances already made (instantiate()), by entry name and input
+  /// shapes: a call at known sizes checks only its buffers against one.
+  mutable std::mutex mu;
+  mutable std::map<std::pair<std::string, std::vector<std::vector<int64_t>>>,
+                   std::shared_ptr<const EntryInfo>>
+      instances;
+  static constexpr size_t kMaxInstances = 4096; // a server seeing every length
+};
+
+extern "C" __attribute__((visibility("default"))) int
+attn_rt_open(const char *path, attn_rt_artifact **out, char *error,
+             size_t error_size) {
+  std::unique_ptr<Artifact> art;
+  Error e = !path  ? Error{"no path given"}
+            : !out ? Error{"no place for the handle given (out is null)"}
+                   : Artifact::load(path, art);
+  if (e)
+    return copyOut(e.message, error, error_size, nullptr, true,
+                   ATTN_RT_INVALID);
+  *out = new attn_rt_artifact();
+  (*out)->art = std::move(art);
+  return copyOut("", error, error_size, nullptr, true, ATTN_RT_OK);
+}
+
+extern "C" __attribute__((visibility("default"))) void
+attn_rt_close(attn_rt_artifact *artifact) {
+  delete artifact;
+}
+
+/// Why the caller's buffer `t` cannot be argument `a` (dtype, rank, a
+/// pointer, dense row-major strides), or no error. Its sizes are checked
+/// against the entry by instantiate().
+static Error checkBuffer(const attn_rt_tensor &t, const ArgInfo &a) {
+  std::string name = "'" + a.name + "'";
+  if (t.dtype < ATTN_RT_F32 || t.dtype > ATTN_RT_I32 ||
+      static_cast<DType>(t.dtype) != a.dtype)
+    return {name + " must be " + dtypeName(a.dtype) + ", given dtype code " +
+            std::to_string(t.dtype) +
+            (t.dtype >= ATTN_RT_F32 && t.dtype <= ATTN_RT_I32
+                 ? std::string(" (") + dtypeName(static_cast<DType>(t.dtype)) +
+                       ")"
+                 : std::string(" (none)"))};
+  if (t.rank != static_cast<int64_t>(a.shape.size()) || !t.sizes)
+    return {name + " must have rank " + std::to_string(a.shape.size()) +
+            " (" + formatArgShape(a) + "), given rank " +
+            std::to_string(t.rank) + (t.sizes ? "" : " without sizes")};
+  if (!t.data)
+    return {name + " has a null data pointer"};
+  if (!t.strides)
+    return {};
+  int64_t dense = 1;
+  for (int64_t d = t.rank; d-- > 0;) {
+    if (t.sizes[d] != 1 && t.strides[d] != dense)
+      return {name + " is not dense row-major (dimension " +
+              std::to_string(d) + " has stride " +
+              std::to_string(t.strides[d]) + ", expected " +
+              std::to_string(dense) + "): make it contiguous first"};
+    if (t.sizes[d] < 1 || __builtin_mul_overflow(dense, t.sizes[d], &dense))
+      return {}; // instantiate() reports the size
+  }
+  return {};
+}
+
+/// The byte extent [begin, end) of argument `i` of the static `entry`.
+static std::pair<uintptr_t, uintptr_t> extent(const EntryInfo &entry,
+                                              const attn_rt_tensor *args,
+                                              size_t i) {
+  const ArgInfo &a = i < entry.inputs.size()
+                         ? entry.inputs[i]
+                         : entry.outputs[i - entry.inputs.size()];
+  int64_t n = 1;
+  for (int64_t d : a.shape)
+    n *= d; // validated to fit in memory
+  auto begin = reinterpret_cast<uintptr_t>(args[i].data);
+  return {begin, begin + static_cast<uintptr_t>(n) * dtypeSize(a.dtype)};
+}
+
+/// The instance of `own` at input shapes `shapes` (instantiate()), made
+/// once per artifact and shapes.
+static Error instanceOf(const attn_rt_artifact &h, const EntryInfo &own,
+                        std::vector<std::vector<int64_t>> shapes,
+                        std::shared_ptr<const EntryInfo> &out) {
+  auto key = std::make_pair(own.name, std::move(shapes));
+  {
+    std::lock_guard<std::mutex> lock(h.mu);
+    auto it = h.instances.find(key);
+    if (it != h.instances.end()) {
+      out = it->second;
+      return {};
+    }
+  }
+  std::vector<const std::vector<int64_t> *> inShapes;
+  for (const std::vector<int64_t> &s : key.second)
+    inShapes.push_back(&s);
+  auto entry = std::make_shared<EntryInfo>();
+  if (Error e = instantiate(own, inShapes, {}, *entry))
+    return e;
+  std::lock_guard<std::mutex> lock(h.mu);
+  if (h.instances.size() >= attn_rt_artifact::kMaxInstances)
+    h.instances.clear();
+  out = h.instances.emplace(std::move(key), entry).first->second;
+  return {};
+}
+
+/// attn_rt_call's checks, then the call (Artifact::callInstance).
+static Error callChecked(const attn_rt_artifact &h, const char *name,
+                         const attn_rt_tensor *args, size_t numArgs) {
+  const Artifact &art = *h.art;
+  const EntryInfo *own = art.find(name);
+  if (!own)
+    return {std::string("the artifact has no entry '") + name + "'"};
+  if (numArgs && !args)
+    return {"entry '" + own->name + "': no argument array given (args is "
+            "null)"};
+  if (numArgs != own->numArgs())
+    return {"entry '" + own->name + "' takes " +
+            std::to_string(own->inputs.size()) + " inputs and " +
+            std::to_string(own->outputs.size()) + " outputs, given " +
+            std::to_string(numArgs) + " buffers"};
+  size_t nin = own->inputs.size();
+  for (size_t i = 0; i < numArgs; ++i)
+    if (Error e = checkBuffer(args[i], i < nin ? own->inputs[i]
+                                               : own->outputs[i - nin]))
+      return {"entry '" + own->name + "': " + e.message};
+  std::vector<std::vector<int64_t>> inShapes;
+  for (size_t i = 0; i < nin; ++i)
+    inShapes.emplace_back(args[i].sizes, args[i].sizes + args[i].rank);
+  std::shared_ptr<const EntryInfo> instance;
+  if (Error e = instanceOf(h, *own, std::move(inShapes), instance))
+    return {"entry '" + own->name + "': " + e.message};
+  const EntryInfo &entry = *instance;
+  for (size_t i = nin; i < numArgs; ++i)
+    if (!std::equal(args[i].sizes, args[i].sizes + args[i].rank,
+                    entry.outputs[i - nin].shape.begin(),
+                    entry.outputs[i - nin].shape.end()))
+      return {"entry '" + own->name + "': output '" +
+              entry.outputs[i - nin].name + "' must be " +
+              formatShape(entry.outputs[i - nin].shape) +
+              " for these inputs, given " +
+              formatShape({args[i].sizes, args[i].sizes + args[i].rank})};
+  for (size_t i = nin; i < numArgs; ++i)
+    for (size_t j = 0; j < numArgs; ++j) {
+      auto [b0, e0] = extent(entry, args, i);
+      auto [b1, e1] = extent(entry, args, j);
+      if (j != i && b0 < e1 && b1 < e0)
+        return {"entry '" + own->name + "': output '" +
+                entry.outputs[i - nin].name +
+                "' overlaps another argument; give it a buffer of its own"};
+    }
+  std::vector<void *> data;
+  for (size_t i = 0; i < numArgs; ++i)
+    data.push_back(args[i].data);
+  return art.callInstance(entry, data);
+}
+
+extern "C" __attribute__((visibility("default"))) int
+attn_rt_call(const attn_rt_artifact *artifact, const char *entry,
+             const attn_rt_tensor *args, size_t num_args, void *stream,
+             char *error, size_t error_size) {
+  Error e = !artifact || !artifact->art ? Error{"no artifact given"}
+            : !entry                    ? Error{"no entry name given"}
+            : artifact->art->target() != "cpu"
+                ? Error{"the artifact is for target " +
+                        artifact->art->target() +
+                        ": attn_rt_call runs CPU artifacts (run a CUDA one "
+                        "with attn-run --device cuda)"}
+            : stream ? Error{"a stream was given for a CPU artifact (pass "
+                             "null)"}
+                     : callChecked(*artifact, entry, args, num_args);
   return copyOut(e.message, error, error_size, nullptr, true,
                  e ? ATTN_RT_INVALID : ATTN_RT_OK);
 }

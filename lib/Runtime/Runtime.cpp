@@ -693,6 +693,14 @@ Error Artifact::callBuffers(const EntryInfo &entry,
     return {"entry '" + entry.name + "' is called with arguments that are " +
             "not the artifact's entry at these sizes (instantiate() gives " +
             "them)"};
+  return callInstance(entry, data);
+}
+
+Error Artifact::callInstance(const EntryInfo &entry,
+                             const std::vector<void *> &data) const {
+  const EntryInfo *own = find(entry.name);
+  if (target_ != "cpu" || !own || data.size() != entry.numArgs())
+    return {"entry '" + entry.name + "' cannot be called here"};
   if (own->op.kind == "paged_sdpa") {
     const auto &in = entry.inputs; // q, key_cache, value_cache, tables
     if (Error e = checkPagedTables(static_cast<const int32_t *>(data[3]),

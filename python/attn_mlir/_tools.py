@@ -21,6 +21,7 @@ import ml_dtypes
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", BF16: "bf16"}
+_DTYPE_NAMES = {**_DTYPES, np.dtype(np.bool_): "bool", np.dtype(np.int32): "i32"}
 
 
 class ToolsNotFoundError(RuntimeError):
@@ -184,6 +185,15 @@ def _load_capi(path):
         i32p, i32p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
         ctypes.c_char_p, ctypes.c_size_t]
     lib.attn_rt_check_paged_tables.restype = ctypes.c_int
+    lib.attn_rt_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
+                                 ctypes.c_char_p, ctypes.c_size_t]
+    lib.attn_rt_open.restype = ctypes.c_int
+    lib.attn_rt_close.argtypes = [ctypes.c_void_p]
+    lib.attn_rt_close.restype = None
+    lib.attn_rt_call.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p,
+                                 ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p,
+                                 ctypes.c_size_t]
+    lib.attn_rt_call.restype = ctypes.c_int
     return lib
 
 
@@ -249,82 +259,98 @@ def artifact_problem(path, source=None):
     return _inspect(path, source)[0]
 
 
-def _descriptor_words(shape):
-    """The memref descriptor of a dense row-major array of `shape` (the C
-    interface of a CPU entry, attn-mlir/Artifact/Format.h), as int64 words
-    {allocated, aligned, offset 0, sizes, strides in elements}, the two
-    pointers 0."""
-    strides, n = [], 1
-    for d in reversed(shape):
-        strides.insert(0, n)
-        n *= d
-    return [0, 0, 0, *shape, *strides]
-
-
-def _descriptor(a):
-    """The descriptor of C-contiguous array `a` as a ctypes array."""
-    words = _descriptor_words(a.shape)
-    words[0] = words[1] = a.ctypes.data
-    return (ctypes.c_int64 * len(words))(*words)
-
-
 _MAX_PLANS = 4096  # call plans kept per artifact
+
+# CApi.h's dtype codes (attn_rt_tensor.dtype).
+_DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2, "bool": 3, "i32": 4}
+_TENSOR_WORDS = 5  # attn_rt_tensor: data, sizes, strides, rank, dtype
+_errors = threading.local()  # each thread's attn_rt_call error buffer
+
+
+@functools.lru_cache(maxsize=None)
+def _words_type(n):
+    """The ctypes type of n int64 words (made once: making one is slow)."""
+    return ctypes.c_int64 * n
 
 
 class _CallPlan:
     """What a call of one entry at one set of input shapes and dtypes needs
-    beyond the data: the outputs' shapes and dtypes, and every argument's
-    descriptor as one int64 template with the pointer words left 0."""
+    beyond the data: the outputs' shapes and dtypes, and the call's
+    attn_rt_tensor array as the bytes of int64 words with the data pointers
+    left 0 (the sizes point into `sizes`, which the plan keeps alive)."""
 
-    def __init__(self, outs, shapes):
+    def __init__(self, outs, shapes, dtypes):
         self.outs = outs
-        words, self.offsets, slots = [], [], []
-        for shape in shapes:
-            self.offsets.append(8 * len(words))
-            slots += [len(words), len(words) + 1]
-            words += _descriptor_words(shape)
-        self.template = np.array(words, dtype=np.int64)
-        self.slots = np.array(slots, dtype=np.intp)
+        self.sizes = np.array([d for s in shapes for d in s] or [0], dtype=np.int64)
+        words, at = [], self.sizes.ctypes.data
+        for shape, dt in zip(shapes, dtypes):
+            words += [0, at, 0, len(shape), _DTYPE_CODES[dt]]
+            at += 8 * len(shape)
+        self.words = _words_type(len(words))
+        self.template = bytes(self.words(*words))
+        self.count = len(shapes)
+        self.slots = range(0, len(words), _TENSOR_WORDS)
 
 
 class Artifact:
-    """A compiled graph: its entry points, called with numpy arrays through
-    their C interface (`_mlir_ciface_<entry>`, one memref descriptor per
-    argument)."""
+    """A compiled CPU graph, loaded by the runtime (attn_rt_open) and called
+    through attn_rt_call on caller-owned buffers: numpy arrays (__call__) or
+    any dense buffers by address (plan and run, as the torch op does).
+    Nothing is copied."""
 
     def __init__(self, path, desc):
         self.path = path
         self.entries = _entries(desc)
-        self._lib = ctypes.CDLL(path)
-        self._fns = {}
+        lib, handle = _capi(), ctypes.c_void_p()
+        err = ctypes.create_string_buffer(1024)
+        if lib.attn_rt_open(os.fsencode(path), ctypes.byref(handle), err, len(err)) != 0:
+            raise RuntimeError(f"cannot load the artifact {path}: "
+                               + err.value.decode(errors="replace"))
+        self._lib, self._handle = lib, handle.value
+        self._call = lib.attn_rt_call
+        self._names = {e: e.encode() for e in self.entries}
         self._plans = {}  # (entry, input shapes and dtypes) -> _CallPlan
 
-    def _fn(self, entry):
-        fn = self._fns.get(entry)
-        if fn is None:
-            fn = getattr(self._lib, "_mlir_ciface_" + entry)
-            fn.restype = None
-            self._fns[entry] = fn
-        return fn
+    def __del__(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._lib.attn_rt_close(handle)
 
-    def __call__(self, entry, inputs):
-        key = (entry, tuple((a.shape, a.dtype) for a in inputs))
+    def plan(self, entry, shapes, dtypes):
+        """The _CallPlan of `entry` on inputs of these shapes and dtype names
+        ("f32", ...), after the checks of _checked_entry (a ValueError)."""
+        key = (entry, tuple(map(tuple, shapes)), tuple(dtypes))
         plan = self._plans.get(key)
         if plan is None:
             if len(self._plans) >= _MAX_PLANS:  # a server seeing every length
                 self._plans.clear()
-            info = _checked_entry(self.entries, entry, inputs)
-            outs = [(shape, _np_dtype(dt)) for _, dt, shape in info["out"]]
+            info = _checked_entry(self.entries, entry, key[1], key[2])
+            outs = [(shape, dt) for _, dt, shape in info["out"]]
             plan = self._plans[key] = _CallPlan(
-                outs, [a.shape for a in inputs] + [shape for shape, _ in outs])
-        results = [np.empty(shape, dtype=dt) for shape, dt in plan.outs]
-        arrays = [np.ascontiguousarray(a) for a in inputs] + results
-        # This call's descriptors: a copy of the template with the pointers
-        # (each call its own, so concurrent callers share nothing).
-        words = plan.template.copy()
-        words[plan.slots] = [p for a in arrays for p in (a.ctypes.data,) * 2]
-        base = words.ctypes.data
-        self._fn(entry)(*[ctypes.c_void_p(base + off) for off in plan.offsets])
+                outs, list(key[1]) + [shape for shape, _ in outs],
+                list(key[2]) + [dt for _, dt in outs])
+        return plan
+
+    def run(self, entry, plan, pointers):
+        """Calls `entry` on the dense buffers at `pointers` (inputs then
+        outputs, of `plan`'s shapes and dtypes): the runtime checks them
+        again and a ValueError says what it refused."""
+        words = plan.words.from_buffer_copy(plan.template)  # each call its own
+        for slot, p in zip(plan.slots, pointers):
+            words[slot] = p
+        err = getattr(_errors, "buf", None)
+        if err is None:
+            err = _errors.buf = ctypes.create_string_buffer(1024)
+        if self._call(self._handle, self._names[entry], words, plan.count, None,
+                      err, 1024) != 0:
+            raise ValueError(err.value.decode(errors="replace"))
+
+    def __call__(self, entry, inputs):
+        arrays = [np.ascontiguousarray(a) for a in inputs]
+        plan = self.plan(entry, [a.shape for a in arrays],
+                         [dtype_name(a.dtype) for a in arrays])
+        results = [np.empty(shape, dtype=_np_dtype(dt)) for shape, dt in plan.outs]
+        self.run(entry, plan, [a.ctypes.data for a in arrays + results])
         return results
 
 
@@ -360,7 +386,8 @@ class CudaArtifact:
         self.entries = _entries(desc)
 
     def __call__(self, entry, inputs):
-        info = _checked_entry(self.entries, entry, inputs)
+        info = _checked_entry(self.entries, entry, [np.shape(a) for a in inputs],
+                              [dtype_name(np.asarray(a).dtype) for a in inputs])
         with tempfile.TemporaryDirectory() as tmp:
             cmd = [os.path.join(self.bindir, "attn-run"), self.path, "--entry", entry,
                    "--device", "cuda", "--output-dir", tmp]
@@ -418,20 +445,29 @@ def _entries(desc):
     return entries
 
 
-def _checked_entry(entries, entry, inputs):
-    """The entry's description at the sizes of `inputs`, after checking
-    their number, dtypes and shapes against it: a dynamic dimension (a name
-    in the description) takes its size from the inputs, one size per name,
-    and the outputs' shapes are resolved with it."""
+def dtype_name(dtype):
+    """The runtime's name ("f32", "bool", "i32", ...) of a numpy dtype, or
+    the dtype itself when the runtime has none (_checked_entry refuses
+    it)."""
+    name = _DTYPE_NAMES.get(dtype)
+    return name if name is not None else str(np.dtype(dtype))
+
+
+def _checked_entry(entries, entry, shapes, dtypes):
+    """The entry's description at the sizes of inputs of `shapes` and dtype
+    names `dtypes`, after checking their number, dtypes and shapes against
+    it: a dynamic dimension (a name in the description) takes its size from
+    the inputs, one size per name, and the outputs' shapes are resolved with
+    it."""
     info = entries[entry]
-    if len(inputs) != len(info["in"]):
-        raise ValueError(f"{entry} takes {len(info['in'])} inputs, got {len(inputs)}")
+    if len(shapes) != len(info["in"]):
+        raise ValueError(f"{entry} takes {len(info['in'])} inputs, got {len(shapes)}")
     sizes, seen = {}, {}
-    for arr, (name, dt, shape) in zip(inputs, info["in"]):
-        if np.asarray(arr).dtype != _np_dtype(dt):
+    for got, given, (name, dt, shape) in zip(shapes, dtypes, info["in"]):
+        if given != dt:
             raise ValueError(f"input {name}: expected dtype {_np_dtype(dt)}, got "
-                             f"{np.asarray(arr).dtype}")
-        got = tuple(arr.shape)
+                             f"{_np_dtype(given) if given in _DTYPE_CODES else given}")
+        got = tuple(got)
         if len(got) != len(shape):
             raise ValueError(f"input {name}: expected shape {_shape_text(shape)}, got {got}")
         for d, (want, n) in enumerate(zip(shape, got)):

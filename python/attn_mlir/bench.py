@@ -169,3 +169,23 @@ def main(argv=None):
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def raw_entry(artifact, entry):
+    """The CPU entry `entry` of a loaded Artifact as its bare C interface
+    (`_mlir_ciface_<entry>`, attn-mlir/Artifact/Format.h), with a function
+    making the memref descriptor of a C-contiguous numpy array: the kernel
+    without the runtime's checks, for measuring what the bindings add.
+    Benchmarks only: nothing is checked."""
+    import ctypes
+    fn = getattr(ctypes.CDLL(artifact.path), "_mlir_ciface_" + entry)
+    fn.restype = None
+
+    def descriptor(a):
+        strides, n = [], 1
+        for d in reversed(a.shape):
+            strides.insert(0, n)
+            n *= d
+        words = [a.ctypes.data, a.ctypes.data, 0, *a.shape, *strides]
+        return (ctypes.c_int64 * len(words))(*words)
+    return fn, descriptor

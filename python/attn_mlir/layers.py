@@ -136,7 +136,7 @@ class MultiHeadAttention:
                 if n in shapes:
                     shapes[n] = ("?", "?", shapes[n][2])
             if "mask" in shapes:
-                shapes["mask"] = _mask_dims(dict(operands)["mask"], self.num_heads)
+                shapes["mask"] = _mask_dims(dict(operands)["mask"].shape, self.num_heads)
         # Everything the graph text depends on: a changed option or head
         # count is a new graph.
         sig = (tuple((n, shapes[n], a.dtype) for n, a in operands), is_causal, device,

@@ -73,41 +73,22 @@ def prepare_mask(attn_mask, dtype, target, target_name):
         if not np.issubdtype(m.dtype, np.floating) and m.dtype != dtype:
             raise ValueError(f"attn_mask must be bool or floating point, got {m.dtype}")
         m = cast_checked("attn_mask", m, dtype)
-    if not 2 <= m.ndim <= 4:
-        raise ValueError(f"attn_mask must have 2 to 4 dimensions broadcastable to "
-                         f"{target_name} {list(target)}, got shape {list(m.shape)}")
-    for md, td in zip(m.shape[::-1], target[::-1]):
-        if md not in (1, td):
-            raise ValueError(f"attn_mask of shape {list(m.shape)} is not broadcastable to "
-                             f"{target_name} {list(target)}")
+    check_mask_shape(m.shape, target, target_name)
     return np.ascontiguousarray(m)
 
 
-def _check_qkv(query, key, value, enable_gqa):
-    """query, key and value as native-byte-order [B, H, T, D] arrays after
-    the rank, dtype and shape checks, and whether they came unbatched."""
-    q, k, v = (native(x) for x in (query, key, value))
-    if not (q.ndim == k.ndim == v.ndim) or q.ndim not in (3, 4):
-        raise ValueError("query, key and value must all be [B, H, T, D] or all [H, T, D], "
-                         f"got shapes {list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
-    unbatched = q.ndim == 3
-    if unbatched:
-        q, k, v = q[None], k[None], v[None]
-    if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"query, key and value must have one dtype, got {q.dtype}, "
-                         f"{k.dtype}, {v.dtype}")
-    if q.dtype == np.bool_:
-        raise ValueError("query, key and value must be float32, float16 or bfloat16, "
-                         "got bool")
-    B, Hq, Tq, D = q.shape
-    Bk, Hkv, Tk, Dk = k.shape
-    Bv, Hv, Tv, Dv = v.shape
-    if 0 in q.shape or 0 in k.shape or 0 in v.shape:
+def check_qkv_shapes(qs, ks, vs, enable_gqa):
+    """The shape rules of query [B, Hq, Tq, D], key [B, Hkv, Tk, D] and value
+    [B, Hkv, Tk, Dv] (a ValueError naming the one broken)."""
+    B, Hq, Tq, D = qs
+    Bk, Hkv, Tk, Dk = ks
+    Bv, Hv, Tv, Dv = vs
+    if 0 in qs or 0 in ks or 0 in vs:
         raise ValueError("empty tensors are not supported")
     if not (B == Bk == Bv):
         raise ValueError(f"batch sizes differ: {B}, {Bk}, {Bv}")
     if Hkv != Hv or Tk != Tv:
-        raise ValueError(f"key {list(k.shape)} and value {list(v.shape)} must agree in heads and length")
+        raise ValueError(f"key {list(ks)} and value {list(vs)} must agree in heads and length")
     if Dk != D:
         raise ValueError(f"key head dim {Dk} != query head dim {D}")
     if Hq != Hkv:
@@ -116,7 +97,44 @@ def _check_qkv(query, key, value, enable_gqa):
                              "for grouped-query attention")
         if Hq % Hkv:
             raise ValueError(f"query heads ({Hq}) must be a multiple of key/value heads ({Hkv})")
+
+
+def check_qkv_ranks(qs, ks, vs):
+    """Whether query, key and value of these shapes come unbatched ([H, T,
+    D]), after checking they are all [B, H, T, D] or all [H, T, D]."""
+    if not (len(qs) == len(ks) == len(vs)) or len(qs) not in (3, 4):
+        raise ValueError("query, key and value must all be [B, H, T, D] or all [H, T, D], "
+                         f"got shapes {list(qs)}, {list(ks)}, {list(vs)}")
+    return len(qs) == 3
+
+
+def _check_qkv(query, key, value, enable_gqa):
+    """query, key and value as native-byte-order [B, H, T, D] arrays after
+    the rank, dtype and shape checks, and whether they came unbatched."""
+    q, k, v = (native(x) for x in (query, key, value))
+    unbatched = check_qkv_ranks(q.shape, k.shape, v.shape)
+    if unbatched:
+        q, k, v = q[None], k[None], v[None]
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"query, key and value must have one dtype, got {q.dtype}, "
+                         f"{k.dtype}, {v.dtype}")
+    if q.dtype == np.bool_:
+        raise ValueError("query, key and value must be float32, float16 or bfloat16, "
+                         "got bool")
+    check_qkv_shapes(q.shape, k.shape, v.shape, enable_gqa)
     return q, k, v, unbatched
+
+
+def check_mask_shape(mshape, target, target_name):
+    """A ValueError unless a mask of shape `mshape` has 2 to 4 dimensions
+    broadcastable to `target`."""
+    if not 2 <= len(mshape) <= 4:
+        raise ValueError(f"attn_mask must have 2 to 4 dimensions broadcastable to "
+                         f"{target_name} {list(target)}, got shape {list(mshape)}")
+    for md, td in zip(mshape[::-1], target[::-1]):
+        if md not in (1, td):
+            raise ValueError(f"attn_mask of shape {list(mshape)} is not broadcastable to "
+                             f"{target_name} {list(target)}")
 
 
 def prepare_alibi(alibi_slopes, heads):
@@ -139,25 +157,26 @@ def prepare_alibi(alibi_slopes, heads):
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
 
-def _mask_dims(mask, heads):
+def _mask_dims(mshape, heads):
     """The mask's dimensions in the graph: size-1 dimensions broadcast (1),
     the head dimension is static, batch and lengths are dynamic."""
-    rank = mask.ndim
+    rank = len(mshape)
     return tuple(1 if n == 1 else heads if rank - i == 3 else "?"
-                 for i, n in enumerate(mask.shape))
+                 for i, n in enumerate(mshape))
 
 
-def _sdpa_artifact(q, k, v, mask, alibi, attrs, return_lse, device):
-    """The compiled attn.sdpa graph for these arguments: on the CPU with
-    dynamic B, Tq and Tk (one graph for every size), on CUDA static."""
-    elt = mlir_elt(q.dtype)
-    (_, Hq, _, D), Hkv, Dv = q.shape, k.shape[1], v.shape[3]
+def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, device):
+    """The compiled attn.sdpa graph for arguments of element type `elt` and
+    `shapes` (query, key, value; a mask of `mask_shape` and `mask_elt`, or
+    None; ALiBi slopes when `alibi`): on the CPU with dynamic B, Tq and Tk
+    (one graph for every size), on CUDA static."""
+    (_, Hq, _, D), (_, Hkv, _, _), (_, _, _, Dv) = shapes
     dyn = device == "cpu"
     qs, ks, vs = ((("?", Hq, "?", D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)) if dyn
-                  else (q.shape, k.shape, v.shape))
-    ms = None if mask is None else (_mask_dims(mask, Hq) if dyn else mask.shape)
-    sig = (elt, qs, ks, vs, ms, None if mask is None else mask.dtype,
-           alibi is not None, attrs, return_lse, device)
+                  else tuple(tuple(s) for s in shapes))
+    ms = None if mask_shape is None else (
+        _mask_dims(mask_shape, Hq) if dyn else tuple(mask_shape))
+    sig = (elt, qs, ks, vs, ms, mask_elt, bool(alibi), attrs, return_lse, device)
     art = _artifacts.get(sig)
     if art is not None:
         return art
@@ -166,12 +185,12 @@ def _sdpa_artifact(q, k, v, mask, alibi, attrs, return_lse, device):
     ot, lt = _ttype((B, Hq, Tq, Dv), elt), _ttype((B, Hq, Tq), "f32")
     args = [f"%q: {qt}", f"%k: {kt}", f"%v: {vt}"]
     mask_txt = ""
-    if mask is not None:
-        mt = _ttype(ms, mlir_elt(mask.dtype))
+    if ms is not None:
+        mt = _ttype(ms, mask_elt)
         args.append(f"%m: {mt}")
         mask_txt = f" mask(%m : {mt})"
-    if alibi is not None:
-        at = _ttype(alibi.shape, "f32")
+    if alibi:
+        at = _ttype((Hq,), "f32")
         args.append(f"%a: {at}")
         mask_txt += f" alibi(%a : {at})"
     results, lhs, ret = attention_results(ot, lt, return_lse)
@@ -213,12 +232,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     enable_gqa, return_lse = check_bool("enable_gqa", enable_gqa), check_bool("return_lse", return_lse)
     q, k, v, unbatched = _check_qkv(query, key, value, enable_gqa)
     elt = mlir_elt(q.dtype)
-    (B, Hq, Tq, _), Tk, Dv = q.shape, k.shape[2], v.shape[3]
+    (B, Hq, Tq, _), Tk = q.shape, k.shape[2]
     attrs = attention_attrs(scale, is_causal, causal_alignment, window, softcap)
     mask = prepare_mask(attn_mask, q.dtype, (B, Hq, Tq, Tk), "[B, Hq, Tq, Tk] =")
     alibi = prepare_alibi(alibi_slopes, Hq)
 
-    art = _sdpa_artifact(q, k, v, mask, alibi, attrs, return_lse, device)
+    art = sdpa_artifact(elt, (q.shape, k.shape, v.shape),
+                        None if mask is None else mask.shape,
+                        None if mask is None else mlir_elt(mask.dtype),
+                        alibi is not None, attrs, return_lse, device)
     inputs = [q, k, v] + [x for x in (mask, alibi) if x is not None]
     outs = art("sdpa", inputs)
     if unbatched:

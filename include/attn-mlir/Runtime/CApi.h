@@ -1,8 +1,11 @@
 /*===- CApi.h - the runtime's C interface -------------------------*- C -*-===*
  *
- * For callers outside C++ (the Python package loads libattn_runtime_capi.so
- * with ctypes). Nothing here loads or runs an artifact's code: these
- * functions read the file only.
+ * For callers outside C++ (the Python package and its torch op load
+ * libattn_runtime_capi.so with ctypes). attn_rt_open and attn_rt_call load
+ * and run an artifact's code; the other functions read files or the
+ * caller's memory only.
+ * An artifact is code: open only artifacts you trust (checkArtifactFile in
+ * Runtime.h says what is checked before it is loaded).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -61,6 +64,53 @@ int attn_rt_check_paged_tables(const int32_t *block_table,
                                int64_t max_blocks, int64_t num_blocks,
                                int64_t block_size, char *error,
                                size_t error_size);
+
+/* Element types of attn_rt_tensor.dtype (Runtime.h's DType). */
+enum {
+  ATTN_RT_F32 = 0,
+  ATTN_RT_F16 = 1,
+  ATTN_RT_BF16 = 2,
+  ATTN_RT_BOOL = 3, /* one byte, 0 or 1 */
+  ATTN_RT_I32 = 4,
+};
+
+/* A caller-owned buffer: `rank` sizes and strides (in elements; `strides`
+ * null means dense row-major). The kernels read and write dense row-major
+ * buffers, so strides must be those of one (a stride of a dimension of
+ * size 1 is free): the call refuses others instead of copying. */
+typedef struct attn_rt_tensor {
+  void *data;
+  const int64_t *sizes;
+  const int64_t *strides;
+  int64_t rank;
+  int64_t dtype;
+} attn_rt_tensor;
+
+typedef struct attn_rt_artifact attn_rt_artifact;
+
+/* Checks the artifact at `path` (as attn_rt_check_artifact), then loads it
+ * (dlopen) and sets *out; ATTN_RT_INVALID with the reason in `error`
+ * otherwise. Close it with attn_rt_close. */
+int attn_rt_open(const char *path, attn_rt_artifact **out, char *error,
+                 size_t error_size);
+
+/* Unloads an artifact of attn_rt_open (null is ignored). No call on it may
+ * be running. */
+void attn_rt_close(attn_rt_artifact *artifact);
+
+/* Runs entry `entry` of a CPU artifact on caller-owned buffers: `args`
+ * holds its inputs then its outputs (`num_args` of them), in the
+ * metadata's order, dtypes and shapes; the sizes of dynamic dimensions
+ * come from the inputs, and the outputs must have the shapes these give.
+ * Nothing is copied: the kernel reads the inputs and writes the outputs in
+ * place (an output must not overlap an input). A paged attention's tables
+ * are checked first (attn_rt_check_paged_tables). `stream` must be null
+ * (CUDA artifacts run through attn-run --device cuda). ATTN_RT_OK, or
+ * ATTN_RT_INVALID with the reason in `error` and nothing run. Calls on one
+ * artifact may run concurrently from several threads. */
+int attn_rt_call(const attn_rt_artifact *artifact, const char *entry,
+                 const attn_rt_tensor *args, size_t num_args, void *stream,
+                 char *error, size_t error_size);
 
 #ifdef __cplusplus
 }

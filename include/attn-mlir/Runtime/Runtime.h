@@ -173,6 +173,12 @@ public:
   /// then output i, of the shapes of `entry` (static). Nothing is copied.
   Error callBuffers(const EntryInfo &entry,
                     const std::vector<void *> &data) const;
+  /// callBuffers() without checking that `entry` is the artifact's entry
+  /// at its sizes: for callers that got `entry` from instantiate() of the
+  /// entry of that name (the C API keeps such instances). A paged
+  /// attention's tables are still checked.
+  Error callInstance(const EntryInfo &entry,
+                     const std::vector<void *> &data) const;
 
 private:
   void *handle_ = nullptr;

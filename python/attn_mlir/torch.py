@@ -1,0 +1,273 @@
+"""attn_mlir inside PyTorch: the custom op `attn_mlir::sdpa`, its
+functional form with torch's signature, and a GQA attention layer.
+
+    import torch, attn_mlir.torch as at
+    q = torch.randn(1, 32, 1024, 128); k = v = torch.randn(1, 8, 1024, 128)
+    o = at.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+The op runs the compiled attn.sdpa graph on the tensors' own memory (the
+runtime's attn_rt_call: query, key, value and the output are not copied; a
+non-contiguous input is made contiguous first, a float mask of another
+dtype is cast to the query's, ALiBi slopes to float32). It is compiled once per dtype, head counts,
+head dims, mask kind and rank, and options; every batch size and length
+reuses it. It has a fake (meta) implementation, so torch.compile traces it
+without a graph break, with symbolic lengths too. CPU tensors only: a CUDA
+tensor is a RuntimeError saying so (the CUDA artifacts run through attn-run
+for now). Inference only: the op has no backward (a backward through it is
+a NotImplementedError saying so).
+"""
+import torch
+from torch import Tensor
+
+from ._tools import check_bool, check_number
+from .sdpa import (attention_attrs, check_mask_shape, check_qkv_ranks, check_qkv_shapes,
+                   sdpa_artifact)
+
+__all__ = ["scaled_dot_product_attention", "GQAttention"]
+
+_ELT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+def _elt(name, t):
+    if t.dtype not in _ELT:
+        raise ValueError(f"{name} must be float32, float16 or bfloat16, got {t.dtype}")
+    return _ELT[t.dtype]
+
+
+def _mask(attn_mask, q, target):
+    """The mask as the graph takes it: bool stays bool, a float mask in the
+    query's dtype, contiguous; with its element type."""
+    if attn_mask is None:
+        return None, None
+    if attn_mask.dtype != torch.bool:
+        if not attn_mask.dtype.is_floating_point:
+            raise ValueError(f"attn_mask must be bool or floating point, got {attn_mask.dtype}")
+        if attn_mask.dtype != q.dtype:
+            cast = attn_mask.to(q.dtype)
+            bad = torch.isfinite(attn_mask) & ~torch.isfinite(cast)
+            if bool(bad.any()):
+                raise ValueError(
+                    f"attn_mask must hold values within the finite range of {q.dtype} "
+                    f"(|x| <= {torch.finfo(q.dtype).max:g}) or +-inf/NaN, got "
+                    f"{attn_mask[bad].flatten()[0].item()!r}, which becomes inf in {q.dtype}")
+            attn_mask = cast
+    check_mask_shape(tuple(attn_mask.shape), target, "[B, Hq, Tq, Tk] =")
+    return attn_mask.contiguous(), ("i1" if attn_mask.dtype == torch.bool else _ELT[q.dtype])
+
+
+def _alibi(alibi_slopes, heads):
+    if alibi_slopes is None:
+        return None
+    if not alibi_slopes.dtype.is_floating_point or tuple(alibi_slopes.shape) != (heads,):
+        raise ValueError(f"alibi_slopes must be a floating point tensor of shape [Hq] = "
+                         f"[{heads}], got {alibi_slopes.dtype} {list(alibi_slopes.shape)}")
+    a = alibi_slopes.to(torch.float32).contiguous()
+    if not bool(torch.isfinite(a).all()):
+        raise ValueError("alibi_slopes must be finite")
+    return a
+
+
+# The op, declared with torch.library's low-level interface: its dispatch
+# costs about 3 µs per call, custom_op's about 9 (bench_torch.py).
+_lib = torch.library.Library("attn_mlir", "DEF")
+_lib.define("sdpa(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
+            "Tensor? alibi_slopes, bool is_causal, float? scale, str causal_alignment, "
+            "int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
+
+_MAX_CALLS = 4096
+# (shapes, dtypes, options) of a call without mask or ALiBi on contiguous
+# tensors that passed the checks -> (artifact, call plan, LSE shape).
+_calls = {}
+
+
+def _prepare(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
+             window, softcap, return_lse):
+    """Every check of a call; (artifact, call plan, inputs, LSE shape)."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.device.type != "cpu":
+            raise RuntimeError(f"attn_mlir::sdpa runs CPU tensors; {name} is on {t.device} "
+                               "(CUDA artifacts run through attn-run --device cuda for now)")
+    elt = _elt("query", query)
+    if key.dtype != query.dtype or value.dtype != query.dtype:
+        raise ValueError(f"query, key and value must have one dtype, got {query.dtype}, "
+                         f"{key.dtype}, {value.dtype}")
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
+        raise ValueError("attn_mlir::sdpa takes [B, H, T, D] tensors")
+    shapes = (tuple(query.shape), tuple(key.shape), tuple(value.shape))
+    check_qkv_shapes(*shapes, True)
+    (B, Hq, Tq, _), Tk = shapes[0], shapes[1][2]
+    mask, mask_elt = _mask(attn_mask, query, (B, Hq, Tq, Tk))
+    alibi = _alibi(alibi_slopes, Hq)
+    attrs = attention_attrs(scale, is_causal, causal_alignment,
+                            None if window is None else tuple(window), softcap)
+    art = sdpa_artifact(elt, shapes, None if mask is None else tuple(mask.shape), mask_elt,
+                        alibi is not None, attrs, return_lse, "cpu")
+    inputs = [t.contiguous() for t in (query, key, value)]
+    inputs += [t for t in (mask, alibi) if t is not None]
+    plan = art.plan("sdpa", [tuple(t.shape) for t in inputs],
+                    [_ELT.get(t.dtype, "bool") for t in inputs])
+    return art, plan, inputs, ((B, Hq, Tq) if return_lse else (0,))
+
+
+def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
+              window, softcap, return_lse):
+    """attn.sdpa on [B, H, T, D] CPU tensors: (output, LSE) with the LSE
+    [B, Hq, Tq] float32, or an empty tensor without return_lse. A call like
+    one already checked (shapes, dtypes, options; contiguous, no mask or
+    ALiBi) skips the checks; the runtime checks the buffers every time."""
+    key_ = None
+    if (attn_mask is None and alibi_slopes is None and query.is_contiguous()
+            and key.is_contiguous() and value.is_contiguous()):
+        key_ = (query.shape, key.shape, value.shape, query.dtype, key.dtype, value.dtype,
+                is_causal, scale, causal_alignment, None if window is None else tuple(window),
+                softcap, return_lse)
+        hit = _calls.get(key_)
+        if hit is not None:
+            art, plan, lse_shape = hit
+            inputs = [query, key, value]
+    if key_ is None or hit is None:
+        art, plan, inputs, lse_shape = _prepare(query, key, value, attn_mask, alibi_slopes,
+                                                is_causal, scale, causal_alignment, window,
+                                                softcap, return_lse)
+        if key_ is not None:
+            if len(_calls) >= _MAX_CALLS:
+                _calls.clear()
+            _calls[key_] = (art, plan, lse_shape)
+    out = query.new_empty(plan.outs[0][0])
+    lse = query.new_empty(lse_shape, dtype=torch.float32)
+    ptrs = [t.data_ptr() for t in inputs] + [out.data_ptr()]
+    art.run("sdpa", plan, ptrs + [lse.data_ptr()] if return_lse else ptrs)
+    return out, lse
+
+
+def _sdpa_other_device(*args):
+    names = ("query", "key", "value", "attn_mask", "alibi_slopes")
+    name, t = next((n, a) for n, a in zip(names, args)
+                   if isinstance(a, Tensor) and a.device.type != "cpu")
+    raise RuntimeError(f"attn_mlir::sdpa runs CPU tensors; {name} is on {t.device} "
+                       "(CUDA artifacts run through attn-run --device cuda for now)")
+
+
+_lib.impl("sdpa", _sdpa_cpu, "CPU")
+_lib.impl("sdpa", _sdpa_other_device, "CUDA")
+
+
+def _no_backward(ctx, grad_out, grad_lse):
+    raise NotImplementedError("attn_mlir::sdpa has no backward (attn_mlir is for inference): "
+                              "run it under torch.no_grad() or torch.inference_mode(), or "
+                              "train with torch.nn.functional.scaled_dot_product_attention")
+
+
+torch.library.register_autograd("attn_mlir::sdpa", _no_backward)
+
+
+@torch.library.register_fake("attn_mlir::sdpa")
+def _(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
+      window, softcap, return_lse):
+    B, Hq, Tq, _ = query.shape
+    out = query.new_empty((B, Hq, Tq, value.shape[3]))
+    lse = query.new_empty((B, Hq, Tq) if return_lse else (0,), dtype=torch.float32)
+    return out, lse
+
+
+_checked_options = set()  # option values (with their types) that passed the checks
+
+
+def _check_arguments(query, key, value, dropout_p, enable_gqa, return_lse, scale, is_causal,
+                     causal_alignment, window, softcap):
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    options = (dropout_p, enable_gqa, return_lse, scale, is_causal, causal_alignment, softcap)
+    try:
+        key_ = (tuple((type(x), x) for x in options),
+                None if window is None else (type(window), tuple(window),
+                                             tuple(map(type, window))))
+        if key_ in _checked_options:
+            return
+    except TypeError:  # unhashable or not iterable: the checks say what is wrong
+        key_ = None
+    if check_number("dropout_p", dropout_p, f32=False, zero_ok=True) != 0:
+        raise NotImplementedError("dropout_p != 0 is not supported (attn_mlir is for inference)")
+    check_bool("enable_gqa", enable_gqa)
+    check_bool("return_lse", return_lse)
+    attention_attrs(scale, is_causal, causal_alignment, window, softcap)
+    if key_ is not None and len(_checked_options) < 4096:
+        _checked_options.add(key_)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False, *,
+                                 causal_alignment="top_left", window=None, softcap=None,
+                                 alibi_slopes=None, return_lse=False):
+    """torch.nn.functional.scaled_dot_product_attention on attn_mlir's
+    kernel, with the options of attn_mlir.scaled_dot_product_attention
+    (causal_alignment, window, softcap, alibi_slopes, return_lse: then
+    (output, float32 LSE [B, Hq, Tq])). query [B, Hq, Tq, D] or [Hq, Tq,
+    D], key/value [B, Hkv, Tk, D/Dv]; GQA needs enable_gqa=True as in
+    PyTorch. Works under torch.compile (one graph, no break)."""
+    if not torch.compiler.is_compiling():
+        # Under torch.compile these are left to the op, which checks them
+        # again when it runs (the checks themselves do not trace).
+        _check_arguments(query, key, value, dropout_p, enable_gqa, return_lse, scale,
+                         is_causal, causal_alignment, window, softcap)
+    elif dropout_p != 0:
+        raise NotImplementedError("dropout_p != 0 is not supported (attn_mlir is for inference)")
+    unbatched = check_qkv_ranks(tuple(query.shape), tuple(key.shape), tuple(value.shape))
+    if unbatched:
+        query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+    if query.shape[1] != key.shape[1] and not enable_gqa:
+        raise ValueError(f"query has {query.shape[1]} heads and key/value {key.shape[1]}: "
+                         "pass enable_gqa=True for grouped-query attention")
+    # No coercion: the op's schema takes bools and ints only, and the op
+    # checks the values (a window of two, a scale > 0) when it runs.
+    out, lse = torch.ops.attn_mlir.sdpa(
+        query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
+        None if window is None else list(window), softcap, return_lse)
+    if unbatched:
+        out, lse = out.squeeze(0), (lse.squeeze(0) if return_lse else lse)
+    return (out, lse) if return_lse else out
+
+
+class GQAttention(torch.nn.Module):
+    """A grouped-query self-attention layer (Llama's): q, k, v and output
+    projections (nn.Linear, bias optional) around attn_mlir::sdpa, with
+    num_heads query heads sharing num_kv_heads key/value heads (MHA when
+    equal, MQA with 1). Rotary embeddings, when wanted, go in `rope`: a
+    callable (q, k) -> (q, k) on [B, H, T, D] tensors.
+
+    forward(x [B, T, embed_dim]) -> [B, T, embed_dim].
+    """
+
+    def __init__(self, embed_dim, num_heads, num_kv_heads=None, *, bias=False,
+                 is_causal=True, window=None, softcap=None, rope=None, dtype=None):
+        super().__init__()
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        for name, n in (("embed_dim", embed_dim), ("num_heads", num_heads),
+                        ("num_kv_heads", num_kv_heads)):
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {n!r}")
+        if embed_dim % num_heads or num_heads % num_kv_heads:
+            raise ValueError(f"embed_dim ({embed_dim}) must be a multiple of num_heads "
+                             f"({num_heads}), and num_heads of num_kv_heads ({num_kv_heads})")
+        self.num_heads, self.num_kv_heads = num_heads, num_kv_heads
+        self.head_dim = embed_dim // num_heads
+        self.is_causal, self.window, self.softcap, self.rope = is_causal, window, softcap, rope
+        kv = num_kv_heads * self.head_dim
+        self.q_proj = torch.nn.Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.k_proj = torch.nn.Linear(embed_dim, kv, bias=bias, dtype=dtype)
+        self.v_proj = torch.nn.Linear(embed_dim, kv, bias=bias, dtype=dtype)
+        self.o_proj = torch.nn.Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        attention_attrs(None, is_causal, "top_left", window, softcap)
+
+    def forward(self, x):
+        B, T, E = x.shape
+        q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        if self.rope is not None:
+            q, k = self.rope(q, k)
+        o = scaled_dot_product_attention(q, k, v, is_causal=self.is_causal,
+                                         enable_gqa=self.num_heads != self.num_kv_heads,
+                                         window=self.window, softcap=self.softcap)
+        return self.o_proj(o.transpose(1, 2).reshape(B, T, E))

@@ -1,0 +1,146 @@
+"""The runtime's zero-copy entry (CApi.h: attn_rt_open, attn_rt_call,
+attn_rt_close) through ctypes: calls on caller-owned buffers, and every
+refusal a clear error with nothing run."""
+import ctypes
+import os
+import re
+
+import numpy as np
+import pytest
+
+from attn_mlir import _tools, reference, sdpa as sdpa_module
+
+F32, F16 = 0, 1  # CApi.h dtype codes
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("sizes", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("rank", ctypes.c_int64),
+                ("dtype", ctypes.c_int64)]
+
+
+def _ints(xs):
+    return (ctypes.c_int64 * len(xs))(*xs)
+
+
+def describe(a, dtype=F32, sizes=None, strides=None, data=None):
+    """An attn_rt_tensor of numpy array `a` (fields overridable); the
+    arrays it points into are kept on the structure."""
+    sizes = list(a.shape) if sizes is None else sizes
+    t = Tensor(a.ctypes.data if data is None else data, _ints(sizes),
+               None if strides is None else _ints(strides), len(sizes), dtype)
+    t._keep = (a, sizes, strides)
+    return t
+
+
+@pytest.fixture(scope="module")
+def artifact():
+    """A dynamic-shape f32 attn.sdpa artifact opened through attn_rt_open."""
+    shape = (1, 2, 4, 16)
+    art = sdpa_module.sdpa_artifact("f32", (shape, shape, shape), None, None, False, "", False,
+                                    "cpu")
+    lib, handle = _tools._capi(), ctypes.c_void_p()
+    err = ctypes.create_string_buffer(512)
+    assert lib.attn_rt_open(os.fsencode(art.path), ctypes.byref(handle), err, 512) == 0, \
+        err.value
+    yield lib, handle
+    lib.attn_rt_close(handle)
+
+
+def call(artifact, tensors, entry=b"sdpa", stream=None):
+    lib, handle = artifact
+    arr = (Tensor * len(tensors))(*tensors)
+    err = ctypes.create_string_buffer(512)
+    rc = lib.attn_rt_call(handle, entry, ctypes.cast(arr, ctypes.c_void_p), len(tensors),
+                          stream, err, 512)
+    return rc, err.value.decode()
+
+
+def qkvo(B=2, T=5, Tk=7):
+    rng = np.random.default_rng(B * 100 + T)
+    q = rng.standard_normal((B, 2, T, 16), dtype=np.float32)
+    k = rng.standard_normal((B, 2, Tk, 16), dtype=np.float32)
+    v = rng.standard_normal((B, 2, Tk, 16), dtype=np.float32)
+    return q, k, v, np.full((B, 2, T, 16), np.nan, np.float32)
+
+
+def test_runs_on_caller_buffers_at_any_size(artifact):
+    for B, T, Tk in ((2, 5, 7), (1, 1, 1), (3, 33, 2)):
+        q, k, v, o = qkvo(B, T, Tk)
+        rc, err = call(artifact, [describe(x) for x in (q, k, v, o)])
+        assert rc == 0, err
+        assert np.abs(o - reference.sdpa(q, k, v)).max() < 1e-4
+    # Dense strides given explicitly, and any stride on a size-1 dimension.
+    q, k, v, o = qkvo(1, 3, 4)
+    ts = [describe(x, strides=[12345] + [int(s // 4) for s in x.strides[1:]])
+          for x in (q, k, v, o)]
+    assert call(artifact, ts) == (0, "")
+    assert np.abs(o - reference.sdpa(q, k, v)).max() < 1e-4
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda t: [t[0], t[1]], "takes 3 inputs and 1 outputs, given 2 buffers"),
+    (lambda t: [describe(t[0]._keep[0], dtype=F16)] + t[1:],
+     r"'q' must be f32, given dtype code 1 \(f16\)"),
+    (lambda t: [describe(t[0]._keep[0], dtype=9)] + t[1:], r"dtype code 9 \(none\)"),
+    (lambda t: [describe(t[0]._keep[0], sizes=[2, 2, 80])] + t[1:], "must have rank 4"),
+    (lambda t: [describe(t[0]._keep[0], data=0)] + t[1:], "null data pointer"),
+    (lambda t: [describe(t[0]._keep[0], strides=[160, 16, 1, 5])] + t[1:],
+     r"not dense row-major \(dimension 3 has stride 5, expected 1\)"),
+    (lambda t: t[:1] + [describe(t[1]._keep[0], sizes=[2, 2, 7, 8])] + t[2:],
+     r"input 'k' \[2, 2, 7, 8\] does not match \[B, 2, Tk, 16\]: size 8 \(dimension 3\)"),
+    (lambda t: t[:2] + [describe(t[2]._keep[0][:, :, :6].copy())] + t[3:],
+     r"input 'v' .* has Tk = 6 \(dimension 2\), but Tk = 7 \(from input 'k'\)"),
+    (lambda t: t[:3] + [describe(t[3]._keep[0], sizes=[2, 2, 4, 16])],
+     r"output 'output' must be \[2, 2, 5, 16\] for these inputs, given \[2, 2, 4, 16\]"),
+    (lambda t: t[:3] + [describe(t[3]._keep[0], data=t[0]._keep[0].ctypes.data)],
+     "overlaps another argument"),
+])
+def test_refusals_name_the_problem(artifact, change, match):
+    q, k, v, o = qkvo()
+    rc, err = call(artifact, change([describe(x) for x in (q, k, v, o)]))
+    assert rc == 1 and err
+    assert re.search(match, err), err
+    assert np.isnan(o).all()  # nothing ran
+
+
+def test_refuses_unknown_entry_stream_and_null_handle(artifact):
+    q, k, v, o = qkvo()
+    ts = [describe(x) for x in (q, k, v, o)]
+    assert call(artifact, ts, entry=b"nope") == (1, "the artifact has no entry 'nope'")
+    rc, err = call(artifact, ts, stream=ctypes.c_void_p(1))
+    assert rc == 1 and "stream was given for a CPU artifact" in err
+    lib = artifact[0]
+    err = ctypes.create_string_buffer(256)
+    assert lib.attn_rt_call(None, b"sdpa", None, 0, None, err, 256) == 1
+    assert err.value == b"no artifact given"
+    lib.attn_rt_close(None)  # ignored
+
+
+def test_open_refuses_what_is_not_an_artifact(tmp_path):
+    lib, handle = _tools._capi(), ctypes.c_void_p()
+    err = ctypes.create_string_buffer(512)
+    bad = tmp_path / "not.so"
+    bad.write_bytes(b"\x7fELF garbage")
+    assert lib.attn_rt_open(os.fsencode(bad), ctypes.byref(handle), err, 512) == 1
+    assert err.value and not handle.value
+    assert lib.attn_rt_open(None, ctypes.byref(handle), err, 512) == 1
+    assert err.value == b"no path given"
+
+
+def test_refuses_a_cuda_artifact():
+    """attn_rt_call runs CPU artifacts; a CUDA one opens (it is data plus
+    kernel images) but is refused with the way to run it."""
+    t = "tensor<1x2x16x64xf16>"
+    mlir = (f"func.func @sdpa(%q: {t}, %k: {t}, %v: {t}) -> {t} {{\n"
+            f"  %o = attn.sdpa %q, %k, %v : {t}, {t}, {t} -> {t}\n  return %o : {t}\n}}\n")
+    art = _tools.compile_graph(mlir, device="cuda")
+    lib, handle = _tools._capi(), ctypes.c_void_p()
+    err = ctypes.create_string_buffer(512)
+    assert lib.attn_rt_open(os.fsencode(art.path), ctypes.byref(handle), err, 512) == 0
+    try:
+        x = np.zeros((1, 2, 16, 64), np.float16)
+        rc, msg = call((lib, handle), [describe(x, dtype=F16) for _ in range(4)])
+        assert rc == 1 and "target cuda" in msg and "attn-run --device cuda" in msg
+    finally:
+        lib.attn_rt_close(handle)
