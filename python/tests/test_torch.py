@@ -170,6 +170,18 @@ def test_one_compile_for_every_length():
     assert len(sdpa_module._artifacts) == before + 1
 
 
+def test_concurrent_callers():
+    """Threads calling the op at once, at different lengths (new call plans
+    and runtime instances made concurrently), each get their own result."""
+    import concurrent.futures
+    cases = [qkv(1, 4, 2, t, t + 5, 32, seed=t) for t in (3, 17, 40, 64, 3, 17, 40, 64)]
+    kw = {"is_causal": True, "causal_alignment": "bottom_right", "enable_gqa": True}
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda c: at.scaled_dot_product_attention(*c, **kw), cases))
+    for (q, k, v), out in zip(cases, outs):
+        check(out, ref(q, k, v, **kw), torch.float32)
+
+
 def test_opcheck():
     """torch's own checks of a custom op: schema, fake tensor, AOT dispatch."""
     q, k, v = qkv(2, 4, 2, 9, 11, 16)
