@@ -28,29 +28,49 @@ def _check_caches(q, key_cache, value_cache):
     """The caches as native arrays after the rank, dtype and shape checks
     against the query [B, Hq, Tq, D]."""
     kc, vc = native(key_cache), native(value_cache)
-    if q.ndim != 4 or kc.ndim != 4 or vc.ndim != 4:
-        raise ValueError("query must be [B, Hq, Tq, D] and the caches [num_blocks, block_size, "
-                         f"Hkv, D], got shapes {list(q.shape)}, {list(kc.shape)}, "
-                         f"{list(vc.shape)}")
-    if not (q.dtype == kc.dtype == vc.dtype):
-        raise ValueError(f"query and the caches must have one dtype, got {q.dtype}, {kc.dtype}, "
-                         f"{vc.dtype}")
-    if 0 in q.shape or 0 in kc.shape or 0 in vc.shape:
-        raise ValueError("empty tensors are not supported")
-    if kc.shape[:3] != vc.shape[:3]:
-        raise ValueError(f"key_cache {list(kc.shape)} and value_cache {list(vc.shape)} must "
-                         "agree in [num_blocks, block_size, Hkv]")
-    if kc.shape[3] != q.shape[3]:
-        raise ValueError(f"key_cache head dim {kc.shape[3]} != query head dim {q.shape[3]}")
-    if q.shape[1] % kc.shape[2]:
-        raise ValueError(f"query heads ({q.shape[1]}) must be a multiple of the caches' "
-                         f"heads ({kc.shape[2]})")
+    check_cache_shapes(tuple(q.shape), tuple(kc.shape), tuple(vc.shape), q.dtype == kc.dtype
+                       == vc.dtype, (q.dtype, kc.dtype, vc.dtype))
     return kc, vc
 
 
-def _paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse):
-    """The compiled attn.paged_sdpa graph: B, Tq, the cache's blocks and
-    the table's slots dynamic, one graph for every size."""
+def check_cache_shapes(qs, ks, vs, one_dtype, dtypes):
+    """The shape rules of query [B, Hq, Tq, D] and caches [num_blocks,
+    block_size, Hkv, D/Dv] (a ValueError naming the one broken); one_dtype
+    says whether the three share a dtype (`dtypes`, for the message)."""
+    if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
+        raise ValueError("query must be [B, Hq, Tq, D] and the caches [num_blocks, block_size, "
+                         f"Hkv, D], got shapes {list(qs)}, {list(ks)}, {list(vs)}")
+    if not one_dtype:
+        raise ValueError("query and the caches must have one dtype, got "
+                         + ", ".join(map(str, dtypes)))
+    if 0 in qs or 0 in ks or 0 in vs:
+        raise ValueError("empty tensors are not supported")
+    if ks[:3] != vs[:3]:
+        raise ValueError(f"key_cache {list(ks)} and value_cache {list(vs)} must "
+                         "agree in [num_blocks, block_size, Hkv]")
+    if ks[3] != qs[3]:
+        raise ValueError(f"key_cache head dim {ks[3]} != query head dim {qs[3]}")
+    if qs[1] % ks[2]:
+        raise ValueError(f"query heads ({qs[1]}) must be a multiple of the caches' "
+                         f"heads ({ks[2]})")
+
+
+def check_table_shapes(bts, sls, batch):
+    """block_table [B, MB >= 1] and seq_lens [B] for a query of `batch`."""
+    if len(bts) != 2 or len(sls) != 1:
+        raise ValueError(f"block_table must be [B, max_blocks_per_seq] and seq_lens [B], got "
+                         f"shapes {list(bts)}, {list(sls)}")
+    if bts[0] != batch or sls[0] != batch:
+        raise ValueError(f"block_table {list(bts)} and seq_lens {list(sls)} must "
+                         f"have the query's batch ({batch})")
+    if bts[1] == 0:
+        raise ValueError("block_table needs at least one column (max_blocks_per_seq >= 1)")
+
+
+def paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse):
+    """The compiled attn.paged_sdpa graph for a query and caches of these
+    shapes (arrays or tensors; ALiBi slopes or None): B, Tq, the cache's
+    blocks and the table's slots dynamic, one graph for every size."""
     (_, Hq, _, D), (_, BS, Hkv, _), Dv = q.shape, kc.shape, vc.shape[3]
     sig = (elt, Hq, D, BS, Hkv, Dv, alibi is not None, attrs, return_lse)
     art = _artifacts.get(sig)
@@ -63,7 +83,7 @@ def _paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse):
             "%sl: tensor<?xi32>"]
     extra = ""
     if alibi is not None:
-        at = _ttype(alibi.shape, "f32")
+        at = _ttype((Hq,), "f32")
         args.append(f"%a: {at}")
         extra = f" alibi(%a : {at})"
     results, lhs, ret = attention_results(ot, lt, return_lse)
@@ -107,15 +127,11 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     elt = mlir_elt(q.dtype)
     kc, vc = _check_caches(q, key_cache, value_cache)
     bt, sl = _int32_table("block_table", block_table, 2), _int32_table("seq_lens", seq_lens, 1)
-    if bt.shape[0] != q.shape[0] or sl.shape[0] != q.shape[0]:
-        raise ValueError(f"block_table {list(bt.shape)} and seq_lens {list(sl.shape)} must "
-                         f"have the query's batch ({q.shape[0]})")
-    if bt.shape[1] == 0:
-        raise ValueError("block_table needs at least one column (max_blocks_per_seq >= 1)")
+    check_table_shapes(bt.shape, sl.shape, q.shape[0])
     check_paged_tables(bt, sl, kc.shape[0], kc.shape[1])
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
-    art = _paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse)
+    art = paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse)
     inputs = [q, kc, vc, bt, sl] + ([alibi] if alibi is not None else [])
     outs = art("paged", inputs)
     return (outs[0], outs[1]) if return_lse else outs[0]

@@ -20,10 +20,11 @@ import torch
 from torch import Tensor
 
 from ._tools import check_bool, check_number
+from .paged import check_cache_shapes, check_table_shapes, paged_artifact
 from .sdpa import (attention_attrs, check_mask_shape, check_qkv_ranks, check_qkv_shapes,
                    sdpa_artifact)
 
-__all__ = ["scaled_dot_product_attention", "GQAttention"]
+__all__ = ["scaled_dot_product_attention", "paged_attention", "GQAttention"]
 
 _ELT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -171,6 +172,83 @@ def _(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_align
 
 
 _checked_options = set()  # option values (with their types) that passed the checks
+
+
+_lib.define("paged_sdpa(Tensor query, Tensor key_cache, Tensor value_cache, "
+            "Tensor block_table, Tensor seq_lens, Tensor? alibi_slopes, bool is_causal, "
+            "float? scale, int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
+
+
+def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal,
+               scale, window, softcap, return_lse):
+    """attn.paged_sdpa on CPU tensors (vLLM's cache layout, int32 tables):
+    (output, LSE or an empty tensor). The runtime checks the tables before
+    the kernel runs (a ValueError naming the first bad entry)."""
+    for name, t in (("query", query), ("key_cache", key_cache), ("value_cache", value_cache),
+                    ("block_table", block_table), ("seq_lens", seq_lens)):
+        if t.device.type != "cpu":
+            raise RuntimeError(f"attn_mlir::paged_sdpa runs CPU tensors; {name} is on "
+                               f"{t.device}")
+    elt = _elt("query", query)
+    check_cache_shapes(tuple(query.shape), tuple(key_cache.shape), tuple(value_cache.shape),
+                       query.dtype == key_cache.dtype == value_cache.dtype,
+                       (query.dtype, key_cache.dtype, value_cache.dtype))
+    for name, t in (("block_table", block_table), ("seq_lens", seq_lens)):
+        if t.dtype != torch.int32:
+            raise ValueError(f"{name} must be int32, got {t.dtype}")
+    check_table_shapes(tuple(block_table.shape), tuple(seq_lens.shape), query.shape[0])
+    alibi = _alibi(alibi_slopes, query.shape[1])
+    attrs = attention_attrs(scale, is_causal, "bottom_right",
+                            None if window is None else tuple(window), softcap)
+    art = paged_artifact(elt, query, key_cache, value_cache, alibi, attrs, return_lse)
+    inputs = [t.contiguous() for t in (query, key_cache, value_cache, block_table, seq_lens)]
+    inputs += [] if alibi is None else [alibi]
+    plan = art.plan("paged", [tuple(t.shape) for t in inputs],
+                    [elt] * 3 + ["i32", "i32"] + ([] if alibi is None else ["f32"]))
+    B, Hq, Tq, _ = query.shape
+    out = query.new_empty(plan.outs[0][0])
+    lse = query.new_empty((B, Hq, Tq) if return_lse else (0,), dtype=torch.float32)
+    ptrs = [t.data_ptr() for t in inputs] + [out.data_ptr()]
+    art.run("paged", plan, ptrs + [lse.data_ptr()] if return_lse else ptrs)
+    return out, lse
+
+
+_lib.impl("paged_sdpa", _paged_cpu, "CPU")
+_lib.impl("paged_sdpa", _sdpa_other_device, "CUDA")
+torch.library.register_autograd("attn_mlir::paged_sdpa", _no_backward)
+
+
+@torch.library.register_fake("attn_mlir::paged_sdpa")
+def _(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal, scale,
+      window, softcap, return_lse):
+    B, Hq, Tq, _ = query.shape
+    out = query.new_empty((B, Hq, Tq, value_cache.shape[3]))
+    lse = query.new_empty((B, Hq, Tq) if return_lse else (0,), dtype=torch.float32)
+    return out, lse
+
+
+def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
+                    is_causal=True, window=None, softcap=None, alibi_slopes=None,
+                    return_lse=False):
+    """attn_mlir.paged_attention on torch tensors (the op
+    torch.ops.attn_mlir.paged_sdpa): query [B, Hq, Tq, D], key_cache and
+    value_cache [num_blocks, block_size, Hkv, D/Dv] (vLLM's layout),
+    block_table [B, max_blocks_per_seq] and seq_lens [B] int32; causal
+    aligns bottom-right (the queries are each sequence's newest tokens). A
+    length beyond the table or a block id outside the cache is a
+    ValueError before the kernel runs. Returns the output (and the float32
+    LSE [B, Hq, Tq] with return_lse)."""
+    for name, t in (("query", query), ("key_cache", key_cache), ("value_cache", value_cache),
+                    ("block_table", block_table), ("seq_lens", seq_lens)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not torch.compiler.is_compiling():
+        check_bool("return_lse", return_lse)
+        attention_attrs(scale, is_causal, "bottom_right", window, softcap)
+    out, lse = torch.ops.attn_mlir.paged_sdpa(
+        query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal, scale,
+        None if window is None else list(window), softcap, return_lse)
+    return (out, lse) if return_lse else out
 
 
 def _check_arguments(query, key, value, dropout_p, enable_gqa, return_lse, scale, is_causal,

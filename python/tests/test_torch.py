@@ -335,3 +335,50 @@ def test_ring_attention_example_runs():
     assert proc.returncode == 0, proc.stderr
     diff = float(proc.stdout.strip().rsplit(" ", 1)[1])
     assert "2 ranks:" in proc.stdout and diff < 1e-4
+
+
+def paged_inputs(B, Hq, Hkv, Tq, D, lengths, block_size=16, dtype=torch.float32, seed=0):
+    """Caches of shuffled blocks holding `lengths` keys per sequence."""
+    g = torch.Generator().manual_seed(seed)
+    need = [-(-n // block_size) for n in lengths]
+    nb, mb = sum(need) + 2, max(need)
+    perm = torch.randperm(nb, generator=g).to(torch.int32)
+    table = torch.zeros(B, mb, dtype=torch.int32)
+    at = 0
+    for b, n in enumerate(need):
+        table[b, :n] = perm[at:at + n]
+        at += n
+    kc = torch.randn(nb, block_size, Hkv, D, generator=g).to(dtype)
+    vc = torch.randn(nb, block_size, Hkv, D, generator=g).to(dtype)
+    q = torch.randn(B, Hq, Tq, D, generator=g).to(dtype)
+    return q, kc, vc, table, torch.tensor(lengths, dtype=torch.int32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("Tq, kw", [(1, {}), (4, {"window": (20, 0)}), (3, {"softcap": 30.0})])
+def test_paged_attention_matches_fp64_reference(dtype, Tq, kw):
+    q, kc, vc, table, lens = paged_inputs(3, 8, 2, Tq, 64, [37, 1, 70], dtype=dtype)
+    out, lse = at.paged_attention(q, kc, vc, table, lens, return_lse=True, **kw)
+    want, want_lse = reference.paged_sdpa(*(t.double().numpy() for t in (q, kc, vc)),
+                                          table.numpy(), lens.numpy(), return_lse=True, **kw)
+    check(out, want, dtype)
+    finite = np.isfinite(want_lse)
+    assert np.abs(lse.double().numpy()[finite] - want_lse[finite]).max() < 1e-3
+
+
+def test_paged_attention_refuses_bad_tables():
+    q, kc, vc, table, lens = paged_inputs(2, 4, 2, 1, 32, [20, 5])
+    bad = table.clone()
+    bad[0, 1] = kc.shape[0]  # past the cache
+    with pytest.raises(ValueError, match=r"block_table\[0, 1\]"):
+        at.paged_attention(q, kc, vc, bad, lens)
+    with pytest.raises(ValueError, match="seq_lens"):
+        at.paged_attention(q, kc, vc, table, torch.tensor([20, 5000], dtype=torch.int32))
+    with pytest.raises(ValueError, match="int32"):
+        at.paged_attention(q, kc, vc, table.long(), lens)
+    with pytest.raises(ValueError, match="batch"):
+        at.paged_attention(q, kc, vc, table[:1], lens)
+    with pytest.raises(ValueError, match="one dtype"):
+        at.paged_attention(q, kc.half(), vc, table, lens)
+    torch.library.opcheck(torch.ops.attn_mlir.paged_sdpa.default,
+                          (q, kc, vc, table, lens, None, True, None, None, None, True))
