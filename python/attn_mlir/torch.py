@@ -77,13 +77,13 @@ _lib.define("sdpa(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
 
 _MAX_CALLS = 4096
 # (shapes, dtypes, options) of a call without mask or ALiBi on contiguous
-# tensors that passed the checks -> (artifact, call plan, LSE shape).
+# tensors that passed the checks -> (artifact, call plan).
 _calls = {}
 
 
 def _prepare(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
              window, softcap, return_lse):
-    """Every check of a call; (artifact, call plan, inputs, LSE shape)."""
+    """Every check of a call; (artifact, call plan, inputs)."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         if t.device.type != "cpu":
             raise RuntimeError(f"attn_mlir::sdpa runs CPU tensors; {name} is on {t.device} "
@@ -107,7 +107,7 @@ def _prepare(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causa
     inputs += [t for t in (mask, alibi) if t is not None]
     plan = art.plan("sdpa", [tuple(t.shape) for t in inputs],
                     [_ELT.get(t.dtype, "bool") for t in inputs])
-    return art, plan, inputs, ((B, Hq, Tq) if return_lse else (0,))
+    return art, plan, inputs
 
 
 def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
@@ -124,18 +124,17 @@ def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, caus
                 softcap, return_lse)
         hit = _calls.get(key_)
         if hit is not None:
-            art, plan, lse_shape = hit
+            art, plan = hit
             inputs = [query, key, value]
     if key_ is None or hit is None:
-        art, plan, inputs, lse_shape = _prepare(query, key, value, attn_mask, alibi_slopes,
+        art, plan, inputs = _prepare(query, key, value, attn_mask, alibi_slopes,
                                                 is_causal, scale, causal_alignment, window,
                                                 softcap, return_lse)
         if key_ is not None:
             if len(_calls) >= _MAX_CALLS:
                 _calls.clear()
-            _calls[key_] = (art, plan, lse_shape)
-    out = query.new_empty(plan.outs[0][0])
-    lse = query.new_empty(lse_shape, dtype=torch.float32)
+            _calls[key_] = (art, plan)
+    out, lse = _new_outputs(query, value.shape[3], return_lse)
     ptrs = [t.data_ptr() for t in inputs] + [out.data_ptr()]
     art.run("sdpa", plan, ptrs + [lse.data_ptr()] if return_lse else ptrs)
     return out, lse
@@ -153,8 +152,17 @@ _lib.impl("sdpa", _sdpa_cpu, "CPU")
 _lib.impl("sdpa", _sdpa_other_device, "CUDA")
 
 
+def _new_outputs(query, dv, return_lse):
+    """An op's results, uninitialized: the output [B, Hq, Tq, dv] in the
+    query's dtype and the float32 LSE [B, Hq, Tq] (empty without
+    return_lse)."""
+    B, Hq, Tq, _ = query.shape
+    return (query.new_empty((B, Hq, Tq, dv)),
+            query.new_empty((B, Hq, Tq) if return_lse else (0,), dtype=torch.float32))
+
+
 def _no_backward(ctx, grad_out, grad_lse):
-    raise NotImplementedError("attn_mlir::sdpa has no backward (attn_mlir is for inference): "
+    raise NotImplementedError("attn_mlir's ops have no backward (attn_mlir is for inference): "
                               "run it under torch.no_grad() or torch.inference_mode(), or "
                               "train with torch.nn.functional.scaled_dot_product_attention")
 
@@ -165,10 +173,7 @@ torch.library.register_autograd("attn_mlir::sdpa", _no_backward)
 @torch.library.register_fake("attn_mlir::sdpa")
 def _(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
       window, softcap, return_lse):
-    B, Hq, Tq, _ = query.shape
-    out = query.new_empty((B, Hq, Tq, value.shape[3]))
-    lse = query.new_empty((B, Hq, Tq) if return_lse else (0,), dtype=torch.float32)
-    return out, lse
+    return _new_outputs(query, value.shape[3], return_lse)
 
 
 _checked_options = set()  # option values (with their types) that passed the checks
@@ -205,9 +210,7 @@ def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slope
     inputs += [] if alibi is None else [alibi]
     plan = art.plan("paged", [tuple(t.shape) for t in inputs],
                     [elt] * 3 + ["i32", "i32"] + ([] if alibi is None else ["f32"]))
-    B, Hq, Tq, _ = query.shape
-    out = query.new_empty(plan.outs[0][0])
-    lse = query.new_empty((B, Hq, Tq) if return_lse else (0,), dtype=torch.float32)
+    out, lse = _new_outputs(query, value_cache.shape[3], return_lse)
     ptrs = [t.data_ptr() for t in inputs] + [out.data_ptr()]
     art.run("paged", plan, ptrs + [lse.data_ptr()] if return_lse else ptrs)
     return out, lse
@@ -221,10 +224,7 @@ torch.library.register_autograd("attn_mlir::paged_sdpa", _no_backward)
 @torch.library.register_fake("attn_mlir::paged_sdpa")
 def _(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal, scale,
       window, softcap, return_lse):
-    B, Hq, Tq, _ = query.shape
-    out = query.new_empty((B, Hq, Tq, value_cache.shape[3]))
-    lse = query.new_empty((B, Hq, Tq) if return_lse else (0,), dtype=torch.float32)
-    return out, lse
+    return _new_outputs(query, value_cache.shape[3], return_lse)
 
 
 def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
