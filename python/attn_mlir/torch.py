@@ -127,9 +127,8 @@ def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, caus
             art, plan = hit
             inputs = [query, key, value]
     if key_ is None or hit is None:
-        art, plan, inputs = _prepare(query, key, value, attn_mask, alibi_slopes,
-                                                is_causal, scale, causal_alignment, window,
-                                                softcap, return_lse)
+        art, plan, inputs = _prepare(query, key, value, attn_mask, alibi_slopes, is_causal,
+                                     scale, causal_alignment, window, softcap, return_lse)
         if key_ is not None:
             if len(_calls) >= _MAX_CALLS:
                 _calls.clear()
@@ -140,16 +139,21 @@ def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, caus
     return out, lse
 
 
-def _sdpa_other_device(*args):
-    names = ("query", "key", "value", "attn_mask", "alibi_slopes")
-    name, t = next((n, a) for n, a in zip(names, args)
-                   if isinstance(a, Tensor) and a.device.type != "cpu")
-    raise RuntimeError(f"attn_mlir::sdpa runs CPU tensors; {name} is on {t.device} "
-                       "(CUDA artifacts run through attn-run --device cuda for now)")
+def _cpu_only(op, names):
+    """The kernel of `op` for other devices: an error naming the first
+    argument (of `names`, in order) that is not on the CPU."""
+    def refuse(*args):
+        where = next((f"{n} is on {a.device}" for n, a in zip(names, args)
+                      if isinstance(a, Tensor) and a.device.type != "cpu"),
+                     "an argument is not on the CPU")
+        raise RuntimeError(f"attn_mlir::{op} runs CPU tensors; {where} (CUDA artifacts run "
+                           "through attn-run --device cuda for now)")
+    return refuse
 
 
 _lib.impl("sdpa", _sdpa_cpu, "CPU")
-_lib.impl("sdpa", _sdpa_other_device, "CUDA")
+_lib.impl("sdpa", _cpu_only("sdpa", ("query", "key", "value", "attn_mask", "alibi_slopes")),
+          "CUDA")
 
 
 def _new_outputs(query, dv, return_lse):
@@ -217,7 +221,9 @@ def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slope
 
 
 _lib.impl("paged_sdpa", _paged_cpu, "CPU")
-_lib.impl("paged_sdpa", _sdpa_other_device, "CUDA")
+_lib.impl("paged_sdpa", _cpu_only("paged_sdpa", ("query", "key_cache", "value_cache",
+                                                  "block_table", "seq_lens", "alibi_slopes")),
+          "CUDA")
 torch.library.register_autograd("attn_mlir::paged_sdpa", _no_backward)
 
 

@@ -382,3 +382,11 @@ def test_paged_attention_refuses_bad_tables():
         at.paged_attention(q, kc.half(), vc, table, lens)
     torch.library.opcheck(torch.ops.attn_mlir.paged_sdpa.default,
                           (q, kc, vc, table, lens, None, True, None, None, None, True))
+
+
+def test_other_devices_are_named():
+    """The ops' kernel for CUDA tensors (no GPU here: called directly, with
+    a meta tensor standing for one) names the argument that is elsewhere."""
+    refuse = at._cpu_only("paged_sdpa", ("query", "key_cache"))
+    with pytest.raises(RuntimeError, match="paged_sdpa runs CPU tensors; key_cache is on meta"):
+        refuse(torch.zeros(1), torch.zeros(1, device="meta"))
