@@ -298,10 +298,13 @@ static Error callChecked(const attn_rt_artifact &h, const char *name,
               formatShape(entry.outputs[i - nin].shape) +
               " for these inputs, given " +
               formatShape({args[i].sizes, args[i].sizes + args[i].rank})};
+  std::vector<std::pair<uintptr_t, uintptr_t>> extents;
+  for (size_t i = 0; i < numArgs; ++i)
+    extents.push_back(extent(entry, args, i));
   for (size_t i = nin; i < numArgs; ++i)
     for (size_t j = 0; j < numArgs; ++j) {
-      auto [b0, e0] = extent(entry, args, i);
-      auto [b1, e1] = extent(entry, args, j);
+      auto [b0, e0] = extents[i];
+      auto [b1, e1] = extents[j];
       if (j != i && b0 < e1 && b1 < e0)
         return {"entry '" + own->name + "': output '" +
                 entry.outputs[i - nin].name +

@@ -180,11 +180,6 @@ def _load_capi(path):
     lib.attn_rt_describe_artifact.restype = ctypes.c_int
     lib.attn_rt_source_hash.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     lib.attn_rt_source_hash.restype = ctypes.c_ulonglong
-    i32p = ctypes.POINTER(ctypes.c_int32)
-    lib.attn_rt_check_paged_tables.argtypes = [
-        i32p, i32p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-        ctypes.c_char_p, ctypes.c_size_t]
-    lib.attn_rt_check_paged_tables.restype = ctypes.c_int
     lib.attn_rt_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
                                  ctypes.c_char_p, ctypes.c_size_t]
     lib.attn_rt_open.restype = ctypes.c_int
@@ -206,21 +201,6 @@ def _capi():
             f"{path} not found: it is built with the tools (`make` at the top of the "
             "repository); attn_mlir checks every artifact with it before loading it")
     return _load_capi(path)
-
-
-def check_paged_tables(block_table, seq_lens, num_blocks, block_size):
-    """The runtime's check of a paged attention's tables (C-contiguous
-    int32 [B, MB] and [B]; attn_rt_check_paged_tables, the function attn-run
-    calls): a ValueError naming the first entry that would read outside the
-    cache."""
-    i32p = ctypes.POINTER(ctypes.c_int32)
-    err = ctypes.create_string_buffer(512)
-    B, MB = block_table.shape
-    rc = _capi().attn_rt_check_paged_tables(
-        block_table.ctypes.data_as(i32p), seq_lens.ctypes.data_as(i32p), B, MB,
-        num_blocks, block_size, err, len(err))
-    if rc != 0:
-        raise ValueError(err.value.decode(errors="replace"))
 
 
 def source_hash(mlir):
@@ -267,12 +247,6 @@ _TENSOR_WORDS = 5  # attn_rt_tensor: data, sizes, strides, rank, dtype
 _errors = threading.local()  # each thread's attn_rt_call error buffer
 
 
-@functools.lru_cache(maxsize=None)
-def _words_type(n):
-    """The ctypes type of n int64 words (made once: making one is slow)."""
-    return ctypes.c_int64 * n
-
-
 class _CallPlan:
     """What a call of one entry at one set of input shapes and dtypes needs
     beyond the data: the outputs' shapes and dtypes, and the call's
@@ -286,7 +260,7 @@ class _CallPlan:
         for shape, dt in zip(shapes, dtypes):
             words += [0, at, 0, len(shape), _DTYPE_CODES[dt]]
             at += 8 * len(shape)
-        self.words = _words_type(len(words))
+        self.words = ctypes.c_int64 * len(words)
         self.template = bytes(self.words(*words))
         self.count = len(shapes)
         self.slots = range(0, len(words), _TENSOR_WORDS)

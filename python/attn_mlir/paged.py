@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 
-from ._tools import check_bool, check_int, check_paged_tables, compile_graph, mlir_elt, native
+from ._tools import check_bool, check_int, compile_graph, mlir_elt, native
 from .sdpa import _ttype, attention_attrs, attention_results, prepare_alibi
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
@@ -116,8 +116,8 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     Tq] with return_lse=True).
 
     A length outside [0, max_blocks_per_seq * block_size] or a block id a
-    sequence uses outside [0, num_blocks) is a ValueError, before any
-    code runs. Compiled once per dtype, head counts, head dims, block size
+    sequence uses outside [0, num_blocks) is a ValueError, before the
+    kernel runs. Compiled once per dtype, head counts, head dims, block size
     and options, for any B, Tq, num_blocks and table width (>= 1).
     """
     return_lse = check_bool("return_lse", return_lse)
@@ -128,7 +128,6 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     kc, vc = _check_caches(q, key_cache, value_cache)
     bt, sl = _int32_table("block_table", block_table, 2), _int32_table("seq_lens", seq_lens, 1)
     check_table_shapes(bt.shape, sl.shape, q.shape[0])
-    check_paged_tables(bt, sl, kc.shape[0], kc.shape[1])
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
     art = paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse)

@@ -68,12 +68,15 @@ def _alibi(alibi_slopes, heads):
     return a
 
 
-# The op, declared with torch.library's low-level interface: its dispatch
-# costs about 3 µs per call, custom_op's about 9 (bench_torch.py).
+# The ops, declared with torch.library's low-level interface (cheaper to
+# dispatch than torch.library.custom_op's Python wrapper).
 _lib = torch.library.Library("attn_mlir", "DEF")
 _lib.define("sdpa(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
             "Tensor? alibi_slopes, bool is_causal, float? scale, str causal_alignment, "
             "int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
+_lib.define("paged_sdpa(Tensor query, Tensor key_cache, Tensor value_cache, "
+            "Tensor block_table, Tensor seq_lens, Tensor? alibi_slopes, bool is_causal, "
+            "float? scale, int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
 
 _MAX_CALLS = 4096
 # (shapes, dtypes, options) of a call without mask or ALiBi on contiguous
@@ -83,11 +86,8 @@ _calls = {}
 
 def _prepare(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
              window, softcap, return_lse):
-    """Every check of a call; (artifact, call plan, inputs)."""
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        if t.device.type != "cpu":
-            raise RuntimeError(f"attn_mlir::sdpa runs CPU tensors; {name} is on {t.device} "
-                               "(CUDA artifacts run through attn-run --device cuda for now)")
+    """Every check of a call; (artifact, call plan, inputs). A CUDA tensor
+    never gets here: the dispatcher sends it to _cpu_only's kernel."""
     elt = _elt("query", query)
     if key.dtype != query.dtype or value.dtype != query.dtype:
         raise ValueError(f"query, key and value must have one dtype, got {query.dtype}, "
@@ -133,10 +133,7 @@ def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, caus
             if len(_calls) >= _MAX_CALLS:
                 _calls.clear()
             _calls[key_] = (art, plan)
-    out, lse = _new_outputs(query, value.shape[3], return_lse)
-    ptrs = [t.data_ptr() for t in inputs] + [out.data_ptr()]
-    art.run("sdpa", plan, ptrs + [lse.data_ptr()] if return_lse else ptrs)
-    return out, lse
+    return _run(art, "sdpa", plan, inputs, query, value.shape[3], return_lse)
 
 
 def _cpu_only(op, names):
@@ -151,11 +148,6 @@ def _cpu_only(op, names):
     return refuse
 
 
-_lib.impl("sdpa", _sdpa_cpu, "CPU")
-_lib.impl("sdpa", _cpu_only("sdpa", ("query", "key", "value", "attn_mask", "alibi_slopes")),
-          "CUDA")
-
-
 def _new_outputs(query, dv, return_lse):
     """An op's results, uninitialized: the output [B, Hq, Tq, dv] in the
     query's dtype and the float32 LSE [B, Hq, Tq] (empty without
@@ -165,27 +157,29 @@ def _new_outputs(query, dv, return_lse):
             query.new_empty((B, Hq, Tq) if return_lse else (0,), dtype=torch.float32))
 
 
+def _run(art, entry, plan, inputs, query, dv, return_lse):
+    """Runs `entry` on `inputs` into new result tensors: (output, LSE)."""
+    out, lse = _new_outputs(query, dv, return_lse)
+    ptrs = [t.data_ptr() for t in inputs] + [out.data_ptr()]
+    art.run(entry, plan, ptrs + [lse.data_ptr()] if return_lse else ptrs)
+    return out, lse
+
+
 def _no_backward(ctx, grad_out, grad_lse):
     raise NotImplementedError("attn_mlir's ops have no backward (attn_mlir is for inference): "
                               "run it under torch.no_grad() or torch.inference_mode(), or "
                               "train with torch.nn.functional.scaled_dot_product_attention")
 
 
-torch.library.register_autograd("attn_mlir::sdpa", _no_backward)
-
-
-@torch.library.register_fake("attn_mlir::sdpa")
-def _(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
-      window, softcap, return_lse):
-    return _new_outputs(query, value.shape[3], return_lse)
-
-
-_checked_options = set()  # option values (with their types) that passed the checks
-
-
-_lib.define("paged_sdpa(Tensor query, Tensor key_cache, Tensor value_cache, "
-            "Tensor block_table, Tensor seq_lens, Tensor? alibi_slopes, bool is_causal, "
-            "float? scale, int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
+def _register(op, cpu_kernel, arg_names, values):
+    """The kernels of attn_mlir::`op`: `cpu_kernel` for CPU tensors, a clear
+    refusal for CUDA ones, a backward that says there is none, and the fake
+    (shapes only) results, whose head dim is that of argument `values`."""
+    _lib.impl(op, cpu_kernel, "CPU")
+    _lib.impl(op, _cpu_only(op, arg_names), "CUDA")
+    torch.library.register_autograd("attn_mlir::" + op, _no_backward)
+    torch.library.register_fake("attn_mlir::" + op)(
+        lambda *args: _new_outputs(args[0], args[values].shape[3], args[-1]))
 
 
 def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal,
@@ -193,11 +187,6 @@ def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slope
     """attn.paged_sdpa on CPU tensors (vLLM's cache layout, int32 tables):
     (output, LSE or an empty tensor). The runtime checks the tables before
     the kernel runs (a ValueError naming the first bad entry)."""
-    for name, t in (("query", query), ("key_cache", key_cache), ("value_cache", value_cache),
-                    ("block_table", block_table), ("seq_lens", seq_lens)):
-        if t.device.type != "cpu":
-            raise RuntimeError(f"attn_mlir::paged_sdpa runs CPU tensors; {name} is on "
-                               f"{t.device}")
     elt = _elt("query", query)
     check_cache_shapes(tuple(query.shape), tuple(key_cache.shape), tuple(value_cache.shape),
                        query.dtype == key_cache.dtype == value_cache.dtype,
@@ -214,23 +203,12 @@ def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slope
     inputs += [] if alibi is None else [alibi]
     plan = art.plan("paged", [tuple(t.shape) for t in inputs],
                     [elt] * 3 + ["i32", "i32"] + ([] if alibi is None else ["f32"]))
-    out, lse = _new_outputs(query, value_cache.shape[3], return_lse)
-    ptrs = [t.data_ptr() for t in inputs] + [out.data_ptr()]
-    art.run("paged", plan, ptrs + [lse.data_ptr()] if return_lse else ptrs)
-    return out, lse
+    return _run(art, "paged", plan, inputs, query, value_cache.shape[3], return_lse)
 
 
-_lib.impl("paged_sdpa", _paged_cpu, "CPU")
-_lib.impl("paged_sdpa", _cpu_only("paged_sdpa", ("query", "key_cache", "value_cache",
-                                                  "block_table", "seq_lens", "alibi_slopes")),
-          "CUDA")
-torch.library.register_autograd("attn_mlir::paged_sdpa", _no_backward)
-
-
-@torch.library.register_fake("attn_mlir::paged_sdpa")
-def _(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal, scale,
-      window, softcap, return_lse):
-    return _new_outputs(query, value_cache.shape[3], return_lse)
+_register("sdpa", _sdpa_cpu, ("query", "key", "value", "attn_mask", "alibi_slopes"), 2)
+_register("paged_sdpa", _paged_cpu,
+          ("query", "key_cache", "value_cache", "block_table", "seq_lens", "alibi_slopes"), 2)
 
 
 def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
@@ -255,6 +233,9 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
         query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal, scale,
         None if window is None else list(window), softcap, return_lse)
     return (out, lse) if return_lse else out
+
+
+_checked_options = set()  # option values (with their types) that passed the checks
 
 
 def _check_arguments(query, key, value, dropout_p, enable_gqa, return_lse, scale, is_causal,
