@@ -45,6 +45,20 @@ CASES = [
     ("alibi-huge-scale", "ALiBi with a scale above 1: the scale stays on the scores, since the bias is in scaled units", 1, 2, 2, 40, 60, 16, 16, "f32", None, "scale = 4.0 : f32", True, [""]),
 ]
 
+# The bf16 cases of the pair-interleaved layout (avx512_bf16 dot products,
+# chosen by attn-compile where the host has them): small key blocks, so
+# that most blocks are full ones in pair form next to the partial one, on
+# static and dynamic shapes; one variant without it (--bf16-dot=false).
+BF16_VARIANTS = ["", "--q-block=32 --kv-block=16", "--q-block=16 --kv-block=32 --bf16-dot=false"]
+BF16_DYNAMIC_VARIANTS = ("", "--kv-block=16")
+BF16 = [
+    ("bf16-gqa-causal-br-odd", "bf16 GQA, bottom-right causal, odd lengths (113, 203)", 1, 8, 2, 113, 203, 64, 64, "bf16", None, "causal = #attn.causal<bottom_right>", True, BF16_VARIANTS),
+    ("bf16-alibi-softcap-mask", "bf16 ALiBi after softcap, with an additive bf16 mask", 1, 4, 2, 50, 90, 64, 64, "bf16", ("50x90", "bf16"), "softcap = 20.0 : f32", True, BF16_VARIANTS),
+    ("bf16-window-long-q", "bf16 window (32, 0) with bottom-right causal and Tq > Tk (203, 113): fully masked rows, D=80", 1, 2, 1, 203, 113, 80, 80, "bf16", None, "causal = #attn.causal<bottom_right>, window = array<i64: 32, 0>", True, BF16_VARIANTS),
+    ("bf16-padding-mask-dv", "bf16 boolean key-padding mask, Dv (32) != D (64), a scale above 1", 2, 4, 4, 33, 77, 64, 32, "bf16", ("2x1x1x77", "i1"), "scale = 2.0 : f32", True, BF16_VARIANTS),
+    ("bf16-odd-d", "bf16 with an odd head dimension (59): no pairs, the f32 products", 1, 2, 2, 70, 100, 59, 59, "bf16", None, "", True, BF16_VARIANTS),
+]
+
 # The decode matrix (attn-tile's decode schedule: Tq <= 16 rows per head,
 # the query heads of a KV group packed into one tile, the key range split):
 # every case with the default splits, one split, 5 forced splits and the
@@ -54,6 +68,7 @@ DECODE = [
     ("gqa4-f32", "GQA-4 decode step, bottom-right causal, 3000 keys", 1, 8, 2, 1, 3000, 64, 64, "f32", None, "causal = #attn.causal<bottom_right>", True, DECODE_VARIANTS),
     ("mqa-bf16", "MQA decode in bf16, D=128, 2500 keys", 2, 8, 1, 1, 2500, 128, 128, "bf16", None, "", True, DECODE_VARIANTS),
     ("spec-tq4-f16", "speculative decoding: 4 new tokens, GQA-4, bottom-right causal, f16", 1, 8, 2, 4, 1100, 64, 64, "f16", None, "causal = #attn.causal<bottom_right>", True, DECODE_VARIANTS),
+    ("spec-tq4-bf16", "speculative decoding in bf16: 4 new tokens, GQA-4 (16 packed rows: the pair layout), bottom-right causal", 1, 8, 2, 4, 1100, 64, 64, "bf16", None, "causal = #attn.causal<bottom_right>", True, DECODE_VARIANTS),
     ("tq16-mqa-window", "16 query rows, MQA (4 heads per tile), causal with a window of 64", 1, 16, 1, 16, 2100, 32, 32, "f32", None, "causal = #attn.causal<bottom_right>, window = array<i64: 64, 0>", True, DECODE_VARIANTS),
     ("tq8-over-tk3", "8 query rows over 3 keys, bottom-right causal: 5 fully masked rows per head", 1, 4, 2, 8, 3, 16, 16, "f32", None, "causal = #attn.causal<bottom_right>", True, DECODE_VARIANTS),
     ("padding-mask", "a key-padding mask shared by the heads (packs them)", 2, 8, 2, 1, 1500, 64, 64, "f32", ("2x1x1x1500", "i1"), "", True, DECODE_VARIANTS),
@@ -70,7 +85,7 @@ DECODE_SIZES = [(1, 1, 1), (3, 1, 2049), (1, 1, 17000)]
 
 # Cases whose graph also takes per-head ALiBi slopes (f32 [Hq]).
 ALIBI = {"alibi-gqa-causal-br", "alibi-f16-softcap-mask", "alibi-huge-scale",
-         "alibi-softcap"}
+         "alibi-softcap", "bf16-alibi-softcap-mask"}
 
 
 # Whole layers and softmax, written out (name, why, RUN variants, body).
@@ -302,6 +317,9 @@ if __name__ == "__main__":
     for c in CASES:
         write_case(c)
         write_case(c, dynamic=True)
+    for c in BF16:
+        write_case(c)
+        write_case(c, dynamic=True, dynamic_variants=BF16_DYNAMIC_VARIANTS)
     for e in EXTRA:
         write_extra(*e)
     for name, why, sizes, body in DYN_EXTRA:
@@ -312,5 +330,5 @@ if __name__ == "__main__":
                    dynamic_variants=DECODE_DYNAMIC_VARIANTS)
     for c in PAGED:
         write_paged(c)
-    print(f"wrote {2 * (len(CASES) + len(DECODE)) + len(EXTRA) + len(DYN_EXTRA) + len(PAGED)} cases to "
+    print(f"wrote {2 * (len(CASES) + len(BF16) + len(DECODE)) + len(EXTRA) + len(DYN_EXTRA) + len(PAGED)} cases to "
           f"{os.path.normpath(OUT)}")

@@ -62,6 +62,20 @@ llvm_config.add_tool_substitutions(
 llvm_config.with_environment("PATH", config.attn_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
+# `avx512f`, `avx512bf16`: this machine's CPU features that decide the CPU
+# kernels attn-compile chooses (tests that run bf16 dot-product kernels
+# need avx512bf16; tests of a machine without it UNSUPPORT it).
+try:
+    with open("/proc/cpuinfo") as _f:
+        _flags = next((l.split(":", 1)[1].split() for l in _f
+                       if l.startswith("flags")), [])
+except OSError:
+    _flags = []
+if "avx512f" in _flags:
+    config.available_features.add("avx512f")
+    if "avx512_bf16" in _flags:
+        config.available_features.add("avx512bf16")
+
 # `ptxas`: the CUDA assembler is installed (PTX tests assemble and check).
 if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")):
     config.available_features.add("ptxas")

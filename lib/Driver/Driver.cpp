@@ -280,11 +280,36 @@ static LogicalResult verifyEntryShapes(ModuleOp module, bool cuda) {
   return success();
 }
 
-static bool hostHasAvx512() {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  auto it = features.find("avx512f");
+static bool hostHas(llvm::StringRef feature) {
+  static const llvm::StringMap<bool> features =
+      llvm::sys::getHostCPUFeatures();
+  auto it = features.find(feature);
   return it != features.end() && it->second;
 }
+
+/// The CPU kernels of an artifact, chosen for this machine (it is built
+/// with -march=native): AVX-512 vectors where there are, bf16 dot products
+/// where avx512_bf16 is (unless the options say otherwise).
+struct CpuKernels {
+  int64_t vectorWidth;
+  bool bf16Dot;
+
+  static CpuKernels forHost(const CompileOptions &o) {
+    bool avx512 = hostHas("avx512f");
+    return {avx512 ? 16 : 8,
+            o.bf16Dot.value_or(avx512 && hostHas("avx512bf16"))};
+  }
+  /// The metadata record of the CPU features they need (Format.h), in the
+  /// runtime's names; empty when they need none beyond x86-64 with AVX2.
+  std::string featuresRecord() const {
+    std::string features;
+    if (vectorWidth == 16)
+      features += " avx512f";
+    if (bf16Dot)
+      features += " avx512bf16";
+    return features.empty() ? "" : "cpu-features" + features + "\n";
+  }
+};
 
 static int fail(const Twine &msg) {
   llvm::errs() << "attn-compile: error: " << msg << "\n";
@@ -436,7 +461,9 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
       return mlir::attn::buildCpuTilingPipeline(pm, options);
     options.parallel = !o.noParallel;
     // The artifact is built for this machine (-march=native below).
-    options.vectorWidth = hostHasAvx512() ? 16 : 8;
+    CpuKernels kernels = CpuKernels::forHost(o);
+    options.vectorWidth = kernels.vectorWidth;
+    options.bf16Dot = kernels.bf16Dot;
     mlir::attn::buildCpuPipeline(pm, options);
   }
 }
@@ -459,9 +486,11 @@ static int writeOutputs(const CompileOptions &o, ModuleOp module,
     return 0;
   }
 
-  std::string metadata = std::string(::attn::format::kHeader) + "\ntarget " +
-                         (cuda ? "cuda" : "cpu") + "\n" +
-                         ::attn::format::sourceRecord(sourceHash);
+  std::string metadata =
+      std::string(::attn::format::kHeader) + "\ntarget " +
+      (cuda ? "cuda" : "cpu") + "\n" +
+      (cuda ? "" : CpuKernels::forHost(o).featuresRecord()) +
+      ::attn::format::sourceRecord(sourceHash);
   std::map<std::string, std::string> kernelLines;
   Images kernelImages;
   kernelImages.ptx = embedPtx;
@@ -549,6 +578,12 @@ static int checkOptions(const CompileOptions &o) {
                 "--target=cuda use tiled, llvm-dialect, ptx, cubin or so");
   if (!cuda && (o.emit == Emit::PTX || o.emit == Emit::Cubin))
     return fail("--emit=ptx and --emit=cubin need --target=cuda");
+  if (!cuda && o.bf16Dot.value_or(false) &&
+      !(hostHas("avx512f") && hostHas("avx512bf16")))
+    return fail("--bf16-dot needs avx512_bf16 and AVX-512 on this machine, "
+                "which has not both: CPU artifacts are built for the machine "
+                "that compiles them (-march=native); compile without "
+                "--bf16-dot");
   if (cuda) {
     if (llvm::Error e =
             mlir::attn::resolveCudaTarget(o.chip, o.ptxFeatures).takeError())

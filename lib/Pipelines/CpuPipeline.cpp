@@ -5,7 +5,8 @@
 //   attn-tile               attn.sdpa -> scf.forall/scf.for of attn.online_step,
 //                           online_merge, online_finish (backend-neutral),
 //                           checked by attn-verify-tiled
-//   attn-decompose-online   the tile-level ops -> linalg on tensors
+//   attn-decompose-online   the tile-level ops -> linalg on tensors (bf16
+//                           steps in pair form with bf16-dot)
 //   attn-lower-reference    no attn op remains (softmax, untiled sdpa)
 //   attn-copy-repeated-results  no tensor is returned twice
 //   bufferization           memrefs only; results are caller-allocated
@@ -73,6 +74,7 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   pm.addPass(createLinalgGeneralizeNamedOpsPass());
   AttnCpuVectorizeMatmulPassOptions vectorize;
   vectorize.vectorWidth = o.vectorWidth;
+  vectorize.bf16Dot = o.bf16Dot;
   pm.addPass(createAttnCpuVectorizeMatmulPass(vectorize));
   pm.addPass(createConvertLinalgToLoopsPass());
   // bf16 conversions as integer ops: no compiler-rt call in artifacts.
@@ -96,7 +98,9 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
   pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
   pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createConvertVectorToLLVMPass());
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.x86Vector = o.bf16Dot;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
@@ -121,8 +125,11 @@ void attn::buildCpuTilingPipeline(OpPassManager &pm,
 void attn::buildCpuPipeline(OpPassManager &pm,
                             const CpuPipelineOptions &options) {
   buildCpuTilingPipeline(pm, options);
-  if (options.tiled)
-    pm.addPass(createAttnDecomposeOnlinePass());
+  if (options.tiled) {
+    AttnDecomposeOnlinePassOptions decompose;
+    decompose.bf16Dot = options.bf16Dot;
+    pm.addPass(createAttnDecomposeOnlinePass(decompose));
+  }
   pm.addPass(createAttnLowerReferencePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

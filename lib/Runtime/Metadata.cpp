@@ -283,6 +283,50 @@ static Error checkSeal(const std::string &text, std::string &records) {
   return {};
 }
 
+/// Whether this machine has the CPU feature `name` (a name of the
+/// `cpu-features` record). ATTN_MLIR_HOST_FEATURES, when set, lists the
+/// only features taken to be present (comma-separated): tests use it to
+/// stand for a machine without one.
+static bool hostHasFeature(const std::string &name) {
+  if (const char *only = std::getenv("ATTN_MLIR_HOST_FEATURES")) {
+    std::stringstream ss(only);
+    std::string f;
+    while (std::getline(ss, f, ','))
+      if (f == name)
+        return true;
+    return false;
+  }
+#if defined(__x86_64__)
+  if (name == "avx512f")
+    return __builtin_cpu_supports("avx512f");
+  if (name == "avx512bf16")
+    return __builtin_cpu_supports("avx512bf16");
+#endif
+  return false;
+}
+
+/// A `cpu-features` record: every feature known and present here.
+static Error checkCpuFeatures(std::istringstream &ls, const std::string &tgt) {
+  static const char *const known[] = {"avx512f", "avx512bf16"};
+  if (tgt != "cpu")
+    return {"malformed metadata: a 'cpu-features' record in an artifact of "
+            "target '" + tgt + "'"};
+  std::string f;
+  while (ls >> f) {
+    if (std::find_if(std::begin(known), std::end(known), [&](const char *k) {
+          return f == k;
+        }) == std::end(known))
+      return {"malformed metadata: unknown CPU feature '" + f +
+              "' in the 'cpu-features' record (this runtime knows avx512f "
+              "and avx512bf16): the artifact is from a newer attn-compile"};
+    if (!hostHasFeature(f))
+      return {"the artifact's kernels need the CPU feature " + f +
+              ", which this machine does not have: CPU artifacts are built "
+              "for the machine that compiles them; recompile the graph here"};
+  }
+  return {};
+}
+
 Error attn::rt::parseMetadata(const std::string &text,
                               std::vector<EntryInfo> &out, std::string *target,
                               std::string *source) {
@@ -309,6 +353,8 @@ Error attn::rt::parseMetadata(const std::string &text,
         return {"malformed metadata: source record '" + line + "'"};
       if (source)
         *source = v.substr(8);
+    } else if (key == "cpu-features") {
+      err = checkCpuFeatures(ls, tgt);
     } else if (key == "entry") {
       out.emplace_back();
       ls >> out.back().name;

@@ -95,6 +95,13 @@ static cl::opt<int64_t> kvSplits(cpuOptions().kvSplits.ArgStr,
                                  cl::init(cpuOptions().kvSplits.getValue()),
                                  targetHelp("cpu", cpuOptions().kvSplits),
                                  cl::cat(cat));
+static cl::opt<bool> bf16Dot(
+    cpuOptions().bf16Dot.ArgStr, cl::init(cpuOptions().bf16Dot.getValue()),
+    cl::desc("cpu: bf16 attention on avx512_bf16 dot products (vdpbf16ps), "
+             "P rounded to bf16 for P·V (default: on where this machine has "
+             "avx512_bf16; --bf16-dot=false for f32 products of the bf16 "
+             "inputs)"),
+    cl::cat(cat));
 static cl::opt<bool> noParallel("no-parallel",
                                 cl::desc("Run on one core (no OpenMP)"),
                                 cl::cat(cat));
@@ -148,12 +155,13 @@ static int checkTargetFlags(bool cuda) {
   auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
   if (cuda) {
     if (reference || noParallel || given(qBlock) || given(decode) ||
-        given(kvSplits))
-      return fail(std::string(reference        ? "--reference"
-                              : noParallel     ? "--no-parallel"
-                              : given(qBlock)  ? "--q-block"
-                              : given(decode)  ? "--decode"
-                                               : "--kv-splits") +
+        given(kvSplits) || given(bf16Dot))
+      return fail(std::string(reference         ? "--reference"
+                              : noParallel      ? "--no-parallel"
+                              : given(qBlock)   ? "--q-block"
+                              : given(decode)   ? "--decode"
+                              : given(bf16Dot)  ? "--bf16-dot"
+                                                : "--kv-splits") +
                   " is a CPU option; on --target=cuda a block covers 16 x "
                   "--row-tiles x --warps query rows");
     return 0;
@@ -205,6 +213,8 @@ int main(int argc, char **argv) {
   o.noParallel = noParallel;
   o.decode = decode;
   o.kvSplits = kvSplits;
+  if (bf16Dot.getNumOccurrences())
+    o.bf16Dot = bf16Dot;
   o.chip = chip;
   o.ptxFeatures = ptxFeatures;
   o.warps = warps;

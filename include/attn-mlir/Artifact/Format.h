@@ -7,6 +7,10 @@
 //
 //   attn-mlir-artifact 4
 //   target cpu|cuda
+//   cpu-features FEATURE ...              (target cpu, optional: what the
+//                                        kernels need, avx512f, avx512bf16;
+//                                        the runtime refuses to load the
+//                                        artifact on a machine without one)
 //   source fnv1a64=<16 hex digits>        (optional: the graph's text hashed)
 //   entry NAME / in NAME DTYPE DIMS / out NAME DTYPE DIMS / op KIND k=v ...
 //   buffer bytes=N                     (target cuda; zero or more per entry)

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
@@ -30,18 +31,21 @@ namespace attn {
 void populateLowerReferencePatterns(RewritePatternSet &patterns);
 
 /// Patterns rewriting attn.online_step, online_merge and online_finish into
-/// linalg ops on tensors (the CPU layout of the shared algorithm).
-void populateDecomposeOnlinePatterns(RewritePatternSet &patterns);
+/// linalg ops on tensors (the CPU layout of the shared algorithm); with
+/// `bf16Dot`, bf16 steps in the pair layout of bf16 dot products.
+void populateDecomposeOnlinePatterns(RewritePatternSet &patterns,
+                                     bool bf16Dot = false);
 
 /// Query tiles of at most this many rows compute their scores as dot
 /// products (attn-decompose-online), the form the dot kernel of
 /// attn-cpu-vectorize-matmul takes.
 constexpr int64_t kCpuDotMaxRows = 8;
 
-/// Patterns register-blocking C += A·B tile matmuls on memrefs with vectors.
+/// Patterns register-blocking C += A·B tile matmuls on memrefs with vectors;
+/// with `bf16Dot`, also the pair-form bf16 matmuls and packs (vdpbf16ps).
 void populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
                                         int64_t vectorWidth, int64_t rows,
-                                        int64_t cols);
+                                        int64_t cols, bool bf16Dot = false);
 
 /// attn-gpu-flash's rewrites, for any driver: an attn.sdpa with static
 /// shapes is tiled with the kernel's blocks (attn-tile's loop nest, no key

@@ -48,7 +48,25 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     `attn.online_merge` and `attn.online_finish` become element-wise
     `linalg.generic` ops. The algorithm is the one the CUDA kernels use
     (`OnlineSoftmax.h`); only the tile layout is the CPU's.
+
+    With `bf16-dot`, a step on bf16 Q, K and V whose key block and head
+    dimensions are static and even (the full key blocks of the loop nest)
+    and whose query tile is not a decode tile takes the pair-interleaved
+    (VNNI) layout of bf16 dot products: Q unscaled and packed once per query
+    tile as `Qp[D/2, M, 2]`, the scores as a matmul over pairs
+    `Sᵀ[j, i] += K[j, d2, t] · Qp[d2, i, t]` (the scale then applies to the
+    f32 scores), and per key block P rounded to bf16 and packed as
+    `Pp[kv/2, M, 2]`, V packed as `Vp[kv/2, Dv, 2]`,
+    `acc[i, e] += Pp[j2, i, t] · Vp[j2, e, t]`. The row sums stay on the f32
+    P, as in FlashAttention's bf16 kernels. `attn-cpu-vectorize-matmul`
+    lowers these forms to `vdpbf16ps`; left to `convert-linalg-to-loops`
+    they are the same arithmetic on scalars.
   }];
+  let options = [
+    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
+           "bf16 steps in the pair-interleaved layout of bf16 dot products "
+           "(avx512_bf16's vdpbf16ps)">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::math::MathDialect",
@@ -86,9 +104,15 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
     Option<"rows", "rows", "int64_t", /*default=*/"6",
            "Rows of C per register block (1 to 64)">,
     Option<"cols", "cols", "int64_t", /*default=*/"2",
-           "Vectors of C per row of a register block (1 to 64)">
+           "Vectors of C per row of a register block (1 to 64)">,
+    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
+           "Lower the pair-form bf16 matmuls and pair packs of "
+           "attn-decompose-online to avx512_bf16 (x86vector.avx512.dot, "
+           "vdpbf16ps; cvt.packed.f32_to_bf16, vcvtneps2bf16); needs "
+           "vector-width 8 or 16">
   ];
   let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::x86vector::X86VectorDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];

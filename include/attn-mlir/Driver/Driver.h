@@ -15,6 +15,7 @@
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mlir {
@@ -54,6 +55,9 @@ struct CompileOptions {
   /// kv-splits).
   bool decode = AttnTilePassOptions().decode;
   int64_t kvSplits = AttnTilePassOptions().kvSplits;
+  /// CPU: bf16 on avx512_bf16 dot products (unset: when this machine has
+  /// them).
+  std::optional<bool> bf16Dot;
   /// CUDA: chip, PTX features, kernel shape and embedding.
   std::string chip = AttnGpuFlashPassOptions().chip, ptxFeatures;
   int64_t warps = AttnGpuFlashPassOptions().warps,

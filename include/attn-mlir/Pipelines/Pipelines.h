@@ -66,6 +66,14 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("f32 lanes of one vector register for the tile matmuls "
                      "(8: AVX2, 16: AVX-512)"),
       llvm::cl::init(AttnCpuVectorizeMatmulPassOptions().vectorWidth)};
+  PassOptions::Option<bool> bf16Dot{
+      *this, "bf16-dot",
+      llvm::cl::desc("bf16 attention on avx512_bf16 dot products (vdpbf16ps): "
+                     "Q, P and V in pair-interleaved tiles, P rounded to bf16 "
+                     "for P·V (attn-decompose-online and "
+                     "attn-cpu-vectorize-matmul bf16-dot; needs vector-width "
+                     "8 or 16)"),
+      llvm::cl::init(AttnDecomposeOnlinePassOptions().bf16Dot)};
   PassOptions::Option<bool> parallel{
       *this, "parallel",
       llvm::cl::desc("Run the (batch, head, q-block) loop on all cores with "

@@ -32,6 +32,63 @@ using namespace mlir::attn;
 
 namespace {
 
+/// The view of a 2-D tile `x` with its dimension `pairDim` (static, even)
+/// split into (pairs, 2): [J2, 2, N] or [N, J2, 2].
+Value splitPairs(LinalgBuilder &in, Value x, unsigned pairDim) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, x);
+  OpFoldResult j2 =
+                   in.b.getIndexAttr(*getConstantIntValue(sizes[pairDim]) / 2),
+               two = in.b.getIndexAttr(2), n = sizes[1 - pairDim];
+  SmallVector<OpFoldResult> split =
+      pairDim == 0 ? SmallVector<OpFoldResult>{j2, two, n}
+                   : SmallVector<OpFoldResult>{n, j2, two};
+  SmallVector<ReassociationIndices> groups =
+      pairDim == 0 ? SmallVector<ReassociationIndices>{{0, 1}, {2}}
+                   : SmallVector<ReassociationIndices>{{0}, {1, 2}};
+  SmallVector<int64_t> shape;
+  for (OpFoldResult s : split)
+    shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
+  auto type = RankedTensorType::get(
+      shape, cast<RankedTensorType>(x.getType()).getElementType());
+  return tensor::ExpandShapeOp::create(in.b, in.loc, type, x, groups, split);
+}
+
+/// The pair-interleaved (VNNI) copy of a 2-D tile `x` in `elt`: with the
+/// pairs along dimension `pairDim` (of static, even size 2·J2) and N the
+/// other dimension, Xp[j2, n, t] = x[2·j2 + t, n] (pairDim 0) or
+/// x[n, 2·j2 + t] (pairDim 1); [J2, N, 2], what one bf16 dot product
+/// reads: 2 consecutive k of one column in one 32-bit word.
+Value buildPairs(LinalgBuilder &in, Value x, unsigned pairDim, Type elt) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, x);
+  OpFoldResult j2 = in.b.getIndexAttr(*getConstantIntValue(sizes[pairDim]) / 2);
+  return in.generic(
+      in.empty({j2, sizes[1 - pairDim], in.b.getIndexAttr(2)}, elt),
+      ValueRange{splitPairs(in, x, pairDim)},
+      {pairDim == 0 ? in.map(3, {0, 2, 1}) : in.map(3, {1, 0, 2}),
+       in.map(3, {0, 1, 2})},
+      {kPar, kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+        return castFloat(bb, bl, a[0], elt);
+      });
+}
+
+/// C[m, n] += sum over (k2, t) of A · B[k2, n, t] in f32, A read as
+/// A[m, k2, t] (or A[k2, m, t] when `aPairsFirst`): the pair-form matmul
+/// that attn-cpu-vectorize-matmul lowers to bf16 dot products.
+Value pairMatmul(LinalgBuilder &in, Value c, Value a, Value b,
+                 bool aPairsFirst) {
+  // Loops (m, k2, n, t).
+  return in.generic(
+      c, ValueRange{a, b},
+      {aPairsFirst ? in.map(4, {1, 0, 3}) : in.map(4, {0, 1, 3}),
+       in.map(4, {1, 2, 3}), in.map(4, {0, 2})},
+      {kPar, kRed, kPar, kRed}, [&](OpBuilder &bb, Location bl, ValueRange v) {
+        Type f32 = bb.getF32Type();
+        Value p = arith::MulFOp::create(bb, bl, castFloat(bb, bl, v[0], f32),
+                                        castFloat(bb, bl, v[1], f32));
+        return arith::AddFOp::create(bb, bl, v[2], p).getResult();
+      });
+}
+
 /// The CPU layout of the online-softmax tiles, as linalg ops on tensors:
 /// scores transposed, Sᵀ [keys, rows] (loops (j, i): both matmuls stream
 /// contiguous rows and the row statistics are element-wise updates of
@@ -48,6 +105,8 @@ public:
   Value q0, kb, vTile, slope, maskTile;
   AffineMap maskMap;
   int64_t packedHeads = 1, rowsPerHead = 1;
+  // P·V as bf16 dot products: P rounded to bf16, P and V in pair form.
+  bool pairs = false;
 
   Tile mapRows(ArrayRef<Tile> ins, const Tile &into, ElementFn fn) override {
     return {mapInto(ins, {}, into, in.b.getF32Type(), 1, fn)};
@@ -111,8 +170,15 @@ public:
               .getResult();
         })};
   }
-  // acc' = acc + P · V, P read through Pᵀ; loops (i, j, e).
+  // acc' = acc + P · V, P read through Pᵀ; loops (i, j, e). In pair form
+  // acc[i, e] += Pp[j2, i, t] · Vp[j2, e, t], Pp = Pᵀ in pairs of keys.
   Tile accumulatePV(const Tile &acc, const Tile &p) override {
+    if (pairs) {
+      Type bf16 = in.b.getBF16Type();
+      return {pairMatmul(in, acc[0], buildPairs(in, p[0], 0, bf16),
+                         buildPairs(in, vTile, 0, bf16),
+                         /*aPairsFirst=*/true)};
+    }
     return {in.generic(
         acc[0], ValueRange{p[0], vTile},
         {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
@@ -175,8 +241,9 @@ private:
 /// one multiply per element of Q instead of one per score. Built before
 /// the outermost loop that `query` is invariant in, so that it happens
 /// once per query tile.
-static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
-                           double scale, bool transposed) {
+/// The outermost loop around `op` that its query tile is invariant in (or
+/// `op` itself): where the query's per-tile forms are built.
+static Operation *queryTileAnchor(OnlineStepOp op) {
   Operation *anchor = op;
   Value query = op.getQuery();
   while (auto loop = anchor->getParentOfType<scf::ForOp>()) {
@@ -184,8 +251,14 @@ static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
       break;
     anchor = loop;
   }
+  return anchor;
+}
+
+static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
+                           double scale, bool transposed) {
+  Value query = op.getQuery();
   OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(anchor);
+  rewriter.setInsertionPoint(queryTileAnchor(op));
   LinalgBuilder bld{rewriter, op.getLoc(), rewriter.getContext()};
   SmallVector<OpFoldResult> sizes =
       tensor::getMixedSizes(rewriter, op.getLoc(), query);
@@ -202,6 +275,27 @@ static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
                            bb, bl, bb.getF32FloatAttr(scale));
                        return arith::MulFOp::create(bb, bl, x, c).getResult();
                      });
+}
+
+/// Q [M, D] unscaled in pairs of its head dimension, Qp[D/2, M, 2], built
+/// once per query tile like buildScaledQT.
+static Value buildPairedQ(RewriterBase &rewriter, OnlineStepOp op) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(queryTileAnchor(op));
+  LinalgBuilder bld{rewriter, op.getLoc(), rewriter.getContext()};
+  return buildPairs(bld, op.getQuery(), 1, rewriter.getBF16Type());
+}
+
+/// True when a step takes the pair layout of bf16 dot products: bf16 Q, K
+/// and V, a static even key block and head dimension, and not a decode tile
+/// (`dot`).
+static bool takesPairs(OnlineStepOp op, bool dot) {
+  RankedTensorType q = op.getQuery().getType(), k = op.getKey().getType(),
+                   v = op.getValue().getType();
+  return !dot && q.getElementType().isBF16() && k.getElementType().isBF16() &&
+         v.getElementType().isBF16() && k.hasStaticShape() &&
+         !v.isDynamicDim(0) && k.getDimSize(0) % 2 == 0 &&
+         k.getDimSize(1) % 2 == 0;
 }
 
 /// The indexing map of a mask tile in the (j, i) loops of the score tile:
@@ -235,25 +329,33 @@ Exponent exponentOf(OpT op) {
 /// only on blocks that cross its boundary, decided at run time), and the
 /// recurrence, each update in the storage of the state it replaces.
 struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DecomposeStep(MLIRContext *ctx, bool bf16Dot)
+      : OpRewritePattern(ctx), bf16Dot(bf16Dot) {}
+  bool bf16Dot;
 
   LogicalResult matchAndRewrite(OnlineStepOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     AttentionSpec spec = AttentionSpec::get(op);
-    // The scale is folded into Qᵀ unless it is above 1 (folded into Q it
-    // could overflow Q itself, 3e38 · q = inf): then it stays on the
-    // scores or goes to the exponent (exponentScale).
-    ScoreForm form{spec, scoreScale(spec) <= 1.0, /*base2=*/false};
     // Few rows (a decode tile): Sᵀ[j, i] = K[j, :] · Q[i, :] as dot
     // products (attn-cpu-vectorize-matmul's dot kernel reads K in vector
-    // loads once); more rows: K · Qᵀ, broadcasting K against rows of Qᵀ.
+    // loads once); more rows: K · Qᵀ, broadcasting K against rows of Qᵀ;
+    // in bf16 with bf16Dot, K · Qp over pairs of the head dimension.
     int64_t rows = op.getQuery().getType().getDimSize(0);
     bool dot = !ShapedType::isDynamic(rows) && rows <= kCpuDotMaxRows;
-    Value qT = buildScaledQT(rewriter, op,
-                             form.scaleFolded ? scoreScale(spec) : 1.0, !dot);
+    bool pairs = bf16Dot && takesPairs(op, dot);
+    // The scale is folded into Qᵀ unless it is above 1 (folded into Q it
+    // could overflow Q itself, 3e38 · q = inf): then it stays on the
+    // scores or goes to the exponent (exponentScale). Bf16 pairs keep Q
+    // exact: the scale applies to the f32 scores.
+    ScoreForm form{spec, !pairs && scoreScale(spec) <= 1.0, /*base2=*/false};
+    Value qT = pairs ? buildPairedQ(rewriter, op)
+                     : buildScaledQT(rewriter, op,
+                                     form.scaleFolded ? scoreScale(spec) : 1.0,
+                                     !dot);
     LinalgBuilder in{rewriter, loc, rewriter.getContext()};
     LinalgTileOps ops(in);
+    ops.pairs = pairs;
     ops.q0 = op.getQueryOffset();
     ops.kb = op.getKeyOffset();
     ops.vTile = op.getValue();
@@ -273,7 +375,10 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i] (the dot form: K[j, d] · Q[i, d]);
     // loops (j, d, i). `qT` is Q itself in the dot form.
     Type f32 = rewriter.getF32Type();
-    Value s = in.generic(
+    Value s = pairs ? pairMatmul(in, in.filled({ks, qs}, 0.0),
+                                 splitPairs(in, op.getKey(), 1),
+                                 qT, /*aPairsFirst=*/false)
+                    : in.generic(
         in.filled({ks, qs}, 0.0), ValueRange{op.getKey(), qT},
         {in.map(3, {0, 1}), dot ? in.map(3, {2, 1}) : in.map(3, {1, 2}),
          in.map(3, {0, 2})},
@@ -354,7 +459,7 @@ struct AttnDecomposeOnlinePass
 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateDecomposeOnlinePatterns(patterns);
+    populateDecomposeOnlinePatterns(patterns, bf16Dot);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
@@ -362,7 +467,8 @@ struct AttnDecomposeOnlinePass
 
 } // namespace
 
-void attn::populateDecomposeOnlinePatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeStep, DecomposeMerge, DecomposeFinish>(
-      patterns.getContext());
+void attn::populateDecomposeOnlinePatterns(RewritePatternSet &patterns,
+                                           bool bf16Dot) {
+  patterns.add<DecomposeStep>(patterns.getContext(), bf16Dot);
+  patterns.add<DecomposeMerge, DecomposeFinish>(patterns.getContext());
 }

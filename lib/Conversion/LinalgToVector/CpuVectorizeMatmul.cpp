@@ -19,6 +19,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "attn-cpu-vectorize-matmul"
@@ -131,11 +132,64 @@ bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
   return isMulAddBody(op);
 }
 
+/// Strides and offset of a memref type (false when not strided).
+bool stridesOf(Value v, SmallVectorImpl<int64_t> &strides) {
+  int64_t offset;
+  auto t = dyn_cast<MemRefType>(v.getType());
+  return t && succeeded(t.getStridesAndOffset(strides, offset));
+}
+
+/// A rank-3 bf16 memref [., ., 2] whose pairs are contiguous; with
+/// `rowsToo`, [K2, N, 2] contiguous in (N, 2) (collapsible to [K2, 2N]).
+bool isPairBuffer(Value v, bool rowsToo) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  SmallVector<int64_t> strides;
+  if (!t || t.getRank() != 3 || !t.getElementType().isBF16() ||
+      t.getDimSize(2) != 2 || !stridesOf(v, strides) || strides[2] != 1)
+    return false;
+  return !rowsToo || strides[1] == 2;
+}
+
+/// The pair-form matmul of attn-decompose-online (bf16-dot): loops
+/// (i, k2, j, t), C[i, j] += A · B[k2, j, t] with f32 C, bf16 A and B,
+/// A read as A[i, k2, t] or (`aTransposed`) A[k2, i, t].
+bool isPairMatmul(linalg::GenericOp op, bool &aTransposed) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 4 ||
+      op.getNumReductionLoops() != 2)
+    return false;
+  MLIRContext *ctx = op.getContext();
+  auto map = [&](ArrayRef<unsigned> dims) {
+    SmallVector<AffineExpr> e;
+    for (unsigned d : dims)
+      e.push_back(getAffineDimExpr(d, ctx));
+    return AffineMap::get(4, 0, e, ctx);
+  };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  auto iters = op.getIteratorTypesArray();
+  using utils::IteratorType;
+  if (iters != SmallVector<IteratorType>{IteratorType::parallel,
+                                          IteratorType::reduction,
+                                          IteratorType::parallel,
+                                          IteratorType::reduction} ||
+      maps[1] != map({1, 2, 3}) || maps[2] != map({0, 2}))
+    return false;
+  aTransposed = maps[0] == map({1, 0, 3});
+  if (!aTransposed && maps[0] != map({0, 1, 3}))
+    return false;
+  Value c = op.getDpsInits()[0];
+  return cast<MemRefType>(c.getType()).getElementType().isF32() &&
+         unitInnerStride(c) && isPairBuffer(op.getDpsInputs()[0], false) &&
+         isPairBuffer(op.getDpsInputs()[1], true) && isMulAddBody(op);
+}
+
 struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
   TileMatmulToVector(MLIRContext *ctx, int64_t width, int64_t rows,
-                     int64_t cols)
-      : OpRewritePattern(ctx), kWidth(width), kRows(rows), kCols(cols) {}
+                     int64_t cols, bool bf16Dot)
+      : OpRewritePattern(ctx), kWidth(width), kRows(rows), kCols(cols),
+        bf16Dot(bf16Dot) {}
   int64_t kWidth, kRows, kCols;
+  bool bf16Dot;
 
   /// (rows, vectors per row) of a register block for a C of `cRows` rows:
   /// the configured kRows x kCols, or, for fewer static rows (a decode
@@ -150,19 +204,53 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     return {cRows, std::max<int64_t>(1, accumulators / cRows)};
   }
 
+  /// A[row, k] (A[k, row] when `aT`) in f32 in every lane.
+  Value broadcastScalar(OpBuilder &b, Location loc, Value a, Value k,
+                        Value row, bool aT) const {
+    Value s = memref::LoadOp::create(b, loc, a,
+                                     aT ? ValueRange{k, row} : ValueRange{row, k});
+    Type f32 = b.getF32Type();
+    if (s.getType() != f32)
+      s = arith::ExtFOp::create(b, loc, f32, s);
+    return vector::BroadcastOp::create(b, loc, VectorType::get({kWidth}, f32),
+                                       s);
+  }
+  /// The bf16 pair A[row, k, 0:2] (A[k, row, 0:2] when `aT`) in every
+  /// 32-bit lane of a vector<2W x bf16>.
+  Value broadcastPair(OpBuilder &b, Location loc, Value a, Value k, Value row,
+                      bool aT) const {
+    Value zero = constIndex(b, loc, 0);
+    Value pair = vector::LoadOp::create(
+        b, loc, VectorType::get({2}, b.getBF16Type()), a,
+        aT ? ValueRange{k, row, zero} : ValueRange{row, k, zero});
+    Type i32 = b.getI32Type();
+    Value word = vector::BitCastOp::create(b, loc, VectorType::get({1}, i32),
+                                           pair);
+    Value words = vector::BroadcastOp::create(
+        b, loc, VectorType::get({kWidth}, i32), word);
+    return vector::BitCastOp::create(
+        b, loc, VectorType::get({2 * kWidth}, b.getBF16Type()), words);
+  }
+
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    bool aT = false;
-    if (!isTileMatmul(op, aT))
+    bool aT = false, pairs = false;
+    if (!isTileMatmul(op, aT) && !(pairs = bf16Dot && isPairMatmul(op, aT)))
       return rewriter.notifyMatchFailure(op, "not a tile matmul");
     Location loc = op.getLoc();
     Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1],
           c = op.getDpsInits()[0];
     Type f32 = rewriter.getF32Type();
     Type bElt = cast<MemRefType>(b.getType()).getElementType();
+    // Pairs: B [K2, N, 2] read as [K2, 2N], W columns (2W bf16) a load.
+    int64_t lanes = pairs ? 2 * kWidth : kWidth;
+    if (pairs)
+      b = memref::CollapseShapeOp::create(
+          rewriter, loc, b, SmallVector<ReassociationIndices>{{0}, {1, 2}});
     auto vf32 = VectorType::get({kWidth}, f32);
-    auto vB = VectorType::get({kWidth}, bElt);
+    auto vB = VectorType::get({lanes}, bElt);
     auto vMask = VectorType::get({kWidth}, rewriter.getI1Type());
+    auto vBMask = VectorType::get({lanes}, rewriter.getI1Type());
 
     auto idx = [&](OpBuilder &bb, int64_t v) { return constIndex(bb, loc, v); };
     Value zero = idx(rewriter, 0), one = idx(rewriter, 1);
@@ -184,11 +272,18 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     // with `masked`, a single vector limited to the columns left before n.
     auto block = [&](OpBuilder &bb, Value i0, Value j0, int64_t rows,
                      int64_t cols, bool masked) {
-      Value mask;
-      if (masked)
-        mask = vector::CreateMaskOp::create(
-            bb, loc, vMask,
-            ValueRange{arith::SubIOp::create(bb, loc, n, j0).getResult()});
+      Value mask, bMask;
+      if (masked) {
+        Value left = arith::SubIOp::create(bb, loc, n, j0);
+        mask = vector::CreateMaskOp::create(bb, loc, vMask, ValueRange{left});
+        bMask = pairs ? vector::CreateMaskOp::create(
+                            bb, loc, vBMask,
+                            ValueRange{arith::MulIOp::create(bb, loc, left,
+                                                             idx(bb, 2))
+                                           .getResult()})
+                            .getResult()
+                      : mask;
+      }
       SmallVector<Value> rowIdx, colIdx;
       for (int64_t r = 0; r < rows; ++r)
         rowIdx.push_back(
@@ -216,28 +311,34 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
           [&](OpBuilder &lb, Location ll, Value k, ValueRange iter) {
             SmallVector<Value> bRow;
             for (int64_t q = 0; q < cols; ++q) {
+              Value col = pairs ? arith::MulIOp::create(lb, ll, colIdx[q],
+                                                        idx(lb, 2))
+                                      .getResult()
+                                : colIdx[q];
               Value v = masked ? vector::MaskedLoadOp::create(
-                                     lb, ll, vB, b, ValueRange{k, colIdx[q]},
-                                     mask, zeroB)
+                                     lb, ll, vB, b, ValueRange{k, col}, bMask,
+                                     zeroB)
                                      .getResult()
-                               : vector::LoadOp::create(
-                                     lb, ll, vB, b, ValueRange{k, colIdx[q]})
+                               : vector::LoadOp::create(lb, ll, vB, b,
+                                                        ValueRange{k, col})
                                      .getResult();
-              if (bElt != f32)
+              if (bElt != f32 && !pairs)
                 v = arith::ExtFOp::create(lb, ll, vf32, v);
               bRow.push_back(v);
             }
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
-              Value s = memref::LoadOp::create(lb, ll, a,
-                                               aT ? ValueRange{k, rowIdx[r]}
-                                                  : ValueRange{rowIdx[r], k});
-              if (s.getType() != f32)
-                s = arith::ExtFOp::create(lb, ll, f32, s);
-              Value bcast = vector::BroadcastOp::create(lb, ll, vf32, s);
+              Value bcast = pairs ? broadcastPair(lb, ll, a, k, rowIdx[r], aT)
+                                  : broadcastScalar(lb, ll, a, k, rowIdx[r], aT);
               for (int64_t q = 0; q < cols; ++q)
-                next.push_back(vector::FMAOp::create(lb, ll, bcast, bRow[q],
-                                                     iter[r * cols + q]));
+                next.push_back(
+                    pairs ? x86vector::DotBF16Op::create(lb, ll, vf32,
+                                                         iter[r * cols + q],
+                                                         bcast, bRow[q])
+                                .getResult()
+                          : vector::FMAOp::create(lb, ll, bcast, bRow[q],
+                                                  iter[r * cols + q])
+                                .getResult());
             }
             scf::YieldOp::create(lb, ll, next);
           });
@@ -411,6 +512,95 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// The pair packs of attn-decompose-online (bf16-dot) that read rows:
+/// Out[j2, n, t] = In[j2, t, n] (bf16 Out [J2, N, 2] contiguous in (N, 2),
+/// In of f32 or bf16 contiguous in n), the f32 case rounded to bf16. Per
+/// pair of rows, W columns at a time: two loads, two vcvtneps2bf16 for
+/// f32, one interleave, one store; the last N mod W columns one by one.
+/// (The pack of Q, In[n, j2, t], copies whole pairs once per query tile
+/// and stays with convert-linalg-to-loops.)
+bool isRowPairPack(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 1 ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
+      op.getNumParallelLoops() != 3)
+    return false;
+  MLIRContext *ctx = op.getContext();
+  AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx),
+             d2 = getAffineDimExpr(2, ctx);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps[0] != AffineMap::get(3, 0, {d0, d2, d1}, ctx) ||
+      !maps[1].isIdentity())
+    return false;
+  Value in = op.getDpsInputs()[0];
+  auto inT = cast<MemRefType>(in.getType());
+  SmallVector<int64_t> strides;
+  if (!isPairBuffer(op.getDpsInits()[0], true) || inT.getRank() != 3 ||
+      !stridesOf(in, strides) || strides[2] != 1 ||
+      !(inT.getElementType().isF32() || inT.getElementType().isBF16()))
+    return false;
+  Block &body = op.getRegion().front();
+  Value yielded = body.getTerminator()->getOperand(0);
+  if (auto trunc = yielded.getDefiningOp<arith::TruncFOp>())
+    yielded = trunc.getIn();
+  return yielded == body.getArgument(0);
+}
+
+struct RowPairPackToVector : OpRewritePattern<linalg::GenericOp> {
+  RowPairPackToVector(MLIRContext *ctx, int64_t width)
+      : OpRewritePattern(ctx), kWidth(width) {}
+  int64_t kWidth;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isRowPairPack(op))
+      return rewriter.notifyMatchFailure(op, "not a row pair pack");
+    Location loc = op.getLoc();
+    Value in = op.getDpsInputs()[0], out = op.getDpsInits()[0];
+    Type elt = cast<MemRefType>(in.getType()).getElementType();
+    Type bf16 = rewriter.getBF16Type();
+    auto idx = [&](OpBuilder &bb, int64_t v) { return constIndex(bb, loc, v); };
+    Value zero = idx(rewriter, 0), one = idx(rewriter, 1);
+    Value rows = memref::DimOp::create(rewriter, loc, out, 0);
+    Value n = memref::DimOp::create(rewriter, loc, out, 1);
+    Value flat = memref::CollapseShapeOp::create(
+        rewriter, loc, out, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+    Value nMain = roundDown(rewriter, loc, n, kWidth);
+    auto toBf16 = [&](OpBuilder &bb, Value v) {
+      if (elt == bf16)
+        return v;
+      return isa<VectorType>(v.getType())
+                 ? x86vector::CvtPackedF32ToBF16Op::create(
+                       bb, loc, VectorType::get({kWidth}, bf16), v)
+                       .getResult()
+                 : arith::TruncFOp::create(bb, loc, bf16, v).getResult();
+    };
+    forLoop(rewriter, loc, zero, rows, 1, [&](OpBuilder &bb, Value j) {
+      forLoop(bb, loc, zero, nMain, kWidth, [&](OpBuilder &vb, Value n0) {
+        auto row = [&](Value t) {
+          return toBf16(vb, vector::LoadOp::create(
+                                vb, loc, VectorType::get({kWidth}, elt), in,
+                                ValueRange{j, t, n0}));
+        };
+        Value pairs = vector::InterleaveOp::create(vb, loc, row(zero), row(one));
+        vector::StoreOp::create(
+            vb, loc, pairs, flat,
+            ValueRange{j, arith::MulIOp::create(vb, loc, n0, idx(vb, 2))
+                              .getResult()});
+      });
+      forLoop(bb, loc, nMain, n, 1, [&](OpBuilder &sb, Value col) {
+        for (Value t : {zero, one})
+          memref::StoreOp::create(
+              sb, loc,
+              toBf16(sb, memref::LoadOp::create(sb, loc, in,
+                                                ValueRange{j, t, col})),
+              out, ValueRange{j, col, t});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct AttnCpuVectorizeMatmulPass
     : attn::impl::AttnCpuVectorizeMatmulPassBase<AttnCpuVectorizeMatmulPass> {
   using Base::Base;
@@ -427,8 +617,16 @@ struct AttnCpuVectorizeMatmulPass
           << static_cast<int64_t>(cols);
       return signalPassFailure();
     }
+    if (bf16Dot && vectorWidth != 8 && vectorWidth != 16) {
+      emitError(getOperation()->getLoc())
+          << "attn-cpu-vectorize-matmul: bf16-dot needs vector-width 8 or 16 "
+             "(vdpbf16ps on ymm or zmm), found "
+          << static_cast<int64_t>(vectorWidth);
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
-    attn::populateCpuVectorizeMatmulPatterns(patterns, vectorWidth, rows, cols);
+    attn::populateCpuVectorizeMatmulPatterns(patterns, vectorWidth, rows, cols,
+                                             bf16Dot);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
@@ -438,8 +636,10 @@ struct AttnCpuVectorizeMatmulPass
 
 void attn::populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
                                               int64_t vectorWidth, int64_t rows,
-                                              int64_t cols) {
+                                              int64_t cols, bool bf16Dot) {
   patterns.add<TileMatmulToVector>(patterns.getContext(), vectorWidth, rows,
-                                   cols);
+                                   cols, bf16Dot);
   patterns.add<TileDotToVector>(patterns.getContext(), vectorWidth);
+  if (bf16Dot)
+    patterns.add<RowPairPackToVector>(patterns.getContext(), vectorWidth);
 }
