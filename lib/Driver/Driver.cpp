@@ -299,13 +299,23 @@ struct CpuKernels {
     return {avx512 ? 16 : 8,
             o.bf16Dot.value_or(avx512 && hostHas("avx512bf16"))};
   }
-  /// The metadata record of the CPU features they need (Format.h), in the
-  /// runtime's names; empty when they need none beyond x86-64 with AVX2.
-  std::string featuresRecord() const {
+  /// The metadata record of the CPU features the kernels of `module` (in
+  /// the LLVM dialect) need (Format.h), in the runtime's names: avx512bf16
+  /// only where a bf16 dot product was emitted; empty when they need none
+  /// beyond x86-64 with AVX2.
+  std::string featuresRecord(ModuleOp module) const {
     std::string features;
     if (vectorWidth == 16)
       features += " avx512f";
-    if (bf16Dot)
+    bool bf16 = bf16Dot && module
+                               .walk([](LLVM::CallIntrinsicOp call) {
+                                 return call.getIntrin().starts_with(
+                                            "llvm.x86.avx512bf16.")
+                                            ? WalkResult::interrupt()
+                                            : WalkResult::advance();
+                               })
+                               .wasInterrupted();
+    if (bf16)
       features += " avx512bf16";
     return features.empty() ? "" : "cpu-features" + features + "\n";
   }
@@ -489,7 +499,7 @@ static int writeOutputs(const CompileOptions &o, ModuleOp module,
   std::string metadata =
       std::string(::attn::format::kHeader) + "\ntarget " +
       (cuda ? "cuda" : "cpu") + "\n" +
-      (cuda ? "" : CpuKernels::forHost(o).featuresRecord()) +
+      (cuda ? "" : CpuKernels::forHost(o).featuresRecord(module)) +
       ::attn::format::sourceRecord(sourceHash);
   std::map<std::string, std::string> kernelLines;
   Images kernelImages;
@@ -580,8 +590,8 @@ static int checkOptions(const CompileOptions &o) {
     return fail("--emit=ptx and --emit=cubin need --target=cuda");
   if (!cuda && o.bf16Dot.value_or(false) &&
       !(hostHas("avx512f") && hostHas("avx512bf16")))
-    return fail("--bf16-dot needs avx512_bf16 and AVX-512 on this machine, "
-                "which has not both: CPU artifacts are built for the machine "
+    return fail("--bf16-dot needs AVX-512 and avx512_bf16, and this machine "
+                "lacks one of them: CPU artifacts are built for the machine "
                 "that compiles them (-march=native); compile without "
                 "--bf16-dot");
   if (cuda) {

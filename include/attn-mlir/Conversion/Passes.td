@@ -60,7 +60,8 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     `acc[i, e] += Pp[j2, i, t] · Vp[j2, e, t]`. The row sums stay on the f32
     P, as in FlashAttention's bf16 kernels. `attn-cpu-vectorize-matmul`
     lowers these forms to `vdpbf16ps`; left to `convert-linalg-to-loops`
-    they are the same arithmetic on scalars.
+    they are the same products on scalars (which keep the denormals that
+    `vcvtneps2bf16` and `vdpbf16ps` flush to zero).
   }];
   let options = [
     Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",

@@ -294,6 +294,7 @@ static bool takesPairs(OnlineStepOp op, bool dot) {
                    v = op.getValue().getType();
   return !dot && q.getElementType().isBF16() && k.getElementType().isBF16() &&
          v.getElementType().isBF16() && k.hasStaticShape() &&
+         !q.isDynamicDim(1) &&
          !v.isDynamicDim(0) && k.getDimSize(0) % 2 == 0 &&
          k.getDimSize(1) % 2 == 0;
 }

@@ -540,8 +540,10 @@ bool isRowPairPack(linalg::GenericOp op) {
     return false;
   Block &body = op.getRegion().front();
   Value yielded = body.getTerminator()->getOperand(0);
+  // vcvtneps2bf16 rounds to nearest even: a truncf of any other rounding
+  // mode is not this pack.
   if (auto trunc = yielded.getDefiningOp<arith::TruncFOp>())
-    yielded = trunc.getIn();
+    yielded = trunc.getRoundingmodeAttr() ? Value() : trunc.getIn();
   return yielded == body.getArgument(0);
 }
 

@@ -29,8 +29,15 @@
 // CHECK: %[[WS:.*]] = vector.broadcast %[[W]] : vector<1xi32> to vector<16xi32>
 // CHECK: %[[BC:.*]] = vector.bitcast %[[WS]] : vector<16xi32> to vector<32xbf16>
 // CHECK: x86vector.avx512.dot %{{.*}}, %[[BC]], %{{.*}} : vector<32xbf16> -> vector<16xf32>
-// CHECK: vector.create_mask %{{.*}} : vector<32xi1>
-// CHECK: vector.maskedload %[[QF]]{{.*}} : memref<32x80xbf16>, vector<32xi1>, vector<32xbf16> into vector<32xbf16>
+// The masked block: 40 - j0 columns are 2 (40 - j0) bf16 lanes of Qp, read
+// from column 2 j0.
+// CHECK: scf.for %[[J0:.*]] = %c32 to %c40 step %c16
+// CHECK: %[[LEFT:.*]] = arith.subi %c40, %[[J0]] : index
+// CHECK: %[[LANES:.*]] = arith.muli %[[LEFT]], %c2 : index
+// CHECK: %[[M2:.*]] = vector.create_mask %[[LANES]] : vector<32xi1>
+// CHECK: scf.for %[[KM:.*]] = %c0 to %c32 step %c1
+// CHECK: %[[COL:.*]] = arith.muli %[[J0]], %c2 : index
+// CHECK: vector.maskedload %[[QF]][%[[KM]], %[[COL]]], %[[M2]], %{{.*}} : memref<32x80xbf16>, vector<32xi1>, vector<32xbf16> into vector<32xbf16>
 // CHECK-NOT: linalg.generic
 // W8-LABEL: func.func @scores
 // W8: x86vector.avx512.dot %{{.*}} : vector<16xbf16> -> vector<8xf32>
