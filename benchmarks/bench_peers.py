@@ -14,7 +14,8 @@ for causal masks.
 Installs nothing: a peer that is not importable is skipped, and the report
 says so (`make bench-peers` installs them into a virtual environment).
 Usage: python3 benchmarks/bench_peers.py [--build build] [--quick]
-       [--dtypes f32,bf16,f16] [--iters N] [--rounds N] [--out FILE.md]
+       [--dtypes f32,bf16,f16] [--seqs 1024,2048,4096] [--dims 64,128]
+       [--iters N] [--rounds N] [--out FILE.md]
 """
 import argparse
 import os
@@ -28,7 +29,8 @@ except ImportError:
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from attn_mlir.bench import bench_artifact, compile_artifact, graph  # noqa: E402
-from attn_mlir.bench import cpu_features, median_time, numpy_sdpa  # noqa: E402
+from attn_mlir.bench import cpu_features, kernel_features, median_time  # noqa: E402
+from attn_mlir.bench import numpy_sdpa  # noqa: E402
 
 DTYPES = ("f32", "bf16", "f16")  # also the MLIR element types
 
@@ -106,7 +108,23 @@ def measure(args, peers, tmp, h, t, d, causal, dtype):
         for name, fn in fns.items():
             times[name].append(1e3 * median_time(fn, args.iters))
     med = {name: sorted(v)[len(v) // 2] for name, v in times.items()}
-    return flops, med
+    return flops, med, kernel_name(dtype, kernel_features(so))
+
+
+def kernel_name(dtype, feats):
+    """The micro-kernels an artifact runs, from what its metadata needs."""
+    if "amxbf16" in feats:
+        return "AMX tiles"
+    if "avx512bf16" in feats:
+        return "vdpbf16ps"
+    lanes = "AVX-512" if "avx512f" in feats else "AVX2/portable"
+    return f"{lanes} FMA" + (" (f32 products)" if dtype != "f32" else "")
+
+
+# Micro-kernels this host cannot run, by the /proc/cpuinfo flag they need.
+UNMEASURED = [("amx_bf16", "bf16 on AMX tiles (tdpbf16ps)"),
+              ("avx512_bf16", "bf16 on avx512_bf16 dot products (vdpbf16ps)"),
+              ("avx512f", "16-lane AVX-512 FMA kernels")]
 
 
 def main():
@@ -116,12 +134,23 @@ def main():
     ap.add_argument("--dtypes", default="f32,bf16,f16")
     ap.add_argument("--iters", type=int, default=5, help="timed calls per round")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--seqs", help="comma-separated T values (default 1024,2048,4096; "
+                    "--quick: 1024,2048)")
+    ap.add_argument("--dims", default="64,128", help="comma-separated head dims D")
     ap.add_argument("--out", help="also write the markdown table to this file")
     args = ap.parse_args()
     args.bindir = os.path.join(args.build, "bin")
     dtypes = [s for s in args.dtypes.split(",") if s]
-    if any(dt not in DTYPES for dt in dtypes) or args.iters < 1 or args.rounds < 1:
-        sys.exit("--dtypes takes f32, bf16, f16; --iters and --rounds must be >= 1")
+    try:
+        seqs = ([int(x) for x in args.seqs.split(",")] if args.seqs
+                else [1024, 2048] if args.quick else [1024, 2048, 4096])
+        dims = [int(x) for x in args.dims.split(",")]
+    except ValueError:
+        sys.exit("--seqs and --dims take comma-separated integers")
+    if any(dt not in DTYPES for dt in dtypes) or args.iters < 1 or args.rounds < 1 \
+            or min(seqs + dims) < 1:
+        sys.exit("--dtypes takes f32, bf16, f16; --iters, --rounds, --seqs and --dims "
+                 "must be >= 1")
     peers = Peers()
     model, feats, cores = cpu_features()
     lines = [f"Host: {model}, {cores} cores, features: {', '.join(feats) or 'none of note'}",
@@ -134,23 +163,26 @@ def main():
         lines.append(f"JAX {peers.jax.__version__}")
     for name, why in peers.missing.items():
         lines.append(f"{name}: not installed, skipped ({why})")
-    lines += ["", "| dtype | D | T | causal | attn_mlir GFLOP/s | peer GFLOP/s | attn_mlir / peer |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [f"{what}: not measured on this host (no {flag})"
+              for flag, what in UNMEASURED if flag not in feats]
+    lines += ["", "| dtype | D | T | causal | kernel | attn_mlir GFLOP/s | peer GFLOP/s "
+              "| attn_mlir / peer |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for line in lines:
         print(line, flush=True)
-    seqs = [1024, 2048] if args.quick else [1024, 2048, 4096]
     with tempfile.TemporaryDirectory() as tmp:
         for dtype in dtypes:
-            for d in (64, 128):
+            for d in dims:
                 for t in seqs:
                     for causal in (False, True):
-                        flops, med = measure(args, peers, tmp, 8, t, d, causal, dtype)
+                        flops, med, kernel = measure(args, peers, tmp, 8, t, d, causal,
+                                                     dtype)
                         ours = flops / med["attn_mlir"] / 1e6
                         peer_txt = ", ".join(f"{n} {flops / ms / 1e6:.0f}"
                                              for n, ms in med.items() if n != "attn_mlir")
                         ratio_txt = ", ".join(f"{n} {ms / med['attn_mlir']:.2f}x"
                                               for n, ms in med.items() if n != "attn_mlir")
                         row = (f"| {dtype} | {d} | {t} | {'yes' if causal else 'no'} | "
+                               f"{kernel} | "
                                f"{ours:.0f} | {peer_txt or 'none'} | {ratio_txt or 'none'} |")
                         print(row, flush=True)
                         lines.append(row)

@@ -24,6 +24,13 @@ config.substitutions.append(("%attn_src_root", config.attn_src_root))
 config.substitutions.append(("%attn_lib_dir", config.attn_lib_dir))
 config.substitutions.append(("%attn_tools_dir", config.attn_tools_dir))
 config.substitutions.append(("%clang", os.path.join(config.llvm_tools_dir, "clang")))
+# mlir-runner's support libraries (print functions), for tests that run the
+# output of one pass through upstream lowerings.
+_llvm_lib = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+config.substitutions.append(
+    ("%runner_libs", ",".join(os.path.join(_llvm_lib, l) for l in
+                              ("libmlir_runner_utils.so",
+                               "libmlir_c_runner_utils.so"))))
 config.substitutions.append(("%python", sys.executable))
 # The C API library loads into a plain Python unless it was built with the
 # sanitizers (their runtimes live in the executables).
@@ -62,9 +69,10 @@ llvm_config.add_tool_substitutions(
 llvm_config.with_environment("PATH", config.attn_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
-# `avx512f`, `avx512bf16`: this machine's CPU features that decide the CPU
-# kernels attn-compile chooses (tests that run bf16 dot-product kernels
-# need avx512bf16; tests of a machine without it UNSUPPORT it).
+# `avx512f`, `avx512bf16`, `amx`: this machine's CPU features that decide
+# the CPU kernels attn-compile chooses (tests that run bf16 dot-product
+# kernels need avx512bf16, AMX tile kernels amx; tests of a machine
+# without one UNSUPPORT it).
 try:
     with open("/proc/cpuinfo") as _f:
         _flags = next((l.split(":", 1)[1].split() for l in _f
@@ -75,6 +83,8 @@ if "avx512f" in _flags:
     config.available_features.add("avx512f")
     if "avx512_bf16" in _flags:
         config.available_features.add("avx512bf16")
+        if "amx_bf16" in _flags and "amx_tile" in _flags:
+            config.available_features.add("amx")
 
 # `ptxas`: the CUDA assembler is installed (PTX tests assemble and check).
 if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")):

@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn-mlir/Conversion/Passes.h"
 #include "attn-mlir/Driver/Driver.h"
 #include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Artifact/Metadata.h"
+#include "attn-mlir/Conversion/Passes.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnDialect.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
@@ -265,8 +265,7 @@ static LogicalResult verifyEntryShapes(ModuleOp module, bool cuda) {
         auto shaped = cast<RankedTensorType>(t);
         if (cuda && !shaped.hasStaticShape())
           return func.emitError()
-                 << kind << " #" << i << " of @" << func.getName() << " ("
-                 << t
+                 << kind << " #" << i << " of @" << func.getName() << " (" << t
                  << ") is dynamic: the CUDA target takes static shapes for "
                     "now; compile dynamic shapes for the CPU (--target=cpu)";
         for (auto [dim, size] : llvm::enumerate(shaped.getShape()))
@@ -281,42 +280,51 @@ static LogicalResult verifyEntryShapes(ModuleOp module, bool cuda) {
 }
 
 static bool hostHas(llvm::StringRef feature) {
-  static const llvm::StringMap<bool> features =
-      llvm::sys::getHostCPUFeatures();
+  static const llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   auto it = features.find(feature);
   return it != features.end() && it->second;
 }
 
+/// Whether this machine has AMX tiles with bf16 products.
+static bool hostHasAmx() { return hostHas("amx-tile") && hostHas("amx-bf16"); }
+
+/// Whether `module` (in the LLVM dialect) calls an intrinsic named
+/// `prefix`...
+static bool callsIntrinsic(ModuleOp module, StringRef prefix) {
+  return module
+      .walk([&](LLVM::CallIntrinsicOp call) {
+        return call.getIntrin().starts_with(prefix) ? WalkResult::interrupt()
+                                                    : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 /// The CPU kernels of an artifact, chosen for this machine (it is built
 /// with -march=native): AVX-512 vectors where there are, bf16 dot products
-/// where avx512_bf16 is (unless the options say otherwise).
+/// where avx512_bf16 is and AMX tiles where AMX-BF16 is (unless the options
+/// say otherwise).
 struct CpuKernels {
   int64_t vectorWidth;
-  bool bf16Dot;
+  bool bf16Dot, amx;
 
   static CpuKernels forHost(const CompileOptions &o) {
     bool avx512 = hostHas("avx512f");
-    return {avx512 ? 16 : 8,
-            o.bf16Dot.value_or(avx512 && hostHas("avx512bf16"))};
+    bool bf16Dot = o.bf16Dot.value_or(avx512 && hostHas("avx512bf16"));
+    return {avx512 ? 16 : 8, bf16Dot,
+            o.amx.value_or(bf16Dot && avx512 && hostHasAmx())};
   }
   /// The metadata record of the CPU features the kernels of `module` (in
   /// the LLVM dialect) need (Format.h), in the runtime's names: avx512bf16
-  /// only where a bf16 dot product was emitted; empty when they need none
-  /// beyond x86-64 with AVX2.
+  /// only where a bf16 dot product was emitted, amxbf16 only where a tile
+  /// product was; empty when they need none beyond x86-64 with AVX2.
   std::string featuresRecord(ModuleOp module) const {
     std::string features;
     if (vectorWidth == 16)
       features += " avx512f";
-    bool bf16 = bf16Dot && module
-                               .walk([](LLVM::CallIntrinsicOp call) {
-                                 return call.getIntrin().starts_with(
-                                            "llvm.x86.avx512bf16.")
-                                            ? WalkResult::interrupt()
-                                            : WalkResult::advance();
-                               })
-                               .wasInterrupted();
-    if (bf16)
+    if (bf16Dot && callsIntrinsic(module, "llvm.x86.avx512bf16."))
       features += " avx512bf16";
+    if (amx && callsIntrinsic(module, "llvm.x86.tdpbf16ps"))
+      features += " amxbf16";
     return features.empty() ? "" : "cpu-features" + features + "\n";
   }
 };
@@ -474,6 +482,7 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
     CpuKernels kernels = CpuKernels::forHost(o);
     options.vectorWidth = kernels.vectorWidth;
     options.bf16Dot = kernels.bf16Dot;
+    options.amx = kernels.amx;
     mlir::attn::buildCpuPipeline(pm, options);
   }
 }
@@ -594,6 +603,14 @@ static int checkOptions(const CompileOptions &o) {
                 "lacks one of them: CPU artifacts are built for the machine "
                 "that compiles them (-march=native); compile without "
                 "--bf16-dot");
+  if (!cuda && o.amx.value_or(false) &&
+      !(o.bf16Dot.value_or(hostHas("avx512bf16")) && hostHas("avx512f") &&
+        hostHasAmx()))
+    return fail("--amx needs AMX-BF16, AVX-512 and bf16 dot products "
+                "(--bf16-dot), and this machine lacks one of them or "
+                "--bf16-dot=false was given: CPU artifacts are built for the "
+                "machine that compiles them (-march=native); compile without "
+                "--amx");
   if (cuda) {
     if (llvm::Error e =
             mlir::attn::resolveCudaTarget(o.chip, o.ptxFeatures).takeError())

@@ -2,11 +2,13 @@
 //
 // Stage contract (each stage verifies on its own):
 //   attn-decompose-mha      no attn.mha remains
-//   attn-tile               attn.sdpa -> scf.forall/scf.for of attn.online_step,
+//   attn-tile               attn.sdpa -> scf.forall/scf.for of
+//   attn.online_step,
 //                           online_merge, online_finish (backend-neutral),
 //                           checked by attn-verify-tiled
 //   attn-decompose-online   the tile-level ops -> linalg on tensors (bf16
-//                           steps in pair form with bf16-dot)
+//                           steps in pair form with bf16-dot, P row-major
+//                           in keys for whole AMX tiles with amx)
 //   attn-lower-reference    no attn op remains (softmax, untiled sdpa)
 //   attn-copy-repeated-results  no tensor is returned twice
 //   bufferization           memrefs only; results are caller-allocated
@@ -25,6 +27,7 @@
 #include "attn-mlir/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -75,8 +78,16 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   AttnCpuVectorizeMatmulPassOptions vectorize;
   vectorize.vectorWidth = o.vectorWidth;
   vectorize.bf16Dot = o.bf16Dot;
+  vectorize.amx = o.amx;
   pm.addPass(createAttnCpuVectorizeMatmulPass(vectorize));
   pm.addPass(createConvertLinalgToLoopsPass());
+  AttnCpuApproximateMathPassOptions approximate;
+  approximate.avx512 = o.vectorWidth == 16;
+  pm.addPass(createAttnCpuApproximateMathPass(approximate));
+  // The fused row softmax reads and writes its tiles as n-D vectors:
+  // unrolled to one row per transfer.
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   // bf16 conversions as integer ops: no compiler-rt call in artifacts.
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
@@ -99,7 +110,8 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
   pm.addPass(createConvertFuncToLLVMPass());
   ConvertVectorToLLVMPassOptions vectorToLLVM;
-  vectorToLLVM.x86Vector = o.bf16Dot;
+  vectorToLLVM.x86Vector = o.bf16Dot || o.vectorWidth == 16;
+  vectorToLLVM.amx = o.amx;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
@@ -128,6 +140,8 @@ void attn::buildCpuPipeline(OpPassManager &pm,
   if (options.tiled) {
     AttnDecomposeOnlinePassOptions decompose;
     decompose.bf16Dot = options.bf16Dot;
+    decompose.amx = options.amx;
+    decompose.vectorWidth = options.vectorWidth;
     pm.addPass(createAttnDecomposeOnlinePass(decompose));
   }
   pm.addPass(createAttnLowerReferencePass());

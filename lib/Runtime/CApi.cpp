@@ -130,25 +130,6 @@ attn_rt_check_artifact(const char *path, char *error, size_t error_size) {
   return copyOut(e.message, error, error_size, nullptr, true, ATTN_RT_INVALID);
 }
 
-extern "C" __attribute__((visibility("default"))) int
-attn_rt_check_paged_tables(const int32_t *block_table, const int32_t *seq_lens,
-                           int64_t batch, int64_t max_blocks,
-                           int64_t num_blocks, int64_t block_size, char *error,
-                           size_t error_size) {
-  Error e;
-  int64_t entries = 0;
-  if (batch < 0 || max_blocks < 0 || block_size < 1 ||
-      __builtin_mul_overflow(batch, max_blocks, &entries) ||
-      (batch > 0 && (!seq_lens || (max_blocks > 0 && !block_table))))
-    e = {"invalid arguments (negative sizes, a table of more than 2^63 "
-         "entries, a block size below 1 or a null table)"};
-  else
-    e = checkPagedTables(block_table, seq_lens, batch, max_blocks, num_blocks,
-                         block_size);
-  return copyOut(e.message, error, error_size, nullptr, true,
-                 e ? ATTN_RT_INVALID : ATTN_RT_OK);
-}
-
 static_assert(static_cast<int>(DType::F32) == ATTN_RT_F32 &&
                   static_cast<int>(DType::F16) == ATTN_RT_F16 &&
                   static_cast<int>(DType::BF16) == ATTN_RT_BF16 &&

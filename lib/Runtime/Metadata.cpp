@@ -19,6 +19,11 @@
 #include <sstream>
 #include <tuple>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 using namespace attn::rt;
 
 static bool parseInt(const std::string &s, int64_t &v) {
@@ -163,22 +168,20 @@ static Error parseBuffer(std::istringstream &ls, const std::string &where,
                          std::vector<int64_t> &bytes) {
   int64_t n = 0;
   bool seen = false;
-  Error err =
-      forEachField(ls, [&](const std::string &f, const std::string &v) {
-        if (f != "bytes")
-          return Error{"malformed metadata: " + where +
-                       ": unknown buffer field '" + f + "' (expected bytes=N)"};
-        if (seen)
-          return Error{"malformed metadata: " + where +
-                       ": buffer field 'bytes' given twice"};
-        seen = true;
-        return parseInt(v, n) ? Error{} : badField(where + ": buffer", f, v);
-      });
+  Error err = forEachField(ls, [&](const std::string &f, const std::string &v) {
+    if (f != "bytes")
+      return Error{"malformed metadata: " + where + ": unknown buffer field '" +
+                   f + "' (expected bytes=N)"};
+    if (seen)
+      return Error{"malformed metadata: " + where +
+                   ": buffer field 'bytes' given twice"};
+    seen = true;
+    return parseInt(v, n) ? Error{} : badField(where + ": buffer", f, v);
+  });
   if (err)
     return err;
   if (!seen)
-    return {"malformed metadata: " + where +
-            ": buffer record without bytes=N"};
+    return {"malformed metadata: " + where + ": buffer record without bytes=N"};
   bytes.push_back(n);
   return {};
 }
@@ -283,46 +286,78 @@ static Error checkSeal(const std::string &text, std::string &records) {
   return {};
 }
 
-/// Whether this machine has the CPU feature `name` (a name of the
-/// `cpu-features` record). ATTN_MLIR_HOST_FEATURES, when set, lists the
-/// only features taken to be present (comma-separated) among those the CPU
-/// has: tests use it to stand for a machine without one (it can remove
-/// features, never add them).
-static bool hostHasFeature(const std::string &name) {
-  bool has = false;
-#if defined(__x86_64__)
-  if (name == "avx512f")
-    has = __builtin_cpu_supports("avx512f");
-  else if (name == "avx512bf16")
-    has = __builtin_cpu_supports("avx512bf16");
+/// AMX tiles: the CPU has them, and the process holds the tile-data state,
+/// which Linux hands out only on request (ARCH_REQ_XCOMP_PERM for
+/// XFEATURE_XTILEDATA, Linux 5.16+; without it the first tile instruction
+/// faults). The request is made once per process, for all its threads.
+static bool amxUsable() {
+#if defined(__x86_64__) && defined(__linux__)
+  static const bool granted = [] {
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return __builtin_cpu_supports("amx-tile") &&
+           __builtin_cpu_supports("amx-bf16") &&
+           syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return granted;
+#else
+  return false;
 #endif
-  if (const char *only = std::getenv("ATTN_MLIR_HOST_FEATURES")) {
-    std::stringstream ss(only);
-    std::string f;
-    bool listed = false;
-    while (std::getline(ss, f, ','))
-      listed = listed || f == name;
-    has = has && listed;
-  }
-  return has;
+}
+
+/// The CPU features a `cpu-features` record may name, each with its test
+/// on this machine.
+static const std::pair<const char *, bool (*)()> kCpuFeatures[] = {
+#if defined(__x86_64__)
+    {"avx512f", [] { return bool(__builtin_cpu_supports("avx512f")); }},
+    {"avx512bf16", [] { return bool(__builtin_cpu_supports("avx512bf16")); }},
+#else
+    {"avx512f", [] { return false; }},
+    {"avx512bf16", [] { return false; }},
+#endif
+    {"amxbf16", amxUsable},
+};
+
+/// Whether ATTN_MLIR_HOST_FEATURES, when set, lists `name`: tests make the
+/// machine stand for one with only the features listed (comma-separated)
+/// among those it has (the variable removes features, never adds them).
+static bool allowedByEnvironment(const std::string &name) {
+  const char *only = std::getenv("ATTN_MLIR_HOST_FEATURES");
+  if (!only)
+    return true;
+  std::stringstream ss(only);
+  std::string f;
+  while (std::getline(ss, f, ','))
+    if (f == name)
+      return true;
+  return false;
 }
 
 /// A `cpu-features` record: every feature known and present here.
 static Error checkCpuFeatures(std::istringstream &ls, const std::string &tgt) {
-  static const char *const known[] = {"avx512f", "avx512bf16"};
   if (tgt != "cpu")
     return {"malformed metadata: a 'cpu-features' record in an artifact of "
-            "target '" + tgt + "'"};
+            "target '" +
+            tgt + "'"};
   std::string f;
   while (ls >> f) {
-    if (std::find_if(std::begin(known), std::end(known), [&](const char *k) {
-          return f == k;
-        }) == std::end(known))
+    auto *known = std::find_if(std::begin(kCpuFeatures), std::end(kCpuFeatures),
+                               [&](const auto &k) { return f == k.first; });
+    if (known == std::end(kCpuFeatures)) {
+      std::string names;
+      for (const auto &k : kCpuFeatures)
+        names += std::string(names.empty()                      ? ""
+                             : &k == std::end(kCpuFeatures) - 1 ? " and "
+                                                                : ", ") +
+                 k.first;
       return {"malformed metadata: unknown CPU feature '" + f +
-              "' in the 'cpu-features' record (this runtime knows avx512f "
-              "and avx512bf16): the artifact is from a newer attn-compile"};
-    if (!hostHasFeature(f))
+              "' in the 'cpu-features' record (this runtime knows " + names +
+              "): the artifact is from a newer attn-compile"};
+    }
+    if (!allowedByEnvironment(f) || !known->second())
       return {"the artifact's kernels need the CPU feature " + f +
+              (f == "amxbf16" ? " (AMX tiles with bf16 products, and a Linux "
+                                "kernel that grants the tile state)"
+                              : "") +
               ", which this machine does not have: CPU artifacts are built "
               "for the machine that compiles them; recompile the graph here"};
   }
@@ -522,8 +557,8 @@ static Error checkPaged(const EntryInfo &e) {
       sl.dtype != DType::I32 || sl.shape != std::vector<int64_t>{B})
     return {"block_table must be i32 [B, MB] and seq_lens i32 [B] with B = " +
             std::to_string(B)};
-  if (in.size() == 6 && (in[5].dtype != DType::F32 ||
-                         in[5].shape != std::vector<int64_t>{Hq}))
+  if (in.size() == 6 &&
+      (in[5].dtype != DType::F32 || in[5].shape != std::vector<int64_t>{Hq}))
     return {"alibi must be f32 " + formatShape({Hq})};
   return checkAttentionOutputs(e, q, v.shape[3]);
 }
@@ -667,9 +702,8 @@ static Error checkLaunches(const EntryInfo &e, ImageUses &images) {
   if (e.kernels.size() > kMaxKernels || e.scratchBytes.size() > kMaxBuffers)
     return {"entry '" + e.name + "' has " + std::to_string(e.kernels.size()) +
             " kernel and " + std::to_string(e.scratchBytes.size()) +
-            " buffer records (expected at most " +
-            std::to_string(kMaxKernels) + " and " +
-            std::to_string(kMaxBuffers) + ")"};
+            " buffer records (expected at most " + std::to_string(kMaxKernels) +
+            " and " + std::to_string(kMaxBuffers) + ")"};
   for (size_t i = 0; i < e.scratchBytes.size(); ++i)
     if (e.scratchBytes[i] < 1 || e.scratchBytes[i] > kMaxDim)
       return {"entry '" + e.name + "' buffer #" +
@@ -686,8 +720,8 @@ static Error checkLaunches(const EntryInfo &e, ImageUses &images) {
       return {kernelNumber(e, i) + " '" + k.name + "' has image '" + k.image +
               "' as " + k.format + " of " + std::to_string(k.imageSize) +
               " bytes, " + kernelNumber(*it->second.first, it->second.second) +
-              " as " + other.format + " of " +
-              std::to_string(other.imageSize) + " bytes"};
+              " as " + other.format + " of " + std::to_string(other.imageSize) +
+              " bytes"};
   }
   return {};
 }
@@ -755,8 +789,8 @@ static Error bindInput(const ArgInfo &a, const std::vector<int64_t> &shape,
       source[name] = "input '" + a.name + "'";
     else if (it->second != shape[d])
       return {what + " has " + name + " = " + std::to_string(shape[d]) + dim +
-              ", but " + name + " = " + std::to_string(it->second) +
-              " (from " + source[name] + ")"};
+              ", but " + name + " = " + std::to_string(it->second) + " (from " +
+              source[name] + ")"};
   }
   return {};
 }
@@ -790,8 +824,7 @@ Error attn::rt::instantiate(
         auto it = sizes.find(a.dimNames[d]);
         if (it == sizes.end())
           return {subject + " needs the size of its dynamic dimension " +
-                  a.dimNames[d] + " (of '" + a.name + "' " +
-                  formatArgShape(a) +
+                  a.dimNames[d] + " (of '" + a.name + "' " + formatArgShape(a) +
                   "): give an input that has it or the size itself "
                   "(attn-run --dim " +
                   a.dimNames[d] + "=N)"};
@@ -844,8 +877,8 @@ static Error checkDynamic(const EntryInfo &e, const std::string &target) {
     for (size_t d = 0; d < a.dimNames.size(); ++d)
       if (!a.dimNames[d].empty() &&
           std::find(lengths.begin(), lengths.end(), d) == lengths.end())
-        return {"entry '" + e.name + "' (" + e.op.kind + ") input '" +
-                a.name + "' " + formatArgShape(a) + " names dimension " +
+        return {"entry '" + e.name + "' (" + e.op.kind + ") input '" + a.name +
+                "' " + formatArgShape(a) + " names dimension " +
                 std::to_string(d) +
                 ", which the compiled code takes as static (only batch "
                 "sizes and lengths are dynamic)"};

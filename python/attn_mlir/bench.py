@@ -86,6 +86,14 @@ def cpu_features():
     return model, [k for k in keep if k in flags], os.cpu_count()
 
 
+def kernel_features(so):
+    """The CPU features an artifact's kernels need, from its metadata's
+    `cpu-features` record (empty: plain vector FMA code)."""
+    with open(so, "rb") as f:
+        m = re.search(rb"\ncpu-features((?: [a-z0-9]+)+)\n", f.read())
+    return m.group(1).decode().split() if m else []
+
+
 def read_bandwidth(mib=512, threads=None, iters=5):
     """The read bandwidth (GB/s) numpy reaches on this host: the median of
     `iters` sums of a `mib` MiB f32 array, split over `threads` threads

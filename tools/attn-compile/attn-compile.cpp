@@ -51,11 +51,12 @@ static cl::opt<std::string>
 static cl::opt<Emit> emit(
     "emit", cl::init(Emit::SharedObject), cl::desc("What to write"),
     cl::values(
-        clEnumValN(Emit::Tiled, "tiled",
-                   "MLIR after decomposition and tiling (attn-tile: the loop "
-                   "nest of attn.online_step/merge/finish); "
-                   "cuda: the host code as gpu.launch ops on buffers (attn-gpu-flash, "
-                   "attn-gpu-linalg, bufferization, attn-gpu-host)"),
+        clEnumValN(
+            Emit::Tiled, "tiled",
+            "MLIR after decomposition and tiling (attn-tile: the loop "
+            "nest of attn.online_step/merge/finish); "
+            "cuda: the host code as gpu.launch ops on buffers (attn-gpu-flash, "
+            "attn-gpu-linalg, bufferization, attn-gpu-host)"),
         clEnumValN(Emit::LLVMDialect, "llvm-dialect",
                    "MLIR in the LLVM dialect, after the whole pipeline "
                    "(cuda: NVVM kernels, before serialization)"),
@@ -63,7 +64,8 @@ static cl::opt<Emit> emit(
         clEnumValN(Emit::Object, "obj",
                    "the optimized object file of the kernels (cpu; no "
                    "support code, not linked)"),
-        clEnumValN(Emit::PTX, "ptx", "the PTX of the entry's kernels (cuda, one entry)"),
+        clEnumValN(Emit::PTX, "ptx",
+                   "the PTX of the entry's kernels (cuda, one entry)"),
         clEnumValN(Emit::Cubin, "cubin",
                    "the cubin of the entry's kernels, assembled by ptxas "
                    "(cuda, one entry)"),
@@ -102,13 +104,20 @@ static cl::opt<bool> bf16Dot(
              "avx512_bf16; --bf16-dot=false for f32 products of the bf16 "
              "inputs)"),
     cl::cat(cat));
+static cl::opt<bool>
+    amx(cpuOptions().amx.ArgStr, cl::init(cpuOptions().amx.getValue()),
+        cl::desc("cpu: the bf16 tile products of whole 16 x 16 tiles on AMX "
+                 "(tdpbf16ps), the rest on vdpbf16ps (default: on where this "
+                 "machine has AMX-BF16 and bf16 dot products are on; "
+                 "--amx=false keeps vdpbf16ps everywhere)"),
+        cl::cat(cat));
 static cl::opt<bool> noParallel("no-parallel",
                                 cl::desc("Run on one core (no OpenMP)"),
                                 cl::cat(cat));
 static cl::opt<std::string> chip(gpuOptions().chip.ArgStr,
-                                cl::init(gpuOptions().chip.getValue()),
-                                targetHelp("cuda", gpuOptions().chip),
-                                cl::cat(cat));
+                                 cl::init(gpuOptions().chip.getValue()),
+                                 targetHelp("cuda", gpuOptions().chip),
+                                 cl::cat(cat));
 // The pipeline's `features`, named for what they are on this command line.
 static cl::opt<std::string>
     ptxFeatures("ptx-features", cl::init(gpuOptions().features.getValue()),
@@ -154,16 +163,13 @@ static int fail(const llvm::Twine &msg) {
 static int checkTargetFlags(bool cuda) {
   auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
   if (cuda) {
-    if (reference || noParallel || given(qBlock) || given(decode) ||
-        given(kvSplits) || given(bf16Dot))
-      return fail(std::string(reference         ? "--reference"
-                              : noParallel      ? "--no-parallel"
-                              : given(qBlock)   ? "--q-block"
-                              : given(decode)   ? "--decode"
-                              : given(bf16Dot)  ? "--bf16-dot"
-                                                : "--kv-splits") +
-                  " is a CPU option; on --target=cuda a block covers 16 x "
-                  "--row-tiles x --warps query rows");
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &reference, &noParallel, &qBlock, &decode, &kvSplits, &bf16Dot,
+             &amx})
+      if (given(*o))
+        return fail("--" + o->ArgStr.str() +
+                    " is a CPU option; on --target=cuda a block covers 16 x "
+                    "--row-tiles x --warps query rows");
     return 0;
   }
   for (const cl::Option *o : std::initializer_list<const cl::Option *>{
@@ -215,6 +221,8 @@ int main(int argc, char **argv) {
   o.kvSplits = kvSplits;
   if (bf16Dot.getNumOccurrences())
     o.bf16Dot = bf16Dot;
+  if (amx.getNumOccurrences())
+    o.amx = amx;
   o.chip = chip;
   o.ptxFeatures = ptxFeatures;
   o.warps = warps;

@@ -12,6 +12,7 @@
 #define ATTN_MLIR_CONVERSION_PASSES_H
 
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -32,9 +33,13 @@ void populateLowerReferencePatterns(RewritePatternSet &patterns);
 
 /// Patterns rewriting attn.online_step, online_merge and online_finish into
 /// linalg ops on tensors (the CPU layout of the shared algorithm); with
-/// `bf16Dot`, bf16 steps in the pair layout of bf16 dot products.
+/// `bf16Dot`, bf16 steps in the pair layout of bf16 dot products, and with
+/// `amx` too, P row-major in keys where the tiles are whole AMX tiles. With
+/// `vectorWidth` > 0 the row softmax of static tiles runs fused on vectors
+/// of that many rows.
 void populateDecomposeOnlinePatterns(RewritePatternSet &patterns,
-                                     bool bf16Dot = false);
+                                     bool bf16Dot = false, bool amx = false,
+                                     int64_t vectorWidth = 0);
 
 /// Query tiles of at most this many rows compute their scores as dot
 /// products (attn-decompose-online), the form the dot kernel of
@@ -46,6 +51,11 @@ constexpr int64_t kCpuDotMaxRows = 8;
 void populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
                                         int64_t vectorWidth, int64_t rows,
                                         int64_t cols, bool bf16Dot = false);
+
+/// Patterns putting the pair-form bf16 matmuls of attn-decompose-online
+/// (amx) on AMX tiles (amx.tile_mulf, tdpbf16ps) where they are whole
+/// 16 x 16 tiles of C and 32-wide steps of k.
+void populateCpuAmxPatterns(RewritePatternSet &patterns);
 
 /// attn-gpu-flash's rewrites, for any driver: an attn.sdpa with static
 /// shapes is tiled with the kernel's blocks (attn-tile's loop nest, no key

@@ -62,13 +62,39 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     lowers these forms to `vdpbf16ps`; left to `convert-linalg-to-loops`
     they are the same products on scalars (which keep the denormals that
     `vcvtneps2bf16` and `vdpbf16ps` flush to zero).
+
+    With `vector-width` W, a step whose score tile is static, with a
+    multiple of W rows and at most 256 keys, runs its row softmax fused
+    (`rowSoftmaxStep` on vectors of W rows, one row a lane): per vector of
+    rows the key vectors are read once (times the plain scale, which the
+    logits then leave out), reduced to m', exponentiated and summed to l'
+    in registers, and the weights written once: over the scores in f32,
+    or rounded to bf16 in pair form (`Pp`). Only the accumulator's update
+    (`acc·alpha + P·V`) stays a linalg op on the whole tile.
+
+    With `amx` too, a fused pair-form step whose query tile has a multiple
+    of 16 rows, whose key block is a multiple of 32 and whose head
+    dimensions are multiples of 32 (D) and 16 (Dv) writes P in the
+    operand layout of AMX tile products: row-major in keys,
+    `Pa[M, kv/2, 2]` (the 32-bit words of `Pp` transposed in registers,
+    16 x 16 at a time), and `acc[i, e] += Pa[i, j2, t] · Vp[j2, e, t]`
+    (the score matmul is already of that form: K row-major in d, Qp
+    paired). `attn-cpu-vectorize-matmul{amx}` puts both on AMX tiles.
   }];
   let options = [
     Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
            "bf16 steps in the pair-interleaved layout of bf16 dot products "
-           "(avx512_bf16's vdpbf16ps)">
+           "(avx512_bf16's vdpbf16ps)">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "With bf16-dot: P·V of whole 16-row tiles with P row-major in "
+           "keys, the operand layout of AMX tile products">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "f32 lanes per vector of the fused row softmax (8: AVX2, 16: "
+           "AVX-512); 0 keeps one linalg op per primitive">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::x86vector::X86VectorDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
@@ -110,9 +136,15 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
            "Lower the pair-form bf16 matmuls and pair packs of "
            "attn-decompose-online to avx512_bf16 (x86vector.avx512.dot, "
            "vdpbf16ps; cvt.packed.f32_to_bf16, vcvtneps2bf16); needs "
-           "vector-width 8 or 16">
+           "vector-width 8 or 16">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "Also put the pair-form matmuls of whole 16 x 16 tiles of C and "
+           "32-wide k steps on AMX tiles (amx.tile_mulf: tdpbf16ps, 2 x 1 "
+           "tiles of C per block, the k range unrolled, zeros made in the "
+           "tiles); needs bf16-dot and vector-width 16">
   ];
-  let dependentDialects = ["::mlir::vector::VectorDialect",
+  let dependentDialects = ["::mlir::amx::AMXDialect",
+                           "::mlir::vector::VectorDialect",
                            "::mlir::x86vector::X86VectorDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect",
@@ -137,6 +169,38 @@ def AttnExpandShapeToReinterpretCastPass
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def AttnCpuApproximateMathPass : Pass<"attn-cpu-approximate-math"> {
+  let summary = "Inline polynomial approximations of the softmax's math "
+                "functions (exp, tanh) on the CPU";
+  let description = [{
+    Rewrites `math.exp` and `math.tanh` on vectors (those of the fused row
+    softmax of attn-decompose-online: the exponent of every score and
+    softcap's tanh) into arith ops. Left to LLVM they become calls of
+    libmvec's vector functions per 8 lanes; inline, they run at the full
+    vector width and fuse with the code around them. Scalar math (in the
+    loops of unfused tiles) is left to LLVM, which vectorizes those loops
+    with libmvec: inline polynomials there multiplied compile times.
+
+    `exp(x)`: the argument clamped (NaN kept), `n = roundeven(x·log2 e)`,
+    `r = x - n·ln 2` in two FMAs (Cody-Waite), `e^r` by its degree-6
+    Taylor polynomial (1.2e-7 relative), times `2^n`: `vscalefps`
+    (`x86vector.avx512.mask.scalef`) on 16-lane vectors with `avx512`,
+    else the exponent field of `2^(n-1)` times `2·e^r` (results below
+    about 2^-125 flush to 0). `exp(-inf) = 0`, `exp(+inf) = +inf`,
+    `exp(NaN) = NaN`. `tanh` takes MLIR's polynomial approximation (f16 and
+    bf16 operands computed in f32). Other math ops (the per-row `log` of
+    the LSE) are left as they are.
+  }];
+  let options = [
+    Option<"avx512", "avx512", "bool", /*default=*/"false",
+           "Scale exp's 16-lane vectors by 2^n with vscalefps (AVX-512F)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::x86vector::X86VectorDialect"];
 }
 
 def AttnOmpGuidedSchedulePass : Pass<"attn-omp-guided-schedule"> {

@@ -58,6 +58,9 @@ struct CompileOptions {
   /// CPU: bf16 on avx512_bf16 dot products (unset: when this machine has
   /// them).
   std::optional<bool> bf16Dot;
+  /// CPU: bf16 tile products on AMX (unset: when this machine has AMX-BF16
+  /// and bf16Dot is on).
+  std::optional<bool> amx;
   /// CUDA: chip, PTX features, kernel shape and embedding.
   std::string chip = AttnGpuFlashPassOptions().chip, ptxFeatures;
   int64_t warps = AttnGpuFlashPassOptions().warps,

@@ -74,6 +74,13 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "attn-cpu-vectorize-matmul bf16-dot; needs vector-width "
                      "8 or 16)"),
       llvm::cl::init(AttnDecomposeOnlinePassOptions().bf16Dot)};
+  PassOptions::Option<bool> amx{
+      *this, "amx",
+      llvm::cl::desc("With bf16-dot: the bf16 tile products of whole 16 x 16 "
+                     "tiles on AMX (tdpbf16ps; P row-major in keys for P·V), "
+                     "the others on vdpbf16ps (attn-decompose-online and "
+                     "attn-cpu-vectorize-matmul amx; needs vector-width 16)"),
+      llvm::cl::init(AttnDecomposeOnlinePassOptions().amx)};
   PassOptions::Option<bool> parallel{
       *this, "parallel",
       llvm::cl::desc("Run the (batch, head, q-block) loop on all cores with "

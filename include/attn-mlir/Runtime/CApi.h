@@ -53,18 +53,6 @@ unsigned long long attn_rt_source_hash(const char *text, size_t size);
  * ATTN_RT_INVALID with the message in `error` (truncated to fit). */
 int attn_rt_check_artifact(const char *path, char *error, size_t error_size);
 
-/* The runtime's check of a paged attention's tables before a call
- * (attn.paged_sdpa): `block_table` [batch, max_blocks] and `seq_lens`
- * [batch], dense int32. ATTN_RT_OK when 0 <= seq_lens[b] <= max_blocks *
- * block_size and the ceil(seq_lens[b] / block_size) ids each sequence uses
- * are in [0, num_blocks); else ATTN_RT_INVALID with the first offending
- * entry named in `error` (truncated to fit). */
-int attn_rt_check_paged_tables(const int32_t *block_table,
-                               const int32_t *seq_lens, int64_t batch,
-                               int64_t max_blocks, int64_t num_blocks,
-                               int64_t block_size, char *error,
-                               size_t error_size);
-
 /* Element types of attn_rt_tensor.dtype (Runtime.h's DType). */
 enum {
   ATTN_RT_F32 = 0,
@@ -104,7 +92,8 @@ void attn_rt_close(attn_rt_artifact *artifact);
  * come from the inputs, and the outputs must have the shapes these give.
  * Nothing is copied: the kernel reads the inputs and writes the outputs in
  * place (an output must not overlap an input). A paged attention's tables
- * are checked first (attn_rt_check_paged_tables). `stream` must be null
+ * are checked first: 0 <= seq_lens[b] <= max_blocks * block_size, and
+ * the block ids each sequence uses in [0, num_blocks). `stream` must be null
  * (CUDA artifacts run through attn-run --device cuda). ATTN_RT_OK, or
  * ATTN_RT_INVALID with the reason in `error` and nothing run. Calls on one
  * artifact may run concurrently from several threads. */

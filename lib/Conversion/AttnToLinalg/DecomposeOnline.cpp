@@ -6,11 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn-mlir/Dialect/Attn/Transforms/LinalgBuilder.h"
-#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
-#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
-#include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
+#include "FusedRowSoftmax.h"
 #include "attn-mlir/Conversion/Passes.h"
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/LinalgBuilder.h"
+#include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -29,6 +30,8 @@ namespace attn {
 
 using namespace mlir;
 using namespace mlir::attn;
+using mlir::attn::cpu::FusedRows;
+using mlir::attn::cpu::PForm;
 
 namespace {
 
@@ -36,12 +39,11 @@ namespace {
 /// split into (pairs, 2): [J2, 2, N] or [N, J2, 2].
 Value splitPairs(LinalgBuilder &in, Value x, unsigned pairDim) {
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, x);
-  OpFoldResult j2 =
-                   in.b.getIndexAttr(*getConstantIntValue(sizes[pairDim]) / 2),
+  OpFoldResult j2 = in.b.getIndexAttr(*getConstantIntValue(sizes[pairDim]) / 2),
                two = in.b.getIndexAttr(2), n = sizes[1 - pairDim];
-  SmallVector<OpFoldResult> split =
-      pairDim == 0 ? SmallVector<OpFoldResult>{j2, two, n}
-                   : SmallVector<OpFoldResult>{n, j2, two};
+  SmallVector<OpFoldResult> split = pairDim == 0
+                                        ? SmallVector<OpFoldResult>{j2, two, n}
+                                        : SmallVector<OpFoldResult>{n, j2, two};
   SmallVector<ReassociationIndices> groups =
       pairDim == 0 ? SmallVector<ReassociationIndices>{{0, 1}, {2}}
                    : SmallVector<ReassociationIndices>{{0}, {1, 2}};
@@ -59,16 +61,26 @@ Value splitPairs(LinalgBuilder &in, Value x, unsigned pairDim) {
 /// x[n, 2·j2 + t] (pairDim 1); [J2, N, 2], what one bf16 dot product
 /// reads: 2 consecutive k of one column in one 32-bit word.
 Value buildPairs(LinalgBuilder &in, Value x, unsigned pairDim, Type elt) {
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, x);
-  OpFoldResult j2 = in.b.getIndexAttr(*getConstantIntValue(sizes[pairDim]) / 2);
+  Value split = splitPairs(in, x, pairDim);
+  // Xp[d0, d1, d2] = split[perm(d)]; its sizes are split's, permuted.
+  SmallVector<unsigned> perm = pairDim == 0 ? SmallVector<unsigned>{0, 2, 1}
+                                            : SmallVector<unsigned>{1, 0, 2};
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, split);
   return in.generic(
-      in.empty({j2, sizes[1 - pairDim], in.b.getIndexAttr(2)}, elt),
-      ValueRange{splitPairs(in, x, pairDim)},
-      {pairDim == 0 ? in.map(3, {0, 2, 1}) : in.map(3, {1, 0, 2}),
-       in.map(3, {0, 1, 2})},
+      in.empty({sizes[perm[0]], sizes[perm[1]], sizes[perm[2]]}, elt),
+      ValueRange{split}, {in.map(3, perm), in.map(3, {0, 1, 2})},
       {kPar, kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
         return castFloat(bb, bl, a[0], elt);
       });
+}
+
+/// out + x · y in f32 (a[0], a[1], a[2] = x, y, out): the body of every
+/// tile matmul.
+Value mulAddF32(OpBuilder &b, Location loc, ValueRange a) {
+  Type f32 = b.getF32Type();
+  Value p = arith::MulFOp::create(b, loc, castFloat(b, loc, a[0], f32),
+                                  castFloat(b, loc, a[1], f32));
+  return arith::AddFOp::create(b, loc, a[2], p).getResult();
 }
 
 /// C[m, n] += sum over (k2, t) of A · B[k2, n, t] in f32, A read as
@@ -77,16 +89,10 @@ Value buildPairs(LinalgBuilder &in, Value x, unsigned pairDim, Type elt) {
 Value pairMatmul(LinalgBuilder &in, Value c, Value a, Value b,
                  bool aPairsFirst) {
   // Loops (m, k2, n, t).
-  return in.generic(
-      c, ValueRange{a, b},
-      {aPairsFirst ? in.map(4, {1, 0, 3}) : in.map(4, {0, 1, 3}),
-       in.map(4, {1, 2, 3}), in.map(4, {0, 2})},
-      {kPar, kRed, kPar, kRed}, [&](OpBuilder &bb, Location bl, ValueRange v) {
-        Type f32 = bb.getF32Type();
-        Value p = arith::MulFOp::create(bb, bl, castFloat(bb, bl, v[0], f32),
-                                        castFloat(bb, bl, v[1], f32));
-        return arith::AddFOp::create(bb, bl, v[2], p).getResult();
-      });
+  return in.generic(c, ValueRange{a, b},
+                    {aPairsFirst ? in.map(4, {1, 0, 3}) : in.map(4, {0, 1, 3}),
+                     in.map(4, {1, 2, 3}), in.map(4, {0, 2})},
+                    {kPar, kRed, kPar, kRed}, mulAddF32);
 }
 
 /// The CPU layout of the online-softmax tiles, as linalg ops on tensors:
@@ -107,6 +113,8 @@ public:
   int64_t packedHeads = 1, rowsPerHead = 1;
   // P·V as bf16 dot products: P rounded to bf16, P and V in pair form.
   bool pairs = false;
+  // The form of the P that accumulatePV receives.
+  PForm pForm = PForm::Scores;
 
   Tile mapRows(ArrayRef<Tile> ins, const Tile &into, ElementFn fn) override {
     return {mapInto(ins, {}, into, in.b.getF32Type(), 1, fn)};
@@ -171,22 +179,21 @@ public:
         })};
   }
   // acc' = acc + P · V, P read through Pᵀ; loops (i, j, e). In pair form
-  // acc[i, e] += Pp[j2, i, t] · Vp[j2, e, t], Pp = Pᵀ in pairs of keys.
+  // acc[i, e] += Pp[j2, i, t] · Vp[j2, e, t], Pp = Pᵀ in pairs of keys
+  // (or Pa[i, j2, t], its word transpose, for AMX tiles).
   Tile accumulatePV(const Tile &acc, const Tile &p) override {
-    if (pairs) {
-      Type bf16 = in.b.getBF16Type();
+    Type bf16 = in.b.getBF16Type();
+    if (pForm != PForm::Scores)
+      return {pairMatmul(in, acc[0], p[0], buildPairs(in, vTile, 0, bf16),
+                         /*aPairsFirst=*/pForm == PForm::Pairs)};
+    if (pairs)
       return {pairMatmul(in, acc[0], buildPairs(in, p[0], 0, bf16),
                          buildPairs(in, vTile, 0, bf16),
                          /*aPairsFirst=*/true)};
-    }
-    return {in.generic(
-        acc[0], ValueRange{p[0], vTile},
-        {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
-        {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-          Value prod = arith::MulFOp::create(
-              bb, bl, a[0], castFloat(bb, bl, a[1], bb.getF32Type()));
-          return arith::AddFOp::create(bb, bl, a[2], prod).getResult();
-        })};
+    return {
+        in.generic(acc[0], ValueRange{p[0], vTile},
+                   {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
+                   {kPar, kRed, kPar}, mulAddF32)};
   }
 
 private:
@@ -263,18 +270,16 @@ static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
   SmallVector<OpFoldResult> sizes =
       tensor::getMixedSizes(rewriter, op.getLoc(), query);
   Type f32 = rewriter.getF32Type();
-  return bld.generic(transposed ? bld.empty({sizes[1], sizes[0]}, f32)
-                                : bld.empty(sizes, f32),
-                     ValueRange{query},
-                     {transposed ? bld.map(2, {1, 0}) : bld.map(2, {0, 1}),
-                      bld.map(2, {0, 1})},
-                     {kPar, kPar},
-                     [&](OpBuilder &bb, Location bl, ValueRange a) {
-                       Value x = castFloat(bb, bl, a[0], f32);
-                       Value c = arith::ConstantOp::create(
-                           bb, bl, bb.getF32FloatAttr(scale));
-                       return arith::MulFOp::create(bb, bl, x, c).getResult();
-                     });
+  return bld.generic(
+      transposed ? bld.empty({sizes[1], sizes[0]}, f32) : bld.empty(sizes, f32),
+      ValueRange{query},
+      {transposed ? bld.map(2, {1, 0}) : bld.map(2, {0, 1}),
+       bld.map(2, {0, 1})},
+      {kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+        Value x = castFloat(bb, bl, a[0], f32);
+        Value c = arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(scale));
+        return arith::MulFOp::create(bb, bl, x, c).getResult();
+      });
 }
 
 /// Q [M, D] unscaled in pairs of its head dimension, Qp[D/2, M, 2], built
@@ -294,9 +299,36 @@ static bool takesPairs(OnlineStepOp op, bool dot) {
                    v = op.getValue().getType();
   return !dot && q.getElementType().isBF16() && k.getElementType().isBF16() &&
          v.getElementType().isBF16() && k.hasStaticShape() &&
-         !q.isDynamicDim(1) &&
-         !v.isDynamicDim(0) && k.getDimSize(0) % 2 == 0 &&
+         !q.isDynamicDim(1) && !v.isDynamicDim(0) && k.getDimSize(0) % 2 == 0 &&
          k.getDimSize(1) % 2 == 0;
+}
+
+/// The most keys whose vectors the fused row softmax holds at once.
+constexpr int64_t kMaxFusedKeys = 256;
+
+/// How a step's softmax runs: fused on vectors of `width` rows (and the
+/// form its P takes) when the score tile is static, its rows a multiple of
+/// the width and its keys at most kMaxFusedKeys; primitive by primitive
+/// otherwise (std::nullopt). A pair-form step takes the AMX operand form
+/// (RowPairs) when `amx` and its tiles are whole AMX tiles: rows a
+/// multiple of 16, the key block and D of 32, Dv of 16 (what
+/// attn-cpu-vectorize-matmul's AMX kernel takes).
+static std::optional<PForm> fusedForm(OnlineStepOp op, bool pairs, bool amx,
+                                      int64_t width) {
+  RankedTensorType q = op.getQuery().getType(), k = op.getKey().getType(),
+                   v = op.getValue().getType();
+  int64_t rows = q.getDimSize(0), keys = k.getDimSize(0);
+  if (width < 1 || ShapedType::isDynamic(rows) || rows % width ||
+      ShapedType::isDynamic(keys) || keys > kMaxFusedKeys)
+    return std::nullopt;
+  if (!pairs)
+    return PForm::Scores;
+  if (width != 8 && width != 16) // vcvtneps2bf16 on ymm or zmm
+    return std::nullopt;
+  bool amxTiles = amx && width == 16 && rows % 16 == 0 && keys % 32 == 0 &&
+                  k.getDimSize(1) % 32 == 0 && !v.isDynamicDim(1) &&
+                  v.getDimSize(1) % 16 == 0;
+  return amxTiles ? PForm::RowPairs : PForm::Pairs;
 }
 
 /// The indexing map of a mask tile in the (j, i) loops of the score tile:
@@ -315,14 +347,12 @@ static AffineMap maskTileMap(MLIRContext *ctx, RankedTensorType mT) {
 }
 
 /// The running state (m, l, acc) an online op reads, as one-tile lists.
-template <typename OpT>
-OnlineState stateOf(OpT op) {
+template <typename OpT> OnlineState stateOf(OpT op) {
   return {{op.getMax()}, {op.getSum()}, {op.getAcc()}};
 }
 
 /// The exponent a merge or finish applies (natural base on the CPU).
-template <typename OpT>
-Exponent exponentOf(OpT op) {
+template <typename OpT> Exponent exponentOf(OpT op) {
   return {op.getExponentScale().convertToDouble(), /*base2=*/false};
 }
 
@@ -330,9 +360,10 @@ Exponent exponentOf(OpT op) {
 /// only on blocks that cross its boundary, decided at run time), and the
 /// recurrence, each update in the storage of the state it replaces.
 struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
-  DecomposeStep(MLIRContext *ctx, bool bf16Dot)
-      : OpRewritePattern(ctx), bf16Dot(bf16Dot) {}
-  bool bf16Dot;
+  DecomposeStep(MLIRContext *ctx, bool bf16Dot, bool amx, int64_t width)
+      : OpRewritePattern(ctx), bf16Dot(bf16Dot), amx(amx), width(width) {}
+  bool bf16Dot, amx;
+  int64_t width;
 
   LogicalResult matchAndRewrite(OnlineStepOp op,
                                 PatternRewriter &rewriter) const override {
@@ -350,13 +381,16 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // scores or goes to the exponent (exponentScale). Bf16 pairs keep Q
     // exact: the scale applies to the f32 scores.
     ScoreForm form{spec, !pairs && scoreScale(spec) <= 1.0, /*base2=*/false};
-    Value qT = pairs ? buildPairedQ(rewriter, op)
-                     : buildScaledQT(rewriter, op,
-                                     form.scaleFolded ? scoreScale(spec) : 1.0,
-                                     !dot);
+    Value qT =
+        pairs ? buildPairedQ(rewriter, op)
+              : buildScaledQT(rewriter, op,
+                              form.scaleFolded ? scoreScale(spec) : 1.0, !dot);
     LinalgBuilder in{rewriter, loc, rewriter.getContext()};
     LinalgTileOps ops(in);
     ops.pairs = pairs;
+    std::optional<PForm> fused = fusedForm(op, pairs, amx, width);
+    // Fused, the plain scale is applied where the scores are read.
+    ScoreForm logitForm = fused ? form.withoutPlainFactor() : form;
     ops.q0 = op.getQueryOffset();
     ops.kb = op.getKeyOffset();
     ops.vTile = op.getValue();
@@ -375,19 +409,14 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
         ops.packedHeads > 1 ? rewriter.getIndexAttr(ops.rowsPerHead) : qs;
     // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i] (the dot form: K[j, d] · Q[i, d]);
     // loops (j, d, i). `qT` is Q itself in the dot form.
-    Type f32 = rewriter.getF32Type();
-    Value s = pairs ? pairMatmul(in, in.filled({ks, qs}, 0.0),
-                                 splitPairs(in, op.getKey(), 1),
-                                 qT, /*aPairsFirst=*/false)
-                    : in.generic(
-        in.filled({ks, qs}, 0.0), ValueRange{op.getKey(), qT},
-        {in.map(3, {0, 1}), dot ? in.map(3, {2, 1}) : in.map(3, {1, 2}),
-         in.map(3, {0, 2})},
-        {kPar, kRed, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-          Value p = arith::MulFOp::create(bb, bl, castFloat(bb, bl, a[0], f32),
-                                          castFloat(bb, bl, a[1], f32));
-          return arith::AddFOp::create(bb, bl, a[2], p).getResult();
-        });
+    Value zeros = in.filled({ks, qs}, 0.0);
+    Value s = pairs ? pairMatmul(in, zeros, splitPairs(in, op.getKey(), 1), qT,
+                                 /*aPairsFirst=*/false)
+                    : in.generic(zeros, ValueRange{op.getKey(), qT},
+                                 {in.map(3, {0, 1}),
+                                  dot ? in.map(3, {2, 1}) : in.map(3, {1, 2}),
+                                  in.map(3, {0, 2})},
+                                 {kPar, kRed, kPar}, mulAddF32);
     auto last = [&](Value first, OpFoldResult size) {
       return arith::SubIOp::create(
           rewriter, loc,
@@ -395,27 +424,36 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     };
     Tile logits;
     KeyVisibility visibility(spec);
-    if (Value needs = visibility.blockNeedsPredicate(rewriter, loc, ops.q0,
-                                                     last(ops.q0, positions),
-                                                     ops.kb,
-                                                     last(ops.kb, ks))) {
+    if (Value needs = visibility.blockNeedsPredicate(
+            rewriter, loc, ops.q0, last(ops.q0, positions), ops.kb,
+            last(ops.kb, ks))) {
       // scf.if builds both branches with `rewriter` itself, which `ops`
       // uses.
       auto branch = [&](bool predicate) {
         return [&, predicate](OpBuilder &bb, Location bl) {
           scf::YieldOp::create(bb, bl,
-                               scoresToLogits(ops, form, {s}, predicate));
+                               scoresToLogits(ops, logitForm, {s}, predicate));
         };
       };
       logits = {
           scf::IfOp::create(rewriter, loc, needs, branch(true), branch(false))
               .getResult(0)};
     } else {
-      logits = scoresToLogits(ops, form, {s}, false);
+      logits = scoresToLogits(ops, logitForm, {s}, false);
     }
-    OnlineState next =
-        onlineSoftmaxStep(ops, form.exponent(), logits, stateOf(op));
-    rewriter.replaceOp(op, ValueRange{next.m[0], next.l[0], next.acc[0]});
+    if (!fused) {
+      OnlineState next =
+          onlineSoftmaxStep(ops, form.exponent(), logits, stateOf(op));
+      rewriter.replaceOp(op, ValueRange{next.m[0], next.l[0], next.acc[0]});
+      return success();
+    }
+    FusedRows f = cpu::fuseRowSoftmax(rewriter, loc, logits[0],
+                                      form.plainFactor(), form.exponent(),
+                                      op.getMax(), op.getSum(), *fused, width);
+    ops.pForm = *fused;
+    Tile acc =
+        accumulateStep(ops, {op.getAcc()}, {{f.m}, {f.l}, {f.alpha}, {f.p}});
+    rewriter.replaceOp(op, ValueRange{f.m, f.l, acc[0]});
     return success();
   }
 };
@@ -460,7 +498,13 @@ struct AttnDecomposeOnlinePass
 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateDecomposeOnlinePatterns(patterns, bf16Dot);
+    if (amx && !bf16Dot) {
+      emitError(getOperation()->getLoc())
+          << "attn-decompose-online: amx needs bf16-dot (AMX tiles take the "
+             "pair layout)";
+      return signalPassFailure();
+    }
+    populateDecomposeOnlinePatterns(patterns, bf16Dot, amx, vectorWidth);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
@@ -469,7 +513,8 @@ struct AttnDecomposeOnlinePass
 } // namespace
 
 void attn::populateDecomposeOnlinePatterns(RewritePatternSet &patterns,
-                                           bool bf16Dot) {
-  patterns.add<DecomposeStep>(patterns.getContext(), bf16Dot);
+                                           bool bf16Dot, bool amx,
+                                           int64_t vectorWidth) {
+  patterns.add<DecomposeStep>(patterns.getContext(), bf16Dot, amx, vectorWidth);
   patterns.add<DecomposeMerge, DecomposeFinish>(patterns.getContext());
 }

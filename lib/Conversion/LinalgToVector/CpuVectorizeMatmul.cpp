@@ -12,8 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TileMatch.h"
 #include "attn-mlir/Conversion/Passes.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -33,31 +35,34 @@ namespace attn {
 
 using namespace mlir;
 
-namespace {
-
-bool unitInnerStride(Value v) {
-  auto t = dyn_cast<MemRefType>(v.getType());
-  if (!t || t.getRank() != 2)
-    return false;
-  SmallVector<int64_t> strides;
+/// The strides of a strided memref `v` (false when it is none).
+bool attn::cpu::stridesOf(Value v, SmallVectorImpl<int64_t> &strides) {
   int64_t offset;
-  return succeeded(t.getStridesAndOffset(strides, offset)) &&
-         strides.back() == 1;
+  auto t = dyn_cast<MemRefType>(v.getType());
+  return t && succeeded(t.getStridesAndOffset(strides, offset));
 }
 
-Value constIndex(OpBuilder &b, Location loc, int64_t v) {
+/// A 2-D memref contiguous in its last dimension.
+bool attn::cpu::unitInnerStride(Value v) {
+  SmallVector<int64_t> strides;
+  return stridesOf(v, strides) && strides.size() == 2 && strides.back() == 1;
+}
+
+Value attn::cpu::constIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
 /// v rounded down to a multiple of `multiple`.
-Value roundDown(OpBuilder &b, Location loc, Value v, int64_t multiple) {
+Value attn::cpu::roundDown(OpBuilder &b, Location loc, Value v,
+                           int64_t multiple) {
   Value rem = arith::RemUIOp::create(b, loc, v, constIndex(b, loc, multiple));
   return arith::SubIOp::create(b, loc, v, rem);
 }
 
 /// scf.for from lb to ub by `step` with `body` of the induction variable.
-void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
-             function_ref<void(OpBuilder &, Value)> body) {
+void attn::cpu::forLoop(OpBuilder &b, Location loc, Value lb, Value ub,
+                        int64_t step,
+                        function_ref<void(OpBuilder &, Value)> body) {
   scf::ForOp::create(b, loc, lb, ub, constIndex(b, loc, step), ValueRange{},
                      [&](OpBuilder &nb, Location, Value iv, ValueRange) {
                        body(nb, iv);
@@ -65,18 +70,9 @@ void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
                      });
 }
 
-/// The two loop dimensions a 2-D projected-permutation map reads, in
-/// order.
-std::optional<std::pair<unsigned, unsigned>> mapDims(AffineMap m) {
-  if (m.getNumResults() != 2 || !m.isProjectedPermutation())
-    return std::nullopt;
-  return std::make_pair(cast<AffineDimExpr>(m.getResult(0)).getPosition(),
-                        cast<AffineDimExpr>(m.getResult(1)).getPosition());
-}
-
 /// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
 /// extended) inputs.
-bool isMulAddBody(linalg::GenericOp op) {
+bool attn::cpu::isMulAddBody(linalg::GenericOp op) {
   Block &body = op.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
@@ -99,6 +95,68 @@ bool isMulAddBody(linalg::GenericOp op) {
          (x == body.getArgument(1) && y == body.getArgument(0));
 }
 
+/// A rank-3 bf16 memref [., ., 2] whose pairs are contiguous; with
+/// `rowsToo`, [K2, N, 2] contiguous in (N, 2) (collapsible to [K2, 2N]).
+bool attn::cpu::isPairBuffer(Value v, bool rowsToo) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  SmallVector<int64_t> strides;
+  if (!t || t.getRank() != 3 || !t.getElementType().isBF16() ||
+      t.getDimSize(2) != 2 || !stridesOf(v, strides) || strides[2] != 1)
+    return false;
+  return !rowsToo || strides[1] == 2;
+}
+
+/// The pair-form matmul of attn-decompose-online (bf16-dot): loops
+/// (i, k2, j, t), C[i, j] += A · B[k2, j, t] with f32 C, bf16 A and B,
+/// A read as A[i, k2, t] or (`aTransposed`) A[k2, i, t].
+bool attn::cpu::isPairMatmul(linalg::GenericOp op, bool &aTransposed) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 4 ||
+      op.getNumReductionLoops() != 2)
+    return false;
+  MLIRContext *ctx = op.getContext();
+  auto map = [&](ArrayRef<unsigned> dims) {
+    SmallVector<AffineExpr> e;
+    for (unsigned d : dims)
+      e.push_back(getAffineDimExpr(d, ctx));
+    return AffineMap::get(4, 0, e, ctx);
+  };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  auto iters = op.getIteratorTypesArray();
+  using utils::IteratorType;
+  if (iters != SmallVector<IteratorType>{IteratorType::parallel,
+                                         IteratorType::reduction,
+                                         IteratorType::parallel,
+                                         IteratorType::reduction} ||
+      maps[1] != map({1, 2, 3}) || maps[2] != map({0, 2}))
+    return false;
+  aTransposed = maps[0] == map({1, 0, 3});
+  if (!aTransposed && maps[0] != map({0, 1, 3}))
+    return false;
+  Value c = op.getDpsInits()[0];
+  return cast<MemRefType>(c.getType()).getElementType().isF32() &&
+         unitInnerStride(c) && isPairBuffer(op.getDpsInputs()[0], false) &&
+         isPairBuffer(op.getDpsInputs()[1], true) && isMulAddBody(op);
+}
+
+Value attn::cpu::collapsePairs(OpBuilder &b, Location loc, Value v) {
+  return memref::CollapseShapeOp::create(
+      b, loc, v, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+}
+
+namespace {
+
+using namespace mlir::attn::cpu;
+
+/// The two loop dimensions a 2-D projected-permutation map reads, in
+/// order.
+std::optional<std::pair<unsigned, unsigned>> mapDims(AffineMap m) {
+  if (m.getNumResults() != 2 || !m.isProjectedPermutation())
+    return std::nullopt;
+  return std::make_pair(cast<AffineDimExpr>(m.getResult(0)).getPosition(),
+                        cast<AffineDimExpr>(m.getResult(1)).getPosition());
+}
+
 /// C[M, N] += A[M, K] · B[K, N] with f32 C, in any loop order (attn-tile
 /// emits (i, k, j); generalized linalg.matmul is (i, j, k)); A may be stored
 /// transposed (A[k, i]: it is only read by scalar broadcasts). The body
@@ -110,7 +168,8 @@ bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
       op.getNumReductionLoops() != 1)
     return false;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  auto cMap = mapDims(maps[2]), aMap = mapDims(maps[0]), bMap = mapDims(maps[1]);
+  auto cMap = mapDims(maps[2]), aMap = mapDims(maps[0]),
+       bMap = mapDims(maps[1]);
   if (!cMap || !aMap || !bMap)
     return false;
   auto [ci, cj] = *cMap;
@@ -130,57 +189,6 @@ bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
       !unitInnerStride(op.getDpsInputs()[1]) || !unitInnerStride(c))
     return false;
   return isMulAddBody(op);
-}
-
-/// Strides and offset of a memref type (false when not strided).
-bool stridesOf(Value v, SmallVectorImpl<int64_t> &strides) {
-  int64_t offset;
-  auto t = dyn_cast<MemRefType>(v.getType());
-  return t && succeeded(t.getStridesAndOffset(strides, offset));
-}
-
-/// A rank-3 bf16 memref [., ., 2] whose pairs are contiguous; with
-/// `rowsToo`, [K2, N, 2] contiguous in (N, 2) (collapsible to [K2, 2N]).
-bool isPairBuffer(Value v, bool rowsToo) {
-  auto t = dyn_cast<MemRefType>(v.getType());
-  SmallVector<int64_t> strides;
-  if (!t || t.getRank() != 3 || !t.getElementType().isBF16() ||
-      t.getDimSize(2) != 2 || !stridesOf(v, strides) || strides[2] != 1)
-    return false;
-  return !rowsToo || strides[1] == 2;
-}
-
-/// The pair-form matmul of attn-decompose-online (bf16-dot): loops
-/// (i, k2, j, t), C[i, j] += A · B[k2, j, t] with f32 C, bf16 A and B,
-/// A read as A[i, k2, t] or (`aTransposed`) A[k2, i, t].
-bool isPairMatmul(linalg::GenericOp op, bool &aTransposed) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op.getNumLoops() != 4 ||
-      op.getNumReductionLoops() != 2)
-    return false;
-  MLIRContext *ctx = op.getContext();
-  auto map = [&](ArrayRef<unsigned> dims) {
-    SmallVector<AffineExpr> e;
-    for (unsigned d : dims)
-      e.push_back(getAffineDimExpr(d, ctx));
-    return AffineMap::get(4, 0, e, ctx);
-  };
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  auto iters = op.getIteratorTypesArray();
-  using utils::IteratorType;
-  if (iters != SmallVector<IteratorType>{IteratorType::parallel,
-                                          IteratorType::reduction,
-                                          IteratorType::parallel,
-                                          IteratorType::reduction} ||
-      maps[1] != map({1, 2, 3}) || maps[2] != map({0, 2}))
-    return false;
-  aTransposed = maps[0] == map({1, 0, 3});
-  if (!aTransposed && maps[0] != map({0, 1, 3}))
-    return false;
-  Value c = op.getDpsInits()[0];
-  return cast<MemRefType>(c.getType()).getElementType().isF32() &&
-         unitInnerStride(c) && isPairBuffer(op.getDpsInputs()[0], false) &&
-         isPairBuffer(op.getDpsInputs()[1], true) && isMulAddBody(op);
 }
 
 struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
@@ -205,10 +213,10 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
   }
 
   /// A[row, k] (A[k, row] when `aT`) in f32 in every lane.
-  Value broadcastScalar(OpBuilder &b, Location loc, Value a, Value k,
-                        Value row, bool aT) const {
-    Value s = memref::LoadOp::create(b, loc, a,
-                                     aT ? ValueRange{k, row} : ValueRange{row, k});
+  Value broadcastScalar(OpBuilder &b, Location loc, Value a, Value k, Value row,
+                        bool aT) const {
+    Value s = memref::LoadOp::create(
+        b, loc, a, aT ? ValueRange{k, row} : ValueRange{row, k});
     Type f32 = b.getF32Type();
     if (s.getType() != f32)
       s = arith::ExtFOp::create(b, loc, f32, s);
@@ -224,8 +232,8 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
         b, loc, VectorType::get({2}, b.getBF16Type()), a,
         aT ? ValueRange{k, row, zero} : ValueRange{row, k, zero});
     Type i32 = b.getI32Type();
-    Value word = vector::BitCastOp::create(b, loc, VectorType::get({1}, i32),
-                                           pair);
+    Value word =
+        vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
     Value words = vector::BroadcastOp::create(
         b, loc, VectorType::get({kWidth}, i32), word);
     return vector::BitCastOp::create(
@@ -245,8 +253,7 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     // Pairs: B [K2, N, 2] read as [K2, 2N], W columns (2W bf16) a load.
     int64_t lanes = pairs ? 2 * kWidth : kWidth;
     if (pairs)
-      b = memref::CollapseShapeOp::create(
-          rewriter, loc, b, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+      b = collapsePairs(rewriter, loc, b);
     auto vf32 = VectorType::get({kWidth}, f32);
     auto vB = VectorType::get({lanes}, bElt);
     auto vMask = VectorType::get({kWidth}, rewriter.getI1Type());
@@ -278,9 +285,9 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
         mask = vector::CreateMaskOp::create(bb, loc, vMask, ValueRange{left});
         bMask = pairs ? vector::CreateMaskOp::create(
                             bb, loc, vBMask,
-                            ValueRange{arith::MulIOp::create(bb, loc, left,
-                                                             idx(bb, 2))
-                                           .getResult()})
+                            ValueRange{
+                                arith::MulIOp::create(bb, loc, left, idx(bb, 2))
+                                    .getResult()})
                             .getResult()
                       : mask;
       }
@@ -311,25 +318,26 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
           [&](OpBuilder &lb, Location ll, Value k, ValueRange iter) {
             SmallVector<Value> bRow;
             for (int64_t q = 0; q < cols; ++q) {
-              Value col = pairs ? arith::MulIOp::create(lb, ll, colIdx[q],
-                                                        idx(lb, 2))
-                                      .getResult()
-                                : colIdx[q];
-              Value v = masked ? vector::MaskedLoadOp::create(
-                                     lb, ll, vB, b, ValueRange{k, col}, bMask,
-                                     zeroB)
-                                     .getResult()
-                               : vector::LoadOp::create(lb, ll, vB, b,
-                                                        ValueRange{k, col})
-                                     .getResult();
+              Value col =
+                  pairs ? arith::MulIOp::create(lb, ll, colIdx[q], idx(lb, 2))
+                              .getResult()
+                        : colIdx[q];
+              Value v =
+                  masked ? vector::MaskedLoadOp::create(
+                               lb, ll, vB, b, ValueRange{k, col}, bMask, zeroB)
+                               .getResult()
+                         : vector::LoadOp::create(lb, ll, vB, b,
+                                                  ValueRange{k, col})
+                               .getResult();
               if (bElt != f32 && !pairs)
                 v = arith::ExtFOp::create(lb, ll, vf32, v);
               bRow.push_back(v);
             }
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
-              Value bcast = pairs ? broadcastPair(lb, ll, a, k, rowIdx[r], aT)
-                                  : broadcastScalar(lb, ll, a, k, rowIdx[r], aT);
+              Value bcast = pairs
+                                ? broadcastPair(lb, ll, a, k, rowIdx[r], aT)
+                                : broadcastScalar(lb, ll, a, k, rowIdx[r], aT);
               for (int64_t q = 0; q < cols; ++q)
                 next.push_back(
                     pairs ? x86vector::DotBF16Op::create(lb, ll, vf32,
@@ -355,20 +363,24 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     };
 
     // Full row blocks: rows x (cols·W) blocks, then masked rows x W blocks.
-    forLoop(rewriter, loc, zero, mMain, rowsPerBlock, [&](OpBuilder &bb, Value i0) {
-      forLoop(bb, loc, zero, nMain, colsPerBlock * kWidth, [&](OpBuilder &cb, Value j0) {
-        block(cb, i0, j0, rowsPerBlock, colsPerBlock, /*masked=*/false);
-      });
-      forLoop(bb, loc, nMain, n, kWidth, [&](OpBuilder &cb, Value j0) {
-        block(cb, i0, j0, rowsPerBlock, 1, /*masked=*/true);
-      });
-    });
+    forLoop(rewriter, loc, zero, mMain, rowsPerBlock,
+            [&](OpBuilder &bb, Value i0) {
+              forLoop(bb, loc, zero, nMain, colsPerBlock * kWidth,
+                      [&](OpBuilder &cb, Value j0) {
+                        block(cb, i0, j0, rowsPerBlock, colsPerBlock,
+                              /*masked=*/false);
+                      });
+              forLoop(bb, loc, nMain, n, kWidth, [&](OpBuilder &cb, Value j0) {
+                block(cb, i0, j0, rowsPerBlock, 1, /*masked=*/true);
+              });
+            });
     // Remaining rows one at a time: full-width blocks, then a masked tail.
     Value nOne = roundDown(rewriter, loc, n, kCols * kWidth);
     forLoop(rewriter, loc, mMain, m, 1, [&](OpBuilder &bb, Value i) {
-      forLoop(bb, loc, zero, nOne, kCols * kWidth, [&](OpBuilder &cb, Value j0) {
-        block(cb, i, j0, 1, kCols, /*masked=*/false);
-      });
+      forLoop(bb, loc, zero, nOne, kCols * kWidth,
+              [&](OpBuilder &cb, Value j0) {
+                block(cb, i, j0, 1, kCols, /*masked=*/false);
+              });
       forLoop(bb, loc, nOne, n, kWidth, [&](OpBuilder &cb, Value j0) {
         block(cb, i, j0, 1, 1, /*masked=*/true);
       });
@@ -379,8 +391,8 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
 };
 
 /// C[M, N] += A[M, K] · B[N, K] with f32 C and B, A and B contiguous in k,
-/// N and K static, N <= attn::kCpuDotMaxRows: the score tile of a decode step (few
-/// query rows).
+/// N and K static, N <= attn::kCpuDotMaxRows: the score tile of a decode step
+/// (few query rows).
 bool isTileDot(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
@@ -395,8 +407,8 @@ bool isTileDot(linalg::GenericOp op) {
   unsigned i = c->first, j = c->second, k = 3 - i - j;
   if (iters[i] != utils::IteratorType::parallel ||
       iters[j] != utils::IteratorType::parallel ||
-      iters[k] != utils::IteratorType::reduction || *a != std::make_pair(i, k) ||
-      *b != std::make_pair(j, k))
+      iters[k] != utils::IteratorType::reduction ||
+      *a != std::make_pair(i, k) || *b != std::make_pair(j, k))
     return false;
   auto cT = cast<MemRefType>(op.getDpsInits()[0].getType());
   auto bT = cast<MemRefType>(op.getDpsInputs()[1].getType());
@@ -436,20 +448,22 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
     Value zero = idx(rewriter, 0);
     Value m = memref::DimOp::create(rewriter, loc, c, 0);
     Value zeroF = arith::ConstantOp::create(
-        rewriter, loc, DenseElementsAttr::get(vf32, rewriter.getF32FloatAttr(0)));
+        rewriter, loc,
+        DenseElementsAttr::get(vf32, rewriter.getF32FloatAttr(0)));
     Value zeroA = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(vA, rewriter.getZeroAttr(aElt)));
-    Value zeroS = arith::ConstantOp::create(rewriter, loc,
-                                            rewriter.getF32FloatAttr(0));
+    Value zeroS =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
     int64_t kMain = kDim / kWidth * kWidth;
 
     // Rows [i0, i0 + rows) of C.
     auto block = [&](OpBuilder &bb, Value i0, int64_t rows) {
       SmallVector<Value> rowIdx;
       for (int64_t r = 0; r < rows; ++r)
-        rowIdx.push_back(r == 0 ? i0
-                                : arith::AddIOp::create(bb, loc, i0, idx(bb, r))
-                                      .getResult());
+        rowIdx.push_back(
+            r == 0
+                ? i0
+                : arith::AddIOp::create(bb, loc, i0, idx(bb, r)).getResult());
       // One k step of W lanes from k0 (masked past K when `tail`).
       auto step = [&](OpBuilder &lb, Value k0, ValueRange acc, bool tail) {
         Value mask;
@@ -458,9 +472,8 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
               lb, loc, VectorType::get({kWidth}, lb.getI1Type()),
               ValueRange{idx(lb, kDim - kMain)});
         auto load = [&](Value mem, Value row, VectorType t, Value pad) {
-          return tail ? vector::MaskedLoadOp::create(lb, loc, t, mem,
-                                                     ValueRange{row, k0}, mask,
-                                                     pad)
+          return tail ? vector::MaskedLoadOp::create(
+                            lb, loc, t, mem, ValueRange{row, k0}, mask, pad)
                             .getResult()
                       : vector::LoadOp::create(lb, loc, t, mem,
                                                ValueRange{row, k0})
@@ -564,8 +577,7 @@ struct RowPairPackToVector : OpRewritePattern<linalg::GenericOp> {
     Value zero = idx(rewriter, 0), one = idx(rewriter, 1);
     Value rows = memref::DimOp::create(rewriter, loc, out, 0);
     Value n = memref::DimOp::create(rewriter, loc, out, 1);
-    Value flat = memref::CollapseShapeOp::create(
-        rewriter, loc, out, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+    Value flat = collapsePairs(rewriter, loc, out);
     Value nMain = roundDown(rewriter, loc, n, kWidth);
     auto toBf16 = [&](OpBuilder &bb, Value v) {
       if (elt == bf16)
@@ -583,11 +595,12 @@ struct RowPairPackToVector : OpRewritePattern<linalg::GenericOp> {
                                 vb, loc, VectorType::get({kWidth}, elt), in,
                                 ValueRange{j, t, n0}));
         };
-        Value pairs = vector::InterleaveOp::create(vb, loc, row(zero), row(one));
+        Value pairs =
+            vector::InterleaveOp::create(vb, loc, row(zero), row(one));
         vector::StoreOp::create(
             vb, loc, pairs, flat,
-            ValueRange{j, arith::MulIOp::create(vb, loc, n0, idx(vb, 2))
-                              .getResult()});
+            ValueRange{
+                j, arith::MulIOp::create(vb, loc, n0, idx(vb, 2)).getResult()});
       });
       forLoop(bb, loc, nMain, n, 1, [&](OpBuilder &sb, Value col) {
         for (Value t : {zero, one})
@@ -626,9 +639,19 @@ struct AttnCpuVectorizeMatmulPass
           << static_cast<int64_t>(vectorWidth);
       return signalPassFailure();
     }
+    if (amx && (!bf16Dot || vectorWidth != 16)) {
+      emitError(getOperation()->getLoc())
+          << "attn-cpu-vectorize-matmul: amx needs bf16-dot and vector-width "
+             "16 (AMX machines have AVX-512), found bf16-dot="
+          << (bf16Dot ? "true" : "false")
+          << " vector-width=" << static_cast<int64_t>(vectorWidth);
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     attn::populateCpuVectorizeMatmulPatterns(patterns, vectorWidth, rows, cols,
                                              bf16Dot);
+    if (amx)
+      attn::populateCpuAmxPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -25,15 +25,29 @@ static bool needsNaturalScore(const AttentionSpec &spec) {
 
 /// The one multiply that takes a raw score to its logit when no modifier
 /// needs natural units.
-static double plainFactor(const ScoreForm &f) {
+static double scoreFactor(const ScoreForm &f) {
   return (f.scaleFolded ? 1.0 : scoreScale(f.spec)) * (f.base2 ? kLog2e : 1.0);
 }
 
 bool ScoreForm::isIdentity() const {
-  return !needsNaturalScore(spec) && plainFactor(*this) == 1.0;
+  return !needsNaturalScore(spec) && scoreFactor(*this) == 1.0;
 }
 
 bool ScoreForm::needsPositions() const { return spec.hasAlibi; }
+
+double ScoreForm::plainFactor() const {
+  return needsNaturalScore(spec) ? 1.0 : scoreFactor(*this);
+}
+
+ScoreForm ScoreForm::withoutPlainFactor() const {
+  ScoreForm raw = *this;
+  if (!needsNaturalScore(spec)) {
+    // A raw score times plainFactor() is the logit; -inf stays -inf.
+    raw.scaleFolded = true;
+    raw.base2 = false;
+  }
+  return raw;
+}
 
 Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
                        Value visible) const {
@@ -44,9 +58,9 @@ Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
             : site.inBounds;
   Value s = site.score;
   if (!needsNaturalScore(spec)) {
-    double f = plainFactor(*this);
+    double f = scoreFactor(*this);
     if (f != 1.0)
-      s = arith::MulFOp::create(b, loc, s, createF32Constant(b, loc, f));
+      s = arith::MulFOp::create(b, loc, s, createF32Constant(b, loc, f, s));
     return applyScoreModifiers(b, loc, spec, s, Value(), visible,
                                /*scale=*/false);
   }
@@ -57,7 +71,7 @@ Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
                                 /*scale=*/!scaleFolded, bias);
   // -inf stays -inf.
   return base2 ? arith::MulFOp::create(b, loc, x,
-                                       createF32Constant(b, loc, kLog2e))
+                                       createF32Constant(b, loc, kLog2e, x))
                      .getResult()
                : x;
 }
@@ -138,30 +152,39 @@ static Value productOf(OpBuilder &b, Location loc, ValueRange a) {
   return arith::MulFOp::create(b, loc, a[0], a[1]);
 }
 
-OnlineState attn::onlineSoftmaxStep(TileOps &t, Exponent e, const Tile &logits,
-                                    const OnlineState &s) {
+RowSoftmax attn::rowSoftmaxStep(TileOps &t, Exponent e, const Tile &logits,
+                                const Tile &m, const Tile &l) {
   double c = e.scale;
   bool base2 = e.base2;
   Tile blockMax = t.rowMax(logits);
   // a = exp(m - m'), with m' = max(m, rowmax) replaced by 0 while it is
   // -inf (a row that has seen no key yet): exp(-inf - 0) = 0, never NaN.
   Tile alpha = t.mapRows(
-      {s.m, blockMax}, {}, [&](OpBuilder &b, Location loc, ValueRange a) {
+      {m, blockMax}, {}, [&](OpBuilder &b, Location loc, ValueRange a) {
         Value mNew = maxOf(b, loc, a);
         return expShifted(b, loc, a[0], safeRowMax(b, loc, mNew), c, base2);
       });
-  Tile m = t.mapRows({s.m, blockMax}, s.m, maxOf);
+  Tile mNew = t.mapRows({m, blockMax}, m, maxOf);
   // P = exp(S - m'). A NaN score reaches the output through P (the row
   // maximum ignores it).
   Tile p =
-      t.mapScores(logits, m, [&](OpBuilder &b, Location loc, ValueRange a) {
+      t.mapScores(logits, mNew, [&](OpBuilder &b, Location loc, ValueRange a) {
         return expShifted(b, loc, a[0], safeRowMax(b, loc, a[1]), c, base2);
       });
-  Tile l = t.rowSum(p, t.mapRows({s.l, alpha}, s.l, productOf));
-  Type f32 = Float32Type::get(s.m.front().getContext());
-  Tile acc =
-      t.accumulatePV(t.mapAcc({s.acc}, {alpha}, s.acc, f32, productOf), p);
-  return {m, l, acc};
+  Tile lNew = t.rowSum(p, t.mapRows({l, alpha}, l, productOf));
+  return {mNew, lNew, alpha, p};
+}
+
+Tile attn::accumulateStep(TileOps &t, const Tile &acc, const RowSoftmax &rows) {
+  Type f32 = Float32Type::get(acc.front().getContext());
+  return t.accumulatePV(t.mapAcc({acc}, {rows.alpha}, acc, f32, productOf),
+                        rows.p);
+}
+
+OnlineState attn::onlineSoftmaxStep(TileOps &t, Exponent e, const Tile &logits,
+                                    const OnlineState &s) {
+  RowSoftmax rows = rowSoftmaxStep(t, e, logits, s.m, s.l);
+  return {rows.m, rows.l, accumulateStep(t, s.acc, rows)};
 }
 
 OnlineState attn::mergeOnlineStates(TileOps &t, Exponent e,
@@ -197,11 +220,11 @@ OnlineResult attn::finishOnlineState(TileOps &t, Exponent e,
   Tile l = t.completeRowSum(state.l);
   // 1/l, 0 for a row that saw no key (l == 0).
   Tile inv = t.mapRows({l}, {}, [](OpBuilder &b, Location loc, ValueRange a) {
-    Value zero = createF32Constant(b, loc, 0.0);
+    Value zero = createF32Constant(b, loc, 0.0, a[0]);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a[0], zero);
-    Value r =
-        arith::DivFOp::create(b, loc, createF32Constant(b, loc, 1.0), a[0]);
+    Value r = arith::DivFOp::create(b, loc,
+                                    createF32Constant(b, loc, 1.0, a[0]), a[0]);
     return arith::SelectOp::create(b, loc, empty, zero, r).getResult();
   });
   OnlineResult res;

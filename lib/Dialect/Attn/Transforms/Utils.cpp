@@ -38,21 +38,27 @@ void attn::yieldValue(OpBuilder &b, Location loc, Value v) {
   linalg::YieldOp::create(b, loc, ValueRange{v});
 }
 
-Value attn::createF32Constant(OpBuilder &b, Location loc, double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+Value attn::createF32Constant(OpBuilder &b, Location loc, double v,
+                              Value like) {
+  FloatAttr scalar = b.getF32FloatAttr(v);
+  auto vec = like ? dyn_cast<VectorType>(like.getType()) : VectorType();
+  if (!vec)
+    return arith::ConstantOp::create(b, loc, scalar);
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(vec.clone(b.getF32Type()), scalar));
 }
 
 Value attn::safeRowMax(OpBuilder &b, Location loc, Value m) {
   Value isNegInf = arith::CmpFOp::create(
       b, loc, arith::CmpFPredicate::OEQ, m,
-      createF32Constant(b, loc, -std::numeric_limits<double>::infinity()));
+      createF32Constant(b, loc, -std::numeric_limits<double>::infinity(), m));
   return arith::SelectOp::create(b, loc, isNegInf,
-                                 createF32Constant(b, loc, 0.0), m);
+                                 createF32Constant(b, loc, 0.0, m), m);
 }
 
 Value attn::normalizeRow(OpBuilder &b, Location loc, Value x, Value l,
                          Type elt) {
-  Value zero = createF32Constant(b, loc, 0.0);
+  Value zero = createF32Constant(b, loc, 0.0, x);
   Value empty =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
   Value q = arith::DivFOp::create(b, loc, x, l);
@@ -62,11 +68,12 @@ Value attn::normalizeRow(OpBuilder &b, Location loc, Value x, Value l,
 
 Value attn::rowLogSumExp(OpBuilder &b, Location loc, Value m, Value l) {
   Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l,
-                                      createF32Constant(b, loc, 0.0));
+                                      createF32Constant(b, loc, 0.0, l));
   Value lse = arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, l));
   return arith::SelectOp::create(
       b, loc, empty,
-      createF32Constant(b, loc, -std::numeric_limits<double>::infinity()), lse);
+      createF32Constant(b, loc, -std::numeric_limits<double>::infinity(), l),
+      lse);
 }
 
 bool attn::hasStaticShapes(Operation *op) {
@@ -274,8 +281,7 @@ Value attn::expShifted(OpBuilder &b, Location loc, Value x, Value mSafe,
                        double c, bool base2) {
   Value d = arith::SubFOp::create(b, loc, x, mSafe);
   if (c != 1.0)
-    d = arith::MulFOp::create(
-        b, loc, d, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(c)));
+    d = arith::MulFOp::create(b, loc, d, createF32Constant(b, loc, c, d));
   if (base2)
     return math::Exp2Op::create(b, loc, d);
   return math::ExpOp::create(b, loc, d);
@@ -284,8 +290,7 @@ Value attn::expShifted(OpBuilder &b, Location loc, Value x, Value mSafe,
 Value attn::scaleRowMax(OpBuilder &b, Location loc, Value m, double c) {
   if (c == 1.0)
     return m;
-  return arith::MulFOp::create(
-      b, loc, m, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(c)));
+  return arith::MulFOp::create(b, loc, m, createF32Constant(b, loc, c, m));
 }
 
 Value attn::buildAlibiBias(OpBuilder &b, Location loc,
@@ -309,9 +314,7 @@ Value attn::applyScoreModifiers(OpBuilder &b, Location loc,
                                 Value maskVal, Value visible, bool scale,
                                 Value alibiBias) {
   Type f32 = b.getF32Type();
-  auto cstF = [&](double v) {
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, v));
-  };
+  auto cstF = [&](double v) { return createF32Constant(b, loc, v, s); };
   if (scale && scoreScale(spec) != 1.0)
     s = arith::MulFOp::create(b, loc, s, cstF(scoreScale(spec)));
   if (spec.softcap) {

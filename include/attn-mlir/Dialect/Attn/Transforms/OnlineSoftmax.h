@@ -7,8 +7,9 @@
 // those primitives:
 //
 //   logits   s -> scale, softcap, ALiBi, mask, visibility  (scoresToLogits)
-//   step     m' = max(m, rowmax S);  a = exp(m - m')      (onlineSoftmaxStep)
-//            P = exp(S - m');  l' = l·a + rowsum P;  acc' = acc·a + P·V
+//   step     m' = max(m, rowmax S);  a = exp(m - m')      (rowSoftmaxStep)
+//            P = exp(S - m');  l' = l·a + rowsum P;
+//            acc' = acc·a + P·V                           (accumulateStep)
 //   merge    two partial states of the same rows          (mergeOnlineStates)
 //   finish   O = acc · (l == 0 ? 0 : 1/l), LSE = m + log l (finishOnlineState)
 //
@@ -125,6 +126,13 @@ struct ScoreForm {
   bool isIdentity() const;
   /// True when logit() needs the positions of the score (ALiBi).
   bool needsPositions() const;
+  /// The one multiply of the raw score that logit() applies when no
+  /// modifier needs the score in natural units; 1 when one does.
+  double plainFactor() const;
+  /// This form with plainFactor() left to the caller: logit() then gives
+  /// the raw score (or -inf where invisible), which the caller multiplies
+  /// by plainFactor() where it reads it (e.g. in registers).
+  ScoreForm withoutPlainFactor() const;
 };
 
 /// Which keys the rows of a query block can see (causal alignment,
@@ -156,8 +164,23 @@ struct OnlineState {
 Tile scoresToLogits(TileOps &t, const ScoreForm &form, const Tile &scores,
                     bool predicate);
 
-/// One online-softmax step over a block of logits. Each result reuses the
-/// storage of the state it updates.
+/// The per-row half of one online-softmax step over a block of logits:
+/// the new row maximum m', the factor alpha = exp(m - m') that rescales
+/// what the rows held, the weights P = exp(S - m') and the new row sum
+/// l' = l·alpha + rowsum P. It reads only the rows' m and l, so a backend
+/// may run it on a few rows at a time (the CPU: a vector of rows) before
+/// the accumulator's update.
+struct RowSoftmax {
+  Tile m, l, alpha, p;
+};
+RowSoftmax rowSoftmaxStep(TileOps &t, Exponent e, const Tile &logits,
+                          const Tile &m, const Tile &l);
+
+/// The accumulator's half of the step: acc·alpha + P·V.
+Tile accumulateStep(TileOps &t, const Tile &acc, const RowSoftmax &rows);
+
+/// One online-softmax step over a block of logits (rowSoftmaxStep, then
+/// accumulateStep). Each result reuses the storage of the state it updates.
 OnlineState onlineSoftmaxStep(TileOps &t, Exponent e, const Tile &logits,
                               const OnlineState &state);
 

@@ -109,8 +109,11 @@ std::optional<unsigned> maskTargetDim(ArrayRef<int64_t> maskShape, unsigned k);
 AffineMap getMaskMap(MLIRContext *ctx, RankedTensorType maskType,
                      unsigned numLoops, ArrayRef<unsigned> dims);
 
-/// An f32 `arith.constant` of `v`.
-Value createF32Constant(OpBuilder &b, Location loc, double v);
+/// An f32 `arith.constant` of `v`; a splat vector of `like`'s shape when
+/// `like` is a vector (the scalar builders below also take vectors of f32:
+/// the CPU's softmax runs them on rows of lanes).
+Value createF32Constant(OpBuilder &b, Location loc, double v,
+                        Value like = {});
 
 /// `linalg.yield v`.
 void yieldValue(OpBuilder &b, Location loc, Value v);

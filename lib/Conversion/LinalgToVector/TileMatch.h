@@ -1,0 +1,56 @@
+//===- TileMatch.h - the tile ops the CPU kernels take ----------*- C++ -*-===//
+//
+// What attn-cpu-vectorize-matmul's kernels share: recognizers of the tile
+// matmuls and pair packs attn-decompose-online leaves (on memrefs, after
+// bufferization) and the loop helpers their rewrites build with. Private to
+// lib/Conversion/LinalgToVector.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_MLIR_LIB_CONVERSION_LINALGTOVECTOR_TILEMATCH_H
+#define ATTN_MLIR_LIB_CONVERSION_LINALGTOVECTOR_TILEMATCH_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir {
+namespace attn {
+namespace cpu {
+
+/// The strides of a strided memref `v` (false when it is none).
+bool stridesOf(Value v, SmallVectorImpl<int64_t> &strides);
+
+/// A 2-D memref contiguous in its last dimension.
+bool unitInnerStride(Value v);
+
+Value constIndex(OpBuilder &b, Location loc, int64_t v);
+
+/// v rounded down to a multiple of `multiple`.
+Value roundDown(OpBuilder &b, Location loc, Value v, int64_t multiple);
+
+/// scf.for from lb to ub by `step` with `body` of the induction variable.
+void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
+             function_ref<void(OpBuilder &, Value)> body);
+
+/// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
+/// extended) inputs.
+bool isMulAddBody(linalg::GenericOp op);
+
+/// A rank-3 bf16 memref [., ., 2] whose pairs are contiguous; with
+/// `rowsToo`, [K2, N, 2] contiguous in (N, 2) (collapsible to [K2, 2N]).
+bool isPairBuffer(Value v, bool rowsToo);
+
+/// The pair-form matmul of attn-decompose-online (bf16-dot): loops
+/// (i, k2, j, t), C[i, j] += A · B[k2, j, t] with f32 C, bf16 A and B,
+/// A read as A[i, k2, t] or (`aTransposed`) A[k2, i, t].
+bool isPairMatmul(linalg::GenericOp op, bool &aTransposed);
+
+/// `v` ([K2, N, 2], or [M, K2, 2] with contiguous pairs) as the 2-D
+/// [K2, 2N] (or [M, 2·K2]) memref of its rows.
+Value collapsePairs(OpBuilder &b, Location loc, Value v);
+
+} // namespace cpu
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_MLIR_LIB_CONVERSION_LINALGTOVECTOR_TILEMATCH_H

@@ -1,0 +1,77 @@
+// attn-decompose-online vector-width=W: the row softmax of a static step
+// whose rows are a multiple of W runs fused on vectors of W rows (one row a
+// lane): one n-D read of the key vectors, rowSoftmaxStep in registers, one
+// n-D write of the weights (over the scores in f32, in pair form with
+// bf16-dot, row-major in keys with amx); only acc·alpha + P·V stays linalg.
+// RUN: attn-opt %s -split-input-file --attn-tile="q-block=32 kv-block=32" --attn-decompose-online="vector-width=16" | FileCheck %s
+// RUN: attn-opt %s -split-input-file --attn-tile="q-block=32 kv-block=32" --attn-decompose-online="vector-width=16 bf16-dot" | FileCheck %s --check-prefix=PAIRS
+// RUN: attn-opt %s -split-input-file --attn-tile="q-block=32 kv-block=32" --attn-decompose-online="vector-width=16 bf16-dot amx" | FileCheck %s --check-prefix=AMX
+// RUN: attn-opt %s -split-input-file --attn-tile="q-block=32 kv-block=32" --attn-decompose-online | FileCheck %s --check-prefix=OFF
+// RUN: not attn-opt %s -split-input-file --attn-decompose-online="amx" 2>&1 | FileCheck %s --check-prefix=NODOT
+// NODOT: attn-decompose-online: amx needs bf16-dot (AMX tiles take the pair layout)
+// OFF-NOT: vector.transfer_read
+
+// f32, D = 16 (scale 1/4 folded into Qᵀ): per 16 rows, the 32 key vectors
+// are read at once, reduced to m', exponentiated (33 exps: 32 weights and
+// alpha), summed, and written back over the scores as one vector<32x16>.
+// CHECK-LABEL: func.func @f32_fused
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK: %[[ROWS:.*]]:4 = scf.for %[[I0:.*]] = %c0 to %c32 step %c16 iter_args(%[[M:[^ ]*]] = %{{.*}}, %[[L:[^ ]*]] = %{{.*}}, %[[A:[^ ]*]] = %{{.*}}, %[[P:[^ ]*]] = %{{.*}})
+// CHECK: %[[ALL:.*]] = vector.transfer_read %[[P]][%c0, %[[I0]]], %{{.*}} {in_bounds = [true, true]} : tensor<32x32xf32>, vector<32x16xf32>
+// CHECK-COUNT-32: vector.extract %[[ALL]]
+// CHECK-COUNT-31: arith.maxnumf %{{.*}}, %{{.*}} fastmath<reassoc> : vector<16xf32>
+// CHECK-COUNT-33: math.exp %{{.*}} : vector<16xf32>
+// CHECK: vector.transfer_write %{{.*}}, %[[M]][%[[I0]]] {in_bounds = [true]} : vector<16xf32>, tensor<32xf32>
+// CHECK: vector.transfer_write %{{.*}}, %[[L]][%[[I0]]]
+// CHECK: vector.transfer_write %{{.*}}, %[[A]][%[[I0]]]
+// CHECK: vector.insert %{{.*}} [31] : vector<16xf32> into vector<32x16xf32>
+// CHECK: vector.transfer_write %{{.*}}, %[[P]][%c0, %[[I0]]] {in_bounds = [true, true]} : vector<32x16xf32>, tensor<32x32xf32>
+// The accumulator: acc·alpha, then P·V on the weights.
+// CHECK: %[[ACC:.*]] = linalg.generic {{.*}} ins(%[[ROWS]]#2 : tensor<32xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[ROWS]]#3, %{{.*}} : tensor<32x32xf32>, tensor<32x16xf32>) outs(%[[ACC]] : tensor<32x16xf32>)
+func.func @f32_fused(%q: tensor<1x1x32x16xf32>, %k: tensor<1x1x32x16xf32>, %v: tensor<1x1x32x16xf32>) -> tensor<1x1x32x16xf32> {
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32> -> tensor<1x1x32x16xf32>
+  return %o : tensor<1x1x32x16xf32>
+}
+
+// -----
+
+// bf16, D = 32 (scale 1/sqrt(32), not folded into the bf16 Q): the fused
+// rows multiply each key vector by it as they read; the weights are
+// rounded (vcvtneps2bf16), two keys' interleaved, and written in pair
+// form [16 pairs, 2 x 32 rows]. With amx, 16 pairs' words are transposed
+// in registers (4 rounds of 16 shuffles) and written as P row-major in
+// keys [32 rows, 1 block, 32].
+// PAIRS-LABEL: func.func @bf16_fused
+// PAIRS: scf.for %[[I0:.*]] = %c0 to %c32 step %c16
+// PAIRS: vector.transfer_read %{{.*}}[%c0, %[[I0]]]{{.*}} : tensor<32x32xf32>, vector<32x16xf32>
+// PAIRS: arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
+// PAIRS: x86vector.avx512.cvt.packed.f32_to_bf16 %{{.*}} : vector<16xf32> -> vector<16xbf16>
+// PAIRS: vector.interleave %{{.*}}, %{{.*}} : vector<16xbf16> -> vector<32xbf16>
+// PAIRS-NOT: vector.shuffle
+// PAIRS: %[[COL:.*]] = arith.muli %[[I0]], %c2 : index
+// PAIRS: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %[[COL]]] {in_bounds = [true, true]} : vector<16x32xbf16>, tensor<16x64xbf16>
+// PAIRS: %[[PP:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2]] output_shape [16, 32, 2] : tensor<16x64xbf16> into tensor<16x32x2xbf16>
+// PAIRS: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel", "reduction"]} ins(%[[PP]], %{{.*}} : tensor<16x32x2xbf16>, tensor<16x32x2xbf16>)
+// AMX-LABEL: func.func @bf16_fused
+// AMX: scf.for %[[I0:.*]] = %c0 to %c32 step %c16
+// AMX-COUNT-64: vector.shuffle %{{.*}}, %{{.*}} {{\[}}{{.*}}] : vector<16xi32>, vector<16xi32>
+// AMX: vector.transfer_write %{{.*}}, %{{.*}}[%[[I0]], %c0, %c0] {in_bounds = [true, true, true]} : vector<16x1x32xbf16>, tensor<32x1x32xbf16>
+// AMX: %[[FLAT:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2]] : tensor<32x1x32xbf16> into tensor<32x32xbf16>
+// AMX: %[[PA:.*]] = tensor.expand_shape %[[FLAT]] {{\[}}[0], [1, 2]] output_shape [32, 16, 2] : tensor<32x32xbf16> into tensor<32x16x2xbf16>
+// AMX: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "reduction", "parallel", "reduction"]} ins(%[[PA]], %{{.*}} : tensor<32x16x2xbf16>, tensor<16x32x2xbf16>)
+func.func @bf16_fused(%q: tensor<1x1x32x32xbf16>, %k: tensor<1x1x32x32xbf16>, %v: tensor<1x1x32x32xbf16>) -> tensor<1x1x32x32xbf16> {
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x32x32xbf16>, tensor<1x1x32x32xbf16>, tensor<1x1x32x32xbf16> -> tensor<1x1x32x32xbf16>
+  return %o : tensor<1x1x32x32xbf16>
+}
+
+// -----
+
+// 24 query rows are not a multiple of 16: one linalg op per primitive.
+// CHECK-LABEL: func.func @rows_not_multiple
+// CHECK-NOT: vector.transfer_read
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+func.func @rows_not_multiple(%q: tensor<1x1x24x16xf32>, %k: tensor<1x1x32x16xf32>, %v: tensor<1x1x32x16xf32>) -> tensor<1x1x24x16xf32> {
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x24x16xf32>, tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32> -> tensor<1x1x24x16xf32>
+  return %o : tensor<1x1x24x16xf32>
+}

@@ -1,0 +1,63 @@
+// attn-cpu-approximate-math: exp of f32 vectors as an inline Cody-Waite
+// reduction and a degree-6 polynomial times 2^n (vscalefps on 16-lane
+// vectors with avx512, else the exponent field of 2^(n-1) times 2·e^r);
+// tanh of vectors as MLIR's approximation; scalars and other ops untouched.
+// RUN: attn-opt %s --attn-cpu-approximate-math | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-approximate-math=avx512 | FileCheck %s --check-prefix=AVX512
+
+// A vector<8xf32>: the clamp to [-87, 89] keeps NaN (select of an ordered
+// compare), Cody-Waite reduction, 6 FMAs of the polynomial, the exponent
+// field of 2^(n-1).
+// CHECK-LABEL: func.func @exp_vector8
+// CHECK: %[[LT:.*]] = arith.cmpf olt, %{{.*}}, %[[LO:.*]] : vector<8xf32>
+// CHECK: %[[X1:.*]] = arith.select %[[LT]], %[[LO]], %{{.*}} : vector<8xi1>, vector<8xf32>
+// CHECK: %[[GT:.*]] = arith.cmpf ogt, %[[X1]], %{{.*}} : vector<8xf32>
+// CHECK: %[[X:.*]] = arith.select %[[GT]]
+// CHECK: %[[T:.*]] = arith.mulf %[[X]], %{{.*}} : vector<8xf32>
+// CHECK: %[[N:.*]] = math.roundeven %[[T]] : vector<8xf32>
+// CHECK: %[[R1:.*]] = math.fma %[[N]], %{{.*}}, %[[X]] : vector<8xf32>
+// CHECK: %[[R:.*]] = math.fma %[[N]], %{{.*}}, %[[R1]] : vector<8xf32>
+// CHECK-COUNT-6: math.fma %{{.*}}, %[[R]], %{{.*}} : vector<8xf32>
+// CHECK: %[[K:.*]] = arith.fptosi %[[N]] : vector<8xf32> to vector<8xi32>
+// CHECK: %[[E:.*]] = arith.addi %[[K]], %{{.*}} : vector<8xi32>
+// CHECK: %[[BITS:.*]] = arith.shli %[[E]], %{{.*}} : vector<8xi32>
+// CHECK: %[[SCALE:.*]] = arith.bitcast %[[BITS]] : vector<8xi32> to vector<8xf32>
+// CHECK: arith.mulf %{{.*}}, %[[SCALE]] : vector<8xf32>
+// CHECK-NOT: math.exp
+// 8 lanes never take vscalefps (a 512-bit instruction here).
+// AVX512-LABEL: func.func @exp_vector8
+// AVX512-NOT: x86vector
+// AVX512: arith.bitcast %{{.*}} : vector<8xi32> to vector<8xf32>
+func.func @exp_vector8(%x: vector<8xf32>) -> vector<8xf32> {
+  %e = math.exp %x : vector<8xf32>
+  return %e : vector<8xf32>
+}
+
+// Without avx512 a 16-lane vector takes the exponent field too; with it,
+// vscalefps.
+// CHECK-LABEL: func.func @exp_vector
+// CHECK: arith.bitcast %{{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK-NOT: x86vector
+// AVX512-LABEL: func.func @exp_vector
+// AVX512: %[[N:.*]] = math.roundeven %{{.*}} : vector<16xf32>
+// AVX512: x86vector.avx512.mask.scalef %[[P:.*]], %[[N]], %[[P]], %{{.*}}, %{{.*}} : vector<16xf32>
+// AVX512-NOT: arith.bitcast
+func.func @exp_vector(%x: vector<16xf32>) -> vector<16xf32> {
+  %e = math.exp %x : vector<16xf32>
+  return %e : vector<16xf32>
+}
+
+// Scalars stay math ops (LLVM vectorizes their loops with libmvec); a
+// vector tanh (softcap) is approximated, f16 through f32; f64 is left.
+// CHECK-LABEL: func.func @others
+// CHECK: math.exp %{{.*}} : f32
+// CHECK: math.tanh %{{.*}} : f32
+// CHECK-NOT: math.tanh
+// CHECK: math.exp %{{.*}} : vector<4xf64>
+func.func @others(%x: f32, %y: vector<16xf16>, %z: vector<4xf64>) -> (f32, f32, vector<16xf16>, vector<4xf64>) {
+  %e = math.exp %x : f32
+  %t = math.tanh %x : f32
+  %tv = math.tanh %y : vector<16xf16>
+  %ed = math.exp %z : vector<4xf64>
+  return %e, %t, %tv, %ed : f32, f32, vector<16xf16>, vector<4xf64>
+}

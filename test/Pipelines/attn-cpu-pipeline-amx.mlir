@@ -1,0 +1,22 @@
+// attn-cpu-pipeline amx: bf16 attention to the LLVM dialect with its whole
+// tiles on AMX (the fused row softmax writing P row-major in keys, the
+// tile products of attn-cpu-vectorize-matmul, the amx dialect lowered by
+// convert-vector-to-llvm) and the exponent on vscalefps; without amx no
+// tile intrinsic remains.
+// RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx" | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot" | FileCheck %s --check-prefix=OFF
+// CHECK-LABEL: llvm.func @sdpa
+// CHECK-DAG: llvm.call_intrinsic "llvm.x86.tileloadd64.internal"
+// CHECK-DAG: llvm.call_intrinsic "llvm.x86.tdpbf16ps.internal"
+// CHECK-DAG: llvm.call_intrinsic "llvm.x86.tilezero.internal"
+// CHECK-DAG: llvm.call_intrinsic "llvm.x86.tilestored64.internal"
+// CHECK-DAG: llvm.call_intrinsic "llvm.x86.avx512.mask.scalef.ps.512"
+// CHECK-NOT: amx.
+// OFF-NOT: tdpbf16ps
+// OFF: llvm.x86.avx512bf16.dpbf16ps.512
+func.func @sdpa(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x128x64xbf16>,
+                %v: tensor<1x2x128x64xbf16>) -> tensor<1x2x64x64xbf16> {
+  %o = attn.sdpa %q, %k, %v
+      : tensor<1x2x64x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16> -> tensor<1x2x64x64xbf16>
+  return %o : tensor<1x2x64x64xbf16>
+}
