@@ -101,8 +101,10 @@ bench-dynamic: build pydeps
 # their own ($(PEERS_VENV)), installed on first use; BENCH_FLAGS=--quick
 # for a shorter grid.
 bench-peers: build torch-venv
-	@$(PEERS_VENV)/bin/python -c "import jax" 2>/dev/null || $(PEERS_VENV)/bin/pip install -q jax
-	$(PEERS_VENV)/bin/python benchmarks/bench_peers.py --build $(BUILD) $(BENCH_FLAGS)
+	@$(PEERS_VENV)/bin/python -c "import jax, matplotlib" 2>/dev/null || \
+	  $(PEERS_VENV)/bin/pip install -q jax matplotlib
+	$(PEERS_VENV)/bin/python benchmarks/bench_peers.py --build $(BUILD) \
+	  --plot docs/bench-peers.png $(BENCH_FLAGS)
 
 # A decode step over a long KV cache against the host's read bandwidth and
 # PyTorch (not a test); torch goes into $(PEERS_VENV) as for bench-peers.

@@ -15,7 +15,7 @@ Installs nothing: a peer that is not importable is skipped, and the report
 says so (`make bench-peers` installs them into a virtual environment).
 Usage: python3 benchmarks/bench_peers.py [--build build] [--quick]
        [--dtypes f32,bf16,f16] [--seqs 1024,2048,4096] [--dims 64,128]
-       [--iters N] [--rounds N] [--out FILE.md]
+       [--iters N] [--rounds N] [--out FILE.md] [--plot FILE.png]
 """
 import argparse
 import os
@@ -127,7 +127,7 @@ UNMEASURED = [("amx_bf16", "bf16 on AMX tiles (tdpbf16ps)"),
               ("avx512f", "16-lane AVX-512 FMA kernels")]
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--quick", action="store_true", help="T = 1024 and 2048 only")
@@ -138,20 +138,31 @@ def main():
                     "--quick: 1024,2048)")
     ap.add_argument("--dims", default="64,128", help="comma-separated head dims D")
     ap.add_argument("--out", help="also write the markdown table to this file")
+    ap.add_argument("--plot", help="also plot GFLOP/s per cell into this PNG (matplotlib)")
     args = ap.parse_args()
     args.bindir = os.path.join(args.build, "bin")
-    dtypes = [s for s in args.dtypes.split(",") if s]
+    args.dtypes = [s for s in args.dtypes.split(",") if s]
     try:
-        seqs = ([int(x) for x in args.seqs.split(",")] if args.seqs
-                else [1024, 2048] if args.quick else [1024, 2048, 4096])
-        dims = [int(x) for x in args.dims.split(",")]
+        args.seqs = ([int(x) for x in args.seqs.split(",")] if args.seqs
+                     else [1024, 2048] if args.quick else [1024, 2048, 4096])
+        args.dims = [int(x) for x in args.dims.split(",")]
     except ValueError:
         sys.exit("--seqs and --dims take comma-separated integers")
-    if any(dt not in DTYPES for dt in dtypes) or args.iters < 1 or args.rounds < 1 \
-            or min(seqs + dims) < 1:
+    if any(dt not in DTYPES for dt in args.dtypes) or args.iters < 1 or args.rounds < 1 \
+            or min(args.seqs + args.dims) < 1:
         sys.exit("--dtypes takes f32, bf16, f16; --iters, --rounds, --seqs and --dims "
                  "must be >= 1")
-    peers = Peers()
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            sys.exit("--plot needs matplotlib: pip install matplotlib")
+    return args
+
+
+def header(peers):
+    """The run's context: host, sgemm rate, peer versions, what is not
+    measured here; then the table's head."""
     model, feats, cores = cpu_features()
     lines = [f"Host: {model}, {cores} cores, features: {', '.join(feats) or 'none of note'}",
              f"numpy sgemm (2048^3) in this run: {sgemm_gflops():.0f} GFLOP/s"]
@@ -165,31 +176,66 @@ def main():
         lines.append(f"{name}: not installed, skipped ({why})")
     lines += [f"{what}: not measured on this host (no {flag})"
               for flag, what in UNMEASURED if flag not in feats]
-    lines += ["", "| dtype | D | T | causal | kernel | attn_mlir GFLOP/s | peer GFLOP/s "
-              "| attn_mlir / peer |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    return lines + ["", "| dtype | D | T | causal | kernel | attn_mlir GFLOP/s | peer GFLOP/s "
+                    "| attn_mlir / peer |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+
+def plot(cells, path):
+    """One panel per dtype: GFLOP/s of attn_mlir and of each peer per cell."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    dtypes = list(dict.fromkeys(c["dtype"] for c in cells))
+    fig, axes = plt.subplots(len(dtypes), 1, figsize=(11, 3.2 * len(dtypes)), squeeze=False)
+    for ax, dtype in zip(axes[:, 0], dtypes):
+        mine = [c for c in cells if c["dtype"] == dtype]
+        names = list(dict.fromkeys(n for c in mine for n in c["gflops"]))
+        width = 0.8 / len(names)
+        for k, name in enumerate(names):
+            ax.bar([i + k * width for i in range(len(mine))],
+                   [c["gflops"].get(name, 0) for c in mine], width, label=name)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(mine))])
+        ax.set_xticklabels([f"D{c['d']} T{c['t']}{' c' if c['causal'] else ''}" for c in mine],
+                           fontsize=7, rotation=30)
+        ax.set_ylabel("GFLOP/s")
+        ax.set_title(f"{dtype} ({mine[0]['kernel']}); B=1, H=8; c = causal", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    args = parse_args()
+    peers = Peers()
+    lines = header(peers)
     for line in lines:
         print(line, flush=True)
+    cells = []
     with tempfile.TemporaryDirectory() as tmp:
-        for dtype in dtypes:
-            for d in dims:
-                for t in seqs:
+        for dtype in args.dtypes:
+            for d in args.dims:
+                for t in args.seqs:
                     for causal in (False, True):
                         flops, med, kernel = measure(args, peers, tmp, 8, t, d, causal,
                                                      dtype)
-                        ours = flops / med["attn_mlir"] / 1e6
-                        peer_txt = ", ".join(f"{n} {flops / ms / 1e6:.0f}"
-                                             for n, ms in med.items() if n != "attn_mlir")
+                        gflops = {n: flops / ms / 1e6 for n, ms in med.items()}
+                        cells.append(dict(dtype=dtype, d=d, t=t, causal=causal,
+                                          kernel=kernel, gflops=gflops))
+                        peer_txt = ", ".join(f"{n} {g:.0f}" for n, g in gflops.items()
+                                             if n != "attn_mlir")
                         ratio_txt = ", ".join(f"{n} {ms / med['attn_mlir']:.2f}x"
                                               for n, ms in med.items() if n != "attn_mlir")
                         row = (f"| {dtype} | {d} | {t} | {'yes' if causal else 'no'} | "
-                               f"{kernel} | "
-                               f"{ours:.0f} | {peer_txt or 'none'} | {ratio_txt or 'none'} |")
+                               f"{kernel} | {gflops['attn_mlir']:.0f} | {peer_txt or 'none'} "
+                               f"| {ratio_txt or 'none'} |")
                         print(row, flush=True)
                         lines.append(row)
     lines += [f"{n} skipped for {dt}: {why}" for (n, dt), why in peers.failed.items()]
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")
+    if args.plot:
+        plot(cells, args.plot)
 
 
 if __name__ == "__main__":

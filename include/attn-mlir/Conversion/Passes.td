@@ -64,12 +64,12 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     `vcvtneps2bf16` and `vdpbf16ps` flush to zero).
 
     With `vector-width` W, a step whose score tile is static, with a
-    multiple of W rows and at most 256 keys, runs its row softmax fused
-    (`rowSoftmaxStep` on vectors of W rows, one row a lane): per vector of
-    rows the key vectors are read once (times the plain scale, which the
-    logits then leave out), reduced to m', exponentiated and summed to l'
-    in registers, and the weights written once: over the scores in f32,
-    or rounded to bf16 in pair form (`Pp`). Only the accumulator's update
+    multiple of W rows, runs its row softmax fused (`rowSoftmaxStep` on
+    vectors of W rows, one row a lane): per vector of rows, one loop over
+    the keys reduces m', a second exponentiates, sums l' and writes the
+    weights, a few keys' vectors at a time in registers (read times the
+    plain scale, which the logits then leave out): over the scores in
+    f32, or rounded to bf16 in pair form (`Pp`). Only the accumulator's update
     (`acc·alpha + P·V`) stays a linalg op on the whole tile.
 
     With `amx` too, a fused pair-form step whose query tile has a multiple

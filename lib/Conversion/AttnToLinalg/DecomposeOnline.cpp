@@ -303,12 +303,9 @@ static bool takesPairs(OnlineStepOp op, bool dot) {
          k.getDimSize(1) % 2 == 0;
 }
 
-/// The most keys whose vectors the fused row softmax holds at once.
-constexpr int64_t kMaxFusedKeys = 256;
-
 /// How a step's softmax runs: fused on vectors of `width` rows (and the
-/// form its P takes) when the score tile is static, its rows a multiple of
-/// the width and its keys at most kMaxFusedKeys; primitive by primitive
+/// form its P takes) when the score tile is static and its rows a multiple
+/// of the width; primitive by primitive
 /// otherwise (std::nullopt). A pair-form step takes the AMX operand form
 /// (RowPairs) when `amx` and its tiles are whole AMX tiles: rows a
 /// multiple of 16, the key block and D of 32, Dv of 16 (what
@@ -319,7 +316,7 @@ static std::optional<PForm> fusedForm(OnlineStepOp op, bool pairs, bool amx,
                    v = op.getValue().getType();
   int64_t rows = q.getDimSize(0), keys = k.getDimSize(0);
   if (width < 1 || ShapedType::isDynamic(rows) || rows % width ||
-      ShapedType::isDynamic(keys) || keys > kMaxFusedKeys)
+      ShapedType::isDynamic(keys))
     return std::nullopt;
   if (!pairs)
     return PForm::Scores;

@@ -1,11 +1,11 @@
 //===- FusedRowSoftmax.cpp - the CPU's row softmax on vectors ---*- C++ -*-===//
 //
-// rowSoftmaxStep (OnlineSoftmax.h) run on vectors of W rows: the CPU's
-// VectorRowsTileOps holds a score tile as the vectors of its keys, so the
-// shared algorithm reduces, exponentiates and sums them in registers; the
-// weights leave in one n-D write per vector of rows (f32 over the scores,
-// bf16 pairs, or bf16 row-major in keys with the pair words transposed in
-// registers).
+// rowSoftmaxStep (OnlineSoftmax.h) run on vectors of W rows, one row a
+// lane: per vector of rows, one loop over the keys reduces the row
+// maximum, a second exponentiates, sums and writes the weights (f32 over
+// the scores, bf16 pairs, or bf16 row-major in keys with the pair words
+// transposed in registers), a chunk of keys at a time so that a chunk's
+// vectors stay in registers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,9 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -24,13 +27,33 @@ using namespace mlir::attn::cpu;
 
 namespace {
 
+/// Where one vector of rows of a step reads its logits and writes its
+/// weights.
+struct RowsSite {
+  Value i0;      // the first of the W rows
+  Value pDest;   // the weights' tensor (Scores: the logits' own)
+  double factor; // the plain scale, applied where a logit is read
+  PForm form;
+  int64_t width; // rows per vector
+  int64_t chunk; // keys per iteration of the loops over the keys
+};
+
+Value writeRowWeights(OpBuilder &b, Location loc, ArrayRef<Value> p, Value dest,
+                      Value i0, Value j0, PForm form);
+
 /// The per-row half of a step (rowSoftmaxStep) on vectors of W rows, one
-/// row a lane: a score tile is the vectors of its keys, a per-row tile one
-/// vector. The reductions over keys are trees of element-wise ops. The
-/// logits and the accumulator stay with LinalgTileOps.
+/// row a lane: a per-row tile is one vector, a score tile the logits'
+/// tensor [KV, M], which every reduction and map runs over in a loop of
+/// `chunk` keys at a time (a chunk's vectors reduced as trees of
+/// independent ops), so no more than a chunk of keys is live in
+/// registers. mapScores writes its results as the weights (in the form
+/// P·V takes) and keeps their sum, which rowSum then returns: P is made,
+/// summed and written in one pass. The logits and the accumulator stay
+/// with LinalgTileOps.
 class VectorRowsTileOps : public TileOps {
 public:
-  VectorRowsTileOps(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+  VectorRowsTileOps(OpBuilder &b, Location loc, const RowsSite &site)
+      : b(b), loc(loc), site(site) {}
 
   Tile mapRows(ArrayRef<Tile> ins, const Tile &, ElementFn fn) override {
     SmallVector<Value> args;
@@ -39,22 +62,36 @@ public:
     return {fn(b, loc, args)};
   }
   Tile mapScores(const Tile &scores, const Tile &rows, ElementFn fn) override {
-    Tile out;
-    for (Value s : scores)
-      out.push_back(fn(b, loc, ValueRange{s, rows[0]}));
-    return out;
+    // Scores form: the weights overwrite the logits they come from.
+    bool inPlace = site.form == PForm::Scores;
+    Value from = scores[0];
+    auto loop = overKeys(
+        from, {zeroVector(), site.pDest},
+        [&](OpBuilder &lb, Location ll, Value j0, ValueRange iter) {
+          Tile p;
+          for (Value s : readChunk(lb, ll, inPlace ? iter[1] : from, j0))
+            p.push_back(fn(lb, ll, ValueRange{s, rows[0]}));
+          Value sum = add(lb, ll, iter[0], tree(lb, ll, p, add));
+          return SmallVector<Value>{
+              sum, writeRowWeights(lb, ll, p, iter[1], site.i0, j0, site.form)};
+        });
+    sums[loop.getResult(1)] = loop.getResult(0);
+    return {loop.getResult(1)};
   }
   Tile rowMax(const Tile &scores) override {
-    return {tree(scores, [&](Value x, Value y) -> Value {
-      return arith::MaxNumFOp::create(b, loc, x, y,
-                                      arith::FastMathFlags::reassoc);
-    })};
+    Value ninf = createF32Constant(b, loc, -INFINITY, zeroVector());
+    auto loop = overKeys(scores[0], {ninf},
+                         [&](OpBuilder &lb, Location ll, Value j0,
+                             ValueRange iter) -> SmallVector<Value> {
+                           Tile s = readChunk(lb, ll, scores[0], j0);
+                           return {max(lb, ll, iter[0], tree(lb, ll, s, max))};
+                         });
+    return {loop.getResult(0)};
   }
   Tile rowSum(const Tile &p, const Tile &init) override {
-    auto add = [&](Value x, Value y) -> Value {
-      return arith::AddFOp::create(b, loc, x, y, arith::FastMathFlags::reassoc);
-    };
-    return {add(init[0], tree(p, add))};
+    auto it = sums.find(p[0]);
+    assert(it != sums.end() && "rowSum of weights mapScores did not make");
+    return {add(b, loc, init[0], it->second)};
   }
   Tile mapScoreSites(
       const Tile &, bool,
@@ -70,16 +107,64 @@ public:
   }
 
 private:
+  using ChunkFn = function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
+                                                  ValueRange)>;
   OpBuilder &b;
   Location loc;
+  RowsSite site;
+  /// The sum of the weights each mapScores wrote, by the weights' tensor.
+  llvm::DenseMap<Value, Value> sums;
 
+  static Value max(OpBuilder &b, Location loc, Value x, Value y) {
+    return arith::MaxNumFOp::create(b, loc, x, y,
+                                    arith::FastMathFlags::reassoc);
+  }
+  static Value add(OpBuilder &b, Location loc, Value x, Value y) {
+    return arith::AddFOp::create(b, loc, x, y, arith::FastMathFlags::reassoc);
+  }
+  Value zeroVector() {
+    auto type = VectorType::get({site.width}, b.getF32Type());
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0)));
+  }
+  /// scf.for over the keys of `logits` [KV, M], `chunk` at a time.
+  scf::ForOp overKeys(Value logits, ValueRange init, ChunkFn body) {
+    auto idx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    int64_t kv = cast<RankedTensorType>(logits.getType()).getDimSize(0);
+    return scf::ForOp::create(
+        b, loc, idx(0), idx(kv), idx(site.chunk), init,
+        [&](OpBuilder &lb, Location ll, Value j0, ValueRange iter) {
+          scf::YieldOp::create(lb, ll, body(lb, ll, j0, iter));
+        });
+  }
+  /// The vectors of keys [j0, j0 + chunk) of this vector of rows, times
+  /// the plain scale.
+  Tile readChunk(OpBuilder &lb, Location ll, Value logits, Value j0) {
+    Type f32 = lb.getF32Type();
+    Value zero = createF32Constant(lb, ll, 0.0);
+    Value all = vector::TransferReadOp::create(
+        lb, ll, VectorType::get({site.chunk, site.width}, f32), logits,
+        ValueRange{j0, site.i0}, zero, ArrayRef<bool>{true, true});
+    Tile out;
+    for (int64_t j = 0; j < site.chunk; ++j) {
+      Value s = vector::ExtractOp::create(lb, ll, all, ArrayRef<int64_t>{j});
+      if (site.factor != 1.0)
+        s = arith::MulFOp::create(lb, ll, s,
+                                  createF32Constant(lb, ll, site.factor, s));
+      out.push_back(s);
+    }
+    return out;
+  }
   /// A pairwise tree of `op` over `v` (independent ops side by side).
-  Value tree(ArrayRef<Value> v, function_ref<Value(Value, Value)> op) {
+  static Value tree(OpBuilder &b, Location loc, ArrayRef<Value> v,
+                    Value (*op)(OpBuilder &, Location, Value, Value)) {
     SmallVector<Value> level(v);
     while (level.size() > 1) {
       SmallVector<Value> next;
       for (size_t k = 0; k + 1 < level.size(); k += 2)
-        next.push_back(op(level[k], level[k + 1]));
+        next.push_back(op(b, loc, level[k], level[k + 1]));
       if (level.size() % 2)
         next.push_back(level.back());
       level = std::move(next);
@@ -130,14 +215,13 @@ Value stackRows(OpBuilder &b, Location loc, ArrayRef<Value> rows,
   return v;
 }
 
-/// Writes the weights `p` (the KV vectors of rows [i0, i0 + W)) of one
-/// vector of rows into `dest` in `form`, as one n-D vector (one tensor
-/// write per vector of rows keeps bufferization's analysis small): Scores
-/// [KV, M] f32; Pairs [KV/2, 2M] bf16 (two keys' vectors rounded and
+/// Writes the weights `p` (the vectors of keys [j0, j0 + n) of rows
+/// [i0, i0 + W)) into `dest` in `form`, as one n-D vector: Scores [KV, M]
+/// f32; Pairs [KV/2, 2M] bf16 (two keys' vectors rounded and
 /// interleaved); RowPairs [M, KV/2W, 2W] bf16 (those words transposed per
-/// W x W block; W = 16).
+/// W x W block; W = 16, n a multiple of 2W).
 Value writeRowWeights(OpBuilder &b, Location loc, ArrayRef<Value> p, Value dest,
-                      Value i0, PForm form) {
+                      Value i0, Value j0, PForm form) {
   auto idx = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
@@ -147,21 +231,22 @@ Value writeRowWeights(OpBuilder &b, Location loc, ArrayRef<Value> p, Value dest,
         .getResult();
   };
   int64_t w = cast<VectorType>(p.front().getType()).getNumElements();
-  int64_t kv = p.size();
+  int64_t n = p.size();
   if (form == PForm::Scores)
-    return write(stackRows(b, loc, p, {kv, w}), {idx(0), i0});
+    return write(stackRows(b, loc, p, {n, w}), {j0, i0});
   auto half = VectorType::get({w}, b.getBF16Type());
   SmallVector<Value> pairs; // per pair of keys, vector<2W x bf16>
-  for (int64_t j = 0; j + 1 < kv; j += 2)
+  for (int64_t j = 0; j + 1 < n; j += 2)
     pairs.push_back(vector::InterleaveOp::create(
         b, loc, x86vector::CvtPackedF32ToBF16Op::create(b, loc, half, p[j]),
         x86vector::CvtPackedF32ToBF16Op::create(b, loc, half, p[j + 1])));
   if (form == PForm::Pairs)
-    return write(stackRows(b, loc, pairs, {kv / 2, 2 * w}),
-                 {idx(0), arith::MulIOp::create(b, loc, i0, idx(2))});
-  // RowPairs: block j0 of W pairs gives row r's pieces [j0 / W].
+    return write(stackRows(b, loc, pairs, {n / 2, 2 * w}),
+                 {arith::DivUIOp::create(b, loc, j0, idx(2)),
+                  arith::MulIOp::create(b, loc, i0, idx(2))});
+  // RowPairs: block k of W pairs gives row r's pieces [k].
   auto words = VectorType::get({w}, b.getI32Type());
-  int64_t blocks = kv / (2 * w);
+  int64_t blocks = n / (2 * w);
   SmallVector<Value> pieces(w * blocks);
   for (int64_t blk = 0; blk < blocks; ++blk) {
     SmallVector<Value> block;
@@ -173,7 +258,19 @@ Value writeRowWeights(OpBuilder &b, Location loc, ArrayRef<Value> p, Value dest,
           vector::BitCastOp::create(b, loc, pairs.front().getType(), row);
   }
   return write(stackRows(b, loc, pieces, {w, blocks, 2 * w}),
-               {i0, idx(0), idx(0)});
+               {i0, arith::DivUIOp::create(b, loc, j0, idx(2 * w)), idx(0)});
+}
+
+/// Keys per iteration of the loops over a tile of `kv` keys: enough
+/// independent vectors to hide latencies, few enough to stay in
+/// registers; a whole 2W x W block of pairs for RowPairs.
+int64_t keyChunk(int64_t kv, PForm form, int64_t width) {
+  if (form == PForm::RowPairs)
+    return 2 * width;
+  for (int64_t c : {8, 4, 2})
+    if (kv % c == 0)
+      return c;
+  return 1;
 }
 
 } // namespace
@@ -199,6 +296,7 @@ FusedRows mlir::attn::cpu::fuseRowSoftmax(OpBuilder &b, Location loc,
   Value alphaInit = tensor::EmptyOp::create(b, loc, {rows}, f32);
   auto vf32 = VectorType::get({width}, f32);
   Value zero = createF32Constant(b, loc, 0.0);
+  int64_t chunk = keyChunk(kv, form, width);
   auto loop = scf::ForOp::create(
       b, loc, idx(0), idx(rows), idx(width), ValueRange{m, l, alphaInit, pInit},
       [&](OpBuilder &lb, Location ll, Value i0, ValueRange iter) {
@@ -209,22 +307,8 @@ FusedRows mlir::attn::cpu::fuseRowSoftmax(OpBuilder &b, Location loc,
         // Scores form: the logits of these rows are still in the weights'
         // tensor (each vector of rows writes only its own columns).
         Value src = form == PForm::Scores ? iter[3] : logits;
-        // One read of all the keys' vectors (one tensor op per vector of
-        // rows, as for the writes).
-        Value all = vector::TransferReadOp::create(
-            lb, ll, VectorType::get({kv, width}, f32), src,
-            ValueRange{idx(0), i0}, zero, ArrayRef<bool>{true, true});
-        Tile scores;
-        for (int64_t j = 0; j < kv; ++j) {
-          Value s =
-              vector::ExtractOp::create(lb, ll, all, ArrayRef<int64_t>{j});
-          if (factor != 1.0)
-            s = arith::MulFOp::create(lb, ll, s,
-                                      createF32Constant(lb, ll, factor, s));
-          scores.push_back(s);
-        }
-        VectorRowsTileOps vt(lb, ll);
-        RowSoftmax r = rowSoftmaxStep(vt, e, scores, {read(iter[0], {i0})},
+        VectorRowsTileOps vt(lb, ll, {i0, iter[3], factor, form, width, chunk});
+        RowSoftmax r = rowSoftmaxStep(vt, e, {src}, {read(iter[0], {i0})},
                                       {read(iter[1], {i0})});
         SmallVector<Value> next;
         for (auto [k, v] :
@@ -233,7 +317,7 @@ FusedRows mlir::attn::cpu::fuseRowSoftmax(OpBuilder &b, Location loc,
                                                          ValueRange{i0},
                                                          ArrayRef<bool>{true})
                              .getResult());
-        next.push_back(writeRowWeights(lb, ll, r.p, iter[3], i0, form));
+        next.push_back(r.p[0]);
         scf::YieldOp::create(lb, ll, next);
       });
   Value p = loop.getResult(3);

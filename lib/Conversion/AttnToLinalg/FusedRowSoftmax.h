@@ -29,11 +29,11 @@ struct FusedRows {
 };
 
 /// rowSoftmaxStep on the transposed logits [KV, M] W rows at a time: per
-/// vector of rows, the KV key vectors are read (times `factor`, the plain
-/// scale left out of the logits), reduced, exponentiated and summed in
-/// registers, and the weights written once, in `form` (Scores: over the
-/// logits). One pass over the tile instead of one per primitive; the
-/// accumulator's half stays with the tile layout.
+/// vector of rows, a loop over the keys reduces the row maximum and a
+/// second exponentiates, sums and writes the weights in `form` (Scores:
+/// over the logits), each logit read times `factor` (the plain scale left
+/// out of the logits). Two passes over the tile instead of one per
+/// primitive; the accumulator's half stays with the tile layout.
 FusedRows fuseRowSoftmax(OpBuilder &b, Location loc, Value logits,
                          double factor, Exponent e, Value m, Value l,
                          PForm form, int64_t width);

@@ -1,8 +1,9 @@
 // attn-decompose-online vector-width=W: the row softmax of a static step
 // whose rows are a multiple of W runs fused on vectors of W rows (one row a
-// lane): one n-D read of the key vectors, rowSoftmaxStep in registers, one
-// n-D write of the weights (over the scores in f32, in pair form with
-// bf16-dot, row-major in keys with amx); only acc·alpha + P·V stays linalg.
+// lane), rowSoftmaxStep over the keys in two loops of a few keys' vectors
+// (the maximum; then exp, the sum and the weights written over the scores
+// in f32, in pair form with bf16-dot, row-major in keys with amx); only
+// acc·alpha + P·V stays linalg.
 // RUN: attn-opt %s -split-input-file --attn-tile="q-block=32 kv-block=32" --attn-decompose-online="vector-width=16" | FileCheck %s
 // RUN: attn-opt %s -split-input-file --attn-tile="q-block=32 kv-block=32" --attn-decompose-online="vector-width=16 bf16-dot" | FileCheck %s --check-prefix=PAIRS
 // RUN: attn-opt %s -split-input-file --attn-tile="q-block=32 kv-block=32" --attn-decompose-online="vector-width=16 bf16-dot amx" | FileCheck %s --check-prefix=AMX
@@ -11,24 +12,41 @@
 // NODOT: attn-decompose-online: amx needs bf16-dot (AMX tiles take the pair layout)
 // OFF-NOT: vector.transfer_read
 
-// f32, D = 16 (scale 1/4 folded into Qᵀ): per 16 rows, the 32 key vectors
-// are read at once, reduced to m', exponentiated (33 exps: 32 weights and
-// alpha), summed, and written back over the scores as one vector<32x16>.
+// f32, D = 16 (scale 1/4 folded into Qᵀ): per 16 rows, a loop over the 32
+// keys, 8 key vectors at a time, reduces the row maximum (7 maxnumf in a
+// tree, one into the carried maximum); alpha is exp(m - m'); a second loop
+// exponentiates 8 key vectors, adds them to the carried sum and writes
+// them back over the scores as one vector<8x16>; l' = l·alpha + the sum.
 // CHECK-LABEL: func.func @f32_fused
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]}
-// CHECK: %[[ROWS:.*]]:4 = scf.for %[[I0:.*]] = %c0 to %c32 step %c16 iter_args(%[[M:[^ ]*]] = %{{.*}}, %[[L:[^ ]*]] = %{{.*}}, %[[A:[^ ]*]] = %{{.*}}, %[[P:[^ ]*]] = %{{.*}})
-// CHECK: %[[ALL:.*]] = vector.transfer_read %[[P]][%c0, %[[I0]]], %{{.*}} {in_bounds = [true, true]} : tensor<32x32xf32>, vector<32x16xf32>
-// CHECK-COUNT-32: vector.extract %[[ALL]]
-// CHECK-COUNT-31: arith.maxnumf %{{.*}}, %{{.*}} fastmath<reassoc> : vector<16xf32>
-// CHECK-COUNT-33: math.exp %{{.*}} : vector<16xf32>
-// CHECK: vector.transfer_write %{{.*}}, %[[M]][%[[I0]]] {in_bounds = [true]} : vector<16xf32>, tensor<32xf32>
-// CHECK: vector.transfer_write %{{.*}}, %[[L]][%[[I0]]]
-// CHECK: vector.transfer_write %{{.*}}, %[[A]][%[[I0]]]
-// CHECK: vector.insert %{{.*}} [31] : vector<16xf32> into vector<32x16xf32>
-// CHECK: vector.transfer_write %{{.*}}, %[[P]][%c0, %[[I0]]] {in_bounds = [true, true]} : vector<32x16xf32>, tensor<32x32xf32>
+// CHECK: %[[S:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK: %[[ROWS:.*]]:4 = scf.for %[[I0:.*]] = %c0 to %c32 step %c16 iter_args(%[[M:[^ ]*]] = %{{.*}}, %[[L:[^ ]*]] = %{{.*}}, %[[A:[^ ]*]] = %{{.*}}, %[[P:[^ ]*]] = %[[S]])
+// CHECK: %[[MOLD:.*]] = vector.transfer_read %[[M]][%[[I0]]]
+// CHECK: %[[LOLD:.*]] = vector.transfer_read %[[L]][%[[I0]]]
+// CHECK: %[[BMAX:.*]] = scf.for %[[J0:.*]] = %c0 to %c32 step %c8 iter_args(%[[CARRY:.*]] = %{{.*}}) -> (vector<16xf32>)
+// CHECK: %[[CHUNK:.*]] = vector.transfer_read %[[P]][%[[J0]], %[[I0]]], %{{.*}} {in_bounds = [true, true]} : tensor<32x32xf32>, vector<8x16xf32>
+// CHECK-COUNT-8: vector.extract %[[CHUNK]]
+// CHECK-COUNT-7: arith.maxnumf %{{.*}}, %{{.*}} fastmath<reassoc> : vector<16xf32>
+// CHECK: %[[NEXT:.*]] = arith.maxnumf %[[CARRY]], %{{.*}} fastmath<reassoc>
+// CHECK: scf.yield %[[NEXT]] : vector<16xf32>
+// CHECK: %[[ALPHA:.*]] = math.exp %{{.*}} : vector<16xf32>
+// CHECK: %[[MNEW:.*]] = arith.maxnumf %[[MOLD]], %[[BMAX]] : vector<16xf32>
+// CHECK: %[[SUM:.*]]:2 = scf.for %[[J1:.*]] = %c0 to %c32 step %c8 iter_args(%[[ACC:.*]] = %{{.*}}, %[[PT:.*]] = %[[P]]) -> (vector<16xf32>, tensor<32x32xf32>)
+// CHECK: vector.transfer_read %[[PT]][%[[J1]], %[[I0]]]
+// CHECK-COUNT-8: math.exp %{{.*}} : vector<16xf32>
+// CHECK-COUNT-7: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc> : vector<16xf32>
+// CHECK: %[[SNEXT:.*]] = arith.addf %[[ACC]], %{{.*}} fastmath<reassoc>
+// CHECK: vector.insert %{{.*}} [7] : vector<16xf32> into vector<8x16xf32>
+// CHECK: %[[PW:.*]] = vector.transfer_write %{{.*}}, %[[PT]][%[[J1]], %[[I0]]] {in_bounds = [true, true]} : vector<8x16xf32>, tensor<32x32xf32>
+// CHECK: scf.yield %[[SNEXT]], %[[PW]]
+// CHECK: %[[LA:.*]] = arith.mulf %[[LOLD]], %[[ALPHA]]
+// CHECK: %[[LNEW:.*]] = arith.addf %[[LA]], %[[SUM]]#0 fastmath<reassoc>
+// CHECK: vector.transfer_write %[[MNEW]], %[[M]][%[[I0]]] {in_bounds = [true]} : vector<16xf32>, tensor<32xf32>
+// CHECK: vector.transfer_write %[[LNEW]], %[[L]][%[[I0]]]
+// CHECK: vector.transfer_write %[[ALPHA]], %[[A]][%[[I0]]]
+// CHECK: scf.yield {{.*}}, %[[SUM]]#1
 // The accumulator: acc·alpha, then P·V on the weights.
-// CHECK: %[[ACC:.*]] = linalg.generic {{.*}} ins(%[[ROWS]]#2 : tensor<32xf32>)
-// CHECK: linalg.generic {{.*}} ins(%[[ROWS]]#3, %{{.*}} : tensor<32x32xf32>, tensor<32x16xf32>) outs(%[[ACC]] : tensor<32x16xf32>)
+// CHECK: %[[ACCA:.*]] = linalg.generic {{.*}} ins(%[[ROWS]]#2 : tensor<32xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[ROWS]]#3, %{{.*}} : tensor<32x32xf32>, tensor<32x16xf32>) outs(%[[ACCA]] : tensor<32x16xf32>)
 func.func @f32_fused(%q: tensor<1x1x32x16xf32>, %k: tensor<1x1x32x16xf32>, %v: tensor<1x1x32x16xf32>) -> tensor<1x1x32x16xf32> {
   %o = attn.sdpa %q, %k, %v : tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32> -> tensor<1x1x32x16xf32>
   return %o : tensor<1x1x32x16xf32>
@@ -39,24 +57,31 @@ func.func @f32_fused(%q: tensor<1x1x32x16xf32>, %k: tensor<1x1x32x16xf32>, %v: t
 // bf16, D = 32 (scale 1/sqrt(32), not folded into the bf16 Q): the fused
 // rows multiply each key vector by it as they read; the weights are
 // rounded (vcvtneps2bf16), two keys' interleaved, and written in pair
-// form [16 pairs, 2 x 32 rows]. With amx, 16 pairs' words are transposed
-// in registers (4 rounds of 16 shuffles) and written as P row-major in
-// keys [32 rows, 1 block, 32].
+// form [16 pairs, 2 x 32 rows], 4 pairs per 8 keys. With amx, the loops
+// take 32 keys at a time: their 16 pairs' words are transposed in
+// registers (4 rounds of 16 shuffles) and written as P row-major in keys
+// [32 rows, 1 block, 32].
 // PAIRS-LABEL: func.func @bf16_fused
 // PAIRS: scf.for %[[I0:.*]] = %c0 to %c32 step %c16
-// PAIRS: vector.transfer_read %{{.*}}[%c0, %[[I0]]]{{.*}} : tensor<32x32xf32>, vector<32x16xf32>
+// PAIRS: scf.for %{{.*}} = %c0 to %c32 step %c8 iter_args({{.*}}) -> (vector<16xf32>)
+// PAIRS: vector.transfer_read %{{.*}}[%{{.*}}, %[[I0]]]{{.*}} : tensor<32x32xf32>, vector<8x16xf32>
 // PAIRS: arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
+// PAIRS: scf.for %[[J:.*]] = %c0 to %c32 step %c8 iter_args({{.*}}) -> (vector<16xf32>, tensor<16x64xbf16>)
 // PAIRS: x86vector.avx512.cvt.packed.f32_to_bf16 %{{.*}} : vector<16xf32> -> vector<16xbf16>
 // PAIRS: vector.interleave %{{.*}}, %{{.*}} : vector<16xbf16> -> vector<32xbf16>
 // PAIRS-NOT: vector.shuffle
+// PAIRS: %[[ROW:.*]] = arith.divui %[[J]], %c2 : index
 // PAIRS: %[[COL:.*]] = arith.muli %[[I0]], %c2 : index
-// PAIRS: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %[[COL]]] {in_bounds = [true, true]} : vector<16x32xbf16>, tensor<16x64xbf16>
+// PAIRS: vector.transfer_write %{{.*}}, %{{.*}}[%[[ROW]], %[[COL]]] {in_bounds = [true, true]} : vector<4x32xbf16>, tensor<16x64xbf16>
 // PAIRS: %[[PP:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2]] output_shape [16, 32, 2] : tensor<16x64xbf16> into tensor<16x32x2xbf16>
 // PAIRS: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel", "reduction"]} ins(%[[PP]], %{{.*}} : tensor<16x32x2xbf16>, tensor<16x32x2xbf16>)
 // AMX-LABEL: func.func @bf16_fused
 // AMX: scf.for %[[I0:.*]] = %c0 to %c32 step %c16
+// AMX: scf.for %{{.*}} = %c0 to %c32 step %c32 iter_args({{.*}}) -> (vector<16xf32>)
+// AMX: scf.for %[[J:.*]] = %c0 to %c32 step %c32 iter_args({{.*}}) -> (vector<16xf32>, tensor<32x1x32xbf16>)
 // AMX-COUNT-64: vector.shuffle %{{.*}}, %{{.*}} {{\[}}{{.*}}] : vector<16xi32>, vector<16xi32>
-// AMX: vector.transfer_write %{{.*}}, %{{.*}}[%[[I0]], %c0, %c0] {in_bounds = [true, true, true]} : vector<16x1x32xbf16>, tensor<32x1x32xbf16>
+// AMX: %[[BLK:.*]] = arith.divui %[[J]], %c32 : index
+// AMX: vector.transfer_write %{{.*}}, %{{.*}}[%[[I0]], %[[BLK]], %c0] {in_bounds = [true, true, true]} : vector<16x1x32xbf16>, tensor<32x1x32xbf16>
 // AMX: %[[FLAT:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2]] : tensor<32x1x32xbf16> into tensor<32x32xbf16>
 // AMX: %[[PA:.*]] = tensor.expand_shape %[[FLAT]] {{\[}}[0], [1, 2]] output_shape [32, 16, 2] : tensor<32x32xbf16> into tensor<32x16x2xbf16>
 // AMX: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "reduction", "parallel", "reduction"]} ins(%[[PA]], %{{.*}} : tensor<32x16x2xbf16>, tensor<16x32x2xbf16>)
