@@ -285,9 +285,6 @@ static bool hostHas(llvm::StringRef feature) {
   return it != features.end() && it->second;
 }
 
-/// Whether this machine has AMX tiles with bf16 products.
-static bool hostHasAmx() { return hostHas("amx-tile") && hostHas("amx-bf16"); }
-
 /// Whether `module` (in the LLVM dialect) calls an intrinsic named
 /// `prefix`...
 static bool callsIntrinsic(ModuleOp module, StringRef prefix) {
@@ -307,11 +304,20 @@ struct CpuKernels {
   int64_t vectorWidth;
   bool bf16Dot, amx;
 
-  static CpuKernels forHost(const CompileOptions &o) {
+  /// What this machine can run: every kernel it has the features for.
+  static CpuKernels host() {
     bool avx512 = hostHas("avx512f");
-    bool bf16Dot = o.bf16Dot.value_or(avx512 && hostHas("avx512bf16"));
-    return {avx512 ? 16 : 8, bf16Dot,
-            o.amx.value_or(bf16Dot && avx512 && hostHasAmx())};
+    bool bf16Dot = avx512 && hostHas("avx512bf16");
+    bool amx = hostHas("amx-tile") && hostHas("amx-bf16");
+    return {avx512 ? 16 : 8, bf16Dot, bf16Dot && amx};
+  }
+  /// The kernels `o` asks for, the host's where it leaves them unset
+  /// (checkOptions refused what the host cannot run).
+  static CpuKernels forHost(const CompileOptions &o) {
+    CpuKernels k = host();
+    k.bf16Dot = o.bf16Dot.value_or(k.bf16Dot);
+    k.amx = o.amx.value_or(k.bf16Dot && k.amx);
+    return k;
   }
   /// The metadata record of the CPU features the kernels of `module` (in
   /// the LLVM dialect) need (Format.h), in the runtime's names: avx512bf16
@@ -597,15 +603,13 @@ static int checkOptions(const CompileOptions &o) {
                 "--target=cuda use tiled, llvm-dialect, ptx, cubin or so");
   if (!cuda && (o.emit == Emit::PTX || o.emit == Emit::Cubin))
     return fail("--emit=ptx and --emit=cubin need --target=cuda");
-  if (!cuda && o.bf16Dot.value_or(false) &&
-      !(hostHas("avx512f") && hostHas("avx512bf16")))
+  CpuKernels host = CpuKernels::host();
+  if (!cuda && o.bf16Dot.value_or(false) && !host.bf16Dot)
     return fail("--bf16-dot needs AVX-512 and avx512_bf16, and this machine "
                 "lacks one of them: CPU artifacts are built for the machine "
                 "that compiles them (-march=native); compile without "
                 "--bf16-dot");
-  if (!cuda && o.amx.value_or(false) &&
-      !(o.bf16Dot.value_or(hostHas("avx512bf16")) && hostHas("avx512f") &&
-        hostHasAmx()))
+  if (!cuda && o.amx.value_or(false) && !(host.amx && o.bf16Dot.value_or(true)))
     return fail("--amx needs AMX-BF16, AVX-512 and bf16 dot products "
                 "(--bf16-dot), and this machine lacks one of them or "
                 "--bf16-dot=false was given: CPU artifacts are built for the "

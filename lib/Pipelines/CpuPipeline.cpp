@@ -3,8 +3,8 @@
 // Stage contract (each stage verifies on its own):
 //   attn-decompose-mha      no attn.mha remains
 //   attn-tile               attn.sdpa -> scf.forall/scf.for of
-//   attn.online_step,
-//                           online_merge, online_finish (backend-neutral),
+//                           attn.online_step, online_merge, online_finish
+//                           (backend-neutral),
 //                           checked by attn-verify-tiled
 //   attn-decompose-online   the tile-level ops -> linalg on tensors (bf16
 //                           steps in pair form with bf16-dot, P row-major

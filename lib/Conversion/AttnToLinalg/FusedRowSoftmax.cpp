@@ -31,6 +31,7 @@ namespace {
 /// weights.
 struct RowsSite {
   Value i0;      // the first of the W rows
+  Value like;    // a vector of W f32 (constants take its type)
   Value pDest;   // the weights' tensor (Scores: the logits' own)
   double factor; // the plain scale, applied where a logit is read
   PForm form;
@@ -66,7 +67,7 @@ public:
     bool inPlace = site.form == PForm::Scores;
     Value from = scores[0];
     auto loop = overKeys(
-        from, {zeroVector(), site.pDest},
+        from, {createF32Constant(b, loc, 0.0, site.like), site.pDest},
         [&](OpBuilder &lb, Location ll, Value j0, ValueRange iter) {
           Tile p;
           for (Value s : readChunk(lb, ll, inPlace ? iter[1] : from, j0))
@@ -79,7 +80,7 @@ public:
     return {loop.getResult(1)};
   }
   Tile rowMax(const Tile &scores) override {
-    Value ninf = createF32Constant(b, loc, -INFINITY, zeroVector());
+    Value ninf = createF32Constant(b, loc, -INFINITY, site.like);
     auto loop = overKeys(scores[0], {ninf},
                          [&](OpBuilder &lb, Location ll, Value j0,
                              ValueRange iter) -> SmallVector<Value> {
@@ -121,11 +122,6 @@ private:
   }
   static Value add(OpBuilder &b, Location loc, Value x, Value y) {
     return arith::AddFOp::create(b, loc, x, y, arith::FastMathFlags::reassoc);
-  }
-  Value zeroVector() {
-    auto type = VectorType::get({site.width}, b.getF32Type());
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0)));
   }
   /// scf.for over the keys of `logits` [KV, M], `chunk` at a time.
   scf::ForOp overKeys(Value logits, ValueRange init, ChunkFn body) {
@@ -307,9 +303,11 @@ FusedRows mlir::attn::cpu::fuseRowSoftmax(OpBuilder &b, Location loc,
         // Scores form: the logits of these rows are still in the weights'
         // tensor (each vector of rows writes only its own columns).
         Value src = form == PForm::Scores ? iter[3] : logits;
-        VectorRowsTileOps vt(lb, ll, {i0, iter[3], factor, form, width, chunk});
-        RowSoftmax r = rowSoftmaxStep(vt, e, {src}, {read(iter[0], {i0})},
-                                      {read(iter[1], {i0})});
+        Value mOld = read(iter[0], {i0});
+        VectorRowsTileOps vt(lb, ll,
+                             {i0, mOld, iter[3], factor, form, width, chunk});
+        RowSoftmax r =
+            rowSoftmaxStep(vt, e, {src}, {mOld}, {read(iter[1], {i0})});
         SmallVector<Value> next;
         for (auto [k, v] :
              llvm::enumerate(SmallVector<Value>{r.m[0], r.l[0], r.alpha[0]}))

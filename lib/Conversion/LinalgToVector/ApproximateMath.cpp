@@ -42,17 +42,14 @@ struct ExpPolynomial : OpRewritePattern<math::ExpOp> {
 
   LogicalResult matchAndRewrite(math::ExpOp op,
                                 PatternRewriter &rewriter) const override {
-    Type type = op.getType();
-    if (!isa<VectorType>(type) || !getElementTypeOrSelf(type).isF32())
+    auto vec = dyn_cast<VectorType>(op.getType());
+    if (!vec || !vec.getElementType().isF32())
       return rewriter.notifyMatchFailure(op, "not a vector of f32");
     Location loc = op.getLoc();
-    auto vec = dyn_cast<VectorType>(type);
     auto cst = [&](double v) -> Value {
-      FloatAttr f = rewriter.getF32FloatAttr(v);
-      return vec ? arith::ConstantOp::create(rewriter, loc,
-                                             DenseElementsAttr::get(vec, f))
-                       .getResult()
-                 : arith::ConstantOp::create(rewriter, loc, f).getResult();
+      return arith::ConstantOp::create(
+          rewriter, loc,
+          DenseElementsAttr::get(vec, rewriter.getF32FloatAttr(v)));
     };
     // select(x < lo, lo, x) and select(x > hi, hi, x): NaN passes (one
     // vmaxps / vminps each).
@@ -72,7 +69,7 @@ struct ExpPolynomial : OpRewritePattern<math::ExpOp> {
     auto fma = [&](Value a, Value b, Value c) -> Value {
       return math::FmaOp::create(rewriter, loc, a, b, c);
     };
-    bool scalef = avx512 && vec && vec.getNumElements() == 16;
+    bool scalef = avx512 && vec.getNumElements() == 16;
     Value x = clamp(op.getOperand(), scalef ? -104.0 : -87.0, 89.0);
     Value n = math::RoundEvenOp::create(
         rewriter, loc,
@@ -94,26 +91,21 @@ struct ExpPolynomial : OpRewritePattern<math::ExpOp> {
           rewriter, loc, rewriter.getI32IntegerAttr(4));
       // The op's operands go to llvm.x86.avx512.mask.scalef.ps.512 in
       // order: (a, b, passthrough, mask, rounding), a · 2^floor(b).
-      result = x86vector::MaskScaleFOp::create(rewriter, loc, type, p, n, p,
+      result = x86vector::MaskScaleFOp::create(rewriter, loc, vec, p, n, p,
                                                allLanes, currentRounding);
     } else {
-      Type i32 = vec ? Type(vec.clone(rewriter.getI32Type()))
-                     : Type(rewriter.getI32Type());
+      VectorType i32 = vec.clone(rewriter.getI32Type());
       auto icst = [&](int64_t v) -> Value {
-        IntegerAttr a = rewriter.getI32IntegerAttr(v);
-        return vec ? arith::ConstantOp::create(
-                         rewriter, loc,
-                         DenseElementsAttr::get(cast<ShapedType>(i32), a))
-                         .getResult()
-                   : arith::ConstantOp::create(rewriter, loc, a).getResult();
+        return arith::ConstantOp::create(
+            rewriter, loc,
+            DenseElementsAttr::get(i32, rewriter.getI32IntegerAttr(v)));
       };
       Value k = arith::FPToSIOp::create(rewriter, loc, i32, n);
       Value bits = arith::ShLIOp::create(
           rewriter, loc, arith::AddIOp::create(rewriter, loc, k, icst(126)),
           icst(23));
       result = arith::MulFOp::create(
-          rewriter, loc, p,
-          arith::BitcastOp::create(rewriter, loc, type, bits));
+          rewriter, loc, p, arith::BitcastOp::create(rewriter, loc, vec, bits));
     }
     rewriter.replaceOp(op, result);
     return success();
