@@ -16,6 +16,10 @@ for f in "$here"/test/Integration/cuda/*.mlir; do
   flags=$(grep -o 'target=cuda[^"]*' "$f" | sed 's/target=cuda//')
   "$bin/attn-compile" "$f" --target=cuda --chip="$chip" $flags \
     -o "$out/check/$(basename "$f" .mlir).so"
+  # A dynamic-shape case: the sizes to run it at, one `// DIMS:` line each.
+  if grep -q '^// DIMS:' "$f"; then
+    sed -n 's|^// DIMS: *||p' "$f" > "$out/check/$(basename "$f" .mlir).dims"
+  fi
 done
 for d in 64 128; do
   h=$((2048 / d))

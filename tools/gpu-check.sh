@@ -41,13 +41,23 @@ say "| case | result |"
 say "| --- | --- |"
 fails=0
 for so in "$art"/check/*.so; do
-  name=$(basename "$so" .so)
-  out=$(timeout 120 "$run" "$so" --device cuda --check --seed 7 2>&1)
-  rc=$?
-  echo "== $name (rc $rc)" >> "$log"; echo "$out" >> "$log"
-  verdict=$(echo "$out" | grep '^check' | sed 's/^check //' | tr '\n' ';')
-  [ $rc -eq 0 ] || fails=$((fails + 1))
-  say "| $name | $([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc") ${verdict:-$(echo "$out" | tail -1)} |"
+  base=$(basename "$so" .so)
+  # A dynamic-shape artifact runs at each size of its .dims file.
+  dims="${so%.so}.dims"
+  if [ -f "$dims" ]; then sizes=$(cat "$dims"); else sizes="-"; fi
+  while read -r size; do
+    flags=""; name=$base
+    if [ "$size" != "-" ]; then
+      for d in $size; do flags="$flags --dim $d"; done
+      name="$base ($size)"
+    fi
+    out=$(timeout 120 "$run" "$so" --device cuda --check --seed 7 $flags 2>&1)
+    rc=$?
+    echo "== $name (rc $rc)" >> "$log"; echo "$out" >> "$log"
+    verdict=$(echo "$out" | grep '^check' | sed 's/^check //' | tr '\n' ';')
+    [ $rc -eq 0 ] || fails=$((fails + 1))
+    say "| $name | $([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc") ${verdict:-$(echo "$out" | tail -1)} |"
+  done <<< "$sizes"
 done
 say ""
 say "correctness: $fails failing case(s)"

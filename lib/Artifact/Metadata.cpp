@@ -287,8 +287,8 @@ static void writeAttentionRecord(llvm::raw_ostream &os, StringRef kind,
      << (op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0) << "\n";
 }
 
-LogicalResult attn::describeEntries(
-    ModuleOp module, std::vector<std::pair<std::string, std::string>> &chunks) {
+LogicalResult attn::describeEntries(ModuleOp module,
+                                    std::vector<EntryRecords> &chunks) {
   int entries = 0;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal())
@@ -296,8 +296,9 @@ LogicalResult attn::describeEntries(
     ++entries;
     if (failed(checkCallable(func)))
       return failure();
-    chunks.push_back({func.getName().str(), ""});
-    llvm::raw_string_ostream os(chunks.back().second);
+    chunks.push_back({func.getName().str(), "", {}});
+    llvm::raw_string_ostream os(chunks.back().text);
+    std::vector<std::vector<std::string>> &argDims = chunks.back().dimNames;
     os << "entry " << func.getName() << "\n";
     // A graph that is one attention op on the function's arguments, in
     // order, can be checked by attn-run against its fp64 reference.
@@ -341,10 +342,13 @@ LogicalResult attn::describeEntries(
                 "relations); give this op static shapes";
     // DIMS: each dimension its size, or the name of a dynamic one.
     auto writeShape = [&](Value v, RankedTensorType t) {
-      for (int64_t d = 0; d < t.getRank(); ++d)
+      std::vector<std::string> &names = argDims.emplace_back();
+      for (int64_t d = 0; d < t.getRank(); ++d) {
+        names.push_back(t.isDynamicDim(d) ? dims.nameOf(v, d) : "");
         os << (d ? "," : "")
-           << (t.isDynamicDim(d) ? dims.nameOf(v, d)
+           << (t.isDynamicDim(d) ? names.back()
                                  : std::to_string(t.getDimSize(d)));
+      }
       os << "\n";
     };
     for (auto [i, arg] : llvm::enumerate(func.getArguments())) {

@@ -52,6 +52,7 @@
 
 using namespace mlir;
 using namespace mlir::attn::driver;
+using mlir::attn::EntryRecords;
 
 static std::optional<int64_t> constantInt(Value v) {
   APInt value;
@@ -87,21 +88,56 @@ struct Images {
 using ::attn::format::kMaxBuffers;
 using ::attn::format::kMaxKernels;
 
-/// The `kernel` record of `launch`, whose operands are the buffers `ids`.
+/// How a kernel record names host value `v` (see Artifact/Format.h): "N"
+/// for a constant, "NAME" for a dynamic dimension of an entry argument
+/// (memref.dim; `argDims` names them, per argument and dimension), and
+/// "NAME/N" for its ceiling division by a constant (a grid size). Empty
+/// for anything else.
+static std::string describeSize(Value v,
+                                ArrayRef<std::vector<std::string>> argDims) {
+  if (auto c = constantInt(v))
+    return std::to_string(*c);
+  if (auto div = v.getDefiningOp<arith::CeilDivUIOp>()) {
+    std::string name = describeSize(div.getLhs(), argDims);
+    auto by = constantInt(div.getRhs());
+    bool isName = !name.empty() && !llvm::isDigit(name[0]) &&
+                  name.find('/') == std::string::npos;
+    return isName && by && *by >= 1 ? name + "/" + std::to_string(*by) : "";
+  }
+  auto dim = v.getDefiningOp<memref::DimOp>();
+  auto arg = dim ? dyn_cast<BlockArgument>(dim.getSource()) : BlockArgument();
+  std::optional<int64_t> d = dim ? dim.getConstantIndex() : std::nullopt;
+  if (!arg || !d || arg.getArgNumber() >= argDims.size() ||
+      static_cast<size_t>(*d) >= argDims[arg.getArgNumber()].size())
+    return "";
+  return argDims[arg.getArgNumber()][*d];
+}
+
+/// The `kernel` record of `launch`, whose operands are the buffers `ids`
+/// and sizes of the entry arguments (named by `argDims`).
 static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
                                     const DenseMap<Value, int64_t> &ids,
+                                    ArrayRef<std::vector<std::string>> argDims,
                                     Images &images, llvm::raw_ostream &os) {
-  SmallVector<int64_t> d;
+  SmallVector<std::string> grid;
   for (Value v : {launch.getGridSizeX(), launch.getGridSizeY(),
-                  launch.getGridSizeZ(), launch.getBlockSizeX(),
-                  launch.getBlockSizeY(), launch.getBlockSizeZ()}) {
-    auto c = constantInt(v);
-    if (!c)
-      return launch.emitError("the launch configuration must be constant");
-    if (*c < 1)
+                  launch.getGridSizeZ()}) {
+    grid.push_back(describeSize(v, argDims));
+    if (grid.back().empty())
+      return launch.emitError("a grid size must be a constant or a dynamic "
+                              "dimension of an entry argument, divided by a "
+                              "constant");
+    if (constantInt(v) && *constantInt(v) < 1)
       return launch.emitError("a kernel of the CUDA entry has an empty "
                               "launch: empty tensors are not supported");
-    d.push_back(*c);
+  }
+  SmallVector<int64_t> block;
+  for (Value v : {launch.getBlockSizeX(), launch.getBlockSizeY(),
+                  launch.getBlockSizeZ()}) {
+    auto c = constantInt(v);
+    if (!c || *c < 1)
+      return launch.emitError("the block size must be a positive constant");
+    block.push_back(*c);
   }
   std::optional<int64_t> smem = 0;
   if (Value s = launch.getDynamicSharedMemorySize())
@@ -110,11 +146,17 @@ static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
     return launch.emitError("the shared memory size must be constant");
   std::string args;
   for (Value operand : launch.getKernelOperands()) {
-    auto it = ids.find(operand);
-    if (it == ids.end())
-      return launch.emitError("kernel operands must be entry arguments or "
-                              "device buffers of the host code");
-    args += (args.empty() ? "" : ",") + std::to_string(it->second);
+    std::string arg;
+    if (auto it = ids.find(operand); it != ids.end())
+      arg = std::to_string(it->second);
+    else if (operand.getType().isIndex())
+      arg = describeSize(operand, argDims);
+    if (arg.empty() || arg.find('/') != std::string::npos ||
+        (operand.getType().isIndex() && llvm::isDigit(arg[0])))
+      return launch.emitError("kernel operands must be entry arguments, "
+                              "device buffers of the host code, or dynamic "
+                              "dimensions of entry arguments");
+    args += (args.empty() ? "" : ",") + arg;
   }
   auto binary = SymbolTable::lookupNearestSymbolFrom<gpu::BinaryOp>(
       launch, launch.getKernelModuleName());
@@ -122,11 +164,11 @@ static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
     return launch.emitError("no serialized kernel (gpu.binary) for ")
            << launch.getKernelModuleName();
   auto &[symbol, bytes] = images.symbolsAndBytes[images.of(binary)];
-  os << "kernel " << launch.getKernelName().getValue() << " grid=" << d[0]
-     << "," << d[1] << "," << d[2] << " block=" << d[3] << "," << d[4] << ","
-     << d[5] << " smem=" << *smem << " args=" << args << " image=" << symbol
-     << " format=" << (images.ptx ? "ptx" : "cubin") << " size=" << bytes.size()
-     << "\n";
+  os << "kernel " << launch.getKernelName().getValue() << " grid=" << grid[0]
+     << "," << grid[1] << "," << grid[2] << " block=" << block[0] << ","
+     << block[1] << "," << block[2] << " smem=" << *smem << " args=" << args
+     << " image=" << symbol << " format=" << (images.ptx ? "ptx" : "cubin")
+     << " size=" << bytes.size() << "\n";
   return success();
 }
 
@@ -135,11 +177,16 @@ static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
 /// after the arguments; reshapes alias their source) and `kernel` per
 /// gpu.launch_func (see Artifact/Format.h).
 static LogicalResult describeKernels(ModuleOp module,
+                                     ArrayRef<EntryRecords> entries,
                                      std::map<std::string, std::string> &lines,
                                      Images &images) {
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal())
       continue;
+    const EntryRecords *entry = llvm::find_if(
+        entries, [&](const EntryRecords &e) { return e.name == func.getName(); });
+    if (entry == entries.end())
+      return func.emitError("no metadata for this entry");
     DenseMap<Value, int64_t> ids;
     for (BlockArgument a : func.getArguments())
       ids[a] = a.getArgNumber();
@@ -162,7 +209,8 @@ static LogicalResult describeKernels(ModuleOp module,
                     "describes: split the graph into several functions";
         ids[alloc] = next++;
         os << "buffer bytes=" << bytes << "\n";
-      } else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(op)) {
+      } else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                     memref::ReinterpretCastOp>(op)) {
         auto it = ids.find(op.getOperand(0));
         if (it == ids.end())
           return op.emitError("a reshape of a buffer the host code did not "
@@ -174,9 +222,10 @@ static LogicalResult describeKernels(ModuleOp module,
                  << kMaxKernels
                  << " kernels, the most an artifact describes: split the "
                     "graph into several functions";
-        if (failed(describeLaunch(launch, ids, images, os)))
+        if (failed(describeLaunch(launch, ids, entry->dimNames, images, os)))
           return failure();
-      } else if (!isa<arith::ConstantOp, func::ReturnOp>(op)) {
+      } else if (!isa<arith::ConstantOp, func::ReturnOp, memref::DimOp,
+                     arith::CeilDivUIOp>(op)) {
         return op.emitError("unexpected host op after the GPU pipeline");
       }
     }
@@ -250,11 +299,10 @@ __attribute__((visibility("hidden"))) __bf16 __truncsfbf2(float f) {
 }
 )C";
 
-/// Rejects empty tensors at the entry points, and dynamic ones on the CUDA
-/// target: the CPU lowering of a graph on a zero-size argument, such as a
-/// matmul over an empty contraction, reads out of bounds (attn ops reject
-/// them in their verifiers), and CUDA kernels take static shapes for now.
-static LogicalResult verifyEntryShapes(ModuleOp module, bool cuda) {
+/// Rejects empty tensors at the entry points: the CPU lowering of a graph
+/// on a zero-size argument, such as a matmul over an empty contraction,
+/// reads out of bounds (attn ops reject them in their verifiers).
+static LogicalResult verifyEntryShapes(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal())
       continue;
@@ -263,11 +311,6 @@ static LogicalResult verifyEntryShapes(ModuleOp module, bool cuda) {
                                std::pair{"result", type.getResults()}})
       for (auto [i, t] : llvm::enumerate(types)) {
         auto shaped = cast<RankedTensorType>(t);
-        if (cuda && !shaped.hasStaticShape())
-          return func.emitError()
-                 << kind << " #" << i << " of @" << func.getName() << " (" << t
-                 << ") is dynamic: the CUDA target takes static shapes for "
-                    "now; compile dynamic shapes for the CPU (--target=cpu)";
         for (auto [dim, size] : llvm::enumerate(shaped.getShape()))
           if (size == 0)
             return func.emitError("expected every dimension of ")
@@ -498,7 +541,7 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
 /// metadata.
 static int writeOutputs(const CompileOptions &o, ModuleOp module,
                         const Toolchain &tc, uint64_t sourceHash,
-                        ArrayRef<std::pair<std::string, std::string>> chunks) {
+                        ArrayRef<EntryRecords> chunks) {
   bool cuda = o.target == Target::CUDA;
   bool embedPtx = tc.embedPtx;
   std::string errorMessage;
@@ -519,11 +562,12 @@ static int writeOutputs(const CompileOptions &o, ModuleOp module,
   std::map<std::string, std::string> kernelLines;
   Images kernelImages;
   kernelImages.ptx = embedPtx;
-  if (cuda && failed(describeKernels(module, kernelLines, kernelImages)))
+  if (cuda &&
+      failed(describeKernels(module, chunks, kernelLines, kernelImages)))
     return 1;
   auto &images = kernelImages.symbolsAndBytes;
-  for (auto &[name, text] : chunks)
-    metadata += text + kernelLines[name];
+  for (const EntryRecords &entry : chunks)
+    metadata += entry.text + kernelLines[entry.name];
   metadata = ::attn::format::seal(metadata);
 
   if (o.emit == Emit::PTX || o.emit == Emit::Cubin) {
@@ -656,9 +700,9 @@ int mlir::attn::driver::compile(const CompileOptions &o) {
   if (!module)
     return fail("could not parse '" + o.input + "'");
 
-  std::vector<std::pair<std::string, std::string>> chunks;
+  std::vector<EntryRecords> chunks;
   if (failed(mlir::attn::describeEntries(*module, chunks)) ||
-      failed(verifyEntryShapes(*module, cuda)))
+      failed(verifyEntryShapes(*module)))
     return 1;
   if (cuda && (o.emit == Emit::PTX || o.emit == Emit::Cubin) &&
       chunks.size() != 1)

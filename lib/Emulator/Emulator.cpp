@@ -155,10 +155,12 @@ struct Copy {
 class Emulator {
 public:
   /// `args[i]` is the buffer of `captured[i]`, a memref from above the
-  /// launch.
+  /// launch; `sizes` the values of the index values from above it (sizes
+  /// the host code computed).
   Emulator(gpu::LaunchOp launch, std::vector<Value> captured,
-           std::vector<View> args)
-      : launch(launch), captured(std::move(captured)), views(std::move(args)) {
+           std::vector<View> args, DenseMap<Value, int64_t> sizes)
+      : launch(launch), captured(std::move(captured)), views(std::move(args)),
+        sizes(std::move(sizes)) {
     for (View &v : views)
       v.fault = &error;
   }
@@ -171,6 +173,8 @@ public:
   LogicalResult run() {
     auto getConst = [&](Value v) -> int64_t {
       APInt a;
+      if (auto it = sizes.find(v); it != sizes.end())
+        return it->second;
       if (!matchPattern(v, m_ConstantInt(&a))) {
         fail("non-constant launch size");
         return 1;
@@ -207,6 +211,11 @@ public:
       if (ids.count(a))
         for (int64_t t = 0; t < threads; ++t)
           at(a, t).i = static_cast<int64_t>(i);
+    // Sizes from above the launch.
+    for (auto [v, n] : sizes)
+      if (ids.count(v))
+        for (int64_t t = 0; t < threads; ++t)
+          at(v, t).i = n;
     // Constants defined above the launch and used in it.
     {
       std::vector<char> all(threads, 1);
@@ -257,6 +266,7 @@ private:
   gpu::LaunchOp launch;
   std::vector<Value> captured;
   std::vector<View> views;
+  DenseMap<Value, int64_t> sizes;
   std::string error;
 
   /// Records the first error; the run stops after the op that made it.
@@ -643,6 +653,51 @@ private:
       forEach(mask, [&](int64_t t) { at(vw, t).i = h; });
       return true;
     }
+    if (auto rc = dyn_cast<memref::ReinterpretCastOp>(op)) {
+      // A buffer passed flat, viewed in its shape with dense strides (one
+      // handle per op and block, like memref.view).
+      SmallVector<int64_t> shape, strides;
+      int64_t src = -2;
+      forEach(mask, [&](int64_t t) {
+        auto values = [&](ArrayRef<OpFoldResult> ofrs) {
+          SmallVector<int64_t> r;
+          for (OpFoldResult d : ofrs)
+            r.push_back(isa<Value>(d) ? at(cast<Value>(d), t).i
+                                      : *getConstantIntValue(d));
+          return r;
+        };
+        SmallVector<int64_t> s = values(rc.getMixedSizes()),
+                             st = values(rc.getMixedStrides());
+        int64_t h = at(rc.getSource(), t).i;
+        if (src == -2) {
+          shape = s;
+          strides = st;
+          src = h;
+        } else if (s != shape || st != strides || h != src) {
+          fail("divergent memref.reinterpret_cast");
+        }
+      });
+      if (src == -2 || !error.empty())
+        return true;
+      int64_t dense = 1;
+      for (int64_t d = shape.size() - 1; d >= 0; --d) {
+        if (strides[d] != dense)
+          return fail("memref.reinterpret_cast with other than dense "
+                      "strides"),
+                 true;
+        dense *= shape[d];
+      }
+      if (getConstantIntValue(rc.getMixedOffsets()[0]) != 0)
+        return fail("memref.reinterpret_cast at an offset"), true;
+      View v = viewOf(src);
+      if (dense * v.size() > v.bytes)
+        return fail("memref.reinterpret_cast beyond its buffer"), true;
+      v.shape = shape;
+      views.push_back(v);
+      int64_t h = views.size() - 1;
+      forEach(mask, [&](int64_t t) { at(rc, t).i = h; });
+      return true;
+    }
     if (auto ld = dyn_cast<memref::LoadOp>(op)) {
       forEach(mask, [&](int64_t t) {
         const View &v = view(ld.getMemRef(), t);
@@ -1005,15 +1060,59 @@ struct HostBuffers {
     return true;
   }
   /// A reshape of `source`'s buffer (false when the host code has none).
-  bool alias(Value result, Value source, MemRefType type) {
-    auto it = of.find(source);
+  /// A collapse's sizes are products of the source's (which may be known
+  /// only now); an expansion's are static.
+  bool alias(Operation *reshape) {
+    auto it = of.find(reshape->getOperand(0));
     if (it == of.end())
       return false;
     EmulatedBuffer b = it->second;
+    auto type = cast<MemRefType>(reshape->getResult(0).getType());
     b.shape.assign(type.getShape().begin(), type.getShape().end());
-    of[result] = b;
+    if (isa<memref::ReinterpretCastOp>(reshape)) {
+      // A buffer passed as its base pointer: all of it, flat.
+      int64_t n = 1;
+      for (int64_t d : it->second.shape)
+        n *= d;
+      b.shape.assign({n});
+    } else if (auto collapse = dyn_cast<memref::CollapseShapeOp>(reshape)) {
+      b.shape.clear();
+      for (const ReassociationIndices &group :
+           collapse.getReassociationIndices()) {
+        int64_t n = 1;
+        for (int64_t d : group)
+          n *= it->second.shape[d];
+        b.shape.push_back(n);
+      }
+    } else if (!type.hasStaticShape()) {
+      return false;
+    }
+    of[reshape->getResult(0)] = b;
     return true;
   }
+  /// The sizes the host code computes: dimensions of its buffers and grid
+  /// sizes derived from them. False for an op it does not evaluate.
+  bool evaluate(Operation *op) {
+    if (auto dim = dyn_cast<memref::DimOp>(op)) {
+      auto it = of.find(dim.getSource());
+      std::optional<int64_t> d = dim.getConstantIndex();
+      if (it == of.end() || !d ||
+          *d >= static_cast<int64_t>(it->second.shape.size()))
+        return false;
+      sizes[dim] = it->second.shape[*d];
+      return true;
+    }
+    if (auto div = dyn_cast<arith::CeilDivUIOp>(op)) {
+      std::optional<int64_t> by = getConstantIntValue(div.getRhs());
+      auto it = sizes.find(div.getLhs());
+      if (!by || *by < 1 || it == sizes.end())
+        return false;
+      sizes[div] = (it->second + *by - 1) / *by;
+      return true;
+    }
+    return false;
+  }
+  DenseMap<Value, int64_t> sizes;
   EmulatedBuffer allocate(MemRefType type) {
     Type elt = type.getElementType();
     int64_t size = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
@@ -1031,7 +1130,12 @@ LogicalResult runHostLaunch(gpu::LaunchOp launch, HostBuffers &host,
   getUsedValuesDefinedAbove(launch.getBody(), above);
   std::vector<Value> captured;
   std::vector<View> views;
+  DenseMap<Value, int64_t> sizes;
   for (Value v : above) {
+    if (auto it = host.sizes.find(v); it != host.sizes.end()) {
+      sizes.insert(*it);
+      continue;
+    }
     if (!isa<MemRefType>(v.getType()))
       continue; // constants: the emulator evaluates them itself
     auto it = host.of.find(v);
@@ -1043,7 +1147,12 @@ LogicalResult runHostLaunch(gpu::LaunchOp launch, HostBuffers &host,
     captured.push_back(v);
     views.push_back(View{a.base, a.bytes, a.shape, a.elt});
   }
-  Emulator emulator(launch, std::move(captured), std::move(views));
+  for (Value v : {launch.getGridSizeX(), launch.getGridSizeY(),
+                  launch.getGridSizeZ()})
+    if (auto it = host.sizes.find(v); it != host.sizes.end())
+      sizes.insert(*it);
+  Emulator emulator(launch, std::move(captured), std::move(views),
+                    std::move(sizes));
   LogicalResult result = emulator.run();
   error = emulator.errorMessage();
   if (failed(result) && launch.getFunction())
@@ -1073,10 +1182,16 @@ LogicalResult attn::emulateFunction(func::FuncOp func,
     LogicalResult ok = success();
     if (auto alloc = dyn_cast<memref::AllocOp>(op))
       host.of[alloc] = host.allocate(alloc.getType());
-    else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(op)) {
-      if (!host.alias(op.getResult(0), op.getOperand(0),
-                      cast<MemRefType>(op.getResult(0).getType()))) {
+    else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                 memref::ReinterpretCastOp>(op)) {
+      if (!host.alias(&op)) {
         error = "a reshape of a buffer the host code did not make";
+        ok = failure();
+      }
+    } else if (isa<memref::DimOp, arith::CeilDivUIOp>(op)) {
+      if (!host.evaluate(&op)) {
+        error = "a size the host code computes from something the emulator "
+                "does not know";
         ok = failure();
       }
     } else if (auto launch = dyn_cast<gpu::LaunchOp>(op))

@@ -8,8 +8,9 @@
 //                           gpu.launch of the fused kernel on buffers
 //   attn-gpu-linalg         each linalg op -> a GEMM or elementwise launch
 //   bufferization           memref functions `void f(in..., out...)`
-//   attn-gpu-host           host code = device buffers + launches only
-//   gpu-launch-sink-index-computations  constants moved into the kernels
+//   attn-gpu-host           host code = device buffers, run-time sizes
+//                           and launches only; constants moved into the
+//                           kernels (kernel arguments: buffers and sizes)
 //   gpu-kernel-outlining    one gpu.module per entry, gpu.launch_func
 //   nvvm-attach-target      chip, PTX features, O3
 //   gpu.module lowering     nvgpu/gpu/vector/scf/arith -> NVVM + LLVM,
@@ -152,9 +153,6 @@ void attn::buildGpuPipeline(OpPassManager &pm,
     llvm::report_fatal_error("attn-mlir: unchecked GPU pipeline options: " +
                              Twine(llvm::toString(features.takeError())));
   buildGpuKernelsPipeline(pm, options.flashOptions());
-  // Constants the kernels share with the host code move into them, so that
-  // kernel arguments are buffers only.
-  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;

@@ -146,6 +146,10 @@ struct attn_rt_artifact {
                    std::shared_ptr<const EntryInfo>>
       instances;
   static constexpr size_t kMaxInstances = 4096; // a server seeing every length
+  /// A CUDA artifact's launcher, made on the first call.
+  mutable std::once_flag launcherOnce;
+  mutable std::unique_ptr<CudaLauncher> launcher;
+  mutable Error launcherError;
 };
 
 extern "C" __attribute__((visibility("default"))) int
@@ -243,9 +247,11 @@ static Error instanceOf(const attn_rt_artifact &h, const EntryInfo &own,
   return {};
 }
 
-/// attn_rt_call's checks, then the call (Artifact::callInstance).
+/// attn_rt_call's checks, then the call: Artifact::callInstance on the
+/// CPU, the CudaLauncher on `stream` for a CUDA artifact.
 static Error callChecked(const attn_rt_artifact &h, const char *name,
-                         const attn_rt_tensor *args, size_t numArgs) {
+                         const attn_rt_tensor *args, size_t numArgs,
+                         void *stream) {
   const Artifact &art = *h.art;
   const EntryInfo *own = art.find(name);
   if (!own)
@@ -294,7 +300,18 @@ static Error callChecked(const attn_rt_artifact &h, const char *name,
   std::vector<void *> data;
   for (size_t i = 0; i < numArgs; ++i)
     data.push_back(args[i].data);
-  return art.callInstance(entry, data);
+  if (art.target() == "cpu")
+    return art.callInstance(entry, data);
+  if (entry.op.kind == "paged_sdpa")
+    return {"entry '" + own->name + "': a paged attention's tables are "
+            "checked on the host before each call; this path takes device "
+            "buffers (run it on the CPU)"};
+  std::call_once(h.launcherOnce, [&] {
+    h.launcherError = CudaLauncher::create(h.launcher);
+  });
+  if (h.launcherError)
+    return h.launcherError;
+  return h.launcher->launch(art, entry, data, stream);
 }
 
 extern "C" __attribute__((visibility("default"))) int
@@ -303,14 +320,9 @@ attn_rt_call(const attn_rt_artifact *artifact, const char *entry,
              char *error, size_t error_size) {
   Error e = !artifact || !artifact->art ? Error{"no artifact given"}
             : !entry                    ? Error{"no entry name given"}
-            : artifact->art->target() != "cpu"
-                ? Error{"the artifact is for target " +
-                        artifact->art->target() +
-                        ": attn_rt_call runs CPU artifacts (run a CUDA one "
-                        "with attn-run --device cuda)"}
-            : stream ? Error{"a stream was given for a CPU artifact (pass "
-                             "null)"}
-                     : callChecked(*artifact, entry, args, num_args);
+            : stream && artifact->art->target() == "cpu"
+                ? Error{"a stream was given for a CPU artifact (pass null)"}
+                : callChecked(*artifact, entry, args, num_args, stream);
   return copyOut(e.message, error, error_size, nullptr, true,
                  e ? ATTN_RT_INVALID : ATTN_RT_OK);
 }

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <map>
+#include <mutex>
+#include <tuple>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -91,7 +93,11 @@ struct Driver {
   X(cuEventSynchronize, CUevent)                                               \
   X(cuEventElapsedTime, float *, CUevent, CUevent)                             \
   X(cuEventDestroy_v2, CUevent)                                                \
-  X(cuGetErrorName, CUresult, const char **)
+  X(cuGetErrorName, CUresult, const char **)                                   \
+  X(cuCtxGetCurrent, CUcontext *)                                              \
+  X(cuCtxGetDevice, CUdevice *)                                                \
+  X(cuMemAllocAsync, CUdeviceptr *, size_t, CUstream)                          \
+  X(cuMemFreeAsync, CUdeviceptr, CUstream)
   ATTN_CU_FNS(ATTN_CU_FN)
 #undef ATTN_CU_FN
 
@@ -156,8 +162,8 @@ struct Launch {
   const KernelInfo *kernel = nullptr;
   CUfunction fn = nullptr;
   std::string what; ///< "kernel #2 'name' of 'entry'", for errors
-  // The kernel's arguments (device pointers) and the pointers to them that
-  // cuLaunchKernel takes.
+  // The kernel's arguments (device pointers and sizes, 8 bytes each) and
+  // the pointers to them that cuLaunchKernel takes.
   std::vector<CUdeviceptr> argPtrs;
   std::vector<void *> params;
 };
@@ -324,15 +330,20 @@ Error CudaSession::Impl::allocate(const EntryInfo &e,
 }
 
 /// Each launch's arguments: the device pointers of its buffer ids (checked
-/// against the buffers by validateEntries) and the pointers to them, then a
-/// null the driver does not read (it takes as many as the kernel has
-/// parameters) but a stand-in driver can count to.
+/// against the buffers by validateEntries) or the sizes of the instance's
+/// dynamic dimensions (64-bit, the kernels' index type), and the pointers to
+/// them, then a null the driver does not read (it takes as many as the
+/// kernel has parameters) but a stand-in driver can count to.
 void CudaSession::Impl::bindArguments() {
   for (Launch &l : launches) {
+    const KernelInfo &k = *l.kernel;
     l.argPtrs.clear();
     l.params.clear();
-    for (int64_t id : l.kernel->args)
-      l.argPtrs.push_back(buffers[static_cast<size_t>(id)].ptr);
+    for (size_t i = 0; i < k.args.size(); ++i)
+      l.argPtrs.push_back(
+          i < k.argDims.size() && !k.argDims[i].empty()
+              ? static_cast<CUdeviceptr>(k.args[i])
+              : buffers[static_cast<size_t>(k.args[i])].ptr);
     for (CUdeviceptr &p : l.argPtrs)
       l.params.push_back(&p);
     l.params.push_back(nullptr);
@@ -475,5 +486,143 @@ Error CudaSession::bench(const EntryInfo &entry, long iters,
     cu.cuEventDestroy_v2(start);
   if (stop)
     cu.cuEventDestroy_v2(stop);
+  return err;
+}
+
+// The zero-copy path (attn_rt_call on a CUDA artifact).
+
+struct CudaLauncher::Impl {
+  Driver cu;
+  std::mutex mu; // guards the maps
+  /// By (context, image symbol): the image's module in that context.
+  std::map<std::pair<CUcontext, std::string>, CUmodule> modules;
+  /// By (context, image, kernel): the function, its shared memory allowed.
+  std::map<std::tuple<CUcontext, std::string, std::string>, CUfunction>
+      functions;
+  /// By device: its opt-in shared memory per block.
+  std::map<CUdevice, int> maxShared;
+
+  Error function(const Artifact &art, const EntryInfo &e, size_t i,
+                 CUcontext ctx, CUfunction &out);
+};
+
+Error CudaLauncher::create(std::unique_ptr<CudaLauncher> &out) {
+  auto l = std::unique_ptr<CudaLauncher>(new CudaLauncher());
+  l->impl_ = std::make_unique<Impl>();
+  if (Error e = l->impl_->cu.load())
+    return e;
+  if (Error e = l->impl_->cu.check(l->impl_->cu.cuInit(0), "cuInit"))
+    return e;
+  out = std::move(l);
+  return {};
+}
+
+// Modules stay loaded until the process ends: their contexts belong to
+// the caller, which may have destroyed them already.
+CudaLauncher::~CudaLauncher() = default;
+
+/// Kernel `i` of `e` in context `ctx`: its image loaded there on first use,
+/// its dynamic shared memory allowed (checked against the device's limit).
+Error CudaLauncher::Impl::function(const Artifact &art, const EntryInfo &e,
+                                   size_t i, CUcontext ctx, CUfunction &out) {
+  const KernelInfo &k = e.kernels[i];
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_tuple(ctx, k.image, k.name);
+  if (auto it = functions.find(key); it != functions.end()) {
+    out = it->second;
+    return {};
+  }
+  std::string what = describeKernel(e, i);
+  CUdevice dev = 0;
+  if (Error err = cu.check(cu.cuCtxGetDevice(&dev), "cuCtxGetDevice"))
+    return err;
+  if (!maxShared.count(dev) &&
+      cu.check(cu.cuDeviceGetAttribute(&maxShared[dev], kAttrMaxSharedOptin,
+                                       dev),
+               "cuDeviceGetAttribute"))
+    maxShared.erase(dev);
+  if (maxShared.count(dev) && k.sharedBytes > maxShared[dev])
+    return {what + " needs " + std::to_string(k.sharedBytes) +
+            " bytes of shared memory per block; this device allows " +
+            std::to_string(maxShared[dev]) +
+            ": recompile with a smaller --kv-block or --stages=1"};
+  CUmodule &module = modules[{ctx, k.image}];
+  if (!module) {
+    const void *image = art.image(k);
+    if (!image)
+      return {"the artifact has no kernel image '" + k.image + "' for '" +
+              e.name + "'"};
+    if (Error err = cu.check(cu.cuModuleLoadData(&module, image),
+                             "cuModuleLoadData")) {
+      modules.erase({ctx, k.image});
+      return {err.message + " (loading the " + k.format + " image '" +
+              k.image + "' of '" + e.name + "')"};
+    }
+  }
+  CUfunction fn = nullptr;
+  if (Error err = cu.check(cu.cuModuleGetFunction(&fn, module, k.name.c_str()),
+                           "cuModuleGetFunction"))
+    return {err.message + " (" + what + ")"};
+  if (Error err = cu.check(
+          cu.cuFuncSetAttribute(fn, kFuncAttrMaxDynamicShared,
+                                static_cast<int>(k.sharedBytes)),
+          "cuFuncSetAttribute"))
+    return {err.message + " (" + what + ")"};
+  out = functions[key] = fn;
+  return {};
+}
+
+Error CudaLauncher::launch(const Artifact &art, const EntryInfo &e,
+                           const std::vector<void *> &data, void *stream) {
+  Impl &im = *impl_;
+  Driver &cu = im.cu;
+  if (e.kernels.empty() || data.size() != e.numArgs() || e.isDynamic())
+    return {"internal error: '" + e.name + "' is not a static CUDA entry "
+            "called with one buffer per argument"};
+  CUcontext ctx = nullptr;
+  if (Error err = cu.check(cu.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent"))
+    return err;
+  if (!ctx)
+    return {"no current CUDA context in this thread: make the buffers' "
+            "device current first (torch does for its CUDA tensors)"};
+  std::vector<CUfunction> fns(e.kernels.size());
+  for (size_t i = 0; i < e.kernels.size(); ++i)
+    if (Error err = im.function(art, e, i, ctx, fns[i]))
+      return err;
+  auto s = static_cast<CUstream>(stream);
+  // Buffer ids: the caller's arguments, then scratch buffers of this call.
+  std::vector<CUdeviceptr> ids;
+  for (void *p : data)
+    ids.push_back(reinterpret_cast<CUdeviceptr>(p));
+  size_t nargs = ids.size();
+  Error err;
+  for (int64_t bytes : e.scratchBytes) {
+    CUdeviceptr p = 0;
+    if ((err = cu.check(cu.cuMemAllocAsync(&p, static_cast<size_t>(bytes), s),
+                        "cuMemAllocAsync")))
+      break;
+    ids.push_back(p);
+  }
+  for (size_t i = 0; i < e.kernels.size() && !err; ++i) {
+    const KernelInfo &k = e.kernels[i];
+    std::vector<CUdeviceptr> words;
+    for (size_t a = 0; a < k.args.size(); ++a)
+      words.push_back(a < k.argDims.size() && !k.argDims[a].empty()
+                          ? static_cast<CUdeviceptr>(k.args[a])
+                          : ids[static_cast<size_t>(k.args[a])]);
+    std::vector<void *> params;
+    for (CUdeviceptr &w : words)
+      params.push_back(&w);
+    params.push_back(nullptr); // see bindArguments
+    if (Error le = cu.check(
+            cu.cuLaunchKernel(fns[i], k.grid[0], k.grid[1], k.grid[2],
+                              k.block[0], k.block[1], k.block[2],
+                              k.sharedBytes, s, params.data(), nullptr),
+            "cuLaunchKernel"))
+      err = {le.message + " (" + describeKernel(e, i) + ")"};
+  }
+  // Freed in stream order: after the kernels that use them.
+  for (size_t i = nargs; i < ids.size(); ++i)
+    cu.cuMemFreeAsync(ids[i], s);
   return err;
 }

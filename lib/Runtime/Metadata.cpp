@@ -12,6 +12,7 @@
 #include "attn-mlir/Runtime/Runtime.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -128,6 +129,48 @@ static Error badField(const std::string &record, const std::string &key,
           "'"};
 }
 
+/// grid=X,Y,Z of a kernel record: each a size N, or NAME or NAME/N (a
+/// dynamic dimension, divided by N rounded up).
+static bool parseGrid(const std::string &v, KernelInfo &k) {
+  std::stringstream ss(v);
+  std::string item;
+  int i = 0;
+  while (std::getline(ss, item, ',')) {
+    if (i == 3)
+      return false;
+    size_t slash = item.find('/');
+    std::string name = item.substr(0, slash);
+    if (isIdentifier(name)) {
+      k.gridDims[i] = name;
+      k.grid[i] = 1;
+      if (slash != std::string::npos &&
+          !parseInt(item.substr(slash + 1), k.grid[i]))
+        return false;
+    } else if (slash != std::string::npos || !parseInt(item, k.grid[i])) {
+      return false;
+    }
+    ++i;
+  }
+  return i == 3 && v.back() != ',';
+}
+
+/// args=... of a kernel record: buffer ids and names of dynamic dimensions.
+static bool parseKernelArgs(const std::string &v, KernelInfo &k) {
+  std::stringstream ss(v);
+  std::string item;
+  k.args.clear();
+  k.argDims.clear();
+  while (std::getline(ss, item, ',')) {
+    int64_t id = -1;
+    bool named = isIdentifier(item);
+    if (!named && !parseInt(item, id))
+      return false;
+    k.args.push_back(id);
+    k.argDims.push_back(named ? item : "");
+  }
+  return !v.empty() && v.back() != ',';
+}
+
 /// A `kernel` record; `prefix` ("entry 'f' kernel #2") and the kernel's
 /// name prefix its errors.
 static Error parseKernel(std::istringstream &ls, const std::string &prefix,
@@ -138,10 +181,12 @@ static Error parseKernel(std::istringstream &ls, const std::string &prefix,
   return forEachField(ls, [&](const std::string &f, const std::string &v) {
     std::vector<int64_t> ints;
     bool ok = true;
-    if (f == "grid" || f == "block") {
+    if (f == "grid") {
+      ok = parseGrid(v, k);
+    } else if (f == "block") {
       ok = parseInts(v, ints) && ints.size() == 3;
       if (ok)
-        std::copy(ints.begin(), ints.end(), f == "grid" ? k.grid : k.block);
+        std::copy(ints.begin(), ints.end(), k.block);
     } else if (f == "smem") {
       ok = parseInt(v, k.sharedBytes);
     } else if (f == "image") {
@@ -151,7 +196,7 @@ static Error parseKernel(std::istringstream &ls, const std::string &prefix,
     } else if (f == "size") {
       ok = parseInt(v, k.imageSize);
     } else if (f == "args") {
-      ok = parseInts(v, k.args); // the ids are checked by checkKernel
+      ok = parseKernelArgs(v, k); // the ids are checked by checkKernel
     } else {
       return Error{"malformed metadata: " + where + ": unknown field '" + f +
                    "'"};
@@ -647,6 +692,61 @@ static std::string formatDims(const int64_t d[3]) {
          std::to_string(d[2]);
 }
 
+std::string attn::rt::formatKernelArgs(const KernelInfo &k) {
+  std::string s;
+  for (size_t i = 0; i < k.args.size(); ++i)
+    s += (i ? "," : "") + (i < k.argDims.size() && !k.argDims[i].empty()
+                               ? k.argDims[i]
+                               : std::to_string(k.args[i]));
+  return s;
+}
+
+std::string attn::rt::formatGrid(const KernelInfo &k) {
+  std::string s;
+  for (int i = 0; i < 3; ++i) {
+    std::string n = std::to_string(k.grid[i]);
+    if (!k.gridDims[i].empty())
+      n = k.gridDims[i] + (k.grid[i] == 1 ? "" : "/" + n);
+    s += (i ? "x" : "") + n;
+  }
+  return s;
+}
+
+/// CUDA's limits on `k`'s grid: 2^31-1 blocks in x, 65535 in y and z (a
+/// named size is checked once instantiated).
+static Error checkGrid(const KernelInfo &k, const std::string &what) {
+  for (int i = 0; i < 3; ++i) {
+    int64_t most = i ? 65535 : 0x7fffffff;
+    if (k.grid[i] < 1 || (k.gridDims[i].empty() && k.grid[i] > most))
+      return {what + " has grid " + formatGrid(k) + " (expected 1 to " +
+              (i ? "65535" : "2^31-1") + " in " + "xyz"[i] + ")"};
+  }
+  return {};
+}
+
+/// The launches of instance `e` (every dimension sized by `sizes`): grid
+/// sizes and size arguments computed, then checked against CUDA's limits.
+static Error instantiateKernels(EntryInfo &e, const DimSizes &sizes) {
+  auto size = [&](const std::string &name) {
+    auto it = sizes.find(name); // every name is the entry's (checkKernel)
+    return it == sizes.end() ? int64_t(0) : it->second;
+  };
+  for (size_t i = 0; i < e.kernels.size(); ++i) {
+    KernelInfo &k = e.kernels[i];
+    for (int d = 0; d < 3; ++d)
+      if (!k.gridDims[d].empty()) {
+        k.grid[d] = (size(k.gridDims[d]) + k.grid[d] - 1) / k.grid[d];
+        k.gridDims[d].clear();
+      }
+    for (size_t a = 0; a < k.argDims.size(); ++a)
+      if (!k.argDims[a].empty())
+        k.args[a] = size(k.argDims[a]);
+    if (Error err = checkGrid(k, kernelNumber(e, i) + " '" + k.name + "'"))
+      return {"at these sizes, " + err.message};
+  }
+  return {};
+}
+
 /// The launch of kernel `index` of CUDA entry `e`.
 static Error checkKernel(const EntryInfo &e, size_t index) {
   const KernelInfo &k = e.kernels[index];
@@ -665,10 +765,16 @@ static Error checkKernel(const EntryInfo &e, size_t index) {
     return {what + " has smem=" + std::to_string(k.sharedBytes) +
             " (expected 0 to 1048576)"};
   int64_t threads = 1;
+  std::vector<std::string> names = e.dimNames();
+  auto known = [&](const std::string &n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  if (Error err = checkGrid(k, what))
+    return err;
   for (int i = 0; i < 3; ++i) {
-    if (k.grid[i] < 1 || k.grid[i] > 0x7fffffff)
-      return {what + " has grid " + formatDims(k.grid) +
-              " (expected 1 to 2^31-1 each)"};
+    if (!k.gridDims[i].empty() && !known(k.gridDims[i]))
+      return {what + " has a grid of dimension '" + k.gridDims[i] +
+              "', which the entry does not have"};
     if (k.block[i] < 1 || k.block[i] > 1024)
       return {what + " has block " + formatDims(k.block) +
               " (expected 1 to 1024 each)"};
@@ -681,7 +787,12 @@ static Error checkKernel(const EntryInfo &e, size_t index) {
     return {what + " has no arguments (args=ID,...)"};
   size_t nargs = e.numArgs(), ids = nargs + e.scratchBytes.size();
   for (size_t i = 0; i < k.args.size(); ++i)
-    if (k.args[i] < 0 || static_cast<uint64_t>(k.args[i]) >= ids)
+    if (i < k.argDims.size() && !k.argDims[i].empty()) {
+      if (!known(k.argDims[i]))
+        return {what + " argument " + std::to_string(i) + " is the size of " +
+                "dimension '" + k.argDims[i] +
+                "', which the entry does not have"};
+    } else if (k.args[i] < 0 || static_cast<uint64_t>(k.args[i]) >= ids)
       return {what + " argument " + std::to_string(i) + " is buffer id " +
               std::to_string(k.args[i]) + ", expected 0 to " +
               std::to_string(ids - 1) + " (" + std::to_string(nargs) +
@@ -795,6 +906,18 @@ static Error bindInput(const ArgInfo &a, const std::vector<int64_t> &shape,
   return {};
 }
 
+Error attn::rt::parseDimSize(const std::string &text, DimSizes &sizes) {
+  size_t eq = text.find('=');
+  int64_t size = 0;
+  std::string n = eq == std::string::npos ? "" : text.substr(eq + 1);
+  if (eq == 0 || n.empty() || !std::isdigit(static_cast<unsigned char>(n[0])) ||
+      !parseInt(n, size) || size < 1 || size > kMaxDim)
+    return {"--dim expects NAME=N with N in [1, 2^40], found '" + text + "'"};
+  if (!sizes.emplace(text.substr(0, eq), size).second)
+    return {"dimension '" + text.substr(0, eq) + "' given twice (--dim)"};
+  return {};
+}
+
 Error attn::rt::instantiate(
     const EntryInfo &entry,
     const std::vector<const std::vector<int64_t> *> &inputShapes,
@@ -836,18 +959,15 @@ Error attn::rt::instantiate(
     }
   if (Error e = checkOp(out))
     return {subject + " (" + out.op.kind + ") at these sizes: " + e.message};
-  return {};
+  return instantiateKernels(out, sizes);
 }
 
-/// A dynamic entry: its names name inputs' dimensions, it runs on the CPU,
-/// and an instance with distinct sizes for distinct names passes checkOp
-/// (a name on the wrong dimension shows there).
-static Error checkDynamic(const EntryInfo &e, const std::string &target) {
+/// A dynamic entry: its names name inputs' dimensions, and an instance with
+/// distinct sizes for distinct names passes checkOp (a name on the wrong
+/// dimension shows there) and, on CUDA, gives launches within its limits.
+static Error checkDynamic(const EntryInfo &e) {
   if (!e.isDynamic())
     return {};
-  if (target == "cuda")
-    return {"entry '" + e.name + "' has dynamic dimensions; cuda entries " +
-            "take static shapes"};
   std::set<std::string> inputNames;
   for (const ArgInfo &a : e.inputs)
     inputNames.insert(a.dimNames.begin(), a.dimNames.end());
@@ -916,11 +1036,7 @@ Error attn::rt::validateEntries(const std::vector<EntryInfo> &entries,
           return {"malformed metadata: entry '" + e.name +
                   "' names argument '" + a.name + "' twice"};
       }
-    if (Error err = checkDynamic(e, target))
-      return {"malformed metadata: " + err.message};
-    if (Error err = e.isDynamic() ? Error{} : checkOp(e))
-      return {"malformed metadata: entry '" + e.name + "' (" + e.op.kind +
-              "): " + err.message};
+    // The launches first: a dynamic entry is instantiated below, with them.
     if (target == "cuda") {
       if (Error err = checkLaunches(e, images))
         return {"malformed metadata: " + err.message};
@@ -930,6 +1046,11 @@ Error attn::rt::validateEntries(const std::vector<EntryInfo> &entries,
               "' record in an artifact of target '" + target +
               "' (only cuda entries launch kernels over scratch buffers)"};
     }
+    if (Error err = checkDynamic(e))
+      return {"malformed metadata: " + err.message};
+    if (Error err = e.isDynamic() ? Error{} : checkOp(e))
+      return {"malformed metadata: entry '" + e.name + "' (" + e.op.kind +
+              "): " + err.message};
   }
   return {};
 }

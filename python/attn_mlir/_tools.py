@@ -267,10 +267,11 @@ class _CallPlan:
 
 
 class Artifact:
-    """A compiled CPU graph, loaded by the runtime (attn_rt_open) and called
-    through attn_rt_call on caller-owned buffers: numpy arrays (__call__) or
-    any dense buffers by address (plan and run, as the torch op does).
-    Nothing is copied."""
+    """A compiled graph, loaded by the runtime (attn_rt_open) and called
+    through attn_rt_call on caller-owned buffers: numpy arrays (__call__, CPU
+    artifacts) or any dense buffers by address (plan and run, as the torch
+    op does; device buffers and a stream for a CUDA artifact). Nothing is
+    copied."""
 
     def __init__(self, path, desc):
         self.path = path
@@ -305,17 +306,19 @@ class Artifact:
                 list(key[2]) + [dt for _, dt in outs])
         return plan
 
-    def run(self, entry, plan, pointers):
+    def run(self, entry, plan, pointers, stream=None):
         """Calls `entry` on the dense buffers at `pointers` (inputs then
         outputs, of `plan`'s shapes and dtypes): the runtime checks them
-        again and a ValueError says what it refused."""
+        again and a ValueError says what it refused. A CUDA artifact's
+        kernels are queued on `stream` (a CUstream handle; None: the default
+        stream) in the calling thread's current context, without waiting."""
         words = plan.words.from_buffer_copy(plan.template)  # each call its own
         for slot, p in zip(plan.slots, pointers):
             words[slot] = p
         err = getattr(_errors, "buf", None)
         if err is None:
             err = _errors.buf = ctypes.create_string_buffer(1024)
-        if self._call(self._handle, self._names[entry], words, plan.count, None,
+        if self._call(self._handle, self._names[entry], words, plan.count, stream,
                       err, 1024) != 0:
             raise ValueError(err.value.decode(errors="replace"))
 
@@ -348,16 +351,17 @@ def load_npy(path, dt):
     return arr.view(_np_dtype(dt)) if dt == "bf16" else arr
 
 
-class CudaArtifact:
-    """A CUDA artifact, run through `attn-run --device cuda` (the runtime
-    that owns the CUDA driver): inputs and outputs travel as .npy files."""
+class CudaArtifact(Artifact):
+    """A CUDA artifact. Called on numpy arrays it runs through `attn-run
+    --device cuda` (the runtime that owns the CUDA driver): inputs and
+    outputs travel as .npy files. plan and run launch its kernels on device
+    buffers and a stream instead (the torch op's zero-copy path)."""
 
     def __init__(self, path, desc, bindir):
-        self.path = path
+        # The artifact holds data only (kernel images, metadata): opening it
+        # loads no code and no driver.
+        super().__init__(path, desc)
         self.bindir = bindir
-        # The artifact holds data only (kernel images, metadata), read from
-        # the file: nothing of it is loaded here.
-        self.entries = _entries(desc)
 
     def __call__(self, entry, inputs):
         info = _checked_entry(self.entries, entry, [np.shape(a) for a in inputs],

@@ -2,7 +2,7 @@
 of a torch.distributed process group (ring attention).
 
     import torch.distributed as dist, attn_mlir.distributed as ad
-    dist.init_process_group("gloo")  # CPU tensors ("nccl" once the op takes CUDA ones)
+    dist.init_process_group("gloo")  # CPU tensors; "nccl" for CUDA ones
     q = ad.shard_sequence(q_full, zigzag=True)  # this rank's part of T
     k = ad.shard_sequence(k_full, zigzag=True)
     v = ad.shard_sequence(v_full, zigzag=True)

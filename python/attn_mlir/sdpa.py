@@ -165,18 +165,17 @@ def _mask_dims(mshape, heads):
                  for i, n in enumerate(mshape))
 
 
-def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, device):
+def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, device,
+                  chip=None):
     """The compiled attn.sdpa graph for arguments of element type `elt` and
     `shapes` (query, key, value; a mask of `mask_shape` and `mask_elt`, or
-    None; ALiBi slopes when `alibi`): on the CPU with dynamic B, Tq and Tk
-    (one graph for every size), on CUDA static."""
+    None; ALiBi slopes when `alibi`) with dynamic B, Tq and Tk: one graph
+    for every size, on the CPU and on CUDA (for `chip`, e.g. "sm_90", or
+    attn-compile's default)."""
     (_, Hq, _, D), (_, Hkv, _, _), (_, _, _, Dv) = shapes
-    dyn = device == "cpu"
-    qs, ks, vs = ((("?", Hq, "?", D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)) if dyn
-                  else tuple(tuple(s) for s in shapes))
-    ms = None if mask_shape is None else (
-        _mask_dims(mask_shape, Hq) if dyn else tuple(mask_shape))
-    sig = (elt, qs, ks, vs, ms, mask_elt, bool(alibi), attrs, return_lse, device)
+    qs, ks, vs = ("?", Hq, "?", D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)
+    ms = None if mask_shape is None else _mask_dims(mask_shape, Hq)
+    sig = (elt, qs, ks, vs, ms, mask_elt, bool(alibi), attrs, return_lse, device, chip)
     art = _artifacts.get(sig)
     if art is not None:
         return art
@@ -197,7 +196,8 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
     mlir = (f"func.func @sdpa({', '.join(args)}) -> ({results}) {{\n"
             f"  {lhs} = attn.sdpa %q, %k, %v{mask_txt}{attrs} : {qt}, {kt}, {vt} -> {results}\n"
             f"  return {ret}\n}}\n")
-    art = _artifacts[sig] = compile_graph(mlir, device=device)
+    flags = (f"--chip={chip}",) if chip else ()
+    art = _artifacts[sig] = compile_graph(mlir, flags, device=device)
     return art
 
 
@@ -222,7 +222,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     size and lengths (B, Tq and Tk are dynamic), cached on disk and in
     memory (a call on a compiled graph costs microseconds of Python).
 
-    device="cuda" runs the fused CUDA kernel (GPU 0) through attn-run: the
+    device="cuda" runs the fused CUDA kernel (GPU 0), compiled once for any
+    size in the same way, through attn-run: the
     arrays travel to and from the GPU as .npy files, so it suits checking
     and experiments more than tight loops; without a GPU it raises a
     RuntimeError that says so.

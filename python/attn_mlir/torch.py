@@ -11,10 +11,12 @@ non-contiguous input is made contiguous first, a float mask of another
 dtype is cast to the query's, ALiBi slopes to float32). It is compiled once per dtype, head counts,
 head dims, mask kind and rank, and options; every batch size and length
 reuses it. It has a fake (meta) implementation, so torch.compile traces it
-without a graph break, with symbolic lengths too. CPU tensors only: a CUDA
-tensor is a RuntimeError saying so (the CUDA artifacts run through attn-run
-for now). Inference only: the op has no backward (a backward through it is
-a NotImplementedError saying so).
+without a graph break, with symbolic lengths too. On CUDA tensors the op
+launches the fused CUDA kernel, compiled for the tensors' GPU (its sm_XY),
+on their memory and on torch's current stream, without waiting (like any
+CUDA op); attn_mlir::paged_sdpa has no CUDA kernel yet and says so.
+Inference only: the op has no backward (a backward through it is a
+NotImplementedError saying so).
 """
 import torch
 from torch import Tensor
@@ -85,9 +87,9 @@ _calls = {}
 
 
 def _prepare(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
-             window, softcap, return_lse):
-    """Every check of a call; (artifact, call plan, inputs). A CUDA tensor
-    never gets here: the dispatcher sends it to _cpu_only's kernel."""
+             window, softcap, return_lse, device="cpu", chip=None):
+    """Every check of a call; (artifact, call plan, inputs), the artifact
+    for `device` ("cpu", or "cuda" for `chip`)."""
     elt = _elt("query", query)
     if key.dtype != query.dtype or value.dtype != query.dtype:
         raise ValueError(f"query, key and value must have one dtype, got {query.dtype}, "
@@ -102,7 +104,7 @@ def _prepare(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causa
     attrs = attention_attrs(scale, is_causal, causal_alignment,
                             None if window is None else tuple(window), softcap)
     art = sdpa_artifact(elt, shapes, None if mask is None else tuple(mask.shape), mask_elt,
-                        alibi is not None, attrs, return_lse, "cpu")
+                        alibi is not None, attrs, return_lse, device, chip)
     inputs = [t.contiguous() for t in (query, key, value)]
     inputs += [t for t in (mask, alibi) if t is not None]
     plan = art.plan("sdpa", [tuple(t.shape) for t in inputs],
@@ -136,6 +138,27 @@ def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, caus
     return _run(art, "sdpa", plan, inputs, query, value.shape[3], return_lse)
 
 
+def _sdpa_cuda(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
+               window, softcap, return_lse):
+    """attn.sdpa on CUDA tensors of one device: the CUDA artifact, compiled
+    once for the device's chip and any batch and length, launched on the
+    tensors' memory on the current stream (the runtime's attn_rt_call; no
+    copy, no wait)."""
+    dev = query.device
+    for name, t in (("key", key), ("value", value), ("attn_mask", attn_mask),
+                    ("alibi_slopes", alibi_slopes)):
+        if t is not None and t.device != dev:
+            raise RuntimeError(f"attn_mlir::sdpa takes its tensors on one device: query is on "
+                               f"{dev}, {name} on {t.device}")
+    major, minor = torch.cuda.get_device_capability(dev)
+    with torch.cuda.device(dev):  # its context current for the runtime
+        art, plan, inputs = _prepare(query, key, value, attn_mask, alibi_slopes, is_causal,
+                                     scale, causal_alignment, window, softcap, return_lse,
+                                     "cuda", f"sm_{major}{minor}")
+        return _run(art, "sdpa", plan, inputs, query, value.shape[3], return_lse,
+                    torch.cuda.current_stream(dev).cuda_stream)
+
+
 def _cpu_only(op, names):
     """The kernel of `op` for other devices: an error naming the first
     argument (of `names`, in order) that is not on the CPU."""
@@ -143,8 +166,8 @@ def _cpu_only(op, names):
         where = next((f"{n} is on {a.device}" for n, a in zip(names, args)
                       if isinstance(a, Tensor) and a.device.type != "cpu"),
                      "an argument is not on the CPU")
-        raise RuntimeError(f"attn_mlir::{op} runs CPU tensors; {where} (CUDA artifacts run "
-                           "through attn-run --device cuda for now)")
+        raise RuntimeError(f"attn_mlir::{op} runs CPU tensors; {where} (it has no CUDA "
+                           "kernel yet)")
     return refuse
 
 
@@ -157,11 +180,12 @@ def _new_outputs(query, dv, return_lse):
             query.new_empty((B, Hq, Tq) if return_lse else (0,), dtype=torch.float32))
 
 
-def _run(art, entry, plan, inputs, query, dv, return_lse):
-    """Runs `entry` on `inputs` into new result tensors: (output, LSE)."""
+def _run(art, entry, plan, inputs, query, dv, return_lse, stream=None):
+    """Runs `entry` on `inputs` into new result tensors: (output, LSE); a
+    CUDA artifact's kernels on `stream`."""
     out, lse = _new_outputs(query, dv, return_lse)
     ptrs = [t.data_ptr() for t in inputs] + [out.data_ptr()]
-    art.run(entry, plan, ptrs + [lse.data_ptr()] if return_lse else ptrs)
+    art.run(entry, plan, ptrs + [lse.data_ptr()] if return_lse else ptrs, stream)
     return out, lse
 
 
@@ -171,12 +195,13 @@ def _no_backward(ctx, grad_out, grad_lse):
                               "train with torch.nn.functional.scaled_dot_product_attention")
 
 
-def _register(op, cpu_kernel, arg_names, values):
-    """The kernels of attn_mlir::`op`: `cpu_kernel` for CPU tensors, a clear
-    refusal for CUDA ones, a backward that says there is none, and the fake
-    (shapes only) results, whose head dim is that of argument `values`."""
+def _register(op, cpu_kernel, cuda_kernel, arg_names, values):
+    """The kernels of attn_mlir::`op`: `cpu_kernel` for CPU tensors,
+    `cuda_kernel` for CUDA ones (None: a clear refusal), a backward that
+    says there is none, and the fake (shapes only) results, whose head dim
+    is that of argument `values`."""
     _lib.impl(op, cpu_kernel, "CPU")
-    _lib.impl(op, _cpu_only(op, arg_names), "CUDA")
+    _lib.impl(op, cuda_kernel or _cpu_only(op, arg_names), "CUDA")
     torch.library.register_autograd("attn_mlir::" + op, _no_backward)
     torch.library.register_fake("attn_mlir::" + op)(
         lambda *args: _new_outputs(args[0], args[values].shape[3], args[-1]))
@@ -206,8 +231,9 @@ def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slope
     return _run(art, "paged", plan, inputs, query, value_cache.shape[3], return_lse)
 
 
-_register("sdpa", _sdpa_cpu, ("query", "key", "value", "attn_mask", "alibi_slopes"), 2)
-_register("paged_sdpa", _paged_cpu,
+_register("sdpa", _sdpa_cpu, _sdpa_cuda,
+          ("query", "key", "value", "attn_mask", "alibi_slopes"), 2)
+_register("paged_sdpa", _paged_cpu, None,
           ("query", "key_cache", "value_cache", "block_table", "seq_lens", "alibi_slopes"), 2)
 
 

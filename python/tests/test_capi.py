@@ -128,19 +128,64 @@ def test_open_refuses_what_is_not_an_artifact(tmp_path):
     assert err.value == b"no path given"
 
 
-def test_refuses_a_cuda_artifact():
-    """attn_rt_call runs CPU artifacts; a CUDA one opens (it is data plus
-    kernel images) but is refused with the way to run it."""
-    t = "tensor<1x2x16x64xf16>"
-    mlir = (f"func.func @sdpa(%q: {t}, %k: {t}, %v: {t}) -> {t} {{\n"
-            f"  %o = attn.sdpa %q, %k, %v : {t}, {t}, {t} -> {t}\n  return %o : {t}\n}}\n")
-    art = _tools.compile_graph(mlir, device="cuda")
-    lib, handle = _tools._capi(), ctypes.c_void_p()
-    err = ctypes.create_string_buffer(512)
-    assert lib.attn_rt_open(os.fsencode(art.path), ctypes.byref(handle), err, 512) == 0
-    try:
-        x = np.zeros((1, 2, 16, 64), np.float16)
-        rc, msg = call((lib, handle), [describe(x, dtype=F16) for _ in range(4)])
-        assert rc == 1 and "target cuda" in msg and "attn-run --device cuda" in msg
-    finally:
-        lib.attn_rt_close(handle)
+@pytest.fixture
+def fake_driver(tmp_path, monkeypatch):
+    """The lit suite's stand-in libcuda (it prints each launch, computes
+    nothing); host memory stands for device memory."""
+    import shutil
+    import subprocess
+    so = tmp_path / "fake-libcuda.so"
+    cc = shutil.which("clang-22") or shutil.which("clang") or shutil.which("cc")
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "test", "Tools", "Inputs",
+                       "fake-libcuda.c")
+    subprocess.run([cc, "-shared", "-fPIC", src, "-o", str(so)], check=True)
+    monkeypatch.setenv("ATTN_CUDA_DRIVER", str(so))
+    monkeypatch.setenv("FAKE_CUDA", "noop")
+    return so
+
+
+def _cuda_sdpa(B, H, Tq, Tk):
+    """A fresh handle on the dynamic f16 CUDA attn.sdpa artifact (its own
+    launcher, so that FAKE_CUDA applies), with q, k, v, o arrays."""
+    shape = (1, H, 16, 64)
+    art = sdpa_module.sdpa_artifact("f16", (shape, shape, shape), None, None, False, "", False,
+                                    "cuda")
+    art = _tools.CudaArtifact(art.path, _tools.describe_artifact(art.path), art.bindir)
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((B, H, Tq, 64)).astype(np.float16)
+    k, v = (rng.standard_normal((B, H, Tk, 64)).astype(np.float16) for _ in range(2))
+    return art, q, k, v, np.empty_like(q)
+
+
+def test_cuda_artifact_launches_on_caller_buffers_and_stream(fake_driver, capfd):
+    """A CUDA artifact's kernels are launched on the caller's buffers (no
+    copy: their own addresses reach the kernel), with the sizes of this
+    call and the grid they give, on the caller's stream."""
+    art, q, k, v, o = _cuda_sdpa(B=3, H=2, Tq=70, Tk=33)
+    plan = art.plan("sdpa", [x.shape for x in (q, k, v)], ["f16"] * 3)
+    capfd.readouterr()
+    art.run("sdpa", plan, [x.ctypes.data for x in (q, k, v, o)], 0x5151)
+    err = capfd.readouterr().err
+    launch = [line for line in err.splitlines() if "launch attention_0" in line]
+    assert len(launch) == 1, err
+    assert "grid 2x2x3 " in launch[0]  # ceil(70 / 64) x H x B
+    for x in (q, k, v, o):
+        assert f"={x.ctypes.data} " in launch[0], launch[0]
+    assert " =70 " in launch[0] and " =33 " in launch[0] and " =3 " in launch[0]
+    assert launch[0].endswith("on stream 0x5151")
+    assert "alloc" not in err and "memcpy" not in err  # nothing copied
+
+
+def test_cuda_call_needs_a_current_context(fake_driver, monkeypatch):
+    monkeypatch.setenv("FAKE_CUDA", "nocontext")
+    art, q, k, v, o = _cuda_sdpa(B=1, H=2, Tq=5, Tk=5)
+    plan = art.plan("sdpa", [x.shape for x in (q, k, v)], ["f16"] * 3)
+    with pytest.raises(ValueError, match="no current CUDA context in this thread"):
+        art.run("sdpa", plan, [x.ctypes.data for x in (q, k, v, o)])
+
+
+def test_cuda_call_checks_buffers_like_a_cpu_call(fake_driver):
+    art, q, k, v, o = _cuda_sdpa(B=1, H=2, Tq=5, Tk=5)
+    plan = art.plan("sdpa", [x.shape for x in (q, k, v)], ["f16"] * 3)
+    with pytest.raises(ValueError, match="overlaps another argument"):
+        art.run("sdpa", plan, [x.ctypes.data for x in (q, k, v, q)])

@@ -53,6 +53,24 @@ def test_round_trip_with_stand_in_driver(fake_driver, dtype):
     assert np.isnan(out.astype(np.float32)).all() and np.isnan(lse).all()
 
 
+def test_any_length_compiles_once(fake_driver, monkeypatch, tmp_path):
+    # B, Tq and Tk are dynamic in the CUDA graph too: new lengths reuse it.
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv("ATTN_MLIR_CACHE", str(cache))
+    compiles = []
+    real = _tools._compile_private
+    monkeypatch.setattr(_tools, "_compile_private",
+                        lambda *a: compiles.append(a[-1]) or real(*a))
+    monkeypatch.setattr(attn_mlir.sdpa, "_artifacts", {})
+    for b, tq, tk in [(1, 5, 9), (2, 17, 33), (1, 1, 300)]:
+        q = rng.standard_normal((b, 2, tq, 64)).astype(np.float16)
+        k = rng.standard_normal((b, 2, tk, 64)).astype(np.float16)
+        out = attn_mlir.scaled_dot_product_attention(q, k, k, device="cuda")
+        assert out.shape == (b, 2, tq, 64)
+    assert len(compiles) == 1
+
+
 def test_out_of_memory_is_an_error(fake_driver, monkeypatch):
     monkeypatch.setenv("FAKE_CUDA", "oom")
     q = rng.standard_normal((1, 1, 8, 64)).astype(np.float16)

@@ -16,7 +16,10 @@ import attn_mlir
 from attn_mlir import _tools, reference
 from attn_mlir import sdpa as sdpa_module
 
-ROUNDS = 100
+# Each round is a new graph compiled once while 8 threads (4 processes)
+# call it at the same moment; each round costs a compile (about 5 s here).
+# ATTN_MLIR_STRESS_ROUNDS=100 runs a longer stress test.
+ROUNDS = int(os.environ.get("ATTN_MLIR_STRESS_ROUNDS", "20"))
 THREADS = 8
 PROCESSES = 4
 

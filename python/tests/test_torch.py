@@ -384,6 +384,16 @@ def test_paged_attention_refuses_bad_tables():
                           (q, kc, vc, table, lens, None, True, None, None, None, True))
 
 
+def test_cuda_kernel_takes_one_device():
+    """The op's CUDA kernel (no GPU here: called directly, with a meta
+    tensor standing for a CUDA one) refuses tensors on several devices
+    before anything else."""
+    with pytest.raises(RuntimeError, match="one device: query is on meta, key on cpu"):
+        at._sdpa_cuda(torch.zeros(1, 1, 1, 8, device="meta"), torch.zeros(1, 1, 1, 8),
+                      torch.zeros(1, 1, 1, 8), None, None, False, None, "top_left", None,
+                      None, False)
+
+
 def test_other_devices_are_named():
     """The ops' kernel for CUDA tensors (no GPU here: called directly, with
     a meta tensor standing for one) names the argument that is elsewhere."""

@@ -85,10 +85,8 @@ std::string listing(const EntryInfo &e, const std::string &target) {
   for (const KernelInfo &k : e.kernels) {
     s += "  kernel " + k.name + " " + k.format + " " +
          std::to_string(k.imageSize) + " " +
-         std::to_string(k.grid[0] * k.block[0]) + " args";
-    for (int64_t a : k.args)
-      s += " " + std::to_string(a);
-    s += "\n";
+         formatGrid(k) + " " + std::to_string(k.block[0]) + " args " +
+         formatKernelArgs(k) + "\n";
   }
   return s;
 }

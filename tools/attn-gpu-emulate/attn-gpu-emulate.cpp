@@ -74,6 +74,11 @@ static cl::opt<uint64_t> seed("seed", cl::init(0),
 static cl::opt<std::string> entryName(
     "entry", cl::desc("Public function to run (default: the first one)"),
     cl::cat(cat));
+static cl::list<std::string> dims(
+    "dim",
+    cl::desc("NAME=N: the size of dynamic dimension NAME (B, Tq, Tk of "
+             "attn.sdpa); every dynamic dimension needs one"),
+    cl::cat(cat));
 static cl::opt<std::string> outputDir(
     "output-dir",
     cl::desc("Write the entry's inputs and outputs as DIR/NAME.npy (for a "
@@ -123,13 +128,13 @@ static int runOnlyLaunch(ModuleOp module) {
 /// semantics), read back by the runtime's parser: the same reference as
 /// attn-run --check.
 static int describe(ModuleOp module, std::vector<rt::EntryInfo> &entries) {
-  std::vector<std::pair<std::string, std::string>> chunks;
+  std::vector<EntryRecords> chunks;
   if (failed(mlir::attn::describeEntries(module, chunks)))
     return 2;
   std::string metadata =
       std::string(::attn::format::kHeader) + "\ntarget cpu\n";
-  for (auto &chunk : chunks)
-    metadata += chunk.second;
+  for (const EntryRecords &chunk : chunks)
+    metadata += chunk.text;
   if (rt::Error e = rt::parseMetadata(::attn::format::seal(metadata), entries))
     return fail(e.message);
   return 0;
@@ -183,7 +188,13 @@ static int emulateEntry(MLIRContext &context, ModuleOp module) {
   });
   if (it == entries.end())
     return fail("no public function '" + entryName + "'");
-  const rt::EntryInfo &entry = *it;
+  rt::DimSizes sizes;
+  for (const std::string &d : dims)
+    if (rt::Error e = rt::parseDimSize(d, sizes))
+      return fail(e.message);
+  rt::EntryInfo entry;
+  if (rt::Error e = rt::instantiate(*it, {}, sizes, entry))
+    return fail(e.message);
   PassManager pm(&context);
   mlir::attn::AttnGpuFlashPassOptions options;
   options.warps = warps;
@@ -212,7 +223,7 @@ static int emulateEntry(MLIRContext &context, ModuleOp module) {
     auto mt = cast<MemRefType>(type);
     views.push_back(EmulatedBuffer{t.data.data(),
                                    static_cast<int64_t>(t.data.size()),
-                                   SmallVector<int64_t>(mt.getShape()),
+                                   SmallVector<int64_t>(t.shape.begin(), t.shape.end()),
                                    mt.getElementType()});
   }
   std::string error;

@@ -250,14 +250,8 @@ static Error parseOption(int argc, char **argv, int &i,
     if (!o.inputFiles.emplace(v.substr(0, eq), v.substr(eq + 1)).second)
       return {"input '" + v.substr(0, eq) + "' given twice (--input)"};
   } else if (key == "--dim") {
-    size_t eq = v.find('=');
-    uint64_t size = 0;
-    if (eq == std::string::npos || eq == 0 ||
-        parseUnsigned(key, v.substr(eq + 1), uint64_t(1) << 40, size) ||
-        size < 1)
-      return {"--dim expects NAME=N with N in [1, 2^40], found '" + v + "'"};
-    if (!o.dims.emplace(v.substr(0, eq), static_cast<int64_t>(size)).second)
-      return {"dimension '" + v.substr(0, eq) + "' given twice (--dim)"};
+    if (Error e = parseDimSize(v, o.dims))
+      return e;
   } else if (key == "--seed") {
     if (Error e = parseUnsigned(key, v, UINT64_MAX, o.seed))
       return e;
@@ -429,19 +423,15 @@ static void listEntries(const Artifact &art) {
     for (size_t i = 0; i < e.scratchBytes.size(); ++i)
       std::printf("  buffer #%zu: %lld bytes\n", e.numArgs() + i,
                   (long long)e.scratchBytes[i]);
-    for (const KernelInfo &k : e.kernels) {
-      std::string args;
-      for (int64_t a : k.args)
-        args += (args.empty() ? "" : ",") + std::to_string(a);
-      std::printf("  kernel %s (%s, %lld bytes): grid %lldx%lldx%lld, "
+    for (const KernelInfo &k : e.kernels)
+      std::printf("  kernel %s (%s, %lld bytes): grid %s, "
                   "block %lldx%lldx%lld, %lld bytes of shared memory, "
                   "args %s, image %s\n",
                   k.name.c_str(), k.format.c_str(), (long long)k.imageSize,
-                  (long long)k.grid[0], (long long)k.grid[1],
-                  (long long)k.grid[2], (long long)k.block[0],
+                  formatGrid(k).c_str(), (long long)k.block[0],
                   (long long)k.block[1], (long long)k.block[2],
-                  (long long)k.sharedBytes, args.c_str(), k.image.c_str());
-    }
+                  (long long)k.sharedBytes, formatKernelArgs(k).c_str(),
+                  k.image.c_str());
   }
 }
 

@@ -14,7 +14,7 @@
 //   source fnv1a64=<16 hex digits>        (optional: the graph's text hashed)
 //   entry NAME / in NAME DTYPE DIMS / out NAME DTYPE DIMS / op KIND k=v ...
 //   buffer bytes=N                     (target cuda; zero or more per entry)
-//   kernel NAME grid=X,Y,Z block=X,Y,Z smem=N args=ID,ID,...
+//   kernel NAME grid=G,G,G block=X,Y,Z smem=N args=A,A,...
 //          image=SYMBOL format=cubin|ptx size=N
 //                                      (target cuda; one or more per entry)
 //   end checksum=<16 hex digits>
@@ -32,9 +32,15 @@
 // entry (from 0) is a device scratch buffer of N bytes with buffer id
 // nargs + i, nargs being the entry's inputs plus outputs. Its `kernel`
 // records are launched in the order given, each after the previous one
-// finished (one stream); `args` lists each kernel argument's buffer id:
-// 0 to nargs - 1 the entry's arguments (inputs then outputs), nargs and up
-// its scratch buffers. `image` names the artifact's data object holding
+// finished (one stream); `args` lists each kernel argument A: a buffer id
+// (0 to nargs - 1 the entry's arguments, inputs then outputs, nargs and up
+// its scratch buffers; passed as the device pointer), or the name of a
+// dynamic dimension (passed as its size, a 64-bit integer). Each grid size
+// G is a number, a dynamic dimension's NAME, or NAME/N: that size divided
+// by N, rounded up (e.g. grid=Tq/64,8,B); the runtime evaluates it at each
+// call and refuses sizes beyond CUDA's grid (2^31-1 blocks in x, 65535 in
+// y and z). A kernel takes a buffer of dynamic shape as its base pointer
+// and views it by the sizes it is given (dense, row-major). `image` names the artifact's data object holding
 // the kernel's module (`size` bytes of cubin, or of NUL-terminated PTX);
 // kernels of one module name the same image, with the same format and size.
 // Version 3 had static shapes only and called CPU entries with one bare

@@ -110,13 +110,21 @@ gpu::LaunchOp buildLaunch(ImplicitLocOpBuilder &b, ArrayRef<int64_t> grid,
                           int64_t threads, int64_t sharedBytes,
                           StringRef module, StringRef kernel);
 
+/// As above, with grid sizes that may be host values (sizes known only at
+/// run time).
+gpu::LaunchOp buildLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid,
+                          int64_t threads, int64_t sharedBytes,
+                          StringRef module, StringRef kernel);
+
 /// The buffer a kernel reads `tensor` from (bufferization.to_buffer
 /// read_only, identity layout): the kernel lowerings replace tensor ops by
 /// launches on buffers before One-Shot Bufferize runs over the host code.
 Value bufferForRead(OpBuilder &b, Location loc, Value tensor);
 
-/// A new buffer for a kernel result of `type` (memref.alloc).
-Value allocateBuffer(OpBuilder &b, Location loc, RankedTensorType type);
+/// A new buffer for a kernel result of `type` (memref.alloc), its dynamic
+/// dimensions of sizes `dynamicSizes`.
+Value allocateBuffer(OpBuilder &b, Location loc, RankedTensorType type,
+                     ValueRange dynamicSizes = {});
 
 /// The tensor that stands for a kernel's result `buffer` once the kernel
 /// has run (bufferization.to_tensor restrict writable).

@@ -267,7 +267,12 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
       `gpu.shuffle xor`; the online softmax works in the log2 domain
       (`exp2`); the element predicate (causal, window, the last partial
       block) runs only on blocks that need it (`scf.if`); fully masked rows
-      give 0 and an LSE of -inf.
+      give 0 and an LSE of -inf;
+    - a batch size or length known only at run time (B, Tq, Tk of
+      `tensor<?x8x?x64xf16>`) is read on the host (`memref.dim`), which
+      computes the grid from it (`arith.ceildivui`); the kernel takes it as
+      an argument and tests every key block for padding keys. Head counts
+      and head dimensions stay static.
 
     The tile computation is unrolled at compile time, so every fragment is
     an SSA value that lives in registers. The result is meant for
@@ -356,9 +361,17 @@ def AttnGpuHostPass : Pass<"attn-gpu-host", "::mlir::ModuleOp"> {
     removed by letting the kernel write the output through the inverse
     reshape; any other `memref.copy` becomes a copy kernel. The pass then
     checks the contract of a CUDA entry's host code, which the artifact
-    describes and the runtime replays: dense static memref arguments, and
-    only `memref.alloc` (device scratch buffers), `memref.expand_shape` /
-    `memref.collapse_shape` (aliases of them), `gpu.launch` and constants.
+    describes and the runtime replays: dense memref arguments, and only
+    `memref.alloc` of static shape (device scratch buffers),
+    `memref.expand_shape` / `memref.collapse_shape` (aliases of them),
+    `gpu.launch`, constants, and the sizes known only at run time:
+    `memref.dim` of an argument and `arith.ceildivui` of such a dimension by
+    a constant (a grid size). A buffer of dynamic shape that a kernel uses
+    is then passed as its base pointer (`memref.reinterpret_cast` to
+    `memref<1xT>` on the host; kernels take bare pointers, which only
+    static shapes can be) with its dynamic sizes, and viewed in its shape
+    again inside the kernel; constants move into the kernels that use
+    them, so that a kernel's arguments are buffers and sizes.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect",

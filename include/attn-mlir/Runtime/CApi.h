@@ -2,7 +2,8 @@
  *
  * For callers outside C++ (the Python package and its torch op load
  * libattn_runtime_capi.so with ctypes). attn_rt_open and attn_rt_call load
- * and run an artifact's code; the other functions read files or the
+ * and run an artifact's code (a CUDA artifact's kernels on the caller's
+ * device buffers and stream); the other functions read files or the
  * caller's memory only.
  * An artifact is code: open only artifacts you trust (checkArtifactFile in
  * Runtime.h says what is checked before it is loaded).
@@ -86,17 +87,24 @@ int attn_rt_open(const char *path, attn_rt_artifact **out, char *error,
  * be running. */
 void attn_rt_close(attn_rt_artifact *artifact);
 
-/* Runs entry `entry` of a CPU artifact on caller-owned buffers: `args`
- * holds its inputs then its outputs (`num_args` of them), in the
- * metadata's order, dtypes and shapes; the sizes of dynamic dimensions
- * come from the inputs, and the outputs must have the shapes these give.
- * Nothing is copied: the kernel reads the inputs and writes the outputs in
- * place (an output must not overlap an input). A paged attention's tables
- * are checked first: 0 <= seq_lens[b] <= max_blocks * block_size, and
- * the block ids each sequence uses in [0, num_blocks). `stream` must be null
- * (CUDA artifacts run through attn-run --device cuda). ATTN_RT_OK, or
- * ATTN_RT_INVALID with the reason in `error` and nothing run. Calls on one
- * artifact may run concurrently from several threads. */
+/* Runs entry `entry` of an artifact on caller-owned buffers: `args` holds
+ * its inputs then its outputs (`num_args` of them), in the metadata's
+ * order, dtypes and shapes; the sizes of dynamic dimensions come from the
+ * inputs, and the outputs must have the shapes these give. Nothing is
+ * copied: the kernels read the inputs and write the outputs in place (an
+ * output must not overlap an input).
+ * CPU artifact: host buffers; `stream` must be null; the call returns when
+ * the outputs are written. A paged attention's tables are checked first:
+ * 0 <= seq_lens[b] <= max_blocks * block_size, and the block ids each
+ * sequence uses in [0, num_blocks).
+ * CUDA artifact: device buffers of the calling thread's current CUDA
+ * context (the driver, libcuda.so.1 or $ATTN_CUDA_DRIVER, is loaded on the
+ * first call); the kernels are queued on `stream` (a CUstream, null: the
+ * default stream) and the call returns without waiting, like a kernel
+ * launch (scratch buffers are allocated and freed in stream order). A
+ * paged attention is refused (its tables are checked on the host).
+ * ATTN_RT_OK, or ATTN_RT_INVALID with the reason in `error` and nothing
+ * run. Calls on one artifact may run concurrently from several threads. */
 int attn_rt_call(const attn_rt_artifact *artifact, const char *entry,
                  const attn_rt_tensor *args, size_t num_args, void *stream,
                  char *error, size_t error_size);

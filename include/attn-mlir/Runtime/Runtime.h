@@ -110,12 +110,25 @@ struct KernelInfo {
   std::string format;         ///< "cubin" or "ptx"
   int64_t imageSize = 0;
   int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  /// Where gridDims[i] names a dynamic dimension, grid size i is that size
+  /// divided by grid[i], rounded up (instantiate() computes it and clears
+  /// the name).
+  std::string gridDims[3];
   int64_t sharedBytes = 0;
   /// Kernel argument i is the device buffer of id args[i]: below the
   /// entry's nargs (inputs + outputs) the entry argument args[i] (inputs
-  /// then outputs), from nargs on scratch buffer args[i] - nargs.
+  /// then outputs), from nargs on scratch buffer args[i] - nargs. Where
+  /// argDims[i] names a dynamic dimension, it is instead that size as a
+  /// 64-bit integer (args[i], set by instantiate(); -1 before).
   std::vector<int64_t> args;
+  std::vector<std::string> argDims;
 };
+
+/// "Tq/64x8xB": a kernel's grid as its record gives it (sizes, dynamic
+/// dimensions, dimensions divided by a block size).
+std::string formatGrid(const KernelInfo &k);
+/// "4,Tq,Tk": a kernel's arguments, buffer ids and dynamic dimensions.
+std::string formatKernelArgs(const KernelInfo &k);
 
 struct EntryInfo {
   std::string name;
@@ -136,6 +149,10 @@ struct EntryInfo {
 
 /// Sizes of named dimensions.
 using DimSizes = std::map<std::string, int64_t>;
+
+/// Adds "NAME=N" (a tool's --dim flag; N in [1, 2^40]) to `sizes`; an
+/// error for anything else or for a name given twice.
+Error parseDimSize(const std::string &text, DimSizes &sizes);
 
 /// `entry` with every dynamic dimension given its size (`out` is static):
 /// sizes from `given` and from the shapes of the inputs (`inputShapes[i]`
@@ -252,6 +269,30 @@ public:
   /// Times `iters` calls (after run()) with CUDA events, each call all the
   /// entry's kernels in order; milliseconds per call.
   Error bench(const EntryInfo &entry, long iters, std::vector<double> &ms);
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The zero-copy CUDA path of attn_rt_call: an artifact's entry run on
+/// caller-owned device buffers, on the caller's stream, in the calling
+/// thread's current CUDA context (a framework's: torch makes its device's
+/// primary context current). Nothing is copied or waited for: the kernels
+/// are queued on the stream, and scratch buffers are allocated and freed in
+/// stream order (cuMemAllocAsync / cuMemFreeAsync). Each kernel image is
+/// loaded once per context. Calls may come from several threads at once.
+class CudaLauncher {
+public:
+  /// Loads the driver (libcuda.so.1, or $ATTN_CUDA_DRIVER).
+  static Error create(std::unique_ptr<CudaLauncher> &out);
+  ~CudaLauncher();
+  /// Launches the kernels of `instance` (a static instance of an entry of
+  /// `art`) on `data`, its inputs then outputs (device pointers), on
+  /// `stream` (null: the context's default stream).
+  Error launch(const Artifact &art, const EntryInfo &instance,
+               const std::vector<void *> &data, void *stream);
 
   struct Impl;
 

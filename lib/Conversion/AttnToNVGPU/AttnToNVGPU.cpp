@@ -65,7 +65,8 @@ int64_t alignTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 /// The static configuration of one kernel.
 struct Config {
   int64_t warps, mTiles, kvBlock, stages;
-  // Problem.
+  // Problem: batch, tq and tk may be ShapedType::kDynamic (the kernel then
+  // takes them as arguments); head counts and head dimensions are static.
   int64_t batch, hq, hkv, tq, tk, d, dv;
   Type elt;
   // Derived.
@@ -82,6 +83,7 @@ struct Kernel {
   AttentionSpec spec; // of the attn.online_step lowered
   const Config &cfg;
   Value q = {}, key = {}, val = {}, mask = {}, alibi = {}, out = {}, lse = {};
+  Value tqV = {}, tkV = {}; // Tq and Tk: constants, or kernel arguments
   Value slope = {}; // this block's head's ALiBi slope
   Value smem = {}, qs = {}, ks = {}, vs = {}; // shared memory and views
   Value tid = {}, lane = {}, warp = {}, g = {}, t = {}, bIdx = {}, h = {},
@@ -98,7 +100,7 @@ struct Kernel {
   /// `width`, padded to `padded`) into `dst[prefix..., r, c]`, zero-filling
   /// rows past T and columns past width. 16-byte cp.async when the rows are
   /// 16-byte aligned, element copies otherwise.
-  void copyTile(Value src, Value head, Value row0, int64_t rows, int64_t T,
+  void copyTile(Value src, Value head, Value row0, int64_t rows, Value T,
                 int64_t width, int64_t padded, Value dst,
                 ArrayRef<Value> prefix) {
     int64_t threads = cfg.threads();
@@ -113,7 +115,7 @@ struct Kernel {
           Value col = k.mul(k.rem(idx, perRow), vec);
           Value gr = k.add(row0, r);
           Value valid = k.andI(k.lt(gr, T), k.lt(col, width));
-          Value grc = k.min(gr, k.c(T - 1));
+          Value grc = k.min(gr, k.add(T, -1));
           Value colc = k.sel(valid, col, k.c(0));
           Value n = k.sel(valid, k.c(vec), k.c(0));
           SmallVector<Value> di(prefix.begin(), prefix.end());
@@ -146,7 +148,7 @@ struct Kernel {
     Value valid = k.andI(k.lt(gr, T), k.lt(col, width));
     Value x = memref::LoadOp::create(
         b, src,
-        ValueRange{bIdx, head, k.min(gr, k.c(T - 1)),
+        ValueRange{bIdx, head, k.min(gr, k.add(T, -1)),
                    k.min(col, k.c(width - 1))});
     SmallVector<Value> di(prefix.begin(), prefix.end());
     di.append({r, col});
@@ -155,8 +157,8 @@ struct Kernel {
 
   void copyKV(Value kb, Value stage) {
     Value row0 = k.mul(kb, cfg.kvBlock);
-    copyTile(key, hk, row0, cfg.kvBlock, cfg.tk, cfg.d, cfg.dp, ks, {stage});
-    copyTile(val, hk, row0, cfg.kvBlock, cfg.tk, cfg.dv, cfg.dvp, vs, {stage});
+    copyTile(key, hk, row0, cfg.kvBlock, tkV, cfg.d, cfg.dp, ks, {stage});
+    copyTile(val, hk, row0, cfg.kvBlock, tkV, cfg.dv, cfg.dvp, vs, {stage});
   }
 
   /// c + a·b on tensor cores (KernelBuilder.h).
@@ -176,8 +178,8 @@ struct Kernel {
   Value maskAt(Value row, Value col) {
     auto mt = cast<MemRefType>(mask.getType());
     int64_t rank = mt.getRank();
-    Value full[4] = {bIdx, h, k.min(row, k.c(cfg.tq - 1)),
-                     k.min(col, k.c(cfg.tk - 1))};
+    Value full[4] = {bIdx, h, k.min(row, k.add(tqV, -1)),
+                     k.min(col, k.add(tkV, -1))};
     SmallVector<Value> idx;
     for (int64_t i = 0; i < rank; ++i) {
       std::optional<unsigned> target = maskTargetDim(mt.getShape(), i);
@@ -186,19 +188,22 @@ struct Kernel {
     return memref::LoadOp::create(b, mask, idx);
   }
 
-  /// Keys past Tk exist only in a partial last block.
-  bool paddedKeys() const { return cfg.tk % cfg.kvBlock != 0; }
+  /// Keys past Tk exist only in a partial last block (any block may be
+  /// the last when Tk is known only at run time).
+  bool paddedKeys() const {
+    return ShapedType::isDynamic(cfg.tk) || cfg.tk % cfg.kvBlock != 0;
+  }
 
   /// The score at (row, col) as the logit computation sees it: its mask
   /// element and, in a partial last block, whether the key exists.
   ScoreSite siteAt(Value s, Value row, Value col, bool positions) {
     ScoreSite site{s, mask ? maskAt(row, col) : Value(), row, col, {}, slope};
     if (positions && paddedKeys())
-      site.inBounds = k.lt(col, cfg.tk);
+      site.inBounds = k.lt(col, tkV);
     return site;
   }
 
-  Value lastRow() { return k.min(k.add(q0, cfg.bm - 1), k.c(cfg.tq - 1)); }
+  Value lastRow() { return k.min(k.add(q0, cfg.bm - 1), k.add(tqV, -1)); }
 
   /// Whether the block [q0, q0+BM) x [kv0, kv0+BN) holds a key some row
   /// cannot see or a padding key (null when no block ever does).
@@ -207,8 +212,8 @@ struct Kernel {
                                          k.add(kv0, cfg.kvBlock - 1));
     if (!paddedKeys())
       return any;
-    Value tail = k.cmp(arith::CmpIPredicate::sgt, k.add(kv0, cfg.kvBlock),
-                       k.c(cfg.tk));
+    Value tail =
+        k.cmp(arith::CmpIPredicate::sgt, k.add(kv0, cfg.kvBlock), tkV);
     return any ? arith::OrIOp::create(b, any, tail).getResult() : tail;
   }
 
@@ -501,7 +506,7 @@ Tile FragmentTileOps::accumulatePV(const Tile &accIn, const Tile &p) {
 void Kernel::buildSimt() {
   int64_t qRegs = cfg.dp / 32, vRegs = cfg.dvp / 32;
   Value row = k.add(q0, warp);
-  Value rowc = k.min(row, k.c(cfg.tq - 1));
+  Value rowc = k.min(row, k.add(tqV, -1));
 
   // This lane's slice of the Q row (zero past D).
   Value zero = k.f(0.0);
@@ -564,7 +569,7 @@ void Kernel::buildSimt() {
   OnlineResult fin = finishOnlineState(
       ops, form.exponent(), {{res[0]}, {res[1]}, Tile(res.begin() + 2, res.end())},
       cfg.elt, static_cast<bool>(lse));
-  auto inRange = scf::IfOp::create(b, k.lt(row, cfg.tq));
+  auto inRange = scf::IfOp::create(b, k.lt(row, tqV));
   OpBuilder::InsertionGuard ig(b);
   b.setInsertionPointToStart(inRange.thenBlock());
   for (int64_t i = 0; i < vRegs; ++i) {
@@ -624,7 +629,7 @@ void Kernel::storeFragments(const OnlineResult &fin) {
     for (int64_t r = 0; r < 2; ++r) {
       Value row =
           k.add(q0, k.add(k.mul(warp, 16 * mT), k.add(g, mt * 16 + r * 8)));
-      auto inRange = scf::IfOp::create(b, k.lt(row, cfg.tq));
+      auto inRange = scf::IfOp::create(b, k.lt(row, tqV));
       OpBuilder::InsertionGuard ig(b);
       b.setInsertionPointToStart(inRange.thenBlock());
       for (int64_t j = 0; j < dvTiles; ++j) {
@@ -678,7 +683,7 @@ void Kernel::buildTensorCore() {
 
   auto [kbBegin, kbEnd] = visibleBlocks();
   // Prologue: Q (and the first K/V stage) in flight.
-  copyTile(q, h, q0, cfg.bm, cfg.tq, cfg.d, cfg.dp, qs, {});
+  copyTile(q, h, q0, cfg.bm, tqV, cfg.d, cfg.dp, qs, {});
   prologueKV(kbBegin, kbEnd);
 
   // Loop state: m (log2 units) and partial l per row, O fragments.
@@ -769,6 +774,7 @@ struct TiledAttention {
   scf::ForOp loop;
   mutable OnlineStepOp step; // Op accessors are not const.
   mutable OnlineFinishOp finish;
+  Value qSrc, kSrc, vSrc; // the tensors the tiles are sliced from
   RankedTensorType qType, kType, vType;
   int64_t queryBlock = 0, keyBlock = 0;
 };
@@ -869,11 +875,17 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   Value q = sourceTensor(t.step.getQuery(), forall),
         k = sourceTensor(t.step.getKey(), forall),
         v = sourceTensor(t.step.getValue(), forall);
+  // Batch and lengths may be dynamic; head counts and head dimensions not.
   auto rank4 = [](Value a) {
     auto type = a ? dyn_cast<RankedTensorType>(a.getType()) : nullptr;
-    return type && type.getRank() == 4 && type.hasStaticShape() ? type
-                                                                : nullptr;
+    return type && type.getRank() == 4 && !type.isDynamicDim(1) &&
+                   !type.isDynamicDim(3)
+               ? type
+               : nullptr;
   };
+  t.qSrc = q;
+  t.kSrc = k;
+  t.vSrc = v;
   t.qType = rank4(q);
   t.kType = rank4(k);
   t.vType = rank4(v);
@@ -899,7 +911,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   if (Value mask = t.step.getMask()) {
     Value m = sourceTensor(mask, forall);
     auto mT = m ? dyn_cast<RankedTensorType>(m.getType()) : nullptr;
-    if (!mT || !mT.hasStaticShape())
+    if (!mT)
       return failure();
     Value full[4] = {b, h, q0, kb};
     SmallVector<Value> offs;
@@ -922,13 +934,23 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   return success();
 }
 
+/// True when `len` is the length (dimension 2) of `tensor`: its static
+/// size, or tensor.dim of it.
+static bool isLengthOf(Value len, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (!type.isDynamicDim(2))
+    return getConstantIntValue(len) == type.getDimSize(2);
+  auto dim = len.getDefiningOp<tensor::DimOp>();
+  return dim && dim.getSource() == tensor && dim.getConstantIndex() == 2;
+}
+
 /// The facts of the step and the finish agree with the arguments; the
 /// outputs are the finish's tiles inserted at (b, h, q0).
 static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
   why = "the nest's lengths, element types, exponent scale and outputs must "
         "be those of its arguments and of the attention";
-  if (getConstantIntValue(t.step.getQueryLength()) != t.qType.getDimSize(2) ||
-      getConstantIntValue(t.step.getKeyLength()) != t.kType.getDimSize(2) ||
+  if (!isLengthOf(t.step.getQueryLength(), t.qSrc) ||
+      !isLengthOf(t.step.getKeyLength(), t.kSrc) ||
       t.kType.getDimSize(2) != t.vType.getDimSize(2) ||
       t.finish.getOutput().getType().getElementType() !=
           t.qType.getElementType() ||
@@ -1067,11 +1089,14 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
   // A key block clamped to a short Tk is one block of any larger size.
   bool keys = cfg->kvBlock == t.keyBlock ||
               (t.keyBlock == tk && cfg->kvBlock >= tk);
-  if (t.queryBlock != std::min(cfg->bm, cfg->tq) || !keys)
+  // A block of rows is clamped to a static Tq shorter than it.
+  int64_t rows = ShapedType::isDynamic(cfg->tq) ? cfg->bm
+                                                : std::min(cfg->bm, cfg->tq);
+  if (t.queryBlock != rows || !keys)
     return why(t.step, "the loop nest is tiled with q-block " +
                            Twine(t.queryBlock) + " and kv-block " +
                            Twine(t.keyBlock) + "; the kernel's blocks are " +
-                           Twine(std::min(cfg->bm, cfg->tq)) +
+                           Twine(rows) +
                            " query rows (16 x row-tiles x warps, 1 x warps "
                            "for f32) and " +
                            Twine(cfg->kvBlock) + " keys");
@@ -1083,8 +1108,6 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
 FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
                                        const AttnGpuFlashPassOptions &o,
                                        Why why) {
-  if (!hasStaticShapes(sdpa))
-    return why(sdpa, "the CUDA target needs static shapes");
   FailureOr<Config> cfg =
       configure(o, sdpa, sdpa.getQuery().getType(), sdpa.getKey().getType(),
                 sdpa.getValue().getType(), o.kvBlock, why);
@@ -1101,7 +1124,7 @@ FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
   tiling.decode = false;
   FailureOr<TiledSdpa> nest = tileSdpa(rewriter, sdpa, tiling);
   assert(succeeded(nest) && nest->foralls.size() == 1 &&
-         "static shapes tile");
+         "an unsplit nest is one forall");
   scf::ForallOp forall = nest->foralls.front();
   rewriter.replaceOp(sdpa, forall.getResults());
   return forall;
@@ -1250,7 +1273,9 @@ struct AttnGpuFlashPass
 /// One-Shot Bufferize then only has the host code left): forall (b, h,
 /// q-block) -> grid (q-block, h, b); the key loop -> the cp.async-staged
 /// block loop; attn.online_step -> the tile layout's step;
-/// attn.online_finish and the inserts -> the normalized stores.
+/// attn.online_finish and the inserts -> the normalized stores. A batch
+/// size or length known only at run time is read on the host (memref.dim),
+/// which computes the grid from it; the kernel captures it.
 LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
                           const Config &cfg) {
   scf::ForallOp forall = t.forall;
@@ -1272,15 +1297,31 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   Value q = memrefOf(t.step.getQuery()), key = memrefOf(t.step.getKey()),
         val = memrefOf(t.step.getValue()), mask = memrefOf(t.step.getMask()),
         alibi = memrefOf(t.step.getAlibiSlope());
-  SmallVector<Value> outBuffers;
-  for (Type type : forall.getResultTypes())
-    outBuffers.push_back(
-        allocateBuffer(b, loc, cast<RankedTensorType>(type)));
+  // B, Tq and Tk on the host: constants, or the sizes of Q and K.
+  auto size = [&](Value buf, int64_t dim, int64_t n) -> Value {
+    return ShapedType::isDynamic(n)
+               ? memref::DimOp::create(b, buf, dim).getResult()
+               : k.c(n);
+  };
+  Value batch = size(q, 0, cfg.batch), tq = size(q, 2, cfg.tq),
+        tk = size(key, 2, cfg.tk);
+  // Results [B, Hq, Tq, Dv] and LSE [B, Hq, Tq].
+  SmallVector<Value> outs;
+  for (Type type : forall.getResultTypes()) {
+    auto tt = cast<RankedTensorType>(type);
+    SmallVector<Value> dyn;
+    for (int64_t d : {0, 2})
+      if (tt.isDynamicDim(d))
+        dyn.push_back(d ? tq : batch);
+    outs.push_back(allocateBuffer(b, loc, tt, dyn));
+  }
+  Value blocks = ShapedType::isDynamic(cfg.tq)
+                     ? arith::CeilDivUIOp::create(b, tq, k.c(cfg.bm))
+                     : k.c((cfg.tq + cfg.bm - 1) / cfg.bm);
   std::string name = uniqueKernelName(forall, "attention");
   gpu::LaunchOp launch =
-      buildLaunch(b, {(cfg.tq + cfg.bm - 1) / cfg.bm, cfg.hq, cfg.batch},
-                  cfg.threads(), cfg.smemBytes(),
-                  kernelModuleName(forall), name);
+      buildLaunch(b, {blocks, k.c(cfg.hq), batch}, cfg.threads(),
+                  cfg.smemBytes(), kernelModuleName(forall), name);
   launch->setAttr(
       "attn.kernel_config",
       b.getDictionaryAttr({
@@ -1295,9 +1336,14 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   kern.val = val;
   kern.mask = mask;
   kern.alibi = alibi;
-  kern.out = outBuffers[0];
+  kern.out = outs[0];
   if (t.finish.getLse())
-    kern.lse = outBuffers[1];
+    kern.lse = outs[1];
+  // Constants are made inside the kernel; run-time sizes are captured.
+  kern.tqV = ShapedType::isDynamic(cfg.tq) ? tq : k.c(cfg.tq);
+  kern.tkV = ShapedType::isDynamic(cfg.tk) ? tk : k.c(cfg.tk);
+  kern.spec.queryLengthValue = kern.tqV;
+  kern.spec.keyLengthValue = kern.tkV;
   kern.tid = launch.getThreadIds().x;
   kern.q0 = k.mul(launch.getBlockIds().x, cfg.bm);
   kern.h = launch.getBlockIds().y;
@@ -1306,7 +1352,7 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   gpu::TerminatorOp::create(b);
   b.setInsertionPointAfter(launch);
   SmallVector<Value> outTensors = llvm::map_to_vector(
-      outBuffers, [&](Value buf) { return resultTensor(b, loc, buf); });
+      outs, [&](Value buf) { return resultTensor(b, loc, buf); });
   rewriter.replaceOp(forall, outTensors);
   return success();
 }

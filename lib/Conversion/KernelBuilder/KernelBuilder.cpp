@@ -76,6 +76,15 @@ gpu::LaunchOp attn::buildLaunch(ImplicitLocOpBuilder &b, ArrayRef<int64_t> grid,
                                 int64_t threads, int64_t sharedBytes,
                                 StringRef module, StringRef kernel) {
   KB k{b};
+  SmallVector<Value> sizes =
+      llvm::map_to_vector(grid, [&](int64_t n) { return k.c(n); });
+  return buildLaunch(b, sizes, threads, sharedBytes, module, kernel);
+}
+
+gpu::LaunchOp attn::buildLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid,
+                                int64_t threads, int64_t sharedBytes,
+                                StringRef module, StringRef kernel) {
+  KB k{b};
   Value one = k.c(1);
   Value smem =
       sharedBytes
@@ -83,7 +92,7 @@ gpu::LaunchOp attn::buildLaunch(ImplicitLocOpBuilder &b, ArrayRef<int64_t> grid,
                 .getResult()
           : Value();
   auto launch = gpu::LaunchOp::create(
-      b, k.c(grid[0]), k.c(grid[1]), k.c(grid[2]), k.c(threads), one, one, smem,
+      b, grid[0], grid[1], grid[2], k.c(threads), one, one, smem,
       nullptr, ValueRange{}, TypeRange{}, TypeRange{}, nullptr, nullptr,
       nullptr, FlatSymbolRefAttr::get(b.getContext(), module),
       FlatSymbolRefAttr::get(b.getContext(), kernel));
@@ -116,10 +125,13 @@ Value attn::bufferForRead(OpBuilder &b, Location loc, Value tensor) {
       /*read_only=*/true);
 }
 
-Value attn::allocateBuffer(OpBuilder &b, Location loc, RankedTensorType type) {
+Value attn::allocateBuffer(OpBuilder &b, Location loc, RankedTensorType type,
+                          ValueRange dynamicSizes) {
   return memref::AllocOp::create(
-      b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+      dynamicSizes);
 }
+
 
 Value attn::resultTensor(OpBuilder &b, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());

@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Utils/GPUUtils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -41,6 +42,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir {
 namespace attn {
@@ -887,8 +889,111 @@ bool isHostOp(Operation *op) {
     return alloc.getType().hasStaticShape() && elt.isIntOrFloat() &&
            (elt.isInteger(1) || elt.getIntOrFloatBitWidth() % 8 == 0);
   }
+  // Sizes known at run time: a dimension of an entry argument, and a grid
+  // size derived from one (the artifact names them; see Format.h).
+  if (auto dim = dyn_cast<memref::DimOp>(op))
+    return isa<BlockArgument>(dim.getSource()) && dim.getConstantIndex();
+  if (auto div = dyn_cast<arith::CeilDivUIOp>(op))
+    return div.getLhs().getDefiningOp<memref::DimOp>() &&
+           getConstantIntValue(div.getRhs());
+  // A buffer of dynamic shape passed to a kernel as its base pointer.
+  if (auto rc = dyn_cast<memref::ReinterpretCastOp>(op))
+    return rc.getType().getNumElements() == 1 &&
+           isZeroInteger(rc.getMixedOffsets()[0]);
   return isa<memref::ExpandShapeOp, memref::CollapseShapeOp, gpu::LaunchOp,
              arith::ConstantOp, func::ReturnOp>(op);
+}
+
+/// The message for a host op the runtime cannot replay.
+InFlightDiagnostic refuseHostOp(Operation *op) {
+  if (auto alloc = dyn_cast<memref::AllocOp>(op);
+      alloc && !alloc.getType().hasStaticShape())
+    return op->emitError("an intermediate buffer of the CUDA entry has a "
+                         "size known only at run time ")
+           << alloc.getType()
+           << ": with dynamic shapes the CUDA target compiles graphs of "
+              "attn.sdpa alone (compile this graph with static shapes, or "
+              "for the CPU, --target=cpu)";
+  return op->emitError("the CUDA target cannot run '")
+         << op->getName()
+         << "' on the host: an entry's host code may only allocate "
+            "device buffers, reshape them and launch kernels (run "
+            "this graph on the CPU target, --target=cpu)";
+}
+
+/// `buffer`, of dynamic shape and used inside `launch`, passed to the
+/// kernel as its base pointer: kernels take bare pointers, which only a
+/// memref of static shape can be. The host reads its dynamic sizes
+/// (memref.dim, index arguments of the kernel) and casts it to memref<1xT>;
+/// the kernel views that in the buffer's shape again with the dense
+/// strides (memref.reinterpret_cast; not expand_shape, on which LLVM 22's
+/// expand-strided-metadata crashes for several dynamic dimensions).
+void passAsPointer(gpu::LaunchOp launch, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  Location loc = launch.getLoc();
+  OpBuilder b(launch);
+  int64_t rank = type.getRank();
+  // Each dynamic size read once on the host (an existing memref.dim before
+  // the launch is reused): one kernel argument per size.
+  SmallVector<Value> dynSizes;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!type.isDynamicDim(d))
+      continue;
+    Value size;
+    for (Operation *user : buffer.getUsers())
+      if (auto dim = dyn_cast<memref::DimOp>(user);
+          dim && dim.getConstantIndex() == d &&
+          dim->getBlock() == launch->getBlock() &&
+          dim->isBeforeInBlock(launch))
+        size = dim;
+    dynSizes.push_back(size ? size
+                            : memref::DimOp::create(b, loc, buffer, d)
+                                  .getResult());
+  }
+  Value base = memref::ReinterpretCastOp::create(
+      b, loc, MemRefType::get({1}, type.getElementType()), buffer,
+      b.getIndexAttr(0), ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  b.setInsertionPointToStart(&launch.getBody().front());
+  SmallVector<OpFoldResult> sizes(rank), strides(rank);
+  SmallVector<int64_t> staticStrides(rank);
+  unsigned next = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    sizes[d] = type.isDynamicDim(d)
+                   ? OpFoldResult(dynSizes[next++])
+                   : OpFoldResult(b.getIndexAttr(type.getDimSize(d)));
+  int64_t stride = 1; // the static product of the sizes inside d
+  Value dynStride;    // the product once a dynamic size is in it
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    staticStrides[d] = dynStride ? ShapedType::kDynamic : stride;
+    strides[d] = dynStride ? OpFoldResult(dynStride)
+                           : OpFoldResult(b.getIndexAttr(stride));
+    if (d == 0)
+      break;
+    if (!type.isDynamicDim(d) && !dynStride) {
+      stride *= type.getDimSize(d);
+      continue;
+    }
+    Value size = type.isDynamicDim(d)
+                     ? cast<Value>(sizes[d])
+                     : arith::ConstantIndexOp::create(b, loc,
+                                                      type.getDimSize(d));
+    if (dynStride)
+      dynStride = arith::MulIOp::create(b, loc, dynStride, size);
+    else if (stride == 1)
+      dynStride = size;
+    else
+      dynStride = arith::MulIOp::create(
+          b, loc, arith::ConstantIndexOp::create(b, loc, stride), size);
+  }
+  auto viewType = MemRefType::get(
+      type.getShape(), type.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), 0, staticStrides));
+  Value view = memref::ReinterpretCastOp::create(
+      b, loc, viewType, base, b.getIndexAttr(0), sizes, strides);
+  buffer.replaceUsesWithIf(view, [&](OpOperand &use) {
+    return launch->isProperAncestor(use.getOwner());
+  });
 }
 
 struct AttnGpuHostPass
@@ -906,19 +1011,27 @@ struct AttnGpuHostPass
           lowerCopy(copy);
       for (Operation &op : func.getBody().front())
         if (!isHostOp(&op))
-          ok = succeeded(LogicalResult(
-              op.emitError("the CUDA target cannot run '")
-              << op.getName()
-              << "' on the host: an entry's host code may only allocate "
-                 "device buffers, reshape them and launch kernels (run "
-                 "this graph on the CPU target, --target=cpu)"));
+          ok = succeeded(LogicalResult(refuseHostOp(&op)));
       for (Type t : func.getArgumentTypes())
         if (auto mt = dyn_cast<MemRefType>(t);
-            !mt || !mt.getLayout().isIdentity() || !mt.hasStaticShape())
+            !mt || !mt.getLayout().isIdentity())
           ok = succeeded(LogicalResult(
-              func.emitError("expected dense static memref arguments "
+              func.emitError("expected dense memref arguments "
                              "after bufferization, found ")
               << t));
+      // Buffers of dynamic shape passed as base pointers with their sizes;
+      // constants moved into the kernels that use them: a kernel's
+      // arguments are buffers and run-time sizes only.
+      func.walk([&](gpu::LaunchOp launch) {
+        llvm::SetVector<Value> above;
+        getUsedValuesDefinedAbove(launch.getBody(), above);
+        for (Value v : above)
+          if (auto mt = dyn_cast<MemRefType>(v.getType());
+              mt && !mt.hasStaticShape())
+            passAsPointer(launch, v);
+        (void)sinkOperationsIntoLaunchOp(
+            launch, [](Operation *op) { return isa<arith::ConstantOp>(op); });
+      });
     }
     if (!ok)
       signalPassFailure();

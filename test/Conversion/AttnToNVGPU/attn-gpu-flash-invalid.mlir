@@ -24,14 +24,6 @@ func.func @mha(%x: tensor<1x16x32xf16>, %w: tensor<32x32xf16>) -> tensor<1x16x32
 
 // -----
 
-func.func @dynamic(%q: tensor<1x1x?x16xf16>, %k: tensor<1x1x?x16xf16>, %v: tensor<1x1x?x16xf16>) -> tensor<1x1x?x16xf16> {
-  // expected-error @+1 {{the CUDA target needs static shapes}}
-  %o = attn.sdpa %q, %k, %v : tensor<1x1x?x16xf16>, tensor<1x1x?x16xf16>, tensor<1x1x?x16xf16> -> tensor<1x1x?x16xf16>
-  return %o : tensor<1x1x?x16xf16>
-}
-
-// -----
-
 func.func @too_wide(%q: tensor<1x1x16x264xf16>, %k: tensor<1x1x16x264xf16>, %v: tensor<1x1x16x264xf16>) -> tensor<1x1x16x264xf16> {
   // expected-error @+1 {{the CUDA kernel supports head dimensions up to 256, found D = 264, Dv = 264}}
   %o = attn.sdpa %q, %k, %v : tensor<1x1x16x264xf16>, tensor<1x1x16x264xf16>, tensor<1x1x16x264xf16> -> tensor<1x1x16x264xf16>

@@ -51,7 +51,58 @@ func.func @host_math(%in: memref<4xf32>, %out: memref<4xf32>) {
 
 // -----
 
-// expected-error @+1 {{expected dense static memref arguments after bufferization, found 'memref<?xf32>'}}
-func.func @dynamic(%in: memref<?xf32>) {
+// expected-error @+1 {{expected dense memref arguments after bufferization, found 'memref<4xf32, strided<[2]>>'}}
+func.func @strided(%in: memref<4xf32, strided<[2]>>) {
+  return
+}
+
+// -----
+
+// A buffer of dynamic shape is passed as its base pointer (a bare-pointer
+// kernel argument needs a static shape) with its dynamic sizes, and viewed
+// in its shape again inside the kernel; the constants move into it.
+// CHECK-LABEL: func.func @dynamic(%arg0: memref<?x4x?xf32>, %arg1: memref<?xf32>)
+// CHECK-DAG: %[[B:.*]] = memref.dim %arg0, %c0 : memref<?x4x?xf32>
+// CHECK-DAG: %[[T:.*]] = memref.dim %arg0, %c2 : memref<?x4x?xf32>
+// CHECK-DAG: %[[BASE:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [1], strides: [1] : memref<?x4x?xf32> to memref<1xf32>
+// CHECK-DAG: %[[N:.*]] = memref.dim %arg1, %c0{{.*}} : memref<?xf32>
+// CHECK-DAG: %[[OBASE:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [1], strides: [1] : memref<?xf32> to memref<1xf32>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[B]])
+// CHECK-DAG: %[[S0:.*]] = arith.muli %[[T]], %c4 : index
+// CHECK-DAG: memref.reinterpret_cast %[[BASE]] to offset: [0], sizes: [%[[B]], 4, %[[T]]], strides: [%[[S0]], %[[T]], 1] : memref<1xf32> to memref<?x4x?xf32, strided<[?, ?, 1]>>
+// CHECK-DAG: memref.reinterpret_cast %[[OBASE]] to offset: [0], sizes: [%[[N]]], strides: [1] : memref<1xf32> to memref<?xf32, strided<[1]>>
+// CHECK-DAG: arith.constant 0 : index
+func.func @dynamic(%in: memref<?x4x?xf32>, %out: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %b = memref.dim %in, %c0 : memref<?x4x?xf32>
+  %t = memref.dim %in, %c2 : memref<?x4x?xf32>
+  %g = arith.ceildivui %t, %c2 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %g, %y = %c1, %z = %b) threads(%tx, %ty, %tz) in (%a = %c1, %bb = %c1, %c = %c1) {
+    %v = memref.load %in[%c0, %c0, %c0] : memref<?x4x?xf32>
+    memref.store %v, %out[%c0] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @dynamic_scratch(%in: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %in, %c0 : memref<?xf32>
+  // expected-error @+1 {{an intermediate buffer of the CUDA entry has a size known only at run time 'memref<?xf32>': with dynamic shapes the CUDA target compiles graphs of attn.sdpa alone (compile this graph with static shapes, or for the CPU, --target=cpu)}}
+  %buf = memref.alloc(%n) : memref<?xf32>
+  return
+}
+
+// -----
+
+func.func @host_index_math(%in: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %in, %c0 : memref<?xf32>
+  // expected-error @+1 {{the CUDA target cannot run 'arith.addi' on the host}}
+  %m = arith.addi %n, %n : index
   return
 }

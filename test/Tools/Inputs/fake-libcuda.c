@@ -6,11 +6,13 @@
      zero      cuInit succeeds, cuDeviceGetCount reports 0 devices
      oom       cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY (2)
      smallsmem the device allows 48 KiB of shared memory per block
+     nocontext no context is current in the calling thread (cuCtxGetCurrent)
      noop      everything succeeds; a launch is printed and computes nothing
    Device memory is host memory. Module loads, allocations (numbered from 0
-   in allocation order), memsets, launches (each argument printed as the
-   number of the allocation it points to; the runtime ends the parameters
-   with a null) and stream synchronizations are printed on stderr. */
+   in allocation order; stream-ordered ones too), memsets, launches (each
+   argument printed as the number of the allocation it points to, other
+   values as =N; the runtime ends the parameters with a null; then the
+   stream) and stream synchronizations are printed on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,11 @@ CUresult cuDeviceTotalMem_v2(size_t *b, int d) { *b = 1ull << 30; return 0; }
 CUresult cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)1; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 CUresult cuCtxSetCurrent(void *c) { return 0; }
+CUresult cuCtxGetCurrent(void **c) {
+  *c = is("nocontext") ? NULL : (void *)1;
+  return 0;
+}
+CUresult cuCtxGetDevice(int *d) { *d = 0; return 0; }
 CUresult cuCtxSynchronize(void) { return 0; }
 static const char *image;
 static int modules;
@@ -92,8 +99,15 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
   fprintf(stderr,
           "fake-cuda: launch %s grid %ux%ux%u block %ux%ux%u smem %u args",
           (const char *)f, gx, gy, gz, bx, by, bz, smem);
-  for (int n = 0; params && params[n] && n < 16; ++n)
-    fprintf(stderr, " %d", allocation(*(unsigned long long *)params[n]));
+  // Buffers by allocation number; anything else (a size) as =VALUE.
+  for (int n = 0; params && params[n] && n < 32; ++n) {
+    unsigned long long v = *(unsigned long long *)params[n];
+    if (allocation(v) >= 0)
+      fprintf(stderr, " %d", allocation(v));
+    else
+      fprintf(stderr, " =%llu", v);
+  }
+  fprintf(stderr, " on stream %p", stream);
   fprintf(stderr, "\n");
   return 0;
 }
@@ -109,6 +123,16 @@ CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
   return 0;
 }
 CUresult cuMemFree_v2(unsigned long long p) { free((void *)(size_t)p); return 0; }
+CUresult cuMemAllocAsync(unsigned long long *p, size_t n, void *stream) {
+  if (is("oom"))
+    return 2;
+  fprintf(stderr, "fake-cuda: stream-ordered ");
+  return cuMemAlloc_v2(p, n);
+}
+CUresult cuMemFreeAsync(unsigned long long p, void *stream) {
+  fprintf(stderr, "fake-cuda: stream-ordered free #%d\n", allocation(p));
+  return 0; /* kept: a later launch of the same call may still print it */
+}
 CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
   memcpy((void *)(size_t)d, s, n);
   return 0;
