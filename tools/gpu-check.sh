@@ -46,6 +46,7 @@ for so in "$art"/check/*.so; do
   dims="${so%.so}.dims"
   if [ -f "$dims" ]; then sizes=$(cat "$dims"); else sizes="-"; fi
   while read -r size; do
+    [ -n "$size" ] || continue
     flags=""; name=$base
     if [ "$size" != "-" ]; then
       for d in $size; do flags="$flags --dim $d"; done

@@ -302,6 +302,13 @@ static Error callChecked(const attn_rt_artifact &h, const char *name,
     data.push_back(args[i].data);
   if (art.target() == "cpu")
     return art.callInstance(entry, data);
+  // The kernels copy 16-byte chunks of their operands (cp.async).
+  for (size_t i = 0; i < numArgs; ++i)
+    if (reinterpret_cast<uintptr_t>(args[i].data) % 16)
+      return {"entry '" + own->name + "': '" +
+              (i < nin ? entry.inputs[i] : entry.outputs[i - nin]).name +
+              "' is not aligned to 16 bytes, as the CUDA kernels need: give "
+              "it a buffer of its own (torch: .clone())"};
   if (entry.op.kind == "paged_sdpa")
     return {"entry '" + own->name + "': a paged attention's tables are "
             "checked on the host before each call; this path takes device "

@@ -95,6 +95,7 @@ struct Driver {
   X(cuEventDestroy_v2, CUevent)                                                \
   X(cuGetErrorName, CUresult, const char **)                                   \
   X(cuCtxGetCurrent, CUcontext *)                                              \
+  X(cuCtxGetId, CUcontext, unsigned long long *)                               \
   X(cuCtxGetDevice, CUdevice *)                                                \
   X(cuMemAllocAsync, CUdeviceptr *, size_t, CUstream)                          \
   X(cuMemFreeAsync, CUdeviceptr, CUstream)
@@ -494,16 +495,19 @@ Error CudaSession::bench(const EntryInfo &entry, long iters,
 struct CudaLauncher::Impl {
   Driver cu;
   std::mutex mu; // guards the maps
+  /// Contexts by their ID (unique in the process: a handle may be reused
+  /// once its context is destroyed).
+  using CtxId = unsigned long long;
   /// By (context, image symbol): the image's module in that context.
-  std::map<std::pair<CUcontext, std::string>, CUmodule> modules;
+  std::map<std::pair<CtxId, std::string>, CUmodule> modules;
   /// By (context, image, kernel): the function, its shared memory allowed.
-  std::map<std::tuple<CUcontext, std::string, std::string>, CUfunction>
+  std::map<std::tuple<CtxId, std::string, std::string>, CUfunction>
       functions;
   /// By device: its opt-in shared memory per block.
   std::map<CUdevice, int> maxShared;
 
   Error function(const Artifact &art, const EntryInfo &e, size_t i,
-                 CUcontext ctx, CUfunction &out);
+                 CtxId ctx, CUfunction &out);
 };
 
 Error CudaLauncher::create(std::unique_ptr<CudaLauncher> &out) {
@@ -517,14 +521,15 @@ Error CudaLauncher::create(std::unique_ptr<CudaLauncher> &out) {
   return {};
 }
 
-// Modules stay loaded until the process ends: their contexts belong to
-// the caller, which may have destroyed them already.
+// Modules stay loaded until their context is destroyed or the process
+// ends: the contexts belong to the caller, which may have destroyed them
+// already (unloading then would touch freed driver state).
 CudaLauncher::~CudaLauncher() = default;
 
 /// Kernel `i` of `e` in context `ctx`: its image loaded there on first use,
 /// its dynamic shared memory allowed (checked against the device's limit).
 Error CudaLauncher::Impl::function(const Artifact &art, const EntryInfo &e,
-                                   size_t i, CUcontext ctx, CUfunction &out) {
+                                   size_t i, CtxId ctx, CUfunction &out) {
   const KernelInfo &k = e.kernels[i];
   std::lock_guard<std::mutex> lock(mu);
   auto key = std::make_tuple(ctx, k.image, k.name);
@@ -585,9 +590,12 @@ Error CudaLauncher::launch(const Artifact &art, const EntryInfo &e,
   if (!ctx)
     return {"no current CUDA context in this thread: make the buffers' "
             "device current first (torch does for its CUDA tensors)"};
+  Impl::CtxId id = 0;
+  if (Error err = cu.check(cu.cuCtxGetId(ctx, &id), "cuCtxGetId"))
+    return err;
   std::vector<CUfunction> fns(e.kernels.size());
   for (size_t i = 0; i < e.kernels.size(); ++i)
-    if (Error err = im.function(art, e, i, ctx, fns[i]))
+    if (Error err = im.function(art, e, i, id, fns[i]))
       return err;
   auto s = static_cast<CUstream>(stream);
   // Buffer ids: the caller's arguments, then scratch buffers of this call.

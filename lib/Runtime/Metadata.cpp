@@ -140,11 +140,14 @@ static bool parseGrid(const std::string &v, KernelInfo &k) {
       return false;
     size_t slash = item.find('/');
     std::string name = item.substr(0, slash);
+    k.gridDims[i].clear();
     if (isIdentifier(name)) {
       k.gridDims[i] = name;
       k.grid[i] = 1;
+      // A divisor is a block size: at most CUDA's largest grid.
       if (slash != std::string::npos &&
-          !parseInt(item.substr(slash + 1), k.grid[i]))
+          (!parseInt(item.substr(slash + 1), k.grid[i]) ||
+           k.grid[i] > 0x7fffffff))
         return false;
     } else if (slash != std::string::npos || !parseInt(item, k.grid[i])) {
       return false;
@@ -727,21 +730,32 @@ static Error checkGrid(const KernelInfo &k, const std::string &what) {
 /// The launches of instance `e` (every dimension sized by `sizes`): grid
 /// sizes and size arguments computed, then checked against CUDA's limits.
 static Error instantiateKernels(EntryInfo &e, const DimSizes &sizes) {
-  auto size = [&](const std::string &name) {
-    auto it = sizes.find(name); // every name is the entry's (checkKernel)
-    return it == sizes.end() ? int64_t(0) : it->second;
-  };
   for (size_t i = 0; i < e.kernels.size(); ++i) {
     KernelInfo &k = e.kernels[i];
+    std::string what = kernelNumber(e, i) + " '" + k.name + "'";
+    // Every name is the entry's (checkKernel), and instantiate() sized
+    // them all, to at least 1 (checkArg).
+    auto size = [&](const std::string &name, int64_t &out) -> Error {
+      auto it = sizes.find(name);
+      if (it == sizes.end() || it->second < 1)
+        return {"internal error: " + what + " names '" + name +
+                "', which has no size"};
+      out = it->second;
+      return {};
+    };
     for (int d = 0; d < 3; ++d)
       if (!k.gridDims[d].empty()) {
-        k.grid[d] = (size(k.gridDims[d]) + k.grid[d] - 1) / k.grid[d];
+        int64_t n = 0;
+        if (Error err = size(k.gridDims[d], n))
+          return err;
+        k.grid[d] = (n - 1) / k.grid[d] + 1; // ceil(n / div), no overflow
         k.gridDims[d].clear();
       }
     for (size_t a = 0; a < k.argDims.size(); ++a)
       if (!k.argDims[a].empty())
-        k.args[a] = size(k.argDims[a]);
-    if (Error err = checkGrid(k, kernelNumber(e, i) + " '" + k.name + "'"))
+        if (Error err = size(k.argDims[a], k.args[a]))
+          return err;
+    if (Error err = checkGrid(k, what))
       return {"at these sizes, " + err.message};
   }
   return {};

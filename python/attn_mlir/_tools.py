@@ -359,7 +359,7 @@ class CudaArtifact(Artifact):
 
     def __init__(self, path, desc, bindir):
         # The artifact holds data only (kernel images, metadata): opening it
-        # loads no code and no driver.
+        # runs none of it and loads no CUDA driver (the first run does).
         super().__init__(path, desc)
         self.bindir = bindir
 

@@ -155,6 +155,8 @@ def _sdpa_cuda(query, key, value, attn_mask, alibi_slopes, is_causal, scale, cau
         art, plan, inputs = _prepare(query, key, value, attn_mask, alibi_slopes, is_causal,
                                      scale, causal_alignment, window, softcap, return_lse,
                                      "cuda", f"sm_{major}{minor}")
+        # The kernels copy 16-byte chunks: a view at an odd offset is copied.
+        inputs = [t if t.data_ptr() % 16 == 0 else t.clone() for t in inputs]
         return _run(art, "sdpa", plan, inputs, query, value.shape[3], return_lse,
                     torch.cuda.current_stream(dev).cuda_stream)
 

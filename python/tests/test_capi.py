@@ -189,3 +189,10 @@ def test_cuda_call_checks_buffers_like_a_cpu_call(fake_driver):
     plan = art.plan("sdpa", [x.shape for x in (q, k, v)], ["f16"] * 3)
     with pytest.raises(ValueError, match="overlaps another argument"):
         art.run("sdpa", plan, [x.ctypes.data for x in (q, k, v, q)])
+    # The kernels copy 16-byte chunks: a buffer at an odd address is refused.
+    big = np.zeros(q.size + 16, np.float16)
+    base = big.ctypes.data
+    p = base + (16 - base % 16) % 16 + 2  # 2 bytes past a 16-byte boundary
+    assert p + q.nbytes <= base + big.nbytes
+    with pytest.raises(ValueError, match="'q' is not aligned to 16 bytes"):
+        art.run("sdpa", plan, [p, k.ctypes.data, v.ctypes.data, o.ctypes.data])

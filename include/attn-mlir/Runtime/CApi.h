@@ -97,14 +97,17 @@ void attn_rt_close(attn_rt_artifact *artifact);
  * the outputs are written. A paged attention's tables are checked first:
  * 0 <= seq_lens[b] <= max_blocks * block_size, and the block ids each
  * sequence uses in [0, num_blocks).
- * CUDA artifact: device buffers of the calling thread's current CUDA
- * context (the driver, libcuda.so.1 or $ATTN_CUDA_DRIVER, is loaded on the
- * first call); the kernels are queued on `stream` (a CUstream, null: the
- * default stream) and the call returns without waiting, like a kernel
- * launch (scratch buffers are allocated and freed in stream order). A
- * paged attention is refused (its tables are checked on the host).
+ * CUDA artifact: device buffers, 16-byte aligned, of the calling thread's
+ * current CUDA context (the driver, libcuda.so.1 or $ATTN_CUDA_DRIVER, is
+ * loaded on the first call); the kernels are queued on `stream` (a
+ * CUstream, null: the default stream) and the call returns without
+ * waiting, like a kernel launch (scratch buffers are allocated and freed
+ * in stream order). A paged attention is refused (its tables are checked
+ * on the host).
  * ATTN_RT_OK, or ATTN_RT_INVALID with the reason in `error` and nothing
- * run. Calls on one artifact may run concurrently from several threads. */
+ * run (except on CUDA when the driver refuses a launch after earlier
+ * kernels of the entry were queued: those stay queued). Calls on one
+ * artifact may run concurrently from several threads. */
 int attn_rt_call(const attn_rt_artifact *artifact, const char *entry,
                  const attn_rt_tensor *args, size_t num_args, void *stream,
                  char *error, size_t error_size);

@@ -1025,10 +1025,22 @@ struct AttnGpuHostPass
       func.walk([&](gpu::LaunchOp launch) {
         llvm::SetVector<Value> above;
         getUsedValuesDefinedAbove(launch.getBody(), above);
-        for (Value v : above)
-          if (auto mt = dyn_cast<MemRefType>(v.getType());
-              mt && !mt.hasStaticShape())
-            passAsPointer(launch, v);
+        for (Value v : above) {
+          auto mt = dyn_cast<MemRefType>(v.getType());
+          if (!mt || mt.hasStaticShape())
+            continue;
+          // Sizes the artifact can name: those of a dense entry argument.
+          if (!isa<BlockArgument>(v) || !mt.getLayout().isIdentity()) {
+            ok = succeeded(LogicalResult(
+                launch.emitError("a kernel takes a buffer of dynamic shape "
+                                 "that is not an entry argument (")
+                << mt
+                << "): with dynamic shapes the CUDA target compiles graphs "
+                   "of attn.sdpa alone"));
+            continue;
+          }
+          passAsPointer(launch, v);
+        }
         (void)sinkOperationsIntoLaunchOp(
             launch, [](Operation *op) { return isa<arith::ConstantOp>(op); });
       });

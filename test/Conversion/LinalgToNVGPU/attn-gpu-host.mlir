@@ -89,6 +89,20 @@ func.func @dynamic(%in: memref<?x4x?xf32>, %out: memref<?xf32>) {
 
 // -----
 
+func.func @not_an_argument(%in: memref<?x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %flat = memref.collapse_shape %in [[0, 1]] : memref<?x4xf32> into memref<?xf32>
+  // expected-error @+1 {{a kernel takes a buffer of dynamic shape that is not an entry argument ('memref<?xf32>'): with dynamic shapes the CUDA target compiles graphs of attn.sdpa alone}}
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1) threads(%tx, %ty, %tz) in (%a = %c1, %b = %c1, %c = %c1) {
+    %v = memref.load %flat[%c0] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
 func.func @dynamic_scratch(%in: memref<?xf32>) {
   %c0 = arith.constant 0 : index
   %n = memref.dim %in, %c0 : memref<?xf32>
