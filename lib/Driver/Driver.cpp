@@ -88,22 +88,11 @@ struct Images {
 using ::attn::format::kMaxBuffers;
 using ::attn::format::kMaxKernels;
 
-/// How a kernel record names host value `v` (see Artifact/Format.h): "N"
-/// for a constant, "NAME" for a dynamic dimension of an entry argument
-/// (memref.dim; `argDims` names them, per argument and dimension), and
-/// "NAME/N" for its ceiling division by a constant (a grid size). Empty
-/// for anything else.
-static std::string describeSize(Value v,
-                                ArrayRef<std::vector<std::string>> argDims) {
-  if (auto c = constantInt(v))
-    return std::to_string(*c);
-  if (auto div = v.getDefiningOp<arith::CeilDivUIOp>()) {
-    std::string name = describeSize(div.getLhs(), argDims);
-    auto by = constantInt(div.getRhs());
-    bool isName = !name.empty() && !llvm::isDigit(name[0]) &&
-                  name.find('/') == std::string::npos;
-    return isName && by && *by >= 1 ? name + "/" + std::to_string(*by) : "";
-  }
+/// The name of host value `v` when it is a dynamic dimension of an entry
+/// argument (memref.dim; `argDims` names them, per argument and
+/// dimension), else "".
+static std::string dimName(Value v,
+                           ArrayRef<std::vector<std::string>> argDims) {
   auto dim = v.getDefiningOp<memref::DimOp>();
   auto arg = dim ? dyn_cast<BlockArgument>(dim.getSource()) : BlockArgument();
   std::optional<int64_t> d = dim ? dim.getConstantIndex() : std::nullopt;
@@ -111,6 +100,22 @@ static std::string describeSize(Value v,
       static_cast<size_t>(*d) >= argDims[arg.getArgNumber()].size())
     return "";
   return argDims[arg.getArgNumber()][*d];
+}
+
+/// How a kernel record names grid size `v` (see Artifact/Format.h): "N"
+/// for a positive constant, "NAME" for a dynamic dimension, "NAME/N" for
+/// its ceiling division by a constant; "" for anything else.
+static std::string describeGridSize(
+    Value v, ArrayRef<std::vector<std::string>> argDims) {
+  if (auto c = constantInt(v))
+    return *c >= 1 ? std::to_string(*c) : "";
+  if (auto div = v.getDefiningOp<arith::CeilDivUIOp>()) {
+    std::string name = dimName(div.getLhs(), argDims);
+    auto by = constantInt(div.getRhs());
+    return !name.empty() && by && *by >= 1 ? name + "/" + std::to_string(*by)
+                                           : "";
+  }
+  return dimName(v, argDims);
 }
 
 /// The `kernel` record of `launch`, whose operands are the buffers `ids`
@@ -122,14 +127,14 @@ static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
   SmallVector<std::string> grid;
   for (Value v : {launch.getGridSizeX(), launch.getGridSizeY(),
                   launch.getGridSizeZ()}) {
-    grid.push_back(describeSize(v, argDims));
+    if (constantInt(v) && *constantInt(v) < 1)
+      return launch.emitError("a kernel of the CUDA entry has an empty "
+                              "launch: empty tensors are not supported");
+    grid.push_back(describeGridSize(v, argDims));
     if (grid.back().empty())
       return launch.emitError("a grid size must be a constant or a dynamic "
                               "dimension of an entry argument, divided by a "
                               "constant");
-    if (constantInt(v) && *constantInt(v) < 1)
-      return launch.emitError("a kernel of the CUDA entry has an empty "
-                              "launch: empty tensors are not supported");
   }
   SmallVector<int64_t> block;
   for (Value v : {launch.getBlockSizeX(), launch.getBlockSizeY(),
@@ -146,13 +151,10 @@ static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
     return launch.emitError("the shared memory size must be constant");
   std::string args;
   for (Value operand : launch.getKernelOperands()) {
-    std::string arg;
-    if (auto it = ids.find(operand); it != ids.end())
-      arg = std::to_string(it->second);
-    else if (operand.getType().isIndex())
-      arg = describeSize(operand, argDims);
-    if (arg.empty() || arg.find('/') != std::string::npos ||
-        (operand.getType().isIndex() && llvm::isDigit(arg[0])))
+    auto it = ids.find(operand);
+    std::string arg = it != ids.end() ? std::to_string(it->second)
+                                      : dimName(operand, argDims);
+    if (arg.empty())
       return launch.emitError("kernel operands must be entry arguments, "
                               "device buffers of the host code, or dynamic "
                               "dimensions of entry arguments");
@@ -183,8 +185,10 @@ static LogicalResult describeKernels(ModuleOp module,
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal())
       continue;
-    const EntryRecords *entry = llvm::find_if(
-        entries, [&](const EntryRecords &e) { return e.name == func.getName(); });
+    const EntryRecords *entry =
+        llvm::find_if(entries, [&](const EntryRecords &e) {
+          return e.name == func.getName();
+        });
     if (entry == entries.end())
       return func.emitError("no metadata for this entry");
     DenseMap<Value, int64_t> ids;

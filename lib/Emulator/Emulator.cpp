@@ -25,6 +25,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -1059,34 +1060,19 @@ struct HostBuffers {
       of[a] = buf;
     return true;
   }
-  /// A reshape of `source`'s buffer (false when the host code has none).
-  /// A collapse's sizes are products of the source's (which may be known
-  /// only now); an expansion's are static.
+  /// A reshape of `source`'s buffer, of static shape, or a buffer passed
+  /// to a kernel as its base pointer (reinterpret_cast: all of it, flat);
+  /// false when the host code has no such buffer.
   bool alias(Operation *reshape) {
     auto it = of.find(reshape->getOperand(0));
-    if (it == of.end())
+    auto type = cast<MemRefType>(reshape->getResult(0).getType());
+    bool pointer = isa<memref::ReinterpretCastOp>(reshape);
+    if (it == of.end() || (!pointer && !type.hasStaticShape()))
       return false;
     EmulatedBuffer b = it->second;
-    auto type = cast<MemRefType>(reshape->getResult(0).getType());
     b.shape.assign(type.getShape().begin(), type.getShape().end());
-    if (isa<memref::ReinterpretCastOp>(reshape)) {
-      // A buffer passed as its base pointer: all of it, flat.
-      int64_t n = 1;
-      for (int64_t d : it->second.shape)
-        n *= d;
-      b.shape.assign({n});
-    } else if (auto collapse = dyn_cast<memref::CollapseShapeOp>(reshape)) {
-      b.shape.clear();
-      for (const ReassociationIndices &group :
-           collapse.getReassociationIndices()) {
-        int64_t n = 1;
-        for (int64_t d : group)
-          n *= it->second.shape[d];
-        b.shape.push_back(n);
-      }
-    } else if (!type.hasStaticShape()) {
-      return false;
-    }
+    if (pointer)
+      b.shape.assign({computeProduct(it->second.shape)});
     of[reshape->getResult(0)] = b;
     return true;
   }
@@ -1107,7 +1093,7 @@ struct HostBuffers {
       auto it = sizes.find(div.getLhs());
       if (!by || *by < 1 || it == sizes.end())
         return false;
-      sizes[div] = (it->second + *by - 1) / *by;
+      sizes[div] = llvm::divideCeil(it->second, *by);
       return true;
     }
     return false;

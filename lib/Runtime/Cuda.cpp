@@ -158,15 +158,36 @@ struct Buffer {
   size_t bytes = 0;
 };
 
+/// The arguments of one launch of a kernel: 64-bit words (the device
+/// pointers of its buffer ids, or the instance's sizes: the kernels' index
+/// type) and the pointers to them that cuLaunchKernel takes, then a null
+/// the driver does not read (it takes as many as the kernel has
+/// parameters) but a stand-in driver can count to.
+struct LaunchArgs {
+  std::vector<CUdeviceptr> words;
+  std::vector<void *> params;
+
+  /// `k`'s arguments, buffer id i at device address `buffers[i]` (ids
+  /// checked against the buffers by validateEntries).
+  void bind(const KernelInfo &k, const std::vector<CUdeviceptr> &buffers) {
+    words.clear();
+    params.clear();
+    for (size_t i = 0; i < k.args.size(); ++i)
+      words.push_back(k.isSizeArg(i)
+                          ? static_cast<CUdeviceptr>(k.args[i])
+                          : buffers[static_cast<size_t>(k.args[i])]);
+    for (CUdeviceptr &w : words)
+      params.push_back(&w);
+    params.push_back(nullptr);
+  }
+};
+
 /// One kernel of the entry, ready to launch.
 struct Launch {
   const KernelInfo *kernel = nullptr;
   CUfunction fn = nullptr;
   std::string what; ///< "kernel #2 'name' of 'entry'", for errors
-  // The kernel's arguments (device pointers and sizes, 8 bytes each) and
-  // the pointers to them that cuLaunchKernel takes.
-  std::vector<CUdeviceptr> argPtrs;
-  std::vector<void *> params;
+  LaunchArgs args;
 };
 
 } // namespace
@@ -217,7 +238,7 @@ struct CudaSession::Impl {
       if (Error e = cu.check(
               cu.cuLaunchKernel(l.fn, k.grid[0], k.grid[1], k.grid[2],
                                 k.block[0], k.block[1], k.block[2],
-                                k.sharedBytes, stream, l.params.data(),
+                                k.sharedBytes, stream, l.args.params.data(),
                                 nullptr),
               "cuLaunchKernel"))
         return {e.message + " (" + l.what + ")"};
@@ -235,16 +256,56 @@ static std::string describeKernel(const EntryInfo &e, size_t i) {
   return which + " '" + e.kernels[i].name + "' of '" + e.name + "'";
 }
 
+/// Kernel `i` of `e` fits a device (`device` names it) of `maxShared`
+/// bytes of shared memory per block.
+static Error fitsSharedMemory(const EntryInfo &e, size_t i, int maxShared,
+                              const std::string &device) {
+  if (e.kernels[i].sharedBytes <= maxShared)
+    return {};
+  return {describeKernel(e, i) + " needs " +
+          std::to_string(e.kernels[i].sharedBytes) +
+          " bytes of shared memory per block; " + device + " allows " +
+          std::to_string(maxShared) +
+          ": recompile with a smaller --kv-block or --stages=1"};
+}
+
+/// Loads the image of kernel `k` of `e` (cuModuleLoadData).
+static Error loadImage(const Driver &cu, const Artifact &art,
+                       const EntryInfo &e, const KernelInfo &k,
+                       CUmodule &module) {
+  const void *image = art.image(k);
+  if (!image)
+    return {"the artifact has no kernel image '" + k.image + "' for '" +
+            e.name + "'"};
+  module = nullptr;
+  if (Error err = cu.check(cu.cuModuleLoadData(&module, image),
+                           "cuModuleLoadData"))
+    return {err.message + " (loading the " + k.format + " image '" + k.image +
+            "' of '" + e.name + "')"};
+  return {};
+}
+
+/// Kernel `i` of `e` in `module`, allowed its dynamic shared memory.
+static Error kernelFunction(const Driver &cu, CUmodule module,
+                            const EntryInfo &e, size_t i, CUfunction &fn) {
+  const KernelInfo &k = e.kernels[i];
+  if (Error err = cu.check(cu.cuModuleGetFunction(&fn, module, k.name.c_str()),
+                           "cuModuleGetFunction"))
+    return {err.message + " (" + describeKernel(e, i) + ")"};
+  if (Error err = cu.check(
+          cu.cuFuncSetAttribute(fn, kFuncAttrMaxDynamicShared,
+                                static_cast<int>(k.sharedBytes)),
+          "cuFuncSetAttribute"))
+    return {err.message + " (" + describeKernel(e, i) + ")"};
+  return {};
+}
+
 /// Every kernel's shared memory fits the device: refused before anything
 /// is loaded or allocated.
 Error CudaSession::Impl::checkSharedMemory(const EntryInfo &e) const {
   for (size_t i = 0; i < e.kernels.size(); ++i)
-    if (e.kernels[i].sharedBytes > maxShared)
-      return {describeKernel(e, i) + " needs " +
-              std::to_string(e.kernels[i].sharedBytes) +
-              " bytes of shared memory per block; " + name + " allows " +
-              std::to_string(maxShared) +
-              ": recompile with a smaller --kv-block or --stages=1"};
+    if (Error err = fitsSharedMemory(e, i, maxShared, name))
+      return err;
   return {};
 }
 
@@ -256,15 +317,8 @@ Error CudaSession::Impl::loadModule(const Artifact &art, const EntryInfo &e,
     module = found->second;
     return {};
   }
-  const void *image = art.image(k);
-  if (!image)
-    return {"the artifact has no kernel image '" + k.image + "' for '" +
-            e.name + "'"};
-  module = nullptr;
-  if (Error err = cu.check(cu.cuModuleLoadData(&module, image),
-                           "cuModuleLoadData"))
-    return {err.message + " (loading the " + k.format + " image '" + k.image +
-            "' of '" + e.name + "')"};
+  if (Error err = loadImage(cu, art, e, k, module))
+    return err;
   modules[k.image] = module;
   return {};
 }
@@ -282,15 +336,8 @@ Error CudaSession::Impl::loadKernels(const Artifact &art,
     CUmodule module = nullptr;
     if (Error err = loadModule(art, e, k, module))
       return err;
-    if (Error err = cu.check(
-            cu.cuModuleGetFunction(&l.fn, module, k.name.c_str()),
-            "cuModuleGetFunction"))
-      return {err.message + " (" + l.what + ")"};
-    if (Error err = cu.check(
-            cu.cuFuncSetAttribute(l.fn, kFuncAttrMaxDynamicShared,
-                                  static_cast<int>(k.sharedBytes)),
-            "cuFuncSetAttribute"))
-      return {err.message + " (" + l.what + ")"};
+    if (Error err = kernelFunction(cu, module, e, i, l.fn))
+      return err;
   }
   return {};
 }
@@ -330,25 +377,13 @@ Error CudaSession::Impl::allocate(const EntryInfo &e,
   return {};
 }
 
-/// Each launch's arguments: the device pointers of its buffer ids (checked
-/// against the buffers by validateEntries) or the sizes of the instance's
-/// dynamic dimensions (64-bit, the kernels' index type), and the pointers to
-/// them, then a null the driver does not read (it takes as many as the
-/// kernel has parameters) but a stand-in driver can count to.
+/// Each launch's arguments, on the session's buffers.
 void CudaSession::Impl::bindArguments() {
-  for (Launch &l : launches) {
-    const KernelInfo &k = *l.kernel;
-    l.argPtrs.clear();
-    l.params.clear();
-    for (size_t i = 0; i < k.args.size(); ++i)
-      l.argPtrs.push_back(
-          i < k.argDims.size() && !k.argDims[i].empty()
-              ? static_cast<CUdeviceptr>(k.args[i])
-              : buffers[static_cast<size_t>(k.args[i])].ptr);
-    for (CUdeviceptr &p : l.argPtrs)
-      l.params.push_back(&p);
-    l.params.push_back(nullptr);
-  }
+  std::vector<CUdeviceptr> ptrs;
+  for (const Buffer &b : buffers)
+    ptrs.push_back(b.ptr);
+  for (Launch &l : launches)
+    l.args.bind(*l.kernel, ptrs);
 }
 
 Error CudaSession::Impl::download(size_t numInputs,
@@ -537,7 +572,6 @@ Error CudaLauncher::Impl::function(const Artifact &art, const EntryInfo &e,
     out = it->second;
     return {};
   }
-  std::string what = describeKernel(e, i);
   CUdevice dev = 0;
   if (Error err = cu.check(cu.cuCtxGetDevice(&dev), "cuCtxGetDevice"))
     return err;
@@ -546,33 +580,19 @@ Error CudaLauncher::Impl::function(const Artifact &art, const EntryInfo &e,
                                        dev),
                "cuDeviceGetAttribute"))
     maxShared.erase(dev);
-  if (maxShared.count(dev) && k.sharedBytes > maxShared[dev])
-    return {what + " needs " + std::to_string(k.sharedBytes) +
-            " bytes of shared memory per block; this device allows " +
-            std::to_string(maxShared[dev]) +
-            ": recompile with a smaller --kv-block or --stages=1"};
-  CUmodule &module = modules[{ctx, k.image}];
+  if (maxShared.count(dev))
+    if (Error err = fitsSharedMemory(e, i, maxShared[dev], "this device"))
+      return err;
+  auto found = modules.find({ctx, k.image});
+  CUmodule module = found == modules.end() ? nullptr : found->second;
   if (!module) {
-    const void *image = art.image(k);
-    if (!image)
-      return {"the artifact has no kernel image '" + k.image + "' for '" +
-              e.name + "'"};
-    if (Error err = cu.check(cu.cuModuleLoadData(&module, image),
-                             "cuModuleLoadData")) {
-      modules.erase({ctx, k.image});
-      return {err.message + " (loading the " + k.format + " image '" +
-              k.image + "' of '" + e.name + "')"};
-    }
+    if (Error err = loadImage(cu, art, e, k, module))
+      return err;
+    modules[{ctx, k.image}] = module;
   }
   CUfunction fn = nullptr;
-  if (Error err = cu.check(cu.cuModuleGetFunction(&fn, module, k.name.c_str()),
-                           "cuModuleGetFunction"))
-    return {err.message + " (" + what + ")"};
-  if (Error err = cu.check(
-          cu.cuFuncSetAttribute(fn, kFuncAttrMaxDynamicShared,
-                                static_cast<int>(k.sharedBytes)),
-          "cuFuncSetAttribute"))
-    return {err.message + " (" + what + ")"};
+  if (Error err = kernelFunction(cu, module, e, i, fn))
+    return err;
   out = functions[key] = fn;
   return {};
 }
@@ -613,19 +633,12 @@ Error CudaLauncher::launch(const Artifact &art, const EntryInfo &e,
   }
   for (size_t i = 0; i < e.kernels.size() && !err; ++i) {
     const KernelInfo &k = e.kernels[i];
-    std::vector<CUdeviceptr> words;
-    for (size_t a = 0; a < k.args.size(); ++a)
-      words.push_back(a < k.argDims.size() && !k.argDims[a].empty()
-                          ? static_cast<CUdeviceptr>(k.args[a])
-                          : ids[static_cast<size_t>(k.args[a])]);
-    std::vector<void *> params;
-    for (CUdeviceptr &w : words)
-      params.push_back(&w);
-    params.push_back(nullptr); // see bindArguments
+    LaunchArgs args;
+    args.bind(k, ids);
     if (Error le = cu.check(
             cu.cuLaunchKernel(fns[i], k.grid[0], k.grid[1], k.grid[2],
                               k.block[0], k.block[1], k.block[2],
-                              k.sharedBytes, s, params.data(), nullptr),
+                              k.sharedBytes, s, args.params.data(), nullptr),
             "cuLaunchKernel"))
       err = {le.message + " (" + describeKernel(e, i) + ")"};
   }

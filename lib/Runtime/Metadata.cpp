@@ -698,9 +698,8 @@ static std::string formatDims(const int64_t d[3]) {
 std::string attn::rt::formatKernelArgs(const KernelInfo &k) {
   std::string s;
   for (size_t i = 0; i < k.args.size(); ++i)
-    s += (i ? "," : "") + (i < k.argDims.size() && !k.argDims[i].empty()
-                               ? k.argDims[i]
-                               : std::to_string(k.args[i]));
+    s += (i ? "," : "") +
+         (k.isSizeArg(i) ? k.argDims[i] : std::to_string(k.args[i]));
   return s;
 }
 
@@ -751,8 +750,8 @@ static Error instantiateKernels(EntryInfo &e, const DimSizes &sizes) {
         k.grid[d] = (n - 1) / k.grid[d] + 1; // ceil(n / div), no overflow
         k.gridDims[d].clear();
       }
-    for (size_t a = 0; a < k.argDims.size(); ++a)
-      if (!k.argDims[a].empty())
+    for (size_t a = 0; a < k.args.size(); ++a)
+      if (k.isSizeArg(a))
         if (Error err = size(k.argDims[a], k.args[a]))
           return err;
     if (Error err = checkGrid(k, what))
@@ -801,7 +800,7 @@ static Error checkKernel(const EntryInfo &e, size_t index) {
     return {what + " has no arguments (args=ID,...)"};
   size_t nargs = e.numArgs(), ids = nargs + e.scratchBytes.size();
   for (size_t i = 0; i < k.args.size(); ++i)
-    if (i < k.argDims.size() && !k.argDims[i].empty()) {
+    if (k.isSizeArg(i)) {
       if (!known(k.argDims[i]))
         return {what + " argument " + std::to_string(i) + " is the size of " +
                 "dimension '" + k.argDims[i] +

@@ -221,10 +221,10 @@ static int emulateEntry(MLIRContext &context, ModuleOp module) {
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
     rt::Tensor &t = i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
     auto mt = cast<MemRefType>(type);
-    views.push_back(EmulatedBuffer{t.data.data(),
-                                   static_cast<int64_t>(t.data.size()),
-                                   SmallVector<int64_t>(t.shape.begin(), t.shape.end()),
-                                   mt.getElementType()});
+    views.push_back(EmulatedBuffer{
+        t.data.data(), static_cast<int64_t>(t.data.size()),
+        SmallVector<int64_t>(t.shape.begin(), t.shape.end()),
+        mt.getElementType()});
   }
   std::string error;
   if (failed(emulateFunction(func, views, error)))

@@ -40,9 +40,10 @@
 // by N, rounded up (e.g. grid=Tq/64,8,B); the runtime evaluates it at each
 // call and refuses sizes beyond CUDA's grid (2^31-1 blocks in x, 65535 in
 // y and z). A kernel takes a buffer of dynamic shape as its base pointer
-// and views it by the sizes it is given (dense, row-major). `image` names the artifact's data object holding
-// the kernel's module (`size` bytes of cubin, or of NUL-terminated PTX);
-// kernels of one module name the same image, with the same format and size.
+// and views it by the sizes it is given (dense, row-major). `image` names
+// the artifact's data object holding the kernel's module (`size` bytes
+// of cubin, or of NUL-terminated PTX); kernels of one module name the same
+// image, with the same format and size.
 // Version 3 had static shapes only and called CPU entries with one bare
 // pointer per argument; version 2 had exactly one kernel record per entry
 // and no buffer records.

@@ -40,8 +40,10 @@ LogicalResult emulateLaunch(gpu::LaunchOp launch, ArrayRef<EmulatedBuffer> args,
 
 /// Runs the host code of a CUDA entry after attn-gpu-host (`func` on
 /// memrefs, its arguments `args`): allocations become buffers poisoned with
-/// NaN, reshapes alias them, and each gpu.launch runs as emulateLaunch
-/// does, in order. On failure `error` says which kernel failed and how.
+/// NaN, reshapes (and the base pointers of dynamic buffers) alias them,
+/// sizes (memref.dim, arith.ceildivui) are evaluated from the buffers'
+/// shapes, and each gpu.launch runs as emulateLaunch does, in order. On
+/// failure `error` says which kernel failed and how.
 LogicalResult emulateFunction(func::FuncOp func, ArrayRef<EmulatedBuffer> args,
                               std::string &error);
 

@@ -122,6 +122,10 @@ struct KernelInfo {
   /// 64-bit integer (args[i], set by instantiate(); -1 before).
   std::vector<int64_t> args;
   std::vector<std::string> argDims;
+  /// Argument i is a size (argDims names its dimension), not a buffer.
+  bool isSizeArg(size_t i) const {
+    return i < argDims.size() && !argDims[i].empty();
+  }
 };
 
 /// "Tq/64x8xB": a kernel's grid as its record gives it (sizes, dynamic

@@ -1339,11 +1339,10 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   kern.out = outs[0];
   if (t.finish.getLse())
     kern.lse = outs[1];
-  // Constants are made inside the kernel; run-time sizes are captured.
-  kern.tqV = ShapedType::isDynamic(cfg.tq) ? tq : k.c(cfg.tq);
-  kern.tkV = ShapedType::isDynamic(cfg.tk) ? tk : k.c(cfg.tk);
-  kern.spec.queryLengthValue = kern.tqV;
-  kern.spec.keyLengthValue = kern.tkV;
+  // Host values: constants move into the kernel (attn-gpu-host), sizes
+  // known at run time become its arguments.
+  kern.tqV = kern.spec.queryLengthValue = tq;
+  kern.tkV = kern.spec.keyLengthValue = tk;
   kern.tid = launch.getThreadIds().x;
   kern.q0 = k.mul(launch.getBlockIds().x, cfg.bm);
   kern.h = launch.getBlockIds().y;

@@ -132,7 +132,6 @@ Value attn::allocateBuffer(OpBuilder &b, Location loc, RankedTensorType type,
       dynamicSizes);
 }
 
-
 Value attn::resultTensor(OpBuilder &b, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
   return bufferization::ToTensorOp::create(

@@ -27,6 +27,7 @@
 #include "attn-mlir/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -955,40 +956,33 @@ void passAsPointer(gpu::LaunchOp launch, Value buffer) {
       b.getIndexAttr(0), ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
   b.setInsertionPointToStart(&launch.getBody().front());
-  SmallVector<OpFoldResult> sizes(rank), strides(rank);
-  SmallVector<int64_t> staticStrides(rank);
+  // Sizes and dense strides: a stride is static where the type's is (no
+  // dynamic size inside it), else the product of the sizes inside.
+  auto [staticStrides, offset] = type.getStridesAndOffset();
+  SmallVector<OpFoldResult> sizes, strides(rank);
   unsigned next = 0;
   for (int64_t d = 0; d < rank; ++d)
-    sizes[d] = type.isDynamicDim(d)
-                   ? OpFoldResult(dynSizes[next++])
-                   : OpFoldResult(b.getIndexAttr(type.getDimSize(d)));
-  int64_t stride = 1; // the static product of the sizes inside d
-  Value dynStride;    // the product once a dynamic size is in it
+    sizes.push_back(type.isDynamicDim(d)
+                        ? OpFoldResult(dynSizes[next++])
+                        : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
+  Value product; // of the sizes inside d, once it is not static
   for (int64_t d = rank - 1; d >= 0; --d) {
-    staticStrides[d] = dynStride ? ShapedType::kDynamic : stride;
-    strides[d] = dynStride ? OpFoldResult(dynStride)
-                           : OpFoldResult(b.getIndexAttr(stride));
-    if (d == 0)
-      break;
-    if (!type.isDynamicDim(d) && !dynStride) {
-      stride *= type.getDimSize(d);
+    strides[d] = ShapedType::isDynamic(staticStrides[d])
+                     ? OpFoldResult(product)
+                     : OpFoldResult(b.getIndexAttr(staticStrides[d]));
+    if (d == 0 || ShapedType::isStatic(staticStrides[d - 1]))
       continue;
-    }
-    Value size = type.isDynamicDim(d)
-                     ? cast<Value>(sizes[d])
-                     : arith::ConstantIndexOp::create(b, loc,
-                                                      type.getDimSize(d));
-    if (dynStride)
-      dynStride = arith::MulIOp::create(b, loc, dynStride, size);
-    else if (stride == 1)
-      dynStride = size;
-    else
-      dynStride = arith::MulIOp::create(
-          b, loc, arith::ConstantIndexOp::create(b, loc, stride), size);
+    Value size = getValueOrCreateConstantIndexOp(b, loc, sizes[d]);
+    product =
+        isOneInteger(strides[d])
+            ? size
+            : arith::MulIOp::create(
+                  b, loc, getValueOrCreateConstantIndexOp(b, loc, strides[d]),
+                  size);
   }
   auto viewType = MemRefType::get(
       type.getShape(), type.getElementType(),
-      StridedLayoutAttr::get(b.getContext(), 0, staticStrides));
+      StridedLayoutAttr::get(b.getContext(), offset, staticStrides));
   Value view = memref::ReinterpretCastOp::create(
       b, loc, viewType, base, b.getIndexAttr(0), sizes, strides);
   buffer.replaceUsesWithIf(view, [&](OpOperand &use) {
