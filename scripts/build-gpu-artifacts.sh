@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${ATTN_MLIR_BIN:-$here/build/bin}
 rm -rf "$out"; mkdir -p "$out/check" "$out/bench" "$out/variants"
 for f in "$here"/test/Integration/cuda/*.mlir; do
-  flags=$(grep -o 'target=cuda[^"]*' "$f" | sed 's/target=cuda//')
+  flags=$(grep -o 'target=cuda[^"]*' "$f" | head -1 | sed 's/target=cuda//')
   "$bin/attn-compile" "$f" --target=cuda --chip="$chip" $flags \
     -o "$out/check/$(basename "$f" .mlir).so"
   # A dynamic-shape case: the sizes to run it at, one `// DIMS:` line each.

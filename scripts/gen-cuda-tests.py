@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the correctness matrix of the CUDA kernel (MHA/GQA/MQA, masks,
 both causal alignments with Tq < Tk and Tq > Tk, windows, softcap, odd
-lengths and head dimensions, Dv != D, f16/bf16, LSE, kernel options), and
-whole attn.mha layers (GEMM kernels around the fused kernel), twice:
+lengths and head dimensions, Dv != D, f16/bf16, LSE, kernel options),
+whole attn.mha layers (GEMM kernels around the fused kernel) and the decode
+kernels (packed heads, split keys, the combine kernel), twice:
 - test/Integration/cuda/*.mlir run `attn-run --device cuda --check` against
   the fp64 reference and need a GPU (REQUIRES: cuda-device);
 - test/Integration/cuda-emulated/*.mlir run the same kernels' IR through
@@ -137,38 +138,140 @@ def write_mha_cases():
             f.write(emulated)
 
 
+# The decode kernels (attn-gpu-flash decode: heads of a KV group packed
+# into one block, the keys split over blocks and merged by the combine
+# kernel): name, why, B, Hq, Hkv, Tq, Tk, D, Dv, dtype, attrs, mask
+# (shape, dtype) or None, ALiBi, the schedules (flags) each run takes, and
+# for graphs of dynamic B (None: static) and Tk the sizes to run at.
+BR = "{causal = #attn.causal<bottom_right>}"
+DECODE_CASES = [
+    ("decode-gqa4-split-f16", "GQA-4 decode step, bottom-right causal: the "
+     "default 2 splits, 5, none, and the prefill kernel",
+     2, 8, 2, 1, 700, 128, 128, "f16", BR, None, False,
+     ["", " --kv-splits=5", " --kv-splits=1", " --decode=false"], None),
+    ("decode-mqa-spec-tq4-bf16", "MQA speculative decoding (Tq = 4): 8 "
+     "heads x 4 rows packed into one 32-row tile",
+     1, 8, 1, 4, 300, 64, 64, "bf16", BR, None, False,
+     ["", " --kv-splits=3"], None),
+    ("decode-tq16-mqa-window-f16", "Tq = 16 of 4 MQA heads (64 rows, 4 "
+     "warps) with a sliding window",
+     1, 4, 1, 16, 400, 64, 64, "f16",
+     "{causal = #attn.causal<bottom_right>, window = array<i64: 50, 0>}",
+     None, False, ["", " --kv-splits=4"], None),
+    ("decode-tq8-over-tk3-f16", "Tq = 8 over 3 keys: rows that see no key "
+     "(0 and LSE -inf) and splits with no keys",
+     2, 4, 2, 8, 3, 64, 64, "f16", BR, None, False,
+     ["", " --kv-splits=2"], None),
+    ("decode-tk1-bf16", "MHA over one key (one head per tile), an empty "
+     "split", 3, 4, 4, 1, 1, 64, 64, "bf16", "", None, False,
+     ["", " --kv-splits=2"], None),
+    ("decode-f32-simt-gqa", "f32 (SIMT: a warp per packed row), GQA-4",
+     1, 8, 2, 1, 600, 64, 64, "f32", BR, None, False,
+     ["", " --kv-splits=3"], None),
+    ("decode-alibi-f16", "ALiBi slopes differ per head: one head per tile, "
+     "split", 1, 4, 2, 1, 500, 64, 64, "f16", BR, None, True,
+     [" --kv-splits=3"], None),
+    ("decode-padding-mask-bf16", "an additive padding mask [B, 1, 1, Tk] "
+     "(the same for the packed heads)", 2, 8, 2, 1, 333, 64, 64, "bf16", "",
+     ("2x1x1x333", "bf16"), False, ["", " --kv-splits=2"], None),
+    ("decode-per-head-mask-f16", "a boolean mask per head: one head per "
+     "tile", 2, 4, 2, 1, 200, 64, 64, "f16", "", ("2x4x1x200", "i1"), False,
+     [" --kv-splits=3"], None),
+    ("decode-f32-odd-dims-softcap", "f32, D = 59, Dv = 40, softcap, Tq = 2",
+     1, 4, 2, 2, 300, 59, 40, "f32", "{softcap = 15.0 : f32}", None, False,
+     [" --kv-splits=3"], None),
+    ("decode-g3-tq3-topleft-f16", "3 heads of 3 rows (9-row tile), "
+     "top-left causal, D = 80", 1, 6, 2, 3, 130, 80, 80, "f16",
+     "{causal = #attn.causal<top_left>}", None, False, [" --kv-splits=3"],
+     None),
+    ("decode-dyn-gqa-f16", "dynamic B and Tk (partials sized by B at run "
+     "time): the default 64 splits, and 3", None, 8, 2, 1, None, 128, 128,
+     "f16", BR, None, False, ["", " --kv-splits=3"],
+     [(1, 300), (3, 1000), (2, 1)]),
+    ("decode-dyn-tk-f32", "f32 over a dynamic Tk", 2, 4, 2, 1, None, 64, 64,
+     "f32", BR, None, False, [""], [(None, 77), (None, 1)]),
+]
+
+
+def sdpa_graph(b, hq, hkv, tq, tk, d, dv, dt, attrs, mask_type, alibi, lse):
+    """The func.func of one attn.sdpa: sizes (b or tk may be "?"), a mask
+    of tensor type `mask_type` (or None), ALiBi slopes, the LSE result."""
+    q = f"tensor<{b}x{hq}x{tq}x{d}x{dt}>"
+    k = f"tensor<{b}x{hkv}x{tk}x{d}x{dt}>"
+    v = f"tensor<{b}x{hkv}x{tk}x{dv}x{dt}>"
+    o = f"tensor<{b}x{hq}x{tq}x{dv}x{dt}>"
+    l = f"tensor<{b}x{hq}x{tq}xf32>"
+    args = f"%q: {q}, %k: {k}, %v: {v}"
+    use = ""
+    if mask_type:
+        args += f", %m: {mask_type}"
+        use = f" mask(%m : {mask_type})"
+    if alibi:
+        args += f", %a: tensor<{hq}xf32>"
+        use += f" alibi(%a : tensor<{hq}xf32>)"
+    results = f"{o}, {l}" if lse else o
+    names = "%o, %l" if lse else "%o"
+    ret = f"return %o, %l : {o}, {l}" if lse else f"return %o : {o}"
+    return f"""func.func @attn({args}) -> ({results}) {{
+  {names} = attn.sdpa %q, %k, %v{use} {attrs} : {q}, {k}, {v} -> {results}
+  {ret}
+}}
+"""
+
+
+def write_decode_cases():
+    for (name, why, b, hq, hkv, tq, tk, d, dv, dt, attrs, mask, alibi,
+         schedules, sizes) in DECODE_CASES:
+        body = sdpa_graph("?" if b is None else b, hq, hkv, tq,
+                          "?" if tk is None else tk, d, dv, dt, attrs,
+                          mask and f"tensor<{mask[0]}x{mask[1]}>", alibi, True)
+        runs = []
+        seed = 1
+        for flags in schedules:
+            for size in sizes or [None]:
+                dims = ""
+                if size:
+                    sb, sk = size
+                    dims = (f" --dim B={sb}" if sb else "") + f" --dim Tk={sk}"
+                runs.append((flags, dims, seed))
+                seed += 1
+        header = ("// Generated by scripts/gen-cuda-tests.py; do not edit.\n"
+                  f"// Decode kernels: {why}.\n")
+        check = ("// CHECK: check output: {{.*}} PASS\n"
+                 "// CHECK: check lse: {{.*}} PASS\n")
+        emulated = header + "".join(
+            f"// RUN: attn-gpu-emulate %s --seed {sd}{dims}{fl} | "
+            "FileCheck %s\n" for fl, dims, sd in runs) + check + body
+        with open(os.path.join(EMULATED, name + ".mlir"), "w") as f:
+            f.write(emulated)
+        # On a GPU, one artifact per schedule (tools/gpu-check.sh compiles
+        # each file once, with its flags, and runs it at its DIMS sizes).
+        for flags in schedules:
+            suffix = flags.strip().lstrip("-").replace("=", "-")
+            device = header + "// REQUIRES: cuda-device\n" + "".join(
+                f"// RUN: attn-run %s --device cuda --check --seed {sd}{dims} "
+                f"--compile-flags=\"--target=cuda{fl}\" | FileCheck %s\n"
+                for fl, dims, sd in runs if fl == flags)
+            device += "".join(
+                "// DIMS: " + dims.replace("--dim ", "").strip() + "\n"
+                for fl, dims, sd in runs if fl == flags and dims)
+            with open(os.path.join(HERE, name + ("-" + suffix if suffix else "")
+                                   + ".mlir"), "w") as f:
+                f.write(device + check + body)
+
+
 def main():
     os.makedirs(HERE, exist_ok=True)
     os.makedirs(EMULATED, exist_ok=True)
     for (name, b, hq, hkv, tq, tk, d, dv, dt, attrs, mask, lse,
          flags) in CASES:
-        q = f"tensor<{b}x{hq}x{tq}x{d}x{dt}>"
-        k = f"tensor<{b}x{hkv}x{tk}x{d}x{dt}>"
-        v = f"tensor<{b}x{hkv}x{tk}x{dv}x{dt}>"
-        o = f"tensor<{b}x{hq}x{tq}x{dv}x{dt}>"
-        l = f"tensor<{b}x{hq}x{tq}xf32>"
-        args = f"%q: {q}, %k: {k}, %v: {v}"
-        mask_use = ""
-        if mask:
-            mt = f"tensor<{b}x1x{tq}x{tk}x{'i1' if mask == 'i1' else dt}>"
-            args += f", %m: {mt}"
-            mask_use = f" mask(%m : {mt})"
-        if name in ALIBI:
-            args += f", %a: tensor<{hq}xf32>"
-            mask_use += f" alibi(%a : tensor<{hq}xf32>)"
-        results = f"{o}, {l}" if lse else o
-        names = "%o, %l" if lse else "%o"
-        ret = f"return %o, %l : {o}, {l}" if lse else f"return %o : {o}"
+        mt = mask and f"tensor<{b}x1x{tq}x{tk}x{'i1' if mask == 'i1' else dt}>"
         text = f"""// Generated by scripts/gen-cuda-tests.py; do not edit.
 // REQUIRES: cuda-device
 // RUN: attn-run %s --device cuda --check --seed 7 --compile-flags="--target=cuda{flags}" | FileCheck %s
 // CHECK: check output: {{{{.*}}}} PASS
 {"// CHECK: check lse: {{.*}} PASS" if lse else "// CHECK-NOT: FAIL"}
-func.func @attn({args}) -> ({results}) {{
-  {names} = attn.sdpa %q, %k, %v{mask_use} {attrs} : {q}, {k}, {v} -> {results}
-  {ret}
-}}
-"""
+""" + sdpa_graph(b, hq, hkv, tq, tk, d, dv, dt, attrs, mt, name in ALIBI, lse)
         with open(os.path.join(HERE, name + ".mlir"), "w") as f:
             f.write(text)
         if "kernel-format" in flags:
@@ -179,6 +282,7 @@ func.func @attn({args}) -> ({results}) {{
         with open(os.path.join(EMULATED, name + ".mlir"), "w") as f:
             f.write(emulated)
     write_mha_cases()
+    write_decode_cases()
 
 
 if __name__ == "__main__":

@@ -200,9 +200,20 @@ static LogicalResult describeKernels(ModuleOp module,
     llvm::raw_string_ostream os(text);
     for (Operation &op : func.getBody().front()) {
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+        // Static bytes, times the dynamic sizes by name (bytes=N*B*Tq).
         MemRefType t = alloc.getType();
-        int64_t bytes = t.getNumElements() *
-                        std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+        int64_t bytes = std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+        for (int64_t d : t.getShape())
+          bytes *= ShapedType::isDynamic(d) ? 1 : d;
+        std::string names;
+        for (Value size : alloc.getDynamicSizes()) {
+          std::string name = dimName(size, entry->dimNames);
+          if (name.empty())
+            return alloc.emitError("a device buffer of the CUDA entry is "
+                                   "sized by something other than the "
+                                   "dimensions of its arguments");
+          names += "*" + name;
+        }
         if (bytes == 0)
           return alloc.emitError("an intermediate tensor of the CUDA entry is "
                                  "empty: empty tensors are not supported");
@@ -212,7 +223,7 @@ static LogicalResult describeKernels(ModuleOp module,
                  << " device scratch buffers, the most an artifact "
                     "describes: split the graph into several functions";
         ids[alloc] = next++;
-        os << "buffer bytes=" << bytes << "\n";
+        os << "buffer bytes=" << bytes << names << "\n";
       } else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
                      memref::ReinterpretCastOp>(op)) {
         auto it = ids.find(op.getOperand(0));
@@ -512,6 +523,8 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
     // Not given: the pass picks the largest tile that fits the chip.
     options.kvBlock = o.kvBlockGiven ? o.kvBlock : 0;
     options.stages = o.stages;
+    options.decode = o.decode;
+    options.kvSplits = o.kvSplits;
     options.format = embedPtx ? "isa" : "bin";
     options.cudaPath = cudaRoot;
     if (o.emit == Emit::Tiled) {

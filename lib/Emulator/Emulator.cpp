@@ -1099,13 +1099,27 @@ struct HostBuffers {
     return false;
   }
   DenseMap<Value, int64_t> sizes;
-  EmulatedBuffer allocate(MemRefType type) {
+  /// The buffer of `alloc`, its dynamic sizes evaluated; false when the
+  /// host code computed no such size.
+  bool allocate(memref::AllocOp alloc) {
+    MemRefType type = alloc.getType();
+    SmallVector<int64_t> shape(type.getShape());
+    auto dyn = alloc.getDynamicSizes().begin();
+    for (int64_t &d : shape) {
+      if (!ShapedType::isDynamic(d))
+        continue;
+      auto it = sizes.find(*dyn++);
+      if (it == sizes.end())
+        return false;
+      d = it->second;
+    }
     Type elt = type.getElementType();
     int64_t size = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
     std::vector<uint8_t> &bytes =
-        owned.emplace_back(type.getNumElements() * size, 0xff);
-    return EmulatedBuffer{bytes.data(), static_cast<int64_t>(bytes.size()),
-                          SmallVector<int64_t>(type.getShape()), elt};
+        owned.emplace_back(computeProduct(shape) * size, 0xff);
+    of[alloc] = EmulatedBuffer{bytes.data(), static_cast<int64_t>(bytes.size()),
+                               shape, elt};
+    return true;
   }
 };
 
@@ -1166,10 +1180,13 @@ LogicalResult attn::emulateFunction(func::FuncOp func,
     return failure();
   for (Operation &op : func.getBody().front()) {
     LogicalResult ok = success();
-    if (auto alloc = dyn_cast<memref::AllocOp>(op))
-      host.of[alloc] = host.allocate(alloc.getType());
-    else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
-                 memref::ReinterpretCastOp>(op)) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      if (!host.allocate(alloc)) {
+        error = "a buffer sized by something the emulator does not know";
+        ok = failure();
+      }
+    } else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                   memref::ReinterpretCastOp>(op)) {
       if (!host.alias(&op)) {
         error = "a reshape of a buffer the host code did not make";
         ok = failure();
@@ -1180,9 +1197,9 @@ LogicalResult attn::emulateFunction(func::FuncOp func,
                 "does not know";
         ok = failure();
       }
-    } else if (auto launch = dyn_cast<gpu::LaunchOp>(op))
+    } else if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
       ok = runHostLaunch(launch, host, error);
-    else if (!isa<arith::ConstantOp, func::ReturnOp>(op)) {
+    } else if (!isa<arith::ConstantOp, func::ReturnOp>(op)) {
       error = "the host code holds '" + op.getName().getStringRef().str() +
               "', which the emulator does not run";
       ok = failure();

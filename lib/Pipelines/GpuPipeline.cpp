@@ -108,6 +108,8 @@ AttnGpuFlashPassOptions GpuPipelineOptions::flashOptions() const {
   flash.kvBlock = kvBlock;
   flash.stages = stages;
   flash.chip = chip;
+  flash.decode = decode;
+  flash.kvSplits = kvSplits;
   return flash;
 }
 

@@ -211,10 +211,28 @@ static Error parseKernel(std::istringstream &ls, const std::string &prefix,
   });
 }
 
-/// A `buffer` record (one field, bytes=N), appended to `bytes`.
+/// bytes=N or N*NAME*... of a buffer record.
+static bool parseBufferBytes(const std::string &v, int64_t &n,
+                             std::vector<std::string> &names) {
+  std::stringstream ss(v);
+  std::string item;
+  if (!std::getline(ss, item, '*') || !parseInt(item, n))
+    return false;
+  names.clear();
+  while (std::getline(ss, item, '*')) {
+    if (!isIdentifier(item))
+      return false;
+    names.push_back(item);
+  }
+  return v.back() != '*';
+}
+
+/// A `buffer` record (one field, bytes=N or bytes=N*NAME*...), appended to
+/// `e`'s scratch buffers.
 static Error parseBuffer(std::istringstream &ls, const std::string &where,
-                         std::vector<int64_t> &bytes) {
+                         EntryInfo &e) {
   int64_t n = 0;
+  std::vector<std::string> names;
   bool seen = false;
   Error err = forEachField(ls, [&](const std::string &f, const std::string &v) {
     if (f != "bytes")
@@ -224,13 +242,15 @@ static Error parseBuffer(std::istringstream &ls, const std::string &where,
       return Error{"malformed metadata: " + where +
                    ": buffer field 'bytes' given twice"};
     seen = true;
-    return parseInt(v, n) ? Error{} : badField(where + ": buffer", f, v);
+    return parseBufferBytes(v, n, names) ? Error{}
+                                         : badField(where + ": buffer", f, v);
   });
   if (err)
     return err;
   if (!seen)
     return {"malformed metadata: " + where + ": buffer record without bytes=N"};
-  bytes.push_back(n);
+  e.scratchBytes.push_back(n);
+  e.scratchDims.push_back(names);
   return {};
 }
 
@@ -303,7 +323,7 @@ static Error parseEntryRecord(const std::string &key, std::istringstream &ls,
     if (e.scratchBytes.size() >= kMaxBuffers)
       return {"malformed metadata: entry '" + e.name + "' has more than " +
               std::to_string(kMaxBuffers) + " buffer records"};
-    return parseBuffer(ls, "entry '" + e.name + "'", e.scratchBytes);
+    return parseBuffer(ls, "entry '" + e.name + "'", e);
   }
   if (key == "in" || key == "out") {
     ArgInfo a;
@@ -703,6 +723,14 @@ std::string attn::rt::formatKernelArgs(const KernelInfo &k) {
   return s;
 }
 
+std::string attn::rt::formatScratch(const EntryInfo &e, size_t i) {
+  std::string s = std::to_string(e.scratchBytes[i]);
+  if (i < e.scratchDims.size())
+    for (const std::string &n : e.scratchDims[i])
+      s += "*" + n;
+  return s;
+}
+
 std::string attn::rt::formatGrid(const KernelInfo &k) {
   std::string s;
   for (int i = 0; i < 3; ++i) {
@@ -727,8 +755,26 @@ static Error checkGrid(const KernelInfo &k, const std::string &what) {
 }
 
 /// The launches of instance `e` (every dimension sized by `sizes`): grid
-/// sizes and size arguments computed, then checked against CUDA's limits.
+/// sizes, size arguments and scratch buffer sizes computed, then checked
+/// against CUDA's limits and 2^40 bytes.
 static Error instantiateKernels(EntryInfo &e, const DimSizes &sizes) {
+  for (size_t i = 0; i < e.scratchDims.size(); ++i) {
+    int64_t bytes = e.scratchBytes[i];
+    for (const std::string &name : e.scratchDims[i]) {
+      auto it = sizes.find(name);
+      // Every name is the entry's (checkLaunches), sized to at least 1.
+      if (it == sizes.end() || it->second < 1)
+        return {"internal error: entry '" + e.name + "' buffer names '" + name +
+                "', which has no size"};
+      if (bytes > kMaxDim / it->second)
+        return {"at these sizes, entry '" + e.name + "' buffer #" +
+                std::to_string(e.numArgs() + i) + " (" + formatScratch(e, i) +
+                " bytes) would exceed 2^40 bytes"};
+      bytes *= it->second;
+    }
+    e.scratchBytes[i] = bytes;
+    e.scratchDims[i].clear();
+  }
   for (size_t i = 0; i < e.kernels.size(); ++i) {
     KernelInfo &k = e.kernels[i];
     std::string what = kernelNumber(e, i) + " '" + k.name + "'";
@@ -828,12 +874,20 @@ static Error checkLaunches(const EntryInfo &e, ImageUses &images) {
             " kernel and " + std::to_string(e.scratchBytes.size()) +
             " buffer records (expected at most " + std::to_string(kMaxKernels) +
             " and " + std::to_string(kMaxBuffers) + ")"};
-  for (size_t i = 0; i < e.scratchBytes.size(); ++i)
+  std::vector<std::string> names = e.dimNames();
+  for (size_t i = 0; i < e.scratchBytes.size(); ++i) {
     if (e.scratchBytes[i] < 1 || e.scratchBytes[i] > kMaxDim)
       return {"entry '" + e.name + "' buffer #" +
-              std::to_string(e.numArgs() + i) + " has " +
-              std::to_string(e.scratchBytes[i]) +
+              std::to_string(e.numArgs() + i) + " has " + formatScratch(e, i) +
               " bytes (expected 1 to 2^40)"};
+    for (const std::string &n : i < e.scratchDims.size()
+                                    ? e.scratchDims[i]
+                                    : std::vector<std::string>{})
+      if (std::find(names.begin(), names.end(), n) == names.end())
+        return {"entry '" + e.name + "' buffer #" +
+                std::to_string(e.numArgs() + i) + " is sized by dimension '" +
+                n + "', which the entry does not have"};
+  }
   for (size_t i = 0; i < e.kernels.size(); ++i) {
     if (Error err = checkKernel(e, i))
       return err;

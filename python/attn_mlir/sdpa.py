@@ -157,12 +157,19 @@ def prepare_alibi(alibi_slopes, heads):
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
 
-def _mask_dims(mshape, heads):
+def _mask_dims(mshape, heads, tq="?"):
     """The mask's dimensions in the graph: size-1 dimensions broadcast (1),
-    the head dimension is static, batch and lengths are dynamic."""
+    the head dimension is static, the query length `tq` ("?": dynamic),
+    batch and key length dynamic."""
     rank = len(mshape)
-    return tuple(1 if n == 1 else heads if rank - i == 3 else "?"
+    return tuple(1 if n == 1 else heads if rank - i == 3 else tq if rank - i == 2 else "?"
                  for i, n in enumerate(mshape))
+
+
+# On CUDA a query of at most this many rows per head gets a graph of its
+# own static Tq (any B and Tk), which attn-compile lowers to the decode
+# kernels (packed heads, split keys); longer ones share one graph.
+_CUDA_DECODE_ROWS = 16
 
 
 def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, device,
@@ -171,10 +178,12 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
     `shapes` (query, key, value; a mask of `mask_shape` and `mask_elt`, or
     None; ALiBi slopes when `alibi`) with dynamic B, Tq and Tk: one graph
     for every size, on the CPU and on CUDA (for `chip`, e.g. "sm_90", or
-    attn-compile's default)."""
-    (_, Hq, _, D), (_, Hkv, _, _), (_, _, _, Dv) = shapes
-    qs, ks, vs = ("?", Hq, "?", D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)
-    ms = None if mask_shape is None else _mask_dims(mask_shape, Hq)
+    attn-compile's default); on CUDA, a Tq of at most 16 rows is static in
+    its graph (the decode kernels)."""
+    (_, Hq, Tq, D), (_, Hkv, _, _), (_, _, _, Dv) = shapes
+    tq = Tq if device == "cuda" and 1 <= Tq <= _CUDA_DECODE_ROWS else "?"
+    qs, ks, vs = ("?", Hq, tq, D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)
+    ms = None if mask_shape is None else _mask_dims(mask_shape, Hq, tq)
     sig = (elt, qs, ks, vs, ms, mask_elt, bool(alibi), attrs, return_lse, device, chip)
     art = _artifacts.get(sig)
     if art is not None:
@@ -223,7 +232,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     memory (a call on a compiled graph costs microseconds of Python).
 
     device="cuda" runs the fused CUDA kernel (GPU 0), compiled once for any
-    size in the same way, through attn-run: the
+    size in the same way (and once per Tq of at most 16 rows, whose graph
+    takes the decode kernels), through attn-run: the
     arrays travel to and from the GPU as .npy files, so it suits checking
     and experiments more than tight loops; without a GPU it raises a
     RuntimeError that says so.

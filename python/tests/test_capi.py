@@ -144,16 +144,19 @@ def fake_driver(tmp_path, monkeypatch):
     return so
 
 
-def _cuda_sdpa(B, H, Tq, Tk):
-    """A fresh handle on the dynamic f16 CUDA attn.sdpa artifact (its own
-    launcher, so that FAKE_CUDA applies), with q, k, v, o arrays."""
-    shape = (1, H, 16, 64)
-    art = sdpa_module.sdpa_artifact("f16", (shape, shape, shape), None, None, False, "", False,
+def _cuda_sdpa(B, H, Tq, Tk, Hkv=None, graph_tq=17):
+    """A fresh handle on the f16 CUDA attn.sdpa artifact of dynamic B and
+    lengths (its own launcher, so that FAKE_CUDA applies; a graph Tq of at
+    most 16 rows is static in it, for the decode kernels), with q, k, v, o
+    arrays."""
+    Hkv = Hkv or H
+    shape, kv = (1, H, graph_tq, 64), (1, Hkv, 16, 64)
+    art = sdpa_module.sdpa_artifact("f16", (shape, kv, kv), None, None, False, "", False,
                                     "cuda")
     art = _tools.CudaArtifact(art.path, _tools.describe_artifact(art.path), art.bindir)
     rng = np.random.default_rng(3)
     q = rng.standard_normal((B, H, Tq, 64)).astype(np.float16)
-    k, v = (rng.standard_normal((B, H, Tk, 64)).astype(np.float16) for _ in range(2))
+    k, v = (rng.standard_normal((B, Hkv, Tk, 64)).astype(np.float16) for _ in range(2))
     return art, q, k, v, np.empty_like(q)
 
 
@@ -174,6 +177,33 @@ def test_cuda_artifact_launches_on_caller_buffers_and_stream(fake_driver, capfd)
     assert " =70 " in launch[0] and " =33 " in launch[0] and " =3 " in launch[0]
     assert launch[0].endswith("on stream 0x5151")
     assert "alloc" not in err and "memcpy" not in err  # nothing copied
+
+
+def test_cuda_decode_step_allocates_its_partials_on_the_stream(fake_driver, capfd):
+    """A decode step (Tq = 1, GQA-4) launches the decode kernel over split
+    keys and the combine kernel on the caller's buffers and stream; the
+    split partials (sized by this call's B) are allocated and freed in
+    stream order, nothing else is allocated or copied."""
+    art, q, k, v, o = _cuda_sdpa(B=3, H=8, Tq=1, Tk=500, Hkv=2, graph_tq=1)
+    plan = art.plan("sdpa", [x.shape for x in (q, k, v)], ["f16"] * 3)
+    capfd.readouterr()
+    art.run("sdpa", plan, [x.ctypes.data for x in (q, k, v, o)], 0x5151)
+    err = capfd.readouterr().err
+    lines = err.splitlines()
+    allocs = [line for line in lines if "alloc #" in line]
+    # [B, groups, splits, rows, Dv] and [B, groups, splits, rows] in f32:
+    # 3 x 2 x 64 x 4 x (64 + 1) x 4 bytes.
+    assert len(allocs) == 2 and all("stream-ordered" in a for a in allocs), err
+    sizes = sorted(int(a.split()[-2]) for a in allocs)
+    assert sizes == [3 * 2 * 64 * 4 * 4, 3 * 2 * 64 * 4 * 64 * 4], err
+    launches = [line for line in lines if "launch" in line]
+    assert len(launches) == 2, err
+    assert "attention_0 grid 64x2x3 " in launches[0]  # splits x groups x B
+    assert "combine_0 grid 2x1x3 " in launches[1]
+    assert all(line.endswith("on stream 0x5151") for line in launches)
+    assert f"={o.ctypes.data} " in launches[1] and f"={q.ctypes.data} " in launches[0]
+    assert len([line for line in lines if "stream-ordered free" in line]) == 2
+    assert "memcpy" not in err
 
 
 def test_cuda_call_needs_a_current_context(fake_driver, monkeypatch):

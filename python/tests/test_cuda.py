@@ -53,8 +53,7 @@ def test_round_trip_with_stand_in_driver(fake_driver, dtype):
     assert np.isnan(out.astype(np.float32)).all() and np.isnan(lse).all()
 
 
-def test_any_length_compiles_once(fake_driver, monkeypatch, tmp_path):
-    # B, Tq and Tk are dynamic in the CUDA graph too: new lengths reuse it.
+def _count_compiles(monkeypatch, tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     monkeypatch.setenv("ATTN_MLIR_CACHE", str(cache))
@@ -63,12 +62,36 @@ def test_any_length_compiles_once(fake_driver, monkeypatch, tmp_path):
     monkeypatch.setattr(_tools, "_compile_private",
                         lambda *a: compiles.append(a[-1]) or real(*a))
     monkeypatch.setattr(attn_mlir.sdpa, "_artifacts", {})
-    for b, tq, tk in [(1, 5, 9), (2, 17, 33), (1, 1, 300)]:
+    return compiles
+
+
+def test_any_length_compiles_once(fake_driver, monkeypatch, tmp_path):
+    # B, Tq and Tk are dynamic in the CUDA graph too: new lengths reuse it.
+    compiles = _count_compiles(monkeypatch, tmp_path)
+    for b, tq, tk in [(1, 17, 9), (2, 40, 33), (1, 100, 300)]:
         q = rng.standard_normal((b, 2, tq, 64)).astype(np.float16)
         k = rng.standard_normal((b, 2, tk, 64)).astype(np.float16)
         out = attn_mlir.scaled_dot_product_attention(q, k, k, device="cuda")
         assert out.shape == (b, 2, tq, 64)
     assert len(compiles) == 1
+
+
+def test_decode_steps_compile_once_for_the_decode_kernels(fake_driver, monkeypatch,
+                                                          tmp_path):
+    # A decode step (Tq = 1) has a graph of its own static Tq, any B and Tk:
+    # the decode kernel (4 heads of a KV group in one block, split keys) and
+    # the combine kernel, with partials sized by B at each call.
+    compiles = _count_compiles(monkeypatch, tmp_path)
+    for b, tk in [(1, 100), (3, 101), (2, 5000)]:
+        q = rng.standard_normal((b, 8, 1, 64)).astype(np.float16)
+        k = rng.standard_normal((b, 2, tk, 64)).astype(np.float16)
+        out = attn_mlir.scaled_dot_product_attention(q, k, k, enable_gqa=True,
+                                                     device="cuda")
+        assert out.shape == (b, 8, 1, 64)
+    assert len(compiles) == 1
+    art = next(iter(attn_mlir.sdpa._artifacts.values()))
+    (entry,) = _tools.describe_artifact(art.path)["entries"]
+    assert entry["kernels"] == 2 and entry["scratch_bytes"] > 0
 
 
 def test_out_of_memory_is_an_error(fake_driver, monkeypatch):

@@ -89,14 +89,20 @@ static cl::opt<int64_t> kvBlock(
     cl::desc("Key/value rows per tile (cpu: default 128; cuda: default the "
              "largest of 64, 32, 16 that fits the chip's shared memory)"),
     cl::cat(cat));
-static cl::opt<bool> decode(cpuOptions().decode.ArgStr,
-                            cl::init(cpuOptions().decode.getValue()),
-                            targetHelp("cpu", cpuOptions().decode),
-                            cl::cat(cat));
-static cl::opt<int64_t> kvSplits(cpuOptions().kvSplits.ArgStr,
-                                 cl::init(cpuOptions().kvSplits.getValue()),
-                                 targetHelp("cpu", cpuOptions().kvSplits),
-                                 cl::cat(cat));
+static cl::opt<bool> decode(
+    cpuOptions().decode.ArgStr, cl::init(cpuOptions().decode.getValue()),
+    cl::desc("The decode schedule for queries of at most 16 rows per head: "
+             "the query heads of a KV group packed into one tile, the key "
+             "range split over parallel tasks (cpu: tasks; cuda: blocks, "
+             "merged by a combine kernel; default on)"),
+    cl::cat(cat));
+static cl::opt<int64_t> kvSplits(
+    cpuOptions().kvSplits.ArgStr, cl::init(cpuOptions().kvSplits.getValue()),
+    cl::desc("Key splits of the decode schedule (0, the default: chosen from "
+             "the shapes; cpu: enough for 64 tasks, none under 512 keys; "
+             "cuda: enough for about 256 blocks at batch 1, none under 256 "
+             "keys)"),
+    cl::cat(cat));
 static cl::opt<bool> bf16Dot(
     cpuOptions().bf16Dot.ArgStr, cl::init(cpuOptions().bf16Dot.getValue()),
     cl::desc("cpu: bf16 attention on avx512_bf16 dot products (vdpbf16ps), "
@@ -164,8 +170,7 @@ static int checkTargetFlags(bool cuda) {
   auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
   if (cuda) {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &reference, &noParallel, &qBlock, &decode, &kvSplits, &bf16Dot,
-             &amx})
+             &reference, &noParallel, &qBlock, &bf16Dot, &amx})
       if (given(*o))
         return fail("--" + o->ArgStr.str() +
                     " is a CPU option; on --target=cuda a block covers 16 x "

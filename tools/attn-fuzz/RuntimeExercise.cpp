@@ -80,8 +80,8 @@ std::string listing(const EntryInfo &e, const std::string &target) {
            formatShape(a.shape) + "\n";
   if (target != "cuda")
     return s;
-  for (int64_t b : e.scratchBytes)
-    s += "  buffer " + std::to_string(b) + "\n";
+  for (size_t i = 0; i < e.scratchBytes.size(); ++i)
+    s += "  buffer " + formatScratch(e, i) + "\n";
   for (const KernelInfo &k : e.kernels) {
     s += "  kernel " + k.name + " " + k.format + " " +
          std::to_string(k.imageSize) + " " +

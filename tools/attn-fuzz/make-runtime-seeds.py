@@ -24,7 +24,7 @@ import numpy as np
 
 OUT, ATTN_COMPILE, CLANG = sys.argv[1:4]
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-HEADER = "attn-mlir-artifact 4"
+HEADER = "attn-mlir-artifact 5"
 count = {"npy": 0, "metadata": 0, "elf": 0}
 
 

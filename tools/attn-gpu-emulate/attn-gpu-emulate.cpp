@@ -62,7 +62,12 @@ ATTN_PIPELINE_FLAG(warps, warps);
 ATTN_PIPELINE_FLAG(rowTiles, rowTiles);
 ATTN_PIPELINE_FLAG(kvBlock, kvBlock);
 ATTN_PIPELINE_FLAG(stages, stages);
+ATTN_PIPELINE_FLAG(kvSplits, kvSplits);
 #undef ATTN_PIPELINE_FLAG
+static cl::opt<bool> decode(gpuOptions().decode.ArgStr,
+                            cl::init(gpuOptions().decode.getValue()),
+                            cl::desc(gpuOptions().decode.HelpStr),
+                            cl::cat(cat));
 static cl::opt<bool> runOnly(
     "run-only",
     cl::desc("Interpret the gpu.launch already in the input (no attn-gpu-flash, "
@@ -201,6 +206,8 @@ static int emulateEntry(MLIRContext &context, ModuleOp module) {
   options.rowTiles = rowTiles;
   options.kvBlock = kvBlock;
   options.stages = stages;
+  options.decode = decode;
+  options.kvSplits = kvSplits;
   mlir::attn::buildGpuKernelsPipeline(pm, options);
   if (failed(pm.run(module)))
     return 2;

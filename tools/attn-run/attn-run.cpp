@@ -421,8 +421,8 @@ static void listEntries(const Artifact &art) {
     // Scratch buffers by id (after the arguments), then the kernels in
     // launch order.
     for (size_t i = 0; i < e.scratchBytes.size(); ++i)
-      std::printf("  buffer #%zu: %lld bytes\n", e.numArgs() + i,
-                  (long long)e.scratchBytes[i]);
+      std::printf("  buffer #%zu: %s bytes\n", e.numArgs() + i,
+                  attn::rt::formatScratch(e, i).c_str());
     for (const KernelInfo &k : e.kernels)
       std::printf("  kernel %s (%s, %lld bytes): grid %s, "
                   "block %lldx%lldx%lld, %lld bytes of shared memory, "

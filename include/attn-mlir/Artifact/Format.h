@@ -5,7 +5,7 @@
 //
 // The metadata is a text of records, one per line:
 //
-//   attn-mlir-artifact 4
+//   attn-mlir-artifact 5
 //   target cpu|cuda
 //   cpu-features FEATURE ...              (target cpu, optional: what the
 //                                        kernels need, avx512f, avx512bf16;
@@ -13,7 +13,7 @@
 //                                        artifact on a machine without one)
 //   source fnv1a64=<16 hex digits>        (optional: the graph's text hashed)
 //   entry NAME / in NAME DTYPE DIMS / out NAME DTYPE DIMS / op KIND k=v ...
-//   buffer bytes=N                     (target cuda; zero or more per entry)
+//   buffer bytes=N[*NAME...]           (target cuda; zero or more per entry)
 //   kernel NAME grid=G,G,G block=X,Y,Z smem=N args=A,A,...
 //          image=SYMBOL format=cubin|ptx size=N
 //                                      (target cuda; one or more per entry)
@@ -29,7 +29,8 @@
 // words {allocated, aligned, offset, sizes[rank], strides[rank]}.
 //
 // The records after an `entry` belong to it. The i-th `buffer` record of an
-// entry (from 0) is a device scratch buffer of N bytes with buffer id
+// entry (from 0) is a device scratch buffer of N bytes, times the sizes of
+// the dynamic dimensions it names (bytes=65536*B), with buffer id
 // nargs + i, nargs being the entry's inputs plus outputs. Its `kernel`
 // records are launched in the order given, each after the previous one
 // finished (one stream); `args` lists each kernel argument A: a buffer id
@@ -44,7 +45,8 @@
 // the artifact's data object holding the kernel's module (`size` bytes
 // of cubin, or of NUL-terminated PTX); kernels of one module name the same
 // image, with the same format and size.
-// Version 3 had static shapes only and called CPU entries with one bare
+// Version 4 had buffers of static sizes only. Version 3 had static shapes
+// only and called CPU entries with one bare
 // pointer per argument; version 2 had exactly one kernel record per entry
 // and no buffer records.
 //
@@ -70,7 +72,7 @@ namespace attn::format {
 inline constexpr size_t kMaxKernels = 64, kMaxBuffers = 64;
 
 /// The first line of the metadata of this version.
-inline constexpr const char *kHeader = "attn-mlir-artifact 4";
+inline constexpr const char *kHeader = "attn-mlir-artifact 5";
 
 /// The symbol of CPU entry `name`: its C interface.
 inline std::string cpuEntrySymbol(const std::string &name) {

@@ -237,10 +237,14 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
     tiled with the kernel's blocks (`attn::tileSdpa`, no key chunks); a nest
     already there (attn-tile with q-block `16 * row-tiles * warps`, or
     `warps` for f32, and a kv-block that is a multiple of 16) is taken as
-    is, unless attn-tile's decode schedule packed query heads into one tile
-    or split the keys (refused with what to do: attn-tile decode=false; a
-    decode nest of one head per tile and one split is the plain nest and
-    lowers). Each nest is replaced in place by a `gpu.launch` of the
+    is. With `decode` (the default), a query of at most 16 rows per head
+    (static Tq) is tiled with attn-tile's decode schedule instead, and its
+    nest, given or made, lowers to a decode kernel: the query heads of a KV
+    group packed as the rows of one block (each K/V tile read once per
+    group), and the key range split over `kv-splits` blocks (0: enough for
+    about 256 blocks at batch 1, none under 256 keys) whose normalized
+    partial outputs and LSEs (f32 device scratch) a second, combine kernel
+    merges exactly (flash-decoding). Each nest is replaced in place by a `gpu.launch` of the
     FlashAttention-2 forward kernel on buffers of its tensors
     (`bufferization.to_buffer` of the sources, a `memref.alloc` per result,
     `bufferization.to_tensor` of it), so that One-Shot Bufferize then only
@@ -297,7 +301,14 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
            "K/V shared-memory buffers: 2 overlaps the next copy with the "
            "math, 1 does not">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
-           "Target chip, for its shared-memory limit">
+           "Target chip, for its shared-memory limit">,
+    Option<"decode", "decode", "bool", /*default=*/"true",
+           "Decode kernels for queries of at most 16 rows per head: the "
+           "query heads of a KV group packed into one block, the keys split "
+           "over blocks and merged by a combine kernel">,
+    Option<"kvSplits", "kv-splits", "int64_t", /*default=*/"0",
+           "Key splits of the decode kernel (0: enough for about 256 blocks "
+           "at batch 1, none shorter than 256 keys; 1: no combine kernel)">
   ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::gpu::GPUDialect",

@@ -51,8 +51,8 @@ struct CompileOptions {
   /// fits the chip).
   bool kvBlockGiven = false;
   bool noParallel = false;
-  /// CPU: the decode schedule and its key splits (attn-tile decode,
-  /// kv-splits).
+  /// The decode schedule and its key splits (CPU: attn-tile decode,
+  /// kv-splits; CUDA: the decode and combine kernels of attn-gpu-flash).
   bool decode = AttnTilePassOptions().decode;
   int64_t kvSplits = AttnTilePassOptions().kvSplits;
   /// CPU: bf16 on avx512_bf16 dot products (unset: when this machine has

@@ -132,6 +132,19 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("K/V shared-memory buffers (1 or 2; 2 overlaps the "
                      "next tile's copy with the math)"),
       llvm::cl::init(AttnGpuFlashPassOptions().stages)};
+  PassOptions::Option<bool> decode{
+      *this, "decode",
+      llvm::cl::desc("Decode kernels for queries of at most 16 rows per head "
+                     "(static Tq): the query heads of a KV group packed into "
+                     "one block, the keys split over blocks and merged by a "
+                     "combine kernel"),
+      llvm::cl::init(AttnGpuFlashPassOptions().decode)};
+  PassOptions::Option<int64_t> kvSplits{
+      *this, "kv-splits",
+      llvm::cl::desc("Key splits of the decode kernel (0: enough for about "
+                     "256 blocks at batch 1, none shorter than 256 keys; 1: "
+                     "no combine kernel)"),
+      llvm::cl::init(AttnGpuFlashPassOptions().kvSplits)};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",
       llvm::cl::desc("CUDA toolkit: ptxas for cubins, libdevice for the "

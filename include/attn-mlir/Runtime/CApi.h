@@ -39,7 +39,8 @@ enum {
  *     "outputs": [...], "op": {"kind": "sdpa", "scale": 0.125, ...},
  *     "kernels": 0, "scratch_bytes": 0}]}
  * ("kernels": the CUDA kernels the entry launches, "scratch_bytes": the
- * total of its device scratch buffers; both 0 on target cpu.)
+ * total of its device scratch buffers, at size 1 of each dynamic dimension
+ * where a buffer grows with one (e.g. the batch); both 0 on target cpu.)
  * On ATTN_RT_INVALID, `out` holds the message instead. `needed` may be
  * null. */
 int attn_rt_describe_artifact(const char *path, char *out, size_t out_size,

@@ -142,14 +142,20 @@ struct EntryInfo {
   /// previous one finished (one stream); at least one.
   std::vector<KernelInfo> kernels;
   /// Target cuda only: the bytes of each device scratch buffer; buffer i
-  /// has id numArgs() + i in the kernels' args.
+  /// has id numArgs() + i in the kernels' args. Where scratchDims[i] names
+  /// dynamic dimensions, buffer i has scratchBytes[i] times their sizes
+  /// (instantiate() multiplies them in and clears the names).
   std::vector<int64_t> scratchBytes;
+  std::vector<std::vector<std::string>> scratchDims;
   size_t numArgs() const { return inputs.size() + outputs.size(); }
   /// Some argument has a dynamic dimension: call instantiate() first.
   bool isDynamic() const;
   /// The names of the dynamic dimensions, in order of first appearance.
   std::vector<std::string> dimNames() const;
 };
+
+/// "65536*B": the size of scratch buffer i of `e`, as its record gives it.
+std::string formatScratch(const EntryInfo &e, size_t i);
 
 /// Sizes of named dimensions.
 using DimSizes = std::map<std::string, int64_t>;

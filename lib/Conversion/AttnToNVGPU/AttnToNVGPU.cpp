@@ -69,11 +69,19 @@ struct Config {
   // takes them as arguments); head counts and head dimensions are static.
   int64_t batch, hq, hkv, tq, tk, d, dv;
   Type elt;
+  // Decode kernels (attn-tile's decode schedule, static Tq): `packed` query
+  // heads of Tq rows each as the rows [0, packed·Tq) of one tile, in
+  // `rowBlocks` blocks of BM rows; the keys split over `splits` blocks
+  // whose partial results a combine kernel merges (1: no split).
+  bool decode = false;
+  int64_t packed = 1, splits = 1, rowBlocks = 1;
   // Derived.
   int64_t bm, dp, dvp, qStride, kStride, vStride;
   int64_t qBytes, kBytes, vBytes;
   int64_t threads() const { return 32 * warps; }
   int64_t smemBytes() const { return qBytes + kBytes + vBytes; }
+  /// Rows of a decode tile.
+  int64_t tileRows() const { return packed * tq; }
 };
 
 /// Everything the kernel body needs.
@@ -84,10 +92,14 @@ struct Kernel {
   const Config &cfg;
   Value q = {}, key = {}, val = {}, mask = {}, alibi = {}, out = {}, lse = {};
   Value tqV = {}, tkV = {}; // Tq and Tk: constants, or kernel arguments
+  // The rows of the tile: Tq, or a decode tile's packed·Tq.
+  Value rowEnd = {};
   Value slope = {}; // this block's head's ALiBi slope
   Value smem = {}, qs = {}, ks = {}, vs = {}; // shared memory and views
+  // h: the block's (first) query head; grp: grid y, the head, or the head
+  // group of a decode tile; split: the block's key split.
   Value tid = {}, lane = {}, warp = {}, g = {}, t = {}, bIdx = {}, h = {},
-        hk = {}, q0 = {};
+        hk = {}, q0 = {}, grp = {}, split = {};
   // f32 accumulators vector<2x2>; A operands and ldmatrix x4 results
   // vector<4x2>, B operands vector<2x2>, of the element type.
   VectorType accT = {}, aT = {}, bT = {};
@@ -96,11 +108,13 @@ struct Kernel {
   ScoreForm form = {};
   std::optional<KeyVisibility> vis = {};
 
-  /// Copies rows [row0, row0 + rows) of `src[b, head]` (length T, width
-  /// `width`, padded to `padded`) into `dst[prefix..., r, c]`, zero-filling
-  /// rows past T and columns past width. 16-byte cp.async when the rows are
-  /// 16-byte aligned, element copies otherwise.
-  void copyTile(Value src, Value head, Value row0, int64_t rows, Value T,
+  /// Copies tile rows [row0, row0 + rows) of `src` (T rows, width
+  /// `width`, padded to `padded`; tile row r is src[b, at(r)]) into
+  /// `dst[prefix..., r, c]`, zero-filling rows past T and columns past
+  /// width. 16-byte cp.async when the rows are 16-byte aligned, element
+  /// copies otherwise.
+  using RowAt = function_ref<std::pair<Value, Value>(Value)>;
+  void copyTile(Value src, RowAt at, Value row0, int64_t rows, Value T,
                 int64_t width, int64_t padded, Value dst,
                 ArrayRef<Value> prefix) {
     int64_t threads = cfg.threads();
@@ -120,8 +134,9 @@ struct Kernel {
           Value n = k.sel(valid, k.c(vec), k.c(0));
           SmallVector<Value> di(prefix.begin(), prefix.end());
           di.append({r, col});
+          auto [head, row] = at(grc);
           nvgpu::DeviceAsyncCopyOp::create(
-              b, dst, di, src, ValueRange{bIdx, head, grc, colc},
+              b, dst, di, src, ValueRange{bIdx, head, row, colc},
               b.getIndexAttr(vec), n, /*bypassL1=*/UnitAttr());
         };
         if ((i + 1) * threads <= chunks) {
@@ -146,10 +161,9 @@ struct Kernel {
     Value r = k.div(idx, padded), col = k.rem(idx, padded);
     Value gr = k.add(row0, r);
     Value valid = k.andI(k.lt(gr, T), k.lt(col, width));
+    auto [head, row] = at(k.min(gr, k.add(T, -1)));
     Value x = memref::LoadOp::create(
-        b, src,
-        ValueRange{bIdx, head, k.min(gr, k.add(T, -1)),
-                   k.min(col, k.c(width - 1))});
+        b, src, ValueRange{bIdx, head, row, k.min(col, k.c(width - 1))});
     SmallVector<Value> di(prefix.begin(), prefix.end());
     di.append({r, col});
     memref::StoreOp::create(b, k.sel(valid, x, zero), dst, di);
@@ -157,8 +171,36 @@ struct Kernel {
 
   void copyKV(Value kb, Value stage) {
     Value row0 = k.mul(kb, cfg.kvBlock);
-    copyTile(key, hk, row0, cfg.kvBlock, tkV, cfg.d, cfg.dp, ks, {stage});
-    copyTile(val, hk, row0, cfg.kvBlock, tkV, cfg.dv, cfg.dvp, vs, {stage});
+    auto at = [&](Value r) { return std::pair(hk, r); };
+    copyTile(key, at, row0, cfg.kvBlock, tkV, cfg.d, cfg.dp, ks, {stage});
+    copyTile(val, at, row0, cfg.kvBlock, tkV, cfg.dv, cfg.dvp, vs, {stage});
+  }
+
+  /// Tile row r (below rowEnd) as Q's (head, query row): (h, r), or in a
+  /// decode tile (h + r / Tq, r mod Tq).
+  std::pair<Value, Value> queryAt(Value r) {
+    if (!cfg.decode)
+      return {h, r};
+    if (cfg.tq == 1)
+      return {cfg.packed == 1 ? h : k.add(h, r), k.c(0)};
+    return {k.add(h, k.div(r, cfg.tq)), k.rem(r, cfg.tq)};
+  }
+  /// The query position of tile row r.
+  Value position(Value r) { return queryAt(r).second; }
+
+  /// Where the finished tile row r goes: out[b, head, row, col] (lse
+  /// without col), or a split's partials [b, grp, split, r, col].
+  SmallVector<Value> resultAt(Value r, Value col = {}) {
+    SmallVector<Value> idx{bIdx};
+    if (cfg.splits > 1) {
+      idx.append({grp, split, r});
+    } else {
+      auto [head, row] = queryAt(r);
+      idx.append({head, row});
+    }
+    if (col)
+      idx.push_back(col);
+    return idx;
   }
 
   /// c + a·b on tensor cores (KernelBuilder.h).
@@ -178,8 +220,8 @@ struct Kernel {
   Value maskAt(Value row, Value col) {
     auto mt = cast<MemRefType>(mask.getType());
     int64_t rank = mt.getRank();
-    Value full[4] = {bIdx, h, k.min(row, k.add(tqV, -1)),
-                     k.min(col, k.add(tkV, -1))};
+    auto [head, qrow] = queryAt(k.min(row, k.add(rowEnd, -1)));
+    Value full[4] = {bIdx, head, qrow, k.min(col, k.add(tkV, -1))};
     SmallVector<Value> idx;
     for (int64_t i = 0; i < rank; ++i) {
       std::optional<unsigned> target = maskTargetDim(mt.getShape(), i);
@@ -197,18 +239,26 @@ struct Kernel {
   /// The score at (row, col) as the logit computation sees it: its mask
   /// element and, in a partial last block, whether the key exists.
   ScoreSite siteAt(Value s, Value row, Value col, bool positions) {
-    ScoreSite site{s, mask ? maskAt(row, col) : Value(), row, col, {}, slope};
+    ScoreSite site{
+        s, mask ? maskAt(row, col) : Value(), position(row), col, {}, slope};
     if (positions && paddedKeys())
       site.inBounds = k.lt(col, tkV);
     return site;
   }
 
-  Value lastRow() { return k.min(k.add(q0, cfg.bm - 1), k.add(tqV, -1)); }
+  /// The first and last query positions of this block's rows (of a
+  /// decode tile of several heads: all of them).
+  std::pair<Value, Value> positions() {
+    if (cfg.decode && cfg.packed > 1)
+      return {k.c(0), k.c(cfg.tq - 1)};
+    return {q0, k.min(k.add(q0, cfg.bm - 1), k.add(rowEnd, -1))};
+  }
 
   /// Whether the block [q0, q0+BM) x [kv0, kv0+BN) holds a key some row
   /// cannot see or a padding key (null when no block ever does).
   Value needsPredicate(Value kv0) {
-    Value any = vis->blockNeedsPredicate(b, b.getLoc(), q0, lastRow(), kv0,
+    auto [first, last] = positions();
+    Value any = vis->blockNeedsPredicate(b, b.getLoc(), first, last, kv0,
                                          k.add(kv0, cfg.kvBlock - 1));
     if (!paddedKeys())
       return any;
@@ -218,16 +268,24 @@ struct Kernel {
   }
 
   /// The key blocks that any row of this query block can see:
-  /// [kbBegin, kbEnd), empty when none.
+  /// [kbBegin, kbEnd), empty when none; of a split decode kernel, this
+  /// block's split of them: [begin + s·c, begin + (s+1)·c) within kbEnd,
+  /// c = ceil((kbEnd - kbBegin) / splits).
   std::pair<Value, Value> visibleBlocks() {
-    auto [lo, hi] = vis->keyRange(b, b.getLoc(), q0, lastRow());
+    auto [first, last] = positions();
+    auto [lo, hi] = vis->keyRange(b, b.getLoc(), first, last);
     Value kbBegin = k.div(lo, cfg.kvBlock);
     Value kbEnd = k.sel(
         k.lt(lo, hi),
         k.add(arith::DivSIOp::create(b, k.sub(hi, k.c(1)), k.c(cfg.kvBlock)),
               1),
         kbBegin);
-    return {kbBegin, kbEnd};
+    if (cfg.splits == 1)
+      return {kbBegin, kbEnd};
+    Value per = k.div(k.add(k.sub(kbEnd, kbBegin), cfg.splits - 1), cfg.splits);
+    Value from =
+        k.min(k.add(kbBegin, arith::MulIOp::create(b, split, per)), kbEnd);
+    return {from, k.min(k.add(from, per), kbEnd)};
   }
 
   /// With two stages, the first K/V block is in flight before the loop;
@@ -266,6 +324,10 @@ struct Kernel {
     commit();
     return stage;
   }
+
+  /// The element type of the output tiles: the input's, f32 for a split's
+  /// partials.
+  Type outElt() { return cast<MemRefType>(out.getType()).getElementType(); }
 
   Value sharedView(ArrayRef<int64_t> shape, Type elt, int64_t offset) {
     return buildSharedView(b, smem, shape, elt, offset);
@@ -506,7 +568,7 @@ Tile FragmentTileOps::accumulatePV(const Tile &accIn, const Tile &p) {
 void Kernel::buildSimt() {
   int64_t qRegs = cfg.dp / 32, vRegs = cfg.dvp / 32;
   Value row = k.add(q0, warp);
-  Value rowc = k.min(row, k.add(tqV, -1));
+  auto [qHead, qRow] = queryAt(k.min(row, k.add(rowEnd, -1)));
 
   // This lane's slice of the Q row (zero past D).
   Value zero = k.f(0.0);
@@ -514,7 +576,7 @@ void Kernel::buildSimt() {
   for (int64_t i = 0; i < qRegs; ++i) {
     Value col = k.add(lane, i * 32);
     Value x = memref::LoadOp::create(
-        b, q, ValueRange{bIdx, h, rowc, k.min(col, k.c(cfg.d - 1))});
+        b, q, ValueRange{bIdx, qHead, qRow, k.min(col, k.c(cfg.d - 1))});
     qv.push_back(k.sel(k.lt(col, cfg.d), x, zero));
   }
 
@@ -566,10 +628,11 @@ void Kernel::buildSimt() {
 
   auto res = loop.getResults();
   SimtTileOps ops(*this, row, Value(), Value(), Value());
-  OnlineResult fin = finishOnlineState(
-      ops, form.exponent(), {{res[0]}, {res[1]}, Tile(res.begin() + 2, res.end())},
-      cfg.elt, static_cast<bool>(lse));
-  auto inRange = scf::IfOp::create(b, k.lt(row, tqV));
+  OnlineResult fin =
+      finishOnlineState(ops, form.exponent(),
+                        {{res[0]}, {res[1]}, Tile(res.begin() + 2, res.end())},
+                        outElt(), static_cast<bool>(lse));
+  auto inRange = scf::IfOp::create(b, k.lt(row, rowEnd));
   OpBuilder::InsertionGuard ig(b);
   b.setInsertionPointToStart(inRange.thenBlock());
   for (int64_t i = 0; i < vRegs; ++i) {
@@ -577,15 +640,14 @@ void Kernel::buildSimt() {
     auto inCol = scf::IfOp::create(b, k.lt(col, cfg.dv));
     OpBuilder::InsertionGuard ig2(b);
     b.setInsertionPointToStart(inCol.thenBlock());
-    memref::StoreOp::create(b, fin.output[i], out,
-                            ValueRange{bIdx, h, row, col});
+    memref::StoreOp::create(b, fin.output[i], out, resultAt(row, col));
   }
   if (lse) {
     auto first =
         scf::IfOp::create(b, k.cmp(arith::CmpIPredicate::eq, lane, k.c(0)));
     OpBuilder::InsertionGuard ig2(b);
     b.setInsertionPointToStart(first.thenBlock());
-    memref::StoreOp::create(b, fin.lse[0], lse, ValueRange{bIdx, h, row});
+    memref::StoreOp::create(b, fin.lse[0], lse, resultAt(row));
   }
 }
 
@@ -629,9 +691,10 @@ void Kernel::storeFragments(const OnlineResult &fin) {
     for (int64_t r = 0; r < 2; ++r) {
       Value row =
           k.add(q0, k.add(k.mul(warp, 16 * mT), k.add(g, mt * 16 + r * 8)));
-      auto inRange = scf::IfOp::create(b, k.lt(row, tqV));
+      auto inRange = scf::IfOp::create(b, k.lt(row, rowEnd));
       OpBuilder::InsertionGuard ig(b);
       b.setInsertionPointToStart(inRange.thenBlock());
+      Type elt = outElt();
       for (int64_t j = 0; j < dvTiles; ++j) {
         Value frag = fin.output[mt * dvTiles + j];
         Value col = k.add(k.mul(t, 2), j * 8);
@@ -639,9 +702,9 @@ void Kernel::storeFragments(const OnlineResult &fin) {
         if (j * 8 + 8 <= cfg.dv && cfg.dv % 2 == 0) {
           // An even column of a row of even length: aligned to the pair.
           vector::StoreOp::create(
-              b, k.vec(VectorType::get({2}, cfg.elt), {v0, v1}), out,
-              ValueRange{bIdx, h, row, col}, /*nontemporal=*/false,
-              llvm::MaybeAlign(2 * cfg.elt.getIntOrFloatBitWidth() / 8));
+              b, k.vec(VectorType::get({2}, elt), {v0, v1}), out,
+              resultAt(row, col), /*nontemporal=*/false,
+              llvm::MaybeAlign(2 * elt.getIntOrFloatBitWidth() / 8));
           continue;
         }
         // A partial tile: element stores guarded by the width.
@@ -650,8 +713,7 @@ void Kernel::storeFragments(const OnlineResult &fin) {
           auto inCol = scf::IfOp::create(b, k.lt(c, cfg.dv));
           OpBuilder::InsertionGuard ig2(b);
           b.setInsertionPointToStart(inCol.thenBlock());
-          memref::StoreOp::create(b, e ? v1 : v0, out,
-                                  ValueRange{bIdx, h, row, c});
+          memref::StoreOp::create(b, e ? v1 : v0, out, resultAt(row, c));
         }
       }
       if (lse) {
@@ -659,8 +721,7 @@ void Kernel::storeFragments(const OnlineResult &fin) {
             scf::IfOp::create(b, k.cmp(arith::CmpIPredicate::eq, t, k.c(0)));
         OpBuilder::InsertionGuard ig2(b);
         b.setInsertionPointToStart(first.thenBlock());
-        memref::StoreOp::create(b, fin.lse[mt * 2 + r], lse,
-                                ValueRange{bIdx, h, row});
+        memref::StoreOp::create(b, fin.lse[mt * 2 + r], lse, resultAt(row));
       }
     }
 }
@@ -683,7 +744,8 @@ void Kernel::buildTensorCore() {
 
   auto [kbBegin, kbEnd] = visibleBlocks();
   // Prologue: Q (and the first K/V stage) in flight.
-  copyTile(q, h, q0, cfg.bm, tqV, cfg.d, cfg.dp, qs, {});
+  copyTile(q, [&](Value r) { return queryAt(r); }, q0, cfg.bm, rowEnd, cfg.d,
+           cfg.dp, qs, {});
   prologueKV(kbBegin, kbEnd);
 
   // Loop state: m (log2 units) and partial l per row, O fragments.
@@ -692,7 +754,7 @@ void Kernel::buildTensorCore() {
   SmallVector<Value> init(2 * mT, k.f(kNegInf));
   init.append(2 * mT, k.f(0.0));
   init.append(mT * dvTiles, zeroAcc);
-  auto split = [&](ValueRange v) {
+  auto stateOf = [&](ValueRange v) {
     return OnlineState{Tile(v.begin(), v.begin() + 2 * mT),
                        Tile(v.begin() + 2 * mT, v.begin() + 4 * mT),
                        Tile(v.begin() + 4 * mT, v.end())};
@@ -720,8 +782,8 @@ void Kernel::buildTensorCore() {
     } else {
       x = scoresToLogits(ops, form, s, false);
     }
-    OnlineState next =
-        onlineSoftmaxStep(ops, form.exponent(), x, split(loop.getRegionIterArgs()));
+    OnlineState next = onlineSoftmaxStep(ops, form.exponent(), x,
+                                         stateOf(loop.getRegionIterArgs()));
     if (cfg.stages == 1)
       gpu::BarrierOp::create(b);
     SmallVector<Value> yields(next.m.begin(), next.m.end());
@@ -732,8 +794,9 @@ void Kernel::buildTensorCore() {
   // Nothing may still be in flight when the kernel ends.
   waitAll(commit());
   FragmentTileOps ops(*this, Value(), Value());
-  storeFragments(finishOnlineState(ops, form.exponent(), split(loop.getResults()),
-                                   cfg.elt, static_cast<bool>(lse)));
+  storeFragments(finishOnlineState(ops, form.exponent(),
+                                   stateOf(loop.getResults()), outElt(),
+                                   static_cast<bool>(lse)));
 }
 
 void Kernel::build() {
@@ -777,12 +840,22 @@ struct TiledAttention {
   Value qSrc, kSrc, vSrc; // the tensors the tiles are sliced from
   RankedTensorType qType, kType, vType;
   int64_t queryBlock = 0, keyBlock = 0;
+  // attn-tile's decode schedule: heads packed per tile; the forall merging
+  // the split partial states (null when unsplit) and the splits.
+  mutable scf::ForallOp combine;
+  int64_t packed = 1, splits = 1;
+  /// A decode nest: several heads per tile or split keys (a tile of one
+  /// head and one split is the prefill nest's).
+  bool decode() const { return packed > 1 || combine; }
 };
 
 /// The tensor, defined outside the nest, that a tile is sliced (or an
 /// element extracted) from.
 static Value sourceTensor(Value tile, scf::ForallOp forall) {
   Value src;
+  // A decode tile of several heads: [P, rows, D] collapsed to [P·rows, D].
+  if (auto collapse = tile.getDefiningOp<tensor::CollapseShapeOp>())
+    tile = collapse.getSrc();
   if (auto slice = tile.getDefiningOp<tensor::ExtractSliceOp>())
     src = slice.getSource();
   else if (auto extract = tile.getDefiningOp<tensor::ExtractOp>())
@@ -803,6 +876,8 @@ static bool isFilled(Value v, double c) {
 
 /// True when `tile` is an extract_slice at `offsets` (null: the constant 0).
 static bool sliceAt(Value tile, ArrayRef<Value> offsets) {
+  if (auto collapse = tile.getDefiningOp<tensor::CollapseShapeOp>())
+    tile = collapse.getSrc();
   auto slice = tile.getDefiningOp<tensor::ExtractSliceOp>();
   if (!slice || slice.getMixedOffsets().size() != offsets.size())
     return false;
@@ -812,7 +887,58 @@ static bool sliceAt(Value tile, ArrayRef<Value> offsets) {
   return true;
 }
 
-/// The forall, the key loop and the two ops of the nest.
+/// The split forall of a split decode nest whose merging forall is
+/// `combine` and merge loop `loop`: the forall before it whose results
+/// attn.online_merge's partial tiles are sliced from, each of them and
+/// each at (b, group, split) of the merge; null otherwise.
+static scf::ForallOp splitForallOf(scf::ForallOp combine, scf::ForOp loop,
+                                   OnlineMergeOp merge) {
+  scf::ForallOp split;
+  SmallVector<Value> at{combine.getInductionVars()[0],
+                        combine.getInductionVars()[1], loop.getInductionVar()};
+  for (Value part :
+       {merge.getOtherMax(), merge.getOtherSum(), merge.getOtherAcc()}) {
+    Value src = sourceTensor(part, combine);
+    auto f = src ? src.getDefiningOp<scf::ForallOp>() : scf::ForallOp();
+    auto slice = part.getDefiningOp<tensor::ExtractSliceOp>();
+    if (!f || (split && f != split) || f->getBlock() != combine->getBlock() ||
+        !slice || slice.getMixedOffsets().size() < 3 ||
+        !llvm::equal(
+            ArrayRef(slice.getMixedOffsets()).take_front(3), at,
+            [](OpFoldResult o, Value v) { return dyn_cast<Value>(o) == v; }))
+      return {};
+    split = f;
+  }
+  return split;
+}
+
+/// Split forall `split` inserts its key loop's state `state` at its
+/// (b, group, split), and only `combine` reads its partials.
+static bool insertsSplitStates(scf::ForallOp split, scf::ForallOp combine,
+                               ValueRange state) {
+  auto inserts = split.getTerminator().getYieldingOps();
+  if (llvm::range_size(inserts) != state.size() ||
+      split.getNumResults() != state.size())
+    return false;
+  for (auto [i, op] : llvm::enumerate(inserts)) {
+    auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(&op);
+    if (!insert || insert.getSource() != state[i] ||
+        insert.getDest() != split.getRegionIterArgs()[i] ||
+        insert.getMixedOffsets().size() < 3 ||
+        !llvm::equal(ArrayRef(insert.getMixedOffsets()).take_front(3),
+                     split.getInductionVars(), [](OpFoldResult o, Value v) {
+                       return dyn_cast<Value>(o) == v;
+                     }))
+      return false;
+  }
+  return llvm::all_of(split->getUsers(), [&](Operation *user) {
+    return combine->isAncestor(user);
+  });
+}
+
+/// The forall (the one holding attn.online_finish), the key loop and the
+/// ops of the nest; of a split decode nest, the merging forall and the
+/// split forall before it.
 static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
                                     std::string &why) {
   t.forall = forall;
@@ -820,46 +946,71 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
     why = "the nest must be an scf.forall over (b, h, q-block)";
     return failure();
   }
-  SmallVector<OnlineStepOp> steps;
   SmallVector<OnlineFinishOp> finishes;
-  t.forall.walk([&](OnlineStepOp s) { steps.push_back(s); });
-  t.forall.walk([&](OnlineFinishOp f) { finishes.push_back(f); });
-  if (!steps.empty() && finishes.empty()) {
-    why = "the key range is split over tiles whose partial states a second "
-          "forall merges (attn-tile's decode schedule, split-KV); the kernel "
-          "takes unsplit nests (attn-tile decode=false)";
+  SmallVector<OnlineMergeOp> merges;
+  forall.walk([&](OnlineFinishOp f) { finishes.push_back(f); });
+  forall.walk([&](OnlineMergeOp m) { merges.push_back(m); });
+  if (finishes.size() != 1 || merges.size() > 1) {
+    why = "the loop nest must have one attn.online_finish and at most one "
+          "attn.online_merge (no chunks)";
     return failure();
   }
-  if (steps.size() != 1 || finishes.size() != 1 ||
-      t.forall->walk([](OnlineMergeOp) { return WalkResult::interrupt(); })
+  t.finish = finishes.front();
+  if (!merges.empty() &&
+      forall->walk([](OnlineStepOp) { return WalkResult::interrupt(); })
           .wasInterrupted()) {
     why = "the loop nest must have one attn.online_step and one "
           "attn.online_finish (no chunks)";
     return failure();
   }
-  t.step = steps.front();
-  t.finish = finishes.front();
-  if (t.step.getPackedHeads() != 1) {
-    why = "attn.online_step packs several heads per tile (packed_heads, the "
-          "CPU decode schedule); the kernel takes one head per block "
-          "(attn-tile decode=false)";
+  if (!merges.empty()) {
+    // Split-KV: the partial states of a forall over (b, group, split),
+    // merged over the splits by this one.
+    t.combine = forall;
+    auto mergeLoop = dyn_cast<scf::ForOp>(merges.front()->getParentOp());
+    t.forall = mergeLoop ? splitForallOf(forall, mergeLoop, merges.front())
+                         : scf::ForallOp();
+    std::optional<int64_t> n =
+        t.forall ? getConstantIntValue(t.forall.getMixedUpperBound()[2])
+                 : std::nullopt;
+    if (!t.forall || t.forall.getRank() != 3 || !mergeLoop ||
+        !llvm::equal(t.finish->getOperands(), mergeLoop.getResults()) ||
+        getConstantIntValue(mergeLoop.getUpperBound()) != n || !n) {
+      why = "attn.online_merge must merge, over a constant number of "
+            "splits, the partial states of a forall over (b, group, split) "
+            "before the merging forall, and attn.online_finish finish them "
+            "(attn-tile's decode schedule with a static kv-splits)";
+      return failure();
+    }
+    t.splits = *n;
+  }
+  SmallVector<OnlineStepOp> steps;
+  t.forall.walk([&](OnlineStepOp s) { steps.push_back(s); });
+  if (steps.size() != 1) {
+    why = "the loop nest must have one attn.online_step";
     return failure();
   }
+  t.step = steps.front();
+  t.packed = t.step.getPackedHeads();
   t.loop = dyn_cast<scf::ForOp>(t.step->getParentOp());
   if (!t.loop || t.loop->getParentOp() != t.forall ||
-      !llvm::equal(ValueRange{t.step.getMax(), t.step.getSum(),
-                              t.step.getAcc()},
-                   t.loop.getRegionIterArgs()) ||
+      !llvm::equal(
+          ValueRange{t.step.getMax(), t.step.getSum(), t.step.getAcc()},
+          t.loop.getRegionIterArgs()) ||
       !llvm::equal(t.loop.getBody()->getTerminator()->getOperands(),
                    t.step.getResults()) ||
-      !llvm::equal(t.finish->getOperands(), t.loop.getResults()) ||
+      (t.combine
+           ? !insertsSplitStates(t.forall, t.combine, t.loop.getResults())
+           : !llvm::equal(t.finish->getOperands(), t.loop.getResults())) ||
       !isFilled(t.loop.getInitArgs()[0], kNegInf) ||
       !isFilled(t.loop.getInitArgs()[1], 0.0) ||
       !isFilled(t.loop.getInitArgs()[2], 0.0) ||
       t.step.getKeyOffset() != t.loop.getInductionVar()) {
     why = "attn.online_step must update the (-inf, 0, 0)-initialized state "
           "of an scf.for directly inside the forall, at key offset the "
-          "loop's index, and attn.online_finish finish it";
+          "loop's index, and attn.online_finish take its result (or the "
+          "split's partials at its (b, group, split), read only by the "
+          "merging forall)";
     return failure();
   }
   return success();
@@ -895,6 +1046,21 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   Value b = ivs[0], h = ivs[1], q0 = t.step.getQueryOffset(),
         kb = t.loop.getInductionVar();
   int64_t group = t.qType.getDimSize(1) / t.kType.getDimSize(1);
+  // A decode tile's first head: its group index times the heads it packs.
+  if (t.packed > 1) {
+    auto qSlice = t.step.getQuery().getDefiningOp<tensor::CollapseShapeOp>();
+    auto slice = qSlice
+                     ? qSlice.getSrc().getDefiningOp<tensor::ExtractSliceOp>()
+                     : tensor::ExtractSliceOp();
+    Value first = slice && slice.getMixedOffsets().size() == 4
+                      ? dyn_cast<Value>(slice.getMixedOffsets()[1])
+                      : Value();
+    auto mul = first ? first.getDefiningOp<arith::MulIOp>() : arith::MulIOp();
+    if (!mul || mul.getLhs() != h ||
+        !isConstantIntValue(mul.getRhs(), t.packed) || group % t.packed != 0)
+      return failure();
+    h = mul;
+  }
   // The key/value head: the K slice's head offset, h or h / G.
   auto kSlice = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
   Value kvh = kSlice && kSlice.getMixedOffsets().size() == 4
@@ -958,9 +1124,10 @@ static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
           exponentScale(AttentionSpec::get(t.step)))
     return failure();
   size_t outs = 1 + (t.finish.getLse() ? 1 : 0);
-  if (t.forall.getNumResults() != outs)
+  scf::ForallOp last = t.combine ? t.combine : t.forall;
+  if (last.getNumResults() != outs)
     return failure();
-  auto inserts = t.forall.getTerminator().getYieldingOps();
+  auto inserts = last.getTerminator().getYieldingOps();
   SmallVector<Value> tiles{t.finish.getOutput()};
   if (Value lse = t.finish.getLse())
     tiles.push_back(lse);
@@ -968,8 +1135,13 @@ static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
     return failure();
   for (auto [i, op] : llvm::enumerate(inserts)) {
     auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(&op);
-    if (!insert || insert.getSource() != tiles[i] ||
-        insert.getDest() != t.forall.getRegionIterArgs()[i])
+    // A decode tile's rows are expanded back to [P, rows(, Dv)].
+    Value src = insert ? insert.getSource() : Value();
+    if (auto expand = src ? src.getDefiningOp<tensor::ExpandShapeOp>()
+                          : tensor::ExpandShapeOp())
+      src = expand.getSrc();
+    if (!insert || src != tiles[i] ||
+        insert.getDest() != last.getRegionIterArgs()[i])
       return failure();
   }
   return success();
@@ -982,10 +1154,16 @@ static FailureOr<TiledAttention> matchTiledAttention(scf::ForallOp forall,
   if (failed(matchStructure(forall, t, why)) || failed(matchTiles(t, why)) ||
       failed(matchFacts(t, why)))
     return failure();
-  // The query block: q0 = qb · BM (qb the forall's third index).
+  // The query block: q0 = qb · BM (qb the forall's third index); a
+  // decode tile: every row of its heads, from 0.
   std::optional<int64_t> rows;
   Value q0 = t.step.getQueryOffset(), qb = t.forall.getInductionVars()[2];
-  if (q0 == qb)
+  if (t.decode()) {
+    if (isConstantIntValue(q0, 0) && !t.qType.isDynamicDim(2) &&
+        t.step.getQuery().getType().getDimSize(0) ==
+            t.packed * t.qType.getDimSize(2))
+      rows = t.packed * t.qType.getDimSize(2);
+  } else if (q0 == qb)
     rows = 1;
   else if (auto mul = q0.getDefiningOp<arith::MulIOp>())
     if (mul.getLhs() == qb)
@@ -995,7 +1173,8 @@ static FailureOr<TiledAttention> matchTiledAttention(scf::ForallOp forall,
   t.keyBlock = step ? *step : 0;
   if (!rows || !step) {
     why = "the query offset must be the forall's block index times a "
-          "constant and the key loop step a constant";
+          "constant (of a decode tile: 0, every row of its heads, a static "
+          "Tq) and the key loop step a constant";
     return failure();
   }
   return t;
@@ -1014,14 +1193,19 @@ struct Why {
 
 /// The kernel configuration for attention over `q`, `k`, `v`; `block` is
 /// the key block (0: the largest of 64, 32, 16 that fits the chip's shared
-/// memory).
+/// memory). A decode kernel of `tileRows` rows takes no more warps than
+/// those rows need.
 FailureOr<Config> configure(const AttnGpuFlashPassOptions &o, Operation *at,
                             RankedTensorType qT, RankedTensorType kT,
-                            RankedTensorType vT, int64_t block, Why why) {
+                            RankedTensorType vT, int64_t block, Why why,
+                            int64_t tileRows = 0) {
   Type elt = qT.getElementType();
   bool simt = elt.isF32();
   Config cfg;
   cfg.warps = o.warps;
+  if (tileRows > 0)
+    cfg.warps = std::min<int64_t>(
+        o.warps, llvm::divideCeil(tileRows, simt ? 1 : 16 * o.rowTiles));
   cfg.mTiles = o.rowTiles;
   cfg.stages = o.stages;
   cfg.batch = qT.getDimSize(0);
@@ -1083,15 +1267,24 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
                        "of 16 in [16, 256] (or all of Tk), found " +
                            Twine(t.keyBlock));
   FailureOr<Config> cfg = configure(o, t.step, t.qType, t.kType, t.vType,
-                                    o.kvBlock ? o.kvBlock : block, why);
+                                    o.kvBlock ? o.kvBlock : block, why,
+                                    t.decode() ? t.queryBlock : 0);
   if (failed(cfg))
     return failure();
+  if (t.decode()) {
+    cfg->decode = true;
+    cfg->packed = t.packed;
+    cfg->splits = t.splits;
+    cfg->rowBlocks = llvm::divideCeil(cfg->tileRows(), cfg->bm);
+  }
   // A key block clamped to a short Tk is one block of any larger size.
   bool keys = cfg->kvBlock == t.keyBlock ||
               (t.keyBlock == tk && cfg->kvBlock >= tk);
   // A block of rows is clamped to a static Tq shorter than it.
   int64_t rows = ShapedType::isDynamic(cfg->tq) ? cfg->bm
                                                 : std::min(cfg->bm, cfg->tq);
+  if (t.decode())
+    rows = t.queryBlock; // any number of blocks of BM rows
   if (t.queryBlock != rows || !keys)
     return why(t.step, "the loop nest is tiled with q-block " +
                            Twine(t.queryBlock) + " and kv-block " +
@@ -1105,12 +1298,35 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
 
 /// Tiles `sdpa` for the kernel (attn-tile's loop nest with the kernel's
 /// blocks, no key chunks); the nest, or failure with nothing changed.
+/// Key splits of a decode kernel: `forced` when > 0, else enough for
+/// kDecodeBlocks blocks of tiles of a KV head each at batch 1 (or the
+/// static batch), at most one per kMinSplitKeys keys of a static Tk and
+/// kMaxSplits for a dynamic one (a split past the keys only writes an
+/// empty partial).
+static int64_t decodeSplits(RankedTensorType qT, RankedTensorType kT,
+                            int64_t forced) {
+  constexpr int64_t kDecodeBlocks = 256, kMinSplitKeys = 256, kMaxSplits = 64;
+  if (forced > 0)
+    return forced;
+  int64_t batch =
+      qT.isDynamicDim(0) ? 1 : std::max<int64_t>(1, qT.getDimSize(0));
+  int64_t want = llvm::divideCeil(kDecodeBlocks, batch * kT.getDimSize(1));
+  int64_t most = kT.isDynamicDim(2)
+                     ? kMaxSplits
+                     : std::max<int64_t>(1, kT.getDimSize(2) / kMinSplitKeys);
+  return std::clamp<int64_t>(want, 1, most);
+}
+
+/// Tiles `sdpa` for the kernel (attn-tile's loop nest with the kernel's
+/// blocks, no key chunks; with `decode`, a query of at most kDecodeRows
+/// rows per head on the decode schedule); the forall that finishes the
+/// nest, or failure with nothing changed.
 FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
                                        const AttnGpuFlashPassOptions &o,
                                        Why why) {
+  RankedTensorType qT = sdpa.getQuery().getType(), kT = sdpa.getKey().getType();
   FailureOr<Config> cfg =
-      configure(o, sdpa, sdpa.getQuery().getType(), sdpa.getKey().getType(),
-                sdpa.getValue().getType(), o.kvBlock, why);
+      configure(o, sdpa, qT, kT, sdpa.getValue().getType(), o.kvBlock, why);
   if (failed(cfg))
     return failure();
   rewriter.setInsertionPoint(sdpa);
@@ -1121,11 +1337,14 @@ FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
   tiling.kvBlock = cfg->kvBlock;
   tiling.chunkLongKeys = false;
   tiling.splitPartialBlocks = false;
-  tiling.decode = false;
+  tiling.decode =
+      o.decode && !qT.isDynamicDim(2) && qT.getDimSize(2) <= kDecodeRows;
+  if (tiling.decode)
+    tiling.kvSplits = decodeSplits(qT, kT, o.kvSplits);
   FailureOr<TiledSdpa> nest = tileSdpa(rewriter, sdpa, tiling);
-  assert(succeeded(nest) && nest->foralls.size() == 1 &&
-         "an unsplit nest is one forall");
-  scf::ForallOp forall = nest->foralls.front();
+  assert(succeeded(nest) && nest->foralls.size() <= 2 &&
+         nest->results.empty() && "a nest of one or two foralls");
+  scf::ForallOp forall = nest->foralls.back();
   rewriter.replaceOp(sdpa, forall.getResults());
   return forall;
 }
@@ -1149,9 +1368,11 @@ LogicalResult lowerNest(RewriterBase &rewriter, scf::ForallOp forall,
   return convertNest(rewriter, *t, *cfg);
 }
 
+/// A forall finishing an attention nest (of a split decode nest, the
+/// merging forall; the split forall before it is part of its nest).
 bool isAttentionNest(scf::ForallOp forall) {
   return !forall->getParentOfType<scf::ForallOp>() &&
-         forall->walk([](OnlineStepOp) { return WalkResult::interrupt(); })
+         forall->walk([](OnlineFinishOp) { return WalkResult::interrupt(); })
              .wasInterrupted();
 }
 
@@ -1216,12 +1437,20 @@ LogicalResult diagnoseLeftovers(func::FuncOp func,
   });
   for (scf::ForallOp forall : nests)
     ok = succeeded(lowerNest(rewriter, forall, o, Why{true})) && ok;
+  bool reported = !ok;
   func.walk([&](Operation *op) {
-    if (isa<OnlineStepOp, OnlineMergeOp, OnlineFinishOp>(op) &&
-        !op->getParentOfType<scf::ForallOp>())
+    if (!isa<OnlineStepOp, OnlineMergeOp, OnlineFinishOp>(op))
+      return;
+    if (!op->getParentOfType<scf::ForallOp>())
       ok = succeeded(LogicalResult(
                op->emitError("the CUDA kernel lowers attention tile ops only "
                              "inside attn-tile's scf.forall nest"))) &&
+           ok;
+    else if (!reported)
+      ok = succeeded(LogicalResult(op->emitError(
+               "the CUDA kernel lowers attention tile ops only in a nest "
+               "finished by attn.online_finish (a split forall's partial "
+               "states merged by the forall after it)"))) &&
            ok;
   });
   return success(ok);
@@ -1233,14 +1462,18 @@ struct AttnGpuFlashPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    AttnGpuFlashPassOptions o{warps, rowTiles, kvBlock, stages, chip};
+    AttnGpuFlashPassOptions o{warps, rowTiles, kvBlock, stages,
+                              chip,  decode,   kvSplits};
     if (warps < 1 || warps > 16 || (rowTiles != 1 && rowTiles != 2) ||
         (kvBlock != 0 &&
          (kvBlock < 16 || kvBlock % 16 != 0 || kvBlock > 256)) ||
-        (stages != 1 && stages != 2)) {
+        (stages != 1 && stages != 2) || kvSplits < 0 ||
+        kvSplits > kMaxKvSplits) {
       module.emitError("attn-gpu-flash: invalid options: warps must be in "
                        "[1, 16], row-tiles 1 or 2, kv-block 0 (auto) or a "
-                       "multiple of 16 in [16, 256], stages 1 or 2");
+                       "multiple of 16 in [16, 256], stages 1 or 2, "
+                       "kv-splits in [0, ")
+          << kMaxKvSplits << "]";
       return signalPassFailure();
     }
     if (!lookupCudaChip(chip)) {
@@ -1266,6 +1499,80 @@ struct AttnGpuFlashPass
                       UnitAttr::get(module.getContext()));
   }
 };
+
+/// The combine kernel of a split decode kernel: block (g, 0, b) merges the
+/// `splits` normalized partial outputs and LSEs of the tile rows of head
+/// group g (parts [B, groups, S, M, Dv] and [B, groups, S, M], f32)
+/// exactly, one thread per (row, column): m = max_s lse_s, w_s =
+/// exp(lse_s - m), O = Σ w_s O_s / Σ w_s, LSE = m + ln Σ w_s; a row no
+/// split saw (m = -inf) gives 0 and -inf.
+static gpu::LaunchOp buildCombine(ImplicitLocOpBuilder &b, const Config &cfg,
+                                  ArrayRef<Value> parts, Value out, Value lse,
+                                  Value batch, StringRef module,
+                                  StringRef name) {
+  constexpr int64_t threads = 128;
+  KB k{b};
+  int64_t rows = cfg.tileRows();
+  gpu::LaunchOp launch = buildLaunch(
+      b, {k.c(cfg.hq / cfg.packed), k.c(1), batch}, threads, 0, module, name);
+  Value g = launch.getBlockIds().x, bIdx = launch.getBlockIds().z;
+  Value head0 = k.mul(g, cfg.packed), n = k.c(cfg.splits);
+  auto loop = scf::ForOp::create(b, launch.getThreadIds().x, k.c(rows * cfg.dv),
+                                 k.c(threads));
+  b.setInsertionPointToStart(loop.getBody());
+  Value idx = loop.getInductionVar();
+  Value r = k.div(idx, cfg.dv), col = k.rem(idx, cfg.dv);
+  auto lseOf = [&](Value s) {
+    return memref::LoadOp::create(b, parts[1], ValueRange{bIdx, g, s, r});
+  };
+  auto maxLoop =
+      scf::ForOp::create(b, k.c(0), n, k.c(1), ValueRange{k.f(kNegInf)});
+  {
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(maxLoop.getBody());
+    scf::YieldOp::create(b,
+                         ValueRange{k.fmax(maxLoop.getRegionIterArgs()[0],
+                                           lseOf(maxLoop.getInductionVar()))});
+  }
+  Value m = maxLoop.getResult(0);
+  Value empty =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, k.f(kNegInf));
+  Value mSafe = k.sel(empty, k.f(0.0), m);
+  auto sumLoop =
+      scf::ForOp::create(b, k.c(0), n, k.c(1), ValueRange{k.f(0.0), k.f(0.0)});
+  {
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(sumLoop.getBody());
+    Value s = sumLoop.getInductionVar();
+    Value w = math::Exp2Op::create(
+        b, k.fmul(arith::SubFOp::create(b, lseOf(s), mSafe), k.f(M_LOG2E)));
+    Value o =
+        memref::LoadOp::create(b, parts[0], ValueRange{bIdx, g, s, r, col});
+    auto it = sumLoop.getRegionIterArgs();
+    scf::YieldOp::create(
+        b, ValueRange{k.fadd(it[0], w), k.fadd(it[1], k.fmul(w, o))});
+  }
+  Value sum = sumLoop.getResult(0);
+  Value o = k.sel(empty, k.f(0.0),
+                  arith::DivFOp::create(b, sumLoop.getResult(1), sum));
+  if (cfg.elt != o.getType())
+    o = arith::TruncFOp::create(b, cfg.elt, o);
+  Value head = cfg.tq == 1 ? k.add(head0, r) : k.add(head0, k.div(r, cfg.tq));
+  Value row = cfg.tq == 1 ? k.c(0) : k.rem(r, cfg.tq);
+  memref::StoreOp::create(b, o, out, ValueRange{bIdx, head, row, col});
+  if (lse) {
+    auto first =
+        scf::IfOp::create(b, k.cmp(arith::CmpIPredicate::eq, col, k.c(0)));
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    Value l =
+        k.sel(empty, k.f(kNegInf), k.fadd(mSafe, math::LogOp::create(b, sum)));
+    memref::StoreOp::create(b, l, lse, ValueRange{bIdx, head, row});
+  }
+  b.setInsertionPointAfter(loop);
+  gpu::TerminatorOp::create(b);
+  return launch;
+}
 
 /// The nest replaced, in place, by a gpu.launch of the kernel on buffers of
 /// its tensors (bufferization.to_buffer of the sources, memref.alloc for the
@@ -1306,8 +1613,9 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   Value batch = size(q, 0, cfg.batch), tq = size(q, 2, cfg.tq),
         tk = size(key, 2, cfg.tk);
   // Results [B, Hq, Tq, Dv] and LSE [B, Hq, Tq].
+  scf::ForallOp last = t.combine ? t.combine : forall;
   SmallVector<Value> outs;
-  for (Type type : forall.getResultTypes()) {
+  for (Type type : last.getResultTypes()) {
     auto tt = cast<RankedTensorType>(type);
     SmallVector<Value> dyn;
     for (int64_t d : {0, 2})
@@ -1315,12 +1623,31 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
         dyn.push_back(d ? tq : batch);
     outs.push_back(allocateBuffer(b, loc, tt, dyn));
   }
-  Value blocks = ShapedType::isDynamic(cfg.tq)
+  // Grid: (q-blocks, Hq, B); of a decode kernel (row blocks · splits, head
+  // groups, B).
+  int64_t groups = cfg.hq / cfg.packed;
+  Value blocks = cfg.decode ? k.c(cfg.rowBlocks * cfg.splits)
+                 : ShapedType::isDynamic(cfg.tq)
                      ? arith::CeilDivUIOp::create(b, tq, k.c(cfg.bm))
                      : k.c((cfg.tq + cfg.bm - 1) / cfg.bm);
+  // A split's partial results: normalized outputs and LSEs in f32.
+  SmallVector<Value> parts;
+  if (cfg.splits > 1) {
+    Type f32 = b.getF32Type();
+    SmallVector<int64_t> shape{cfg.batch, groups, cfg.splits, cfg.tileRows(),
+                               cfg.dv};
+    SmallVector<Value> dyn;
+    if (ShapedType::isDynamic(cfg.batch))
+      dyn.push_back(batch);
+    parts.push_back(
+        allocateBuffer(b, loc, RankedTensorType::get(shape, f32), dyn));
+    shape.pop_back();
+    parts.push_back(
+        allocateBuffer(b, loc, RankedTensorType::get(shape, f32), dyn));
+  }
   std::string name = uniqueKernelName(forall, "attention");
   gpu::LaunchOp launch =
-      buildLaunch(b, {blocks, k.c(cfg.hq), batch}, cfg.threads(),
+      buildLaunch(b, {blocks, k.c(groups), batch}, cfg.threads(),
                   cfg.smemBytes(), kernelModuleName(forall), name);
   launch->setAttr(
       "attn.kernel_config",
@@ -1336,23 +1663,36 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   kern.val = val;
   kern.mask = mask;
   kern.alibi = alibi;
-  kern.out = outs[0];
-  if (t.finish.getLse())
+  kern.out = parts.empty() ? outs[0] : parts[0];
+  if (!parts.empty())
+    kern.lse = parts[1];
+  else if (t.finish.getLse())
     kern.lse = outs[1];
   // Host values: constants move into the kernel (attn-gpu-host), sizes
   // known at run time become its arguments.
   kern.tqV = kern.spec.queryLengthValue = tq;
   kern.tkV = kern.spec.keyLengthValue = tk;
+  kern.rowEnd = cfg.decode ? k.c(cfg.tileRows()) : tq;
   kern.tid = launch.getThreadIds().x;
-  kern.q0 = k.mul(launch.getBlockIds().x, cfg.bm);
-  kern.h = launch.getBlockIds().y;
+  Value bx = launch.getBlockIds().x;
+  kern.q0 = k.mul(cfg.decode ? k.rem(bx, cfg.rowBlocks) : bx, cfg.bm);
+  kern.split = cfg.decode ? k.div(bx, cfg.rowBlocks) : k.c(0);
+  kern.grp = launch.getBlockIds().y;
+  kern.h = cfg.packed > 1 ? k.mul(kern.grp, cfg.packed) : kern.grp;
   kern.bIdx = launch.getBlockIds().z;
   kern.build();
   gpu::TerminatorOp::create(b);
   b.setInsertionPointAfter(launch);
+  if (!parts.empty()) {
+    b.setInsertionPointAfter(buildCombine(
+        b, cfg, parts, outs[0], t.finish.getLse() ? outs[1] : Value(), batch,
+        kernelModuleName(forall), uniqueKernelName(forall, "combine")));
+  }
   SmallVector<Value> outTensors = llvm::map_to_vector(
       outs, [&](Value buf) { return resultTensor(b, loc, buf); });
-  rewriter.replaceOp(forall, outTensors);
+  rewriter.replaceOp(last, outTensors);
+  if (t.combine)
+    rewriter.eraseOp(forall);
   return success();
 }
 

@@ -883,17 +883,25 @@ void lowerCopy(memref::CopyOp copy) {
 /// The ops a CUDA entry's host code may hold: what the runtime replays
 /// from the artifact's description (allocations, reshapes that alias them,
 /// launches).
+/// A size the artifact can name: a dimension of an entry argument.
+bool isArgumentSize(Value v) {
+  auto dim = v.getDefiningOp<memref::DimOp>();
+  return dim && isa<BlockArgument>(dim.getSource()) && dim.getConstantIndex();
+}
+
 bool isHostOp(Operation *op) {
   if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-    // Device buffers of whole bytes (or i1 bytes) the runtime can size.
+    // Device buffers of whole bytes (or i1 bytes) the runtime can size:
+    // static, or sized by dimensions of the entry's arguments.
     Type elt = alloc.getType().getElementType();
-    return alloc.getType().hasStaticShape() && elt.isIntOrFloat() &&
+    return llvm::all_of(alloc.getDynamicSizes(), isArgumentSize) &&
+           alloc.getSymbolOperands().empty() && elt.isIntOrFloat() &&
            (elt.isInteger(1) || elt.getIntOrFloatBitWidth() % 8 == 0);
   }
   // Sizes known at run time: a dimension of an entry argument, and a grid
   // size derived from one (the artifact names them; see Format.h).
-  if (auto dim = dyn_cast<memref::DimOp>(op))
-    return isa<BlockArgument>(dim.getSource()) && dim.getConstantIndex();
+  if (isa<memref::DimOp>(op))
+    return isArgumentSize(op->getResult(0));
   if (auto div = dyn_cast<arith::CeilDivUIOp>(op))
     return div.getLhs().getDefiningOp<memref::DimOp>() &&
            getConstantIntValue(div.getRhs());
@@ -910,11 +918,12 @@ InFlightDiagnostic refuseHostOp(Operation *op) {
   if (auto alloc = dyn_cast<memref::AllocOp>(op);
       alloc && !alloc.getType().hasStaticShape())
     return op->emitError("an intermediate buffer of the CUDA entry has a "
-                         "size known only at run time ")
+                         "size computed at run time ")
            << alloc.getType()
-           << ": with dynamic shapes the CUDA target compiles graphs of "
-              "attn.sdpa alone (compile this graph with static shapes, or "
-              "for the CPU, --target=cpu)";
+           << " (the artifact sizes device buffers by dimensions of the "
+              "entry's arguments only): with dynamic shapes the CUDA target "
+              "compiles graphs of attn.sdpa alone (compile this graph with "
+              "static shapes, or for the CPU, --target=cpu)";
   return op->emitError("the CUDA target cannot run '")
          << op->getName()
          << "' on the host: an entry's host code may only allocate "
@@ -935,9 +944,14 @@ void passAsPointer(gpu::LaunchOp launch, Value buffer) {
   OpBuilder b(launch);
   int64_t rank = type.getRank();
   // Each dynamic size read once on the host (an existing memref.dim before
-  // the launch is reused): one kernel argument per size.
+  // the launch is reused; a device buffer's are those it was allocated
+  // with): one kernel argument per size.
   SmallVector<Value> dynSizes;
-  for (int64_t d = 0; d < rank; ++d) {
+  auto alloc = buffer.getDefiningOp<memref::AllocOp>();
+  if (alloc)
+    dynSizes.assign(alloc.getDynamicSizes().begin(),
+                    alloc.getDynamicSizes().end());
+  for (int64_t d = 0; d < rank && !alloc; ++d) {
     if (!type.isDynamicDim(d))
       continue;
     Value size;
@@ -1023,11 +1037,15 @@ struct AttnGpuHostPass
           auto mt = dyn_cast<MemRefType>(v.getType());
           if (!mt || mt.hasStaticShape())
             continue;
-          // Sizes the artifact can name: those of a dense entry argument.
-          if (!isa<BlockArgument>(v) || !mt.getLayout().isIdentity()) {
+          // Sizes the artifact can name: those of a dense entry argument
+          // or of a device buffer sized by them.
+          auto alloc = v.getDefiningOp<memref::AllocOp>();
+          if (!(isa<BlockArgument>(v) || (alloc && isHostOp(alloc))) ||
+              !mt.getLayout().isIdentity()) {
             ok = succeeded(LogicalResult(
                 launch.emitError("a kernel takes a buffer of dynamic shape "
-                                 "that is not an entry argument (")
+                                 "that is not an entry argument or a device "
+                                 "buffer sized by their dimensions (")
                 << mt
                 << "): with dynamic shapes the CUDA target compiles graphs "
                    "of attn.sdpa alone"));

@@ -1,7 +1,9 @@
 // RUN: attn-opt %s --attn-gpu-flash -split-input-file -verify-diagnostics
 // RUN: not attn-opt %s --attn-gpu-flash="kv-block=24" -split-input-file 2>&1 | FileCheck %s --check-prefix=OPT
+// RUN: not attn-opt %s --attn-gpu-flash="kv-splits=-1" -split-input-file 2>&1 | FileCheck %s --check-prefix=OPT
+// RUN: not attn-opt %s --attn-gpu-flash="kv-splits=4097" -split-input-file 2>&1 | FileCheck %s --check-prefix=OPT
 
-// OPT: attn-gpu-flash: invalid options: warps must be in [1, 16], row-tiles 1 or 2, kv-block 0 (auto) or a multiple of 16 in [16, 256], stages 1 or 2
+// OPT: attn-gpu-flash: invalid options: warps must be in [1, 16], row-tiles 1 or 2, kv-block 0 (auto) or a multiple of 16 in [16, 256], stages 1 or 2, kv-splits in [0, 4096]
 
 // A chip without cp.async / ldmatrix / mma.sync used to pass here and abort
 // in the NVPTX backend; it is now a pass failure naming the supported chips.

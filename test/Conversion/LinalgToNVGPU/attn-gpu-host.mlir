@@ -93,7 +93,7 @@ func.func @not_an_argument(%in: memref<?x4xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %flat = memref.collapse_shape %in [[0, 1]] : memref<?x4xf32> into memref<?xf32>
-  // expected-error @+1 {{a kernel takes a buffer of dynamic shape that is not an entry argument ('memref<?xf32>'): with dynamic shapes the CUDA target compiles graphs of attn.sdpa alone}}
+  // expected-error @+1 {{a kernel takes a buffer of dynamic shape that is not an entry argument or a device buffer sized by their dimensions ('memref<?xf32>'): with dynamic shapes the CUDA target compiles graphs of attn.sdpa alone}}
   gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1) threads(%tx, %ty, %tz) in (%a = %c1, %b = %c1, %c = %c1) {
     %v = memref.load %flat[%c0] : memref<?xf32>
     gpu.terminator
@@ -105,9 +105,35 @@ func.func @not_an_argument(%in: memref<?x4xf32>) {
 
 func.func @dynamic_scratch(%in: memref<?xf32>) {
   %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
   %n = memref.dim %in, %c0 : memref<?xf32>
-  // expected-error @+1 {{an intermediate buffer of the CUDA entry has a size known only at run time 'memref<?xf32>': with dynamic shapes the CUDA target compiles graphs of attn.sdpa alone (compile this graph with static shapes, or for the CPU, --target=cpu)}}
-  %buf = memref.alloc(%n) : memref<?xf32>
+  %g = arith.ceildivui %n, %c1 : index
+  // expected-error @+1 {{an intermediate buffer of the CUDA entry has a size computed at run time 'memref<?xf32>' (the artifact sizes device buffers by dimensions of the entry's arguments only): with dynamic shapes the CUDA target compiles graphs of attn.sdpa alone (compile this graph with static shapes, or for the CPU, --target=cpu)}}
+  %buf = memref.alloc(%g) : memref<?xf32>
+  return
+}
+
+// -----
+
+// A device buffer sized by a dimension of an argument (a split decode
+// kernel's partials [B, ...]) is passed like an argument of dynamic shape:
+// its base pointer, and the sizes it was allocated with.
+// CHECK-LABEL: func.func @scratch_by_argument_size(%arg0: memref<?x4xf32>)
+// CHECK: %[[B:.*]] = memref.dim %arg0, %c0 : memref<?x4xf32>
+// CHECK: %[[BUF:.*]] = memref.alloc(%[[B]]) : memref<?x8xf32>
+// CHECK: %[[BASE:.*]] = memref.reinterpret_cast %[[BUF]] to offset: [0], sizes: [1], strides: [1] : memref<?x8xf32> to memref<1xf32>
+// CHECK: gpu.launch
+// CHECK: memref.reinterpret_cast %[[BASE]] to offset: [0], sizes: [%[[B]], 8], strides: [8, 1] : memref<1xf32> to memref<?x8xf32, strided<[8, 1]>>
+func.func @scratch_by_argument_size(%in: memref<?x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = memref.dim %in, %c0 : memref<?x4xf32>
+  %buf = memref.alloc(%b) : memref<?x8xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1) threads(%tx, %ty, %tz) in (%a = %c1, %bb = %c1, %c = %c1) {
+    %v = memref.load %in[%c0, %c0] : memref<?x4xf32>
+    memref.store %v, %buf[%c0, %c0] : memref<?x8xf32>
+    gpu.terminator
+  }
   return
 }
 

@@ -565,7 +565,6 @@ static scf::ForallOp buildForall(RewriterBase &rewriter, const SdpaTiling &t,
 /// each K/V block is read once per group, and the key range split over
 /// parallel tasks (split-KV, flash-decoding) whose partial states are
 /// merged exactly by a second forall.
-constexpr int64_t kDecodeRows = 16;
 /// Rows of one packed tile at most.
 constexpr int64_t kMaxPackedRows = 64;
 /// Split-KV: splits enough for this many tasks, none under kMinSplitKeys

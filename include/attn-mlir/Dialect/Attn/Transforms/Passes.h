@@ -59,6 +59,8 @@ struct TileOptions {
 /// The most key splits a decode nest may be given (each costs the partial
 /// state of a tile).
 constexpr int64_t kMaxKvSplits = 4096;
+/// The most query rows per head of the decode schedule.
+constexpr int64_t kDecodeRows = 16;
 
 /// Patterns rewriting attn.sdpa into the tiled online-softmax loop nest.
 void populateTilePatterns(RewritePatternSet &patterns,
