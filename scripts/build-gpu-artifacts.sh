@@ -75,6 +75,18 @@ MLIR
   "$bin/attn-compile" "$out/layers/layer-t${t}.mlir" --target=cuda \
     --chip="$chip" -o "$out/layers/layer-t${t}.so"
 done
+# A decode step of any Tk (tools/gpu-check.sh times it at 4k-128k keys
+# against the copy bandwidth): B = 1, Hq = 32, Hkv = 8, D = 128, f16.
+mkdir -p "$out/decode"
+q="tensor<1x32x1x128xf16>"; kv="tensor<1x8x?x128xf16>"
+cat > "$out/decode/decode-gqa.mlir" <<MLIR
+func.func @attn(%q: $q, %k: $kv, %v: $kv) -> $q {
+  %o = attn.sdpa %q, %k, %v {causal = #attn.causal<bottom_right>} : $q, $kv, $kv -> $q
+  return %o : $q
+}
+MLIR
+"$bin/attn-compile" "$out/decode/decode-gqa.mlir" --target=cuda --chip="$chip" \
+  -o "$out/decode/decode-gqa.so"
 echo "wrote $(ls "$out"/check/*.so | wc -l) check, $(ls "$out"/bench/*.so | wc -l)" \
      "bench, $(ls "$out"/variants/*.so | wc -l) variant and" \
      "$(ls "$out"/layers/*.so | wc -l) layer artifacts to $out"

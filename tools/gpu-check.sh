@@ -209,4 +209,67 @@ for line in open(sys.argv[1]):
     print(f"| {t} | {b} | {mine or '-'} | {tf(mine)} | "
           f"{f'{ref:.4f}' if ref else '-'} | {tf(ref)} | {ratio} |")
 PY
+# 6. Decode steps against the GPU's copy bandwidth and PyTorch SDPA, same
+#    run: one artifact of any Tk (the decode and combine kernels), B = 1,
+#    Hq = 32, Hkv = 8, D = 128, f16; GB/s = K and V bytes / median time.
+say ""
+say "## Decode (B = 1, Hq = 32, Hkv = 8, D = 128, f16, bottom-right causal)"
+say ""
+decode="$report_dir/decode.txt"; : > "$decode"
+if [ -e "$art/decode/decode-gqa.so" ]; then
+  for tk in 4096 32768 131072; do
+    line=$(timeout 60 "$run" "$art/decode/decode-gqa.so" --device cuda \
+           --bench 30 --dim Tk=$tk 2>&1 | grep '^bench')
+    echo "$tk $line" >> "$decode"
+  done
+fi
+[ -s "$decode" ] || say "(no decode artifact: rebuild with scripts/build-gpu-artifacts.sh)"
+[ -s "$decode" ] && PYTHONUNBUFFERED=1 timeout 120 python3 - "$decode" <<'PY' 2>>"$log" | tee -a "$report"
+import re, sys
+try:
+    import torch
+    import torch.nn.functional as F
+except Exception as e:
+    torch = None
+    print(f"(PyTorch unavailable: {e})")
+
+
+def median_ms(fn, runs=30):
+    for _ in range(5):
+        fn()
+    times = []
+    for _ in range(runs):
+        s, e = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        s.record(); fn(); e.record(); e.synchronize()
+        times.append(s.elapsed_time(e))
+    return sorted(times)[len(times) // 2]
+
+
+copy = None
+if torch is not None:  # device-to-device copy of 1 GiB: bytes read + written
+    x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    copy = 2 * (1 << 30) / (median_ms(lambda: y.copy_(x)) * 1e-3) / 1e9
+    del x, y
+    print(f"copy bandwidth (read + write): {copy:.0f} GB/s")
+print("")
+print("| Tk | KV MiB | attn-mlir ms | GB/s | % of copy | SDPA ms | ratio |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+for line in open(sys.argv[1]):
+    tk = int(line.split()[0])
+    m = re.search(r"median ([0-9.]+) ms", line)
+    mine = float(m.group(1)) if m else None
+    kv = 2 * 8 * tk * 128 * 2
+    ref = None
+    if torch is not None:
+        q = torch.randn(1, 32, 1, 128, device="cuda", dtype=torch.float16)
+        k, v = (torch.randn(1, 8, tk, 128, device="cuda", dtype=torch.float16)
+                for _ in range(2))
+        ref = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+        del q, k, v
+    gbs = kv / (mine * 1e-3) / 1e9 if mine else None
+    print(f"| {tk} | {kv / 2**20:.0f} | {mine or '-'} | {f'{gbs:.0f}' if gbs else '-'} | "
+          f"{f'{100 * gbs / copy:.0f}%' if gbs and copy else '-'} | "
+          f"{f'{ref:.4f}' if ref else '-'} | {f'{ref / mine:.2f}' if ref and mine else '-'} |")
+PY
 [ $fails -eq 0 ]

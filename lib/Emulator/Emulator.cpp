@@ -57,7 +57,9 @@ struct View {
   SmallVector<int64_t> shape;
   Type elt;
   std::string *fault = nullptr;
-  int64_t size() const { return elt.isF32() ? 4 : elt.isInteger(1) ? 1 : 2; }
+  int64_t size() const {
+    return elt.isF32() || elt.isInteger(32) ? 4 : elt.isInteger(1) ? 1 : 2;
+  }
   void report(const char *what) const {
     if (fault && fault->empty())
       *fault = what;
@@ -705,10 +707,15 @@ private:
         const uint8_t *p = v.at(v.linear(indices(ld.getIndices(), t)));
         sharedRead(t, p, v.size());
         Val r;
-        if (v.elt.isInteger(1))
+        if (v.elt.isInteger(1)) {
           r.i = *p != 0;
-        else
+        } else if (v.elt.isInteger(32)) { // a paged cache's tables
+          int32_t x;
+          std::memcpy(&x, p, 4);
+          r.i = x;
+        } else {
           r.f[0] = toFloat(v.elt, p);
+        }
         at(ld, t) = r;
       });
       return true;

@@ -5,7 +5,7 @@ import threading
 import numpy as np
 
 from ._tools import check_bool, check_int, compile_graph, mlir_elt, native
-from .sdpa import _ttype, attention_attrs, attention_results, prepare_alibi
+from .sdpa import _CUDA_DECODE_ROWS, _ttype, attention_attrs, attention_results, prepare_alibi
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
@@ -67,18 +67,21 @@ def check_table_shapes(bts, sls, batch):
         raise ValueError("block_table needs at least one column (max_blocks_per_seq >= 1)")
 
 
-def paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse):
+def paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device="cpu"):
     """The compiled attn.paged_sdpa graph for a query and caches of these
     shapes (arrays or tensors; ALiBi slopes or None): B, Tq, the cache's
-    blocks and the table's slots dynamic, one graph for every size."""
-    (_, Hq, _, D), (_, BS, Hkv, _), Dv = q.shape, kc.shape, vc.shape[3]
-    sig = (elt, Hq, D, BS, Hkv, Dv, alibi is not None, attrs, return_lse)
+    blocks and the table's slots dynamic, one graph for every size; on
+    CUDA a Tq of at most 16 rows is static in a graph of its own (the
+    decode kernels)."""
+    (_, Hq, Tq, D), (_, BS, Hkv, _), Dv = q.shape, kc.shape, vc.shape[3]
+    tq = Tq if device == "cuda" and 1 <= Tq <= _CUDA_DECODE_ROWS else "?"
+    sig = (elt, Hq, tq, D, BS, Hkv, Dv, alibi is not None, attrs, return_lse, device)
     art = _artifacts.get(sig)
     if art is not None:
         return art
-    qt, kt, vt = (_ttype(("?", Hq, "?", D), elt), _ttype(("?", BS, Hkv, D), elt),
+    qt, kt, vt = (_ttype(("?", Hq, tq, D), elt), _ttype(("?", BS, Hkv, D), elt),
                   _ttype(("?", BS, Hkv, Dv), elt))
-    ot, lt = _ttype(("?", Hq, "?", Dv), elt), _ttype(("?", Hq, "?"), "f32")
+    ot, lt = _ttype(("?", Hq, tq, Dv), elt), _ttype(("?", Hq, tq), "f32")
     args = [f"%q: {qt}", f"%kc: {kt}", f"%vc: {vt}", "%bt: tensor<?x?xi32>",
             "%sl: tensor<?xi32>"]
     extra = ""
@@ -91,13 +94,13 @@ def paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse):
             f"  {lhs} = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl){extra}{attrs}"
             f" : {qt}, {kt}, {vt}, tensor<?x?xi32>, tensor<?xi32> -> {results}\n"
             f"  return {ret}\n}}\n")
-    art = _artifacts[sig] = compile_graph(mlir)
+    art = _artifacts[sig] = compile_graph(mlir, device=device)
     return art
 
 
 def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
                     is_causal=True, window=None, softcap=None, alibi_slopes=None,
-                    return_lse=False):
+                    return_lse=False, device="cpu"):
     """Attention of each sequence's queries over its keys in a paged cache.
 
     query [B, Hq, Tq, D] holds the Tq newest tokens of each of B sequences
@@ -119,6 +122,12 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     sequence uses outside [0, num_blocks) is a ValueError, before the
     kernel runs. Compiled once per dtype, head counts, head dims, block size
     and options, for any B, Tq, num_blocks and table width (>= 1).
+
+    device="cuda" runs the CUDA kernels (GPU 0; a Tq of at most 16 rows
+    takes the decode kernels, compiled once per Tq) through attn-run, as
+    scaled_dot_product_attention(device="cuda") does: the arrays travel as
+    .npy files; a bad table is a RuntimeError from attn-run, which checks
+    the tables on the host before anything reaches the GPU.
     """
     return_lse = check_bool("return_lse", return_lse)
     q = native(query)
@@ -130,7 +139,7 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     check_table_shapes(bt.shape, sl.shape, q.shape[0])
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
-    art = paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse)
+    art = paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device)
     inputs = [q, kc, vc, bt, sl] + ([alibi] if alibi is not None else [])
     outs = art("paged", inputs)
     return (outs[0], outs[1]) if return_lse else outs[0]

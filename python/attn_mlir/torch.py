@@ -14,7 +14,10 @@ reuses it. It has a fake (meta) implementation, so torch.compile traces it
 without a graph break, with symbolic lengths too. On CUDA tensors the op
 launches the fused CUDA kernel, compiled for the tensors' GPU (its sm_XY),
 on their memory and on torch's current stream, without waiting (like any
-CUDA op); attn_mlir::paged_sdpa has no CUDA kernel yet and says so.
+CUDA op); attn_mlir::paged_sdpa runs CPU tensors only and says so (its
+block table and lengths are checked on the host before each call, which
+CUDA tensors would need copied back; attn_mlir.paged_attention(...,
+device="cuda") runs the paged CUDA kernels on host arrays).
 Inference only: the op has no backward (a backward through it is a
 NotImplementedError saying so).
 """
@@ -168,8 +171,9 @@ def _cpu_only(op, names):
         where = next((f"{n} is on {a.device}" for n, a in zip(names, args)
                       if isinstance(a, Tensor) and a.device.type != "cpu"),
                      "an argument is not on the CPU")
-        raise RuntimeError(f"attn_mlir::{op} runs CPU tensors; {where} (it has no CUDA "
-                           "kernel yet)")
+        raise RuntimeError(f"attn_mlir::{op} runs CPU tensors; {where} (its tables "
+                           "are checked on the host; attn_mlir.paged_attention(..., "
+                           "device='cuda') runs host arrays on the GPU)")
     return refuse
 
 

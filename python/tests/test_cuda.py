@@ -148,3 +148,37 @@ def test_layer_matches_cpu_on_gpu(dtype):
     cpu = layer(x, is_causal=True).astype(np.float64)
     tol = 1e-4 if dt == np.float32 else 2e-2
     assert np.max(np.abs(gpu - cpu)) < tol
+
+
+def _paged_inputs(dt, B=2, NB=12, BS=16, Hq=8, Hkv=2, D=64, Tq=1):
+    q = rng.standard_normal((B, Hq, Tq, D)).astype(dt)
+    kc, vc = (rng.standard_normal((NB, BS, Hkv, D)).astype(dt) for _ in range(2))
+    table = rng.permutation(NB).astype(np.int32).reshape(B, NB // B)
+    lens = np.array([NB // B * BS, 5], np.int32)[:B]
+    return q, kc, vc, table, lens
+
+
+def test_paged_attention_with_stand_in_driver(fake_driver):
+    """paged_attention(device="cuda"): the decode kernel (keys read through
+    the block table) and the combine kernel are launched; the stand-in
+    driver computes nothing, so the output is the poison. A bad table is
+    refused by attn-run before anything reaches the device."""
+    q, kc, vc, table, lens = _paged_inputs(np.float16)
+    out, lse = attn_mlir.paged_attention(q, kc, vc, table, lens, return_lse=True,
+                                         device="cuda")
+    assert out.shape == (2, 8, 1, 64) and out.dtype == np.float16
+    assert np.isnan(out.astype(np.float32)).all() and np.isnan(lse).all()
+    bad = table.copy()
+    bad[0, 0] = 12
+    with pytest.raises(RuntimeError, match=r"block_table\[0, 0\] = 12 is not a block"):
+        attn_mlir.paged_attention(q, kc, vc, bad, lens, device="cuda")
+
+
+@pytest.mark.skipif(not has_gpu(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("tq", [1, 4, 40])
+def test_paged_attention_matches_cpu_on_gpu(tq):
+    q, kc, vc, table, lens = _paged_inputs(np.float16, Tq=tq)
+    gpu = attn_mlir.paged_attention(q, kc, vc, table, lens, device="cuda")
+    cpu = attn_mlir.paged_attention(q.astype(np.float32), kc.astype(np.float32),
+                                    vc.astype(np.float32), table, lens)
+    assert np.max(np.abs(gpu.astype(np.float64) - cpu)) < 2e-2

@@ -244,7 +244,12 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
     group), and the key range split over `kv-splits` blocks (0: enough for
     about 256 blocks at batch 1, none under 256 keys) whose normalized
     partial outputs and LSEs (f32 device scratch) a second, combine kernel
-    merges exactly (flash-decoding). Each nest is replaced in place by a `gpu.launch` of the
+    merges exactly (flash-decoding). `attn.paged_sdpa` (vLLM's paged KV
+    cache) takes the same kernels, tiled with one task per head group:
+    each key row is read through the block table (its cache block
+    `block_table[b, j / BS]` clamped to the caches' blocks, row `j mod
+    BS`), each sequence's length is `seq_lens[b]` clamped to the table's
+    capacity. Each nest is replaced in place by a `gpu.launch` of the
     FlashAttention-2 forward kernel on buffers of its tensors
     (`bufferization.to_buffer` of the sources, a `memref.alloc` per result,
     `bufferization.to_tensor` of it), so that One-Shot Bufferize then only

@@ -24,6 +24,15 @@
 // tile computation is unrolled at compile time so every fragment is an SSA
 // value (registers, never local memory). Scores never leave registers.
 //
+// Decode nests (attn-tile's decode schedule, a static Tq of at most 16
+// rows): the tile's rows are P packed query heads of Tq rows (row r is head
+// h + r / Tq, query row r mod Tq), in row blocks of BM, grid (row blocks ·
+// splits, Hq / P, B), as few warps as the rows need; with splits, each
+// block takes its share of the visible key blocks and writes its
+// normalized output and LSE in f32, and a combine kernel, grid (Hq / P, 1,
+// B), merges them. attn.paged_sdpa: each key row is read through the
+// block table, the sequence's length from seq_lens.
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
@@ -75,6 +84,8 @@ struct Config {
   // whose partial results a combine kernel merges (1: no split).
   bool decode = false;
   int64_t packed = 1, splits = 1, rowBlocks = 1;
+  // A paged cache's block size (0: K and V are dense).
+  int64_t blockSize = 0;
   // Derived.
   int64_t bm, dp, dvp, qStride, kStride, vStride;
   int64_t qBytes, kBytes, vBytes;
@@ -83,6 +94,15 @@ struct Config {
   /// Rows of a decode tile.
   int64_t tileRows() const { return packed * tq; }
 };
+
+/// Row r of a decode tile of `cfg` whose first query head is h, as Q's
+/// (head, query row): (h + r / Tq, r mod Tq).
+static std::pair<Value, Value> decodeRow(KB &k, const Config &cfg, Value h,
+                                         Value r) {
+  if (cfg.tq == 1)
+    return {cfg.packed == 1 ? h : k.add(h, r), k.c(0)};
+  return {k.add(h, k.div(r, cfg.tq)), k.rem(r, cfg.tq)};
+}
 
 /// Everything the kernel body needs.
 struct Kernel {
@@ -94,6 +114,10 @@ struct Kernel {
   Value tqV = {}, tkV = {}; // Tq and Tk: constants, or kernel arguments
   // The rows of the tile: Tq, or a decode tile's packed·Tq.
   Value rowEnd = {};
+  // A paged cache: the block table [B, MB] and sequence lengths [B] (i32),
+  // MB, and the blocks of the K and V caches (host sizes).
+  Value table = {}, seqLens = {}, tableCols = {};
+  SmallVector<Value, 2> cacheBlocks = {};
   Value slope = {}; // this block's head's ALiBi slope
   Value smem = {}, qs = {}, ks = {}, vs = {}; // shared memory and views
   // h: the block's (first) query head; grp: grid y, the head, or the head
@@ -109,45 +133,55 @@ struct Kernel {
   std::optional<KeyVisibility> vis = {};
 
   /// Copies tile rows [row0, row0 + rows) of `src` (T rows, width
-  /// `width`, padded to `padded`; tile row r is src[b, at(r)]) into
+  /// `width`, padded to `padded`; tile row r is src[at(r)..., :]) into
   /// `dst[prefix..., r, c]`, zero-filling rows past T and columns past
   /// width. 16-byte cp.async when the rows are 16-byte aligned, element
-  /// copies otherwise.
-  using RowAt = function_ref<std::pair<Value, Value>(Value)>;
+  /// copies otherwise. The chunks of a thread are unrolled, or with
+  /// `rolled` copied in an scf.for (a paged cache's rows each need a table
+  /// lookup: unrolled, their addresses would not fit the registers).
+  using RowAt = function_ref<SmallVector<Value, 4>(Value)>;
   void copyTile(Value src, RowAt at, Value row0, int64_t rows, Value T,
                 int64_t width, int64_t padded, Value dst,
-                ArrayRef<Value> prefix) {
+                ArrayRef<Value> prefix, bool rolled = false) {
     int64_t threads = cfg.threads();
     // 16-byte chunks: 8 f16/bf16 or 4 f32 elements.
     int64_t vec = 16 / (cfg.elt.getIntOrFloatBitWidth() / 8);
     if (width % vec == 0) {
       int64_t perRow = padded / vec, chunks = rows * perRow;
+      // Chunk idx: row idx / perRow, 16 bytes at column (idx mod perRow).
+      auto emit = [&](Value idx) {
+        Value r = k.div(idx, perRow);
+        Value col = k.mul(k.rem(idx, perRow), vec);
+        Value gr = k.add(row0, r);
+        Value valid = k.andI(k.lt(gr, T), k.lt(col, width));
+        Value grc = k.min(gr, k.add(T, -1));
+        Value colc = k.sel(valid, col, k.c(0));
+        Value n = k.sel(valid, k.c(vec), k.c(0));
+        SmallVector<Value> di(prefix.begin(), prefix.end());
+        di.append({r, col});
+        SmallVector<Value, 4> si = at(grc);
+        si.push_back(colc);
+        nvgpu::DeviceAsyncCopyOp::create(b, dst, di, src, si,
+                                         b.getIndexAttr(vec), n,
+                                         /*bypassL1=*/UnitAttr());
+      };
+      if (rolled) {
+        auto loop = scf::ForOp::create(b, tid, k.c(chunks), k.c(threads));
+        OpBuilder::InsertionGuard ig(b);
+        b.setInsertionPointToStart(loop.getBody());
+        emit(loop.getInductionVar());
+        return;
+      }
       for (int64_t i = 0; i * threads < chunks; ++i) {
-        auto emit = [&]() {
-          Value idx = k.add(tid, i * threads);
-          Value r = k.div(idx, perRow);
-          Value col = k.mul(k.rem(idx, perRow), vec);
-          Value gr = k.add(row0, r);
-          Value valid = k.andI(k.lt(gr, T), k.lt(col, width));
-          Value grc = k.min(gr, k.add(T, -1));
-          Value colc = k.sel(valid, col, k.c(0));
-          Value n = k.sel(valid, k.c(vec), k.c(0));
-          SmallVector<Value> di(prefix.begin(), prefix.end());
-          di.append({r, col});
-          auto [head, row] = at(grc);
-          nvgpu::DeviceAsyncCopyOp::create(
-              b, dst, di, src, ValueRange{bIdx, head, row, colc},
-              b.getIndexAttr(vec), n, /*bypassL1=*/UnitAttr());
-        };
+        Value idx = k.add(tid, i * threads);
         if ((i + 1) * threads <= chunks) {
-          emit();
-        } else {
-          auto guard =
-              scf::IfOp::create(b, k.lt(k.add(tid, i * threads), chunks));
-          OpBuilder::InsertionGuard ig(b);
-          b.setInsertionPointToStart(guard.thenBlock());
-          emit();
+          emit(idx);
+          continue;
         }
+        auto guard = scf::IfOp::create(b, k.lt(idx, chunks));
+        OpBuilder::InsertionGuard ig(b);
+        b.setInsertionPointToStart(guard.thenBlock());
+        emit(idx);
       }
       return;
     }
@@ -161,9 +195,9 @@ struct Kernel {
     Value r = k.div(idx, padded), col = k.rem(idx, padded);
     Value gr = k.add(row0, r);
     Value valid = k.andI(k.lt(gr, T), k.lt(col, width));
-    auto [head, row] = at(k.min(gr, k.add(T, -1)));
-    Value x = memref::LoadOp::create(
-        b, src, ValueRange{bIdx, head, row, k.min(col, k.c(width - 1))});
+    SmallVector<Value, 4> si = at(k.min(gr, k.add(T, -1)));
+    si.push_back(k.min(col, k.c(width - 1)));
+    Value x = memref::LoadOp::create(b, src, si);
     SmallVector<Value> di(prefix.begin(), prefix.end());
     di.append({r, col});
     memref::StoreOp::create(b, k.sel(valid, x, zero), dst, di);
@@ -171,19 +205,39 @@ struct Kernel {
 
   void copyKV(Value kb, Value stage) {
     Value row0 = k.mul(kb, cfg.kvBlock);
-    auto at = [&](Value r) { return std::pair(hk, r); };
-    copyTile(key, at, row0, cfg.kvBlock, tkV, cfg.d, cfg.dp, ks, {stage});
-    copyTile(val, at, row0, cfg.kvBlock, tkV, cfg.dv, cfg.dvp, vs, {stage});
+    auto at = [&](Value r) { return keyAt(r); };
+    bool paged = static_cast<bool>(table);
+    copyTile(key, at, row0, cfg.kvBlock, tkV, cfg.d, cfg.dp, ks, {stage},
+             paged);
+    copyTile(val, at, row0, cfg.kvBlock, tkV, cfg.dv, cfg.dvp, vs, {stage},
+             paged);
+  }
+
+  /// Where key r (below Tk) of this block's sequence and KV head is:
+  /// [b, hk, r], or in a paged cache [id, r mod BS, hk] with id the block
+  /// table's entry for it, clamped to the caches' blocks.
+  SmallVector<Value, 4> keyAt(Value r) {
+    if (!table)
+      return {bIdx, hk, r};
+    Value id = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        memref::LoadOp::create(b, table,
+                               ValueRange{bIdx, k.div(r, cfg.blockSize)}));
+    Value last = k.add(k.min(cacheBlocks[0], cacheBlocks[1]), -1);
+    Value page = arith::MaxSIOp::create(b, k.min(id, last), k.c(0));
+    return {page, k.rem(r, cfg.blockSize), hk};
+  }
+
+  /// Q's (b, head, query row) of tile row r.
+  SmallVector<Value, 4> queryIndex(Value r) {
+    auto [head, row] = queryAt(r);
+    return {bIdx, head, row};
   }
 
   /// Tile row r (below rowEnd) as Q's (head, query row): (h, r), or in a
   /// decode tile (h + r / Tq, r mod Tq).
   std::pair<Value, Value> queryAt(Value r) {
-    if (!cfg.decode)
-      return {h, r};
-    if (cfg.tq == 1)
-      return {cfg.packed == 1 ? h : k.add(h, r), k.c(0)};
-    return {k.add(h, k.div(r, cfg.tq)), k.rem(r, cfg.tq)};
+    return cfg.decode ? decodeRow(k, cfg, h, r) : std::pair(h, r);
   }
   /// The query position of tile row r.
   Value position(Value r) { return queryAt(r).second; }
@@ -684,7 +738,7 @@ static Tile scoreFragments(Kernel &kn, Value stage, Value zeroAcc) {
 }
 
 /// Stores the normalized output fragments and the LSE of this thread's
-/// rows (rows past Tq and columns past Dv skipped).
+/// rows (rows past the tile's, rowEnd, and columns past Dv skipped).
 void Kernel::storeFragments(const OnlineResult &fin) {
   int64_t dvTiles = cfg.dvp / 8, mT = cfg.mTiles;
   for (int64_t mt = 0; mt < mT; ++mt)
@@ -744,7 +798,7 @@ void Kernel::buildTensorCore() {
 
   auto [kbBegin, kbEnd] = visibleBlocks();
   // Prologue: Q (and the first K/V stage) in flight.
-  copyTile(q, [&](Value r) { return queryAt(r); }, q0, cfg.bm, rowEnd, cfg.d,
+  copyTile(q, [&](Value r) { return queryIndex(r); }, q0, cfg.bm, rowEnd, cfg.d,
            cfg.dp, qs, {});
   prologueKV(kbBegin, kbEnd);
 
@@ -800,6 +854,18 @@ void Kernel::buildTensorCore() {
 }
 
 void Kernel::build() {
+  if (table) {
+    // A paged sequence's length, within the table's capacity: a bad table
+    // never makes the kernel read outside the caches (attn-run and the
+    // runtime refuse one before the call).
+    Value len = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        memref::LoadOp::create(b, seqLens, ValueRange{bIdx}));
+    tkV = arith::MaxSIOp::create(
+        b, k.min(len, arith::MulIOp::create(b, tableCols, k.c(cfg.blockSize))),
+        k.c(0));
+    spec.keyLengthValue = tkV;
+  }
   form = ScoreForm{spec, /*scaleFolded=*/false, /*base2=*/true};
   vis.emplace(spec);
   // Shared memory: Q [BM, D+pad] (tensor cores only), K [stages, BN,
@@ -829,7 +895,11 @@ namespace {
 /// carrying (m, l, acc) from (-inf, 0, 0) through one attn.online_step (K,
 /// V and the mask tile sliced from such tensors at (b, h / G, kb), the ALiBi
 /// slope read at h), and inserts
-/// attn.online_finish's tiles into its outputs. The kernel recomputes the
+/// attn.online_finish's tiles into its outputs. A decode nest's forall is
+/// over (b, head group, split) with a tile of P heads' rows from head
+/// group · P, its states inserted as partials that a second forall over
+/// (b, group) merges and finishes; a paged nest's K and V tiles are sliced
+/// from the caches at the block the table names. The kernel recomputes the
 /// indices and the visible key blocks from these facts, so the matcher
 /// checks that the nest says exactly that.
 struct TiledAttention {
@@ -844,6 +914,12 @@ struct TiledAttention {
   // the split partial states (null when unsplit) and the splits.
   mutable scf::ForallOp combine;
   int64_t packed = 1, splits = 1;
+  // attn.paged_sdpa: the block table [B, MB] and sequence lengths [B] the
+  // keys are read through, and the block size; kSrc and vSrc are then the
+  // caches [NB, BS, Hkv, D], kType and vType the [B, Hkv, ?, D] the kernel
+  // reads through them (pagedView).
+  Value table, seqLens;
+  int64_t blockSize = 0;
   /// A decode nest: several heads per tile or split keys (a tile of one
   /// head and one split is the prefill nest's).
   bool decode() const { return packed > 1 || combine; }
@@ -896,10 +972,13 @@ static scf::ForallOp splitForallOf(scf::ForallOp combine, scf::ForOp loop,
   scf::ForallOp split;
   SmallVector<Value> at{combine.getInductionVars()[0],
                         combine.getInductionVars()[1], loop.getInductionVar()};
-  for (Value part :
-       {merge.getOtherMax(), merge.getOtherSum(), merge.getOtherAcc()}) {
+  SmallVector<Value, 3> parts{merge.getOtherMax(), merge.getOtherSum(),
+                              merge.getOtherAcc()};
+  for (auto [i, part] : llvm::enumerate(parts)) {
     Value src = sourceTensor(part, combine);
     auto f = src ? src.getDefiningOp<scf::ForallOp>() : scf::ForallOp();
+    if (f && cast<OpResult>(src).getResultNumber() != i)
+      return {};
     auto slice = part.getDefiningOp<tensor::ExtractSliceOp>();
     if (!f || (split && f != split) || f->getBlock() != combine->getBlock() ||
         !slice || slice.getMixedOffsets().size() < 3 ||
@@ -910,6 +989,21 @@ static scf::ForallOp splitForallOf(scf::ForallOp combine, scf::ForOp loop,
     split = f;
   }
   return split;
+}
+
+/// `loop` runs `merge` over splits 0, 1, ... from the (-inf, 0, 0) state,
+/// each step on the state the last one left.
+static bool mergesFromStart(scf::ForOp loop, OnlineMergeOp merge) {
+  return merge->getParentOp() == loop &&
+         isConstantIntValue(loop.getLowerBound(), 0) &&
+         isConstantIntValue(loop.getStep(), 1) &&
+         llvm::equal(ValueRange{merge.getMax(), merge.getSum(), merge.getAcc()},
+                     loop.getRegionIterArgs()) &&
+         llvm::equal(loop.getBody()->getTerminator()->getOperands(),
+                     merge.getResults()) &&
+         isFilled(loop.getInitArgs()[0], kNegInf) &&
+         isFilled(loop.getInitArgs()[1], 0.0) &&
+         isFilled(loop.getInitArgs()[2], 0.0);
 }
 
 /// Split forall `split` inserts its key loop's state `state` at its
@@ -971,11 +1065,13 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
     t.forall = mergeLoop ? splitForallOf(forall, mergeLoop, merges.front())
                          : scf::ForallOp();
     std::optional<int64_t> n =
-        t.forall ? getConstantIntValue(t.forall.getMixedUpperBound()[2])
-                 : std::nullopt;
-    if (!t.forall || t.forall.getRank() != 3 || !mergeLoop ||
+        t.forall && t.forall.getRank() == 3
+            ? getConstantIntValue(t.forall.getMixedUpperBound()[2])
+            : std::nullopt;
+    OnlineMergeOp merge = merges.front();
+    if (!n || !mergeLoop || !mergesFromStart(mergeLoop, merge) ||
         !llvm::equal(t.finish->getOperands(), mergeLoop.getResults()) ||
-        getConstantIntValue(mergeLoop.getUpperBound()) != n || !n) {
+        getConstantIntValue(mergeLoop.getUpperBound()) != n) {
       why = "attn.online_merge must merge, over a constant number of "
             "splits, the partial states of a forall over (b, group, split) "
             "before the merging forall, and attn.online_finish finish them "
@@ -1016,12 +1112,76 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
   return success();
 }
 
+/// The [B, Hkv, Tk, Dk] view the kernel reads of a paged cache
+/// [NB, BS, Hkv, Dk] for queries `q`: a per-sequence (dynamic) length.
+static RankedTensorType pagedView(RankedTensorType q, RankedTensorType cache) {
+  return RankedTensorType::get({q.getDimSize(0), cache.getDimSize(2),
+                                ShapedType::kDynamic, cache.getDimSize(3)},
+                               cache.getElementType());
+}
+
+/// The tensor.extract under the clamps and the cast attn-tile puts around
+/// an index it reads (arith.maxsi, arith.minsi of it and a bound, in
+/// either order, arith.index_cast of it).
+static tensor::ExtractOp clampedElement(Value v) {
+  Operation *op = v ? v.getDefiningOp() : nullptr;
+  if (!op)
+    return {};
+  if (isa<arith::IndexCastOp>(op))
+    return clampedElement(op->getOperand(0));
+  if (!isa<arith::MaxSIOp, arith::MinSIOp>(op))
+    return dyn_cast<tensor::ExtractOp>(op);
+  tensor::ExtractOp e = clampedElement(op->getOperand(0));
+  return e ? e : clampedElement(op->getOperand(1));
+}
+
+/// A paged nest's K and V tiles: slices of the caches at (id, kb mod BS,
+/// kvh, 0) with id block_table[b, kb / BS] clamped, and a key length of
+/// seq_lens[b] clamped, both tables from outside the nest. Sets the
+/// tables, the block size and `kvh`.
+static bool matchPagedKeys(TiledAttention &t, Value b, Value kb, Value &kvh) {
+  auto kSlice = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
+  auto vSlice = t.step.getValue().getDefiningOp<tensor::ExtractSliceOp>();
+  if (!kSlice || !vSlice || kSlice.getMixedOffsets().size() != 4 ||
+      !llvm::equal(kSlice.getMixedOffsets(), vSlice.getMixedOffsets()))
+    return false;
+  SmallVector<OpFoldResult> offs = kSlice.getMixedOffsets();
+  RankedTensorType kc = kSlice.getSourceType(), vc = vSlice.getSourceType();
+  int64_t bs = kc.getDimSize(1);
+  // Static block sizes (the same in both caches) and head counts; rows
+  // from column 0.
+  if (ShapedType::isDynamic(bs) || vc.getDimSize(1) != bs ||
+      kc.isDynamicDim(2) || !isConstantIntValue(offs[3], 0))
+    return false;
+  auto isBlockOf = [&](Value v, auto op) {
+    auto o = v ? v.getDefiningOp<decltype(op)>() : decltype(op)();
+    return o && o.getLhs() == kb && isConstantIntValue(o.getRhs(), bs);
+  };
+  tensor::ExtractOp id = clampedElement(dyn_cast<Value>(offs[0]));
+  tensor::ExtractOp len = clampedElement(t.step.getKeyLength());
+  auto outside = [&](Value v) {
+    return !t.forall.getRegion().isAncestor(v.getParentRegion());
+  };
+  if (!id || id.getIndices().size() != 2 || id.getIndices()[0] != b ||
+      !isBlockOf(id.getIndices()[1], arith::DivUIOp()) ||
+      !isBlockOf(dyn_cast<Value>(offs[1]), arith::RemUIOp()) || !len ||
+      len.getIndices().size() != 1 || len.getIndices()[0] != b ||
+      !outside(id.getTensor()) || !outside(len.getTensor()))
+    return false;
+  t.table = id.getTensor();
+  t.seqLens = len.getTensor();
+  t.blockSize = bs;
+  kvh = dyn_cast<Value>(offs[2]);
+  return true;
+}
+
 /// The tiles: Q at (b, h, q0), K and V at (b, h / G, kb), the mask
 /// broadcast the same way, the ALiBi slope of h, all from arguments.
 static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   why = "the tiles of attn.online_step must be slices of tensors defined "
         "outside the nest at (b, h, q0) for Q and (b, h / (Hq / Hkv), kb) for "
-        "K, V and the mask, and the ALiBi slope its element h";
+        "K, V and the mask (of a paged cache: at the block the table names "
+        "for kb / BS, row kb mod BS), and the ALiBi slope its element h";
   scf::ForallOp forall = t.forall;
   Value q = sourceTensor(t.step.getQuery(), forall),
         k = sourceTensor(t.step.getKey(), forall),
@@ -1045,6 +1205,11 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   SmallVector<Value> ivs = llvm::to_vector(t.forall.getInductionVars());
   Value b = ivs[0], h = ivs[1], q0 = t.step.getQueryOffset(),
         kb = t.loop.getInductionVar();
+  Value kvh;
+  if (matchPagedKeys(t, b, kb, kvh)) {
+    t.kType = pagedView(t.qType, t.kType);
+    t.vType = pagedView(t.qType, t.vType);
+  }
   int64_t group = t.qType.getDimSize(1) / t.kType.getDimSize(1);
   // A decode tile's first head: its group index times the heads it packs.
   if (t.packed > 1) {
@@ -1063,16 +1228,17 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   }
   // The key/value head: the K slice's head offset, h or h / G.
   auto kSlice = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
-  Value kvh = kSlice && kSlice.getMixedOffsets().size() == 4
-                  ? dyn_cast<Value>(kSlice.getMixedOffsets()[1])
-                  : Value();
+  if (!t.table)
+    kvh = kSlice && kSlice.getMixedOffsets().size() == 4
+              ? dyn_cast<Value>(kSlice.getMixedOffsets()[1])
+              : Value();
   auto div = kvh ? kvh.getDefiningOp<arith::DivUIOp>() : arith::DivUIOp();
   bool headOk = group == 1 ? kvh == h
                            : div && div.getLhs() == h &&
                                  isConstantIntValue(div.getRhs(), group);
   if (!headOk || !sliceAt(t.step.getQuery(), {b, h, q0, Value()}) ||
-      !sliceAt(t.step.getKey(), {b, kvh, kb, Value()}) ||
-      !sliceAt(t.step.getValue(), {b, kvh, kb, Value()}))
+      (!t.table && (!sliceAt(t.step.getKey(), {b, kvh, kb, Value()}) ||
+                    !sliceAt(t.step.getValue(), {b, kvh, kb, Value()}))))
     return failure();
   if (Value mask = t.step.getMask()) {
     Value m = sourceTensor(mask, forall);
@@ -1083,6 +1249,9 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
     SmallVector<Value> offs;
     for (int64_t i = 0, r = mT.getRank(); i < r; ++i) {
       std::optional<unsigned> target = maskTargetDim(mT.getShape(), i);
+      // A packed tile shares one mask row: none per head or query row.
+      if (t.packed > 1 && (target == 1u || target == 2u))
+        return failure();
       offs.push_back(target ? full[*target] : Value());
     }
     if (!sliceAt(mask, offs))
@@ -1116,7 +1285,7 @@ static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
   why = "the nest's lengths, element types, exponent scale and outputs must "
         "be those of its arguments and of the attention";
   if (!isLengthOf(t.step.getQueryLength(), t.qSrc) ||
-      !isLengthOf(t.step.getKeyLength(), t.kSrc) ||
+      (!t.table && !isLengthOf(t.step.getKeyLength(), t.kSrc)) ||
       t.kType.getDimSize(2) != t.vType.getDimSize(2) ||
       t.finish.getOutput().getType().getElementType() !=
           t.qType.getElementType() ||
@@ -1262,13 +1431,17 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
                             const TiledAttention &t, Why why) {
   int64_t tk = t.kType.getDimSize(2);
   int64_t block = t.keyBlock == tk && tk % 16 ? alignTo(tk, 16) : t.keyBlock;
+  // A paged cache is read a key row at a time through the table: the
+  // kernel's key blocks need not be the nest's (gcd(kv-block, BS) keys).
+  if (t.table)
+    block = o.kvBlock ? o.kvBlock : 64;
   if (block < 16 || block % 16 || block > 256)
     return why(t.step, "the CUDA kernel needs a key block that is a multiple "
                        "of 16 in [16, 256] (or all of Tk), found " +
                            Twine(t.keyBlock));
   FailureOr<Config> cfg = configure(o, t.step, t.qType, t.kType, t.vType,
-                                    o.kvBlock ? o.kvBlock : block, why,
-                                    t.decode() ? t.queryBlock : 0);
+                                    o.kvBlock || t.table ? o.kvBlock : block,
+                                    why, t.decode() ? t.queryBlock : 0);
   if (failed(cfg))
     return failure();
   if (t.decode()) {
@@ -1277,8 +1450,9 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
     cfg->splits = t.splits;
     cfg->rowBlocks = llvm::divideCeil(cfg->tileRows(), cfg->bm);
   }
+  cfg->blockSize = t.blockSize;
   // A key block clamped to a short Tk is one block of any larger size.
-  bool keys = cfg->kvBlock == t.keyBlock ||
+  bool keys = cfg->kvBlock == t.keyBlock || t.table ||
               (t.keyBlock == tk && cfg->kvBlock >= tk);
   // A block of rows is clamped to a static Tq shorter than it.
   int64_t rows = ShapedType::isDynamic(cfg->tq) ? cfg->bm
@@ -1296,8 +1470,6 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
   return cfg;
 }
 
-/// Tiles `sdpa` for the kernel (attn-tile's loop nest with the kernel's
-/// blocks, no key chunks); the nest, or failure with nothing changed.
 /// Key splits of a decode kernel: `forced` when > 0, else enough for
 /// kDecodeBlocks blocks of tiles of a KV head each at batch 1 (or the
 /// static batch), at most one per kMinSplitKeys keys of a static Tk and
@@ -1317,16 +1489,45 @@ static int64_t decodeSplits(RankedTensorType qT, RankedTensorType kT,
   return std::clamp<int64_t>(want, 1, most);
 }
 
-/// Tiles `sdpa` for the kernel (attn-tile's loop nest with the kernel's
-/// blocks, no key chunks; with `decode`, a query of at most kDecodeRows
-/// rows per head on the decode schedule); the forall that finishes the
-/// nest, or failure with nothing changed.
-FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
+/// The query, key and value types the kernel sees: attn.sdpa's operands',
+/// or a paged cache's pagedView.
+static std::array<RankedTensorType, 3> kernelTypes(SdpaOp op) {
+  return {op.getQuery().getType(), op.getKey().getType(),
+          op.getValue().getType()};
+}
+static std::array<RankedTensorType, 3> kernelTypes(PagedSdpaOp op) {
+  RankedTensorType q = op.getQuery().getType();
+  return {q, pagedView(q, op.getKeyCache().getType()),
+          pagedView(q, op.getValueCache().getType())};
+}
+
+/// Head counts, head dimensions and a paged cache's block size are static
+/// (the kernel is unrolled over them); batch, lengths and blocks need not.
+static bool staticHeads(Operation *op, ArrayRef<RankedTensorType> types) {
+  auto paged = dyn_cast<PagedSdpaOp>(op);
+  return llvm::all_of(types,
+                      [](RankedTensorType t) {
+                        return !t.isDynamicDim(1) && !t.isDynamicDim(3);
+                      }) &&
+         (!paged || (!paged.getKeyCache().getType().isDynamicDim(1) &&
+                     !paged.getValueCache().getType().isDynamicDim(1)));
+}
+
+/// Tiles `op` (attn.sdpa or attn.paged_sdpa) for the kernel (attn-tile's
+/// loop nest with the kernel's blocks, no key chunks; with `decode`, a
+/// query of at most kDecodeRows rows per head on the decode schedule, one
+/// task per head group); the forall that finishes the nest, or failure
+/// with nothing changed.
+template <typename OpTy>
+FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, OpTy sdpa,
                                        const AttnGpuFlashPassOptions &o,
                                        Why why) {
-  RankedTensorType qT = sdpa.getQuery().getType(), kT = sdpa.getKey().getType();
-  FailureOr<Config> cfg =
-      configure(o, sdpa, qT, kT, sdpa.getValue().getType(), o.kvBlock, why);
+  auto [qT, kT, vT] = kernelTypes(sdpa);
+  if (!staticHeads(sdpa, {qT, kT, vT}))
+    return why(sdpa, "the CUDA kernel needs static head counts and head "
+                     "dimensions (and a paged cache's block size): only the "
+                     "batch, the lengths and a cache's blocks may be dynamic");
+  FailureOr<Config> cfg = configure(o, sdpa, qT, kT, vT, o.kvBlock, why);
   if (failed(cfg))
     return failure();
   rewriter.setInsertionPoint(sdpa);
@@ -1337,13 +1538,16 @@ FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, SdpaOp sdpa,
   tiling.kvBlock = cfg->kvBlock;
   tiling.chunkLongKeys = false;
   tiling.splitPartialBlocks = false;
+  tiling.pagedAllGroups = false;
   tiling.decode =
       o.decode && !qT.isDynamicDim(2) && qT.getDimSize(2) <= kDecodeRows;
   if (tiling.decode)
     tiling.kvSplits = decodeSplits(qT, kT, o.kvSplits);
   FailureOr<TiledSdpa> nest = tileSdpa(rewriter, sdpa, tiling);
-  assert(succeeded(nest) && nest->foralls.size() <= 2 &&
-         nest->results.empty() && "a nest of one or two foralls");
+  if (failed(nest))
+    return why(sdpa, "attn-tile cannot tile this op with the kernel's blocks");
+  assert(nest->foralls.size() <= 2 && nest->results.empty() &&
+         "a nest of one or two foralls");
   scf::ForallOp forall = nest->foralls.back();
   rewriter.replaceOp(sdpa, forall.getResults());
   return forall;
@@ -1360,7 +1564,8 @@ LogicalResult lowerNest(RewriterBase &rewriter, scf::ForallOp forall,
   FailureOr<TiledAttention> t = matchTiledAttention(forall, reason);
   if (failed(t))
     return why(forall, "the CUDA kernel lowers attn-tile's loop nest of "
-                       "attn.sdpa; this loop nest differs: " +
+                       "attn.sdpa and attn.paged_sdpa; this loop nest "
+                       "differs: " +
                            reason);
   FailureOr<Config> cfg = configure(o, *t, why);
   if (failed(cfg))
@@ -1376,12 +1581,12 @@ bool isAttentionNest(scf::ForallOp forall) {
              .wasInterrupted();
 }
 
-struct TileSdpaForKernel : OpRewritePattern<SdpaOp> {
+template <typename OpTy> struct TileSdpaForKernel : OpRewritePattern<OpTy> {
   TileSdpaForKernel(MLIRContext *ctx, const AttnGpuFlashPassOptions &o)
-      : OpRewritePattern(ctx), options(o) {}
+      : OpRewritePattern<OpTy>(ctx), options(o) {}
   /// Tiles the op and lowers the nest it made at once (a nest that does
   /// not lower stays for attn-gpu-flash's diagnostics).
-  LogicalResult matchAndRewrite(SdpaOp op,
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     FailureOr<scf::ForallOp> forall =
         tileForKernel(rewriter, op, options, Why{false});
@@ -1414,6 +1619,8 @@ LogicalResult diagnoseLeftovers(func::FuncOp func,
   func.walk([&](Operation *op) {
     if (auto sdpa = dyn_cast<SdpaOp>(op))
       ok = succeeded(tileForKernel(rewriter, sdpa, o, Why{true})) && ok;
+    else if (auto paged = dyn_cast<PagedSdpaOp>(op))
+      ok = succeeded(tileForKernel(rewriter, paged, o, Why{true})) && ok;
     else if (isa<MhaOp>(op))
       ok = succeeded(LogicalResult(op->emitError(
           "attn.mha is lowered for CUDA as GEMM kernels around the fused "
@@ -1423,11 +1630,6 @@ LogicalResult diagnoseLeftovers(func::FuncOp func,
       ok = succeeded(LogicalResult(
                op->emitError("attn.softmax has no CUDA lowering; run this "
                              "graph on the CPU target (--target=cpu)"))) &&
-           ok;
-    else if (isa<PagedSdpaOp>(op))
-      ok = succeeded(LogicalResult(op->emitError(
-               "attn.paged_sdpa has no CUDA lowering yet; run this graph "
-               "on the CPU target (--target=cpu)"))) &&
            ok;
   });
   SmallVector<scf::ForallOp> nests;
@@ -1557,8 +1759,7 @@ static gpu::LaunchOp buildCombine(ImplicitLocOpBuilder &b, const Config &cfg,
                   arith::DivFOp::create(b, sumLoop.getResult(1), sum));
   if (cfg.elt != o.getType())
     o = arith::TruncFOp::create(b, cfg.elt, o);
-  Value head = cfg.tq == 1 ? k.add(head0, r) : k.add(head0, k.div(r, cfg.tq));
-  Value row = cfg.tq == 1 ? k.c(0) : k.rem(r, cfg.tq);
+  auto [head, row] = decodeRow(k, cfg, head0, r);
   memref::StoreOp::create(b, o, out, ValueRange{bIdx, head, row, col});
   if (lse) {
     auto first =
@@ -1578,11 +1779,13 @@ static gpu::LaunchOp buildCombine(ImplicitLocOpBuilder &b, const Config &cfg,
 /// its tensors (bufferization.to_buffer of the sources, memref.alloc for the
 /// results, which become tensors again through bufferization.to_tensor:
 /// One-Shot Bufferize then only has the host code left): forall (b, h,
-/// q-block) -> grid (q-block, h, b); the key loop -> the cp.async-staged
-/// block loop; attn.online_step -> the tile layout's step;
-/// attn.online_finish and the inserts -> the normalized stores. A batch
-/// size or length known only at run time is read on the host (memref.dim),
-/// which computes the grid from it; the kernel captures it.
+/// q-block) -> grid (q-block, h, b) (of a decode nest: (row block · split,
+/// group, b), and the merging forall -> the combine kernel over f32
+/// partials in device buffers); the key loop -> the cp.async-staged block
+/// loop; attn.online_step -> the tile layout's step; attn.online_finish and
+/// the inserts -> the normalized stores. A batch size or length known only
+/// at run time is read on the host (memref.dim), which computes the grid
+/// from it; the kernel captures it.
 LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
                           const Config &cfg) {
   scf::ForallOp forall = t.forall;
@@ -1610,8 +1813,9 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
                ? memref::DimOp::create(b, buf, dim).getResult()
                : k.c(n);
   };
+  // (A paged sequence's Tk is its own, read by the kernel.)
   Value batch = size(q, 0, cfg.batch), tq = size(q, 2, cfg.tq),
-        tk = size(key, 2, cfg.tk);
+        tk = t.table ? Value() : size(key, 2, cfg.tk);
   // Results [B, Hq, Tq, Dv] and LSE [B, Hq, Tq].
   scf::ForallOp last = t.combine ? t.combine : forall;
   SmallVector<Value> outs;
@@ -1645,6 +1849,18 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
     parts.push_back(
         allocateBuffer(b, loc, RankedTensorType::get(shape, f32), dyn));
   }
+  // A paged cache's tables, the table's columns and the caches' blocks.
+  Value table, seqLens, tableCols;
+  SmallVector<Value, 2> cacheBlocks;
+  if (t.table) {
+    auto sizeOf = [&](Value buf, int64_t dim) {
+      return size(buf, dim, cast<MemRefType>(buf.getType()).getDimSize(dim));
+    };
+    table = bufferForRead(b, loc, t.table);
+    seqLens = bufferForRead(b, loc, t.seqLens);
+    tableCols = sizeOf(table, 1);
+    cacheBlocks = {sizeOf(key, 0), sizeOf(val, 0)};
+  }
   std::string name = uniqueKernelName(forall, "attention");
   gpu::LaunchOp launch =
       buildLaunch(b, {blocks, k.c(groups), batch}, cfg.threads(),
@@ -1663,6 +1879,10 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   kern.val = val;
   kern.mask = mask;
   kern.alibi = alibi;
+  kern.table = table;
+  kern.seqLens = seqLens;
+  kern.tableCols = tableCols;
+  kern.cacheBlocks = cacheBlocks;
   kern.out = parts.empty() ? outs[0] : parts[0];
   if (!parts.empty())
     kern.lse = parts[1];
@@ -1700,6 +1920,6 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
 
 void attn::populateAttnToNVGPUPatterns(RewritePatternSet &patterns,
                                        const AttnGpuFlashPassOptions &options) {
-  patterns.add<TileSdpaForKernel, LowerAttentionNest>(patterns.getContext(),
-                                                      options);
+  patterns.add<TileSdpaForKernel<SdpaOp>, TileSdpaForKernel<PagedSdpaOp>,
+               LowerAttentionNest>(patterns.getContext(), options);
 }

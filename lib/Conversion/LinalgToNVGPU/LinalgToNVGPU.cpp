@@ -880,15 +880,15 @@ void lowerCopy(memref::CopyOp copy) {
   copy->erase();
 }
 
-/// The ops a CUDA entry's host code may hold: what the runtime replays
-/// from the artifact's description (allocations, reshapes that alias them,
-/// launches).
 /// A size the artifact can name: a dimension of an entry argument.
 bool isArgumentSize(Value v) {
   auto dim = v.getDefiningOp<memref::DimOp>();
   return dim && isa<BlockArgument>(dim.getSource()) && dim.getConstantIndex();
 }
 
+/// The ops a CUDA entry's host code may hold: what the runtime replays
+/// from the artifact's description (allocations, reshapes that alias them,
+/// launches).
 bool isHostOp(Operation *op) {
   if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
     // Device buffers of whole bytes (or i1 bytes) the runtime can size:

@@ -31,3 +31,12 @@ func.func @too_wide(%q: tensor<1x1x16x264xf16>, %k: tensor<1x1x16x264xf16>, %v: 
   %o = attn.sdpa %q, %k, %v : tensor<1x1x16x264xf16>, tensor<1x1x16x264xf16>, tensor<1x1x16x264xf16> -> tensor<1x1x16x264xf16>
   return %o : tensor<1x1x16x264xf16>
 }
+
+// -----
+
+// The kernel is unrolled over the head dimension: it must be static.
+func.func @dynamic_head_dim(%q: tensor<1x2x8x?xf16>, %k: tensor<1x2x8x?xf16>) -> tensor<1x2x8x?xf16> {
+  // expected-error @+1 {{the CUDA kernel needs static head counts and head dimensions (and a paged cache's block size): only the batch, the lengths and a cache's blocks may be dynamic}}
+  %o = attn.sdpa %q, %k, %k : tensor<1x2x8x?xf16>, tensor<1x2x8x?xf16>, tensor<1x2x8x?xf16> -> tensor<1x2x8x?xf16>
+  return %o : tensor<1x2x8x?xf16>
+}

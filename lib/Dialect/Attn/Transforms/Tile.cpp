@@ -87,7 +87,7 @@ struct SdpaTiling {
   DenseI64ArrayAttr window;
   FloatAttr softcap;
   std::optional<PagedKeys> paged;
-  bool chunkLongKeys = true, splitPartialBlocks = true;
+  bool chunkLongKeys = true, splitPartialBlocks = true, pagedAllGroups = true;
 
   SdpaTiling(OpBuilder &b, SdpaOp op, int64_t qBlock, int64_t kvBlock)
       : loc(op.getLoc()), spec(AttentionSpec::get(op)) {
@@ -888,7 +888,7 @@ static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
                                  int64_t rows, ValueRange outs,
                                  int64_t forcedSplits) {
   // A paged cache of several KV heads: tasks of every head group.
-  if (t.paged && t.hq / t.group > 1)
+  if (t.paged && t.pagedAllGroups && t.hq / t.group > 1)
     return buildAllGroupsNest(rewriter, t, rows, outs, forcedSplits);
   Location loc = t.loc;
   LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
@@ -962,6 +962,7 @@ static TiledSdpa buildLoopNest(RewriterBase &rewriter, OpTy op,
                                const TileOptions &o) {
   SdpaTiling t(rewriter, op, o.qBlock, o.kvBlock);
   t.chunkLongKeys = o.chunkLongKeys;
+  t.pagedAllGroups = o.pagedAllGroups;
   t.splitPartialBlocks = o.splitPartialBlocks;
   Location loc = op.getLoc();
   LinalgBuilder bld{rewriter, loc, rewriter.getContext()};

@@ -44,6 +44,11 @@ struct TileOptions {
   /// an scf.forall of its own. Without it every block may be cut short
   /// (min(block, length - offset)), in one loop and one forall.
   bool splitPartialBlocks = true;
+  /// Decode tasks of a paged cache of several KV heads take every head
+  /// group of one (b, split), reading each cache block's rows whole (the
+  /// CPU's choice); without it, one task per head group, as on a dense
+  /// cache (the CUDA kernel's blocks).
+  bool pagedAllGroups = true;
   /// The decode schedule for queries of at most 16 rows per head (a
   /// static Tq, or the Tq = 1 branch of a dynamic one): the query heads of
   /// a KV group packed into one tile (attn.online_step packed_heads) and
