@@ -73,7 +73,7 @@ for so in "$art"/bench/*.so; do
   line=$(timeout 60 "$run" "$so" --device cuda --bench 30 2>&1 | grep '^bench')
   echo "$name $line" >> "$ours"
 done
-PYTHONUNBUFFERED=1 timeout 240 python3 - "$ours" <<'PY' 2>>"$log" | tee -a "$report"
+PYTHONPATH="$here/tools" PYTHONUNBUFFERED=1 timeout 240 python3 - "$ours" <<'PY' 2>>"$log" | tee -a "$report"
 import re, sys
 # One row per benchmark artifact (the grid is scripts/build-gpu-artifacts.sh's):
 # "sdpa-d<D>-t<T>-<causal> <attn-run bench line>".
@@ -97,17 +97,7 @@ except Exception as e:
     print(f"(Triton attention unavailable: {type(e).__name__}: {e})")
 
 
-def median_ms(fn, warmup=5, runs=30):
-    """Median of `runs` CUDA-event timings of fn() after `warmup` calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        s, e = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-        s.record(); fn(); e.record(); e.synchronize()
-        times.append(s.elapsed_time(e))
-    return sorted(times)[len(times) // 2]
-
+from cuda_timing import median_ms
 
 print("| D | T | causal | attn-mlir ms | TFLOP/s | SDPA flash ms | TFLOP/s | ratio | Triton ms |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -161,7 +151,7 @@ for so in "$art"/layers/*.so; do
   line=$(timeout 60 "$run" "$so" --device cuda --bench 30 2>&1 | grep '^bench')
   echo "$(basename "$so" .so) $line" >> "$layers"
 done
-PYTHONUNBUFFERED=1 timeout 120 python3 - "$layers" <<'PY' 2>>"$log" | tee -a "$report"
+PYTHONPATH="$here/tools" PYTHONUNBUFFERED=1 timeout 120 python3 - "$layers" <<'PY' 2>>"$log" | tee -a "$report"
 import re, sys
 try:
     import torch
@@ -170,6 +160,7 @@ try:
 except Exception as e:
     torch = None
     print(f"(PyTorch unavailable: {e})")
+from cuda_timing import median_ms
 print("| T | B | attn-mlir ms | TFLOP/s | PyTorch ms | TFLOP/s | ratio |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
 for line in open(sys.argv[1]):
@@ -196,14 +187,7 @@ for line in open(sys.argv[1]):
                 o = F.scaled_dot_product_attention(q, k, v, is_causal=True,
                                                    enable_gqa=True)
             return F.linear(o.transpose(1, 2).reshape(b, t, hq * d), wo)
-        for _ in range(5):
-            layer()
-        times = []
-        for _ in range(30):
-            s, e = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-            s.record(); layer(); e.record(); e.synchronize()
-            times.append(s.elapsed_time(e))
-        ref = sorted(times)[len(times) // 2]
+        ref = median_ms(layer)
     tf = lambda ms: f"{flops / (ms * 1e-3) / 1e12:.1f}" if ms else "-"
     ratio = f"{ref / mine:.2f}" if mine and ref else "-"
     print(f"| {t} | {b} | {mine or '-'} | {tf(mine)} | "
@@ -224,7 +208,7 @@ if [ -e "$art/decode/decode-gqa.so" ]; then
   done
 fi
 [ -s "$decode" ] || say "(no decode artifact: rebuild with scripts/build-gpu-artifacts.sh)"
-[ -s "$decode" ] && PYTHONUNBUFFERED=1 timeout 120 python3 - "$decode" <<'PY' 2>>"$log" | tee -a "$report"
+[ -s "$decode" ] && PYTHONPATH="$here/tools" PYTHONUNBUFFERED=1 timeout 120 python3 - "$decode" <<'PY' 2>>"$log" | tee -a "$report"
 import re, sys
 try:
     import torch
@@ -234,16 +218,7 @@ except Exception as e:
     print(f"(PyTorch unavailable: {e})")
 
 
-def median_ms(fn, runs=30):
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(runs):
-        s, e = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-        s.record(); fn(); e.record(); e.synchronize()
-        times.append(s.elapsed_time(e))
-    return sorted(times)[len(times) // 2]
-
+from cuda_timing import median_ms
 
 copy = None
 if torch is not None:  # device-to-device copy of 1 GiB: bytes read + written
