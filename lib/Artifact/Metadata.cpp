@@ -79,6 +79,19 @@ static std::string pagedOperandName(attn::PagedSdpaOp op, Value v) {
   return roleOf(roles, v);
 }
 
+/// The role of `v` among the operands of `op` (q, k, v, cu_seqlens_q,
+/// cu_seqlens_k, alibi).
+static std::string varlenOperandName(attn::VarlenSdpaOp op, Value v) {
+  std::pair<Value, const char *> roles[] = {
+      {op.getQuery(), "q"},
+      {op.getKey(), "k"},
+      {op.getValue(), "v"},
+      {op.getCuSeqlensQ(), "cu_seqlens_q"},
+      {op.getCuSeqlensK(), "cu_seqlens_k"},
+      {op.getAlibi(), "alibi"}};
+  return roleOf(roles, v);
+}
+
 namespace {
 /// Names for the dynamic dimensions of a public function's arguments and
 /// results. Dimensions that the function's ops require to be equal are one
@@ -182,6 +195,17 @@ void DimNames::visit(Operation *op) {
       unite(q, 0, lse, 0);
       unite(q, 2, lse, 2);
     }
+  } else if (auto varlen = dyn_cast<attn::VarlenSdpaOp>(op)) {
+    Value q = varlen.getQuery(), k = varlen.getKey(),
+          cuQ = varlen.getCuSeqlensQ();
+    hint(q, 0, "Nq");
+    hint(k, 0, "Nk");
+    hint(cuQ, 0, "B1");
+    unite(k, 0, varlen.getValue(), 0);
+    unite(cuQ, 0, varlen.getCuSeqlensK(), 0);
+    unite(q, 0, varlen.getOutput(), 0);
+    if (Value lse = varlen.getLse())
+      unite(q, 0, lse, 1);
   } else if (auto mha = dyn_cast<attn::MhaOp>(op)) {
     Value x = mha.getInput(), kv = mha.getKeyValueSource();
     hint(x, 0, "B");
@@ -275,7 +299,28 @@ static LogicalResult checkCallable(func::FuncOp func) {
   return success();
 }
 
-/// The "op" record of attn.sdpa or attn.paged_sdpa.
+/// Fails (with what to do) when `func` holds an `OpTy` but is not that
+/// single op on its arguments in order (`single` null): the runtime checks
+/// the op's tables (named `tables`) before every call only then.
+template <typename OpTy>
+static LogicalResult checkTablesChecked(func::FuncOp func, OpTy single,
+                                        StringRef operands, StringRef tables) {
+  if (single)
+    return success();
+  OpTy other;
+  func.walk([&](OpTy op) { other = op; });
+  if (!other)
+    return success();
+  return other.emitError()
+         << other->getName() << " must be the only op of @" << func.getName()
+         << ", on its arguments in order (" << operands
+         << "[, alibi]) and returning its results: the runtime checks the "
+         << tables
+         << " of such an entry before every call; compose the rest in the "
+            "caller";
+}
+
+/// The "op" record of attn.sdpa, attn.paged_sdpa or attn.varlen_sdpa.
 template <typename OpTy>
 static void writeAttentionRecord(llvm::raw_ostream &os, StringRef kind,
                                  OpTy op) {
@@ -317,19 +362,16 @@ LogicalResult attn::describeEntries(ModuleOp module,
     auto sdpa = argsInOrder ? dyn_cast<attn::SdpaOp>(single) : nullptr;
     auto paged =
         argsInOrder ? dyn_cast<attn::PagedSdpaOp>(single) : nullptr;
-    // The runtime checks a block table's values before each call only for
-    // an entry it knows to be one attn.paged_sdpa on its arguments.
-    if (!paged) {
-      attn::PagedSdpaOp other;
-      func.walk([&](attn::PagedSdpaOp op) { other = op; });
-      if (other)
-        return other.emitError()
-               << "attn.paged_sdpa must be the only op of @" << func.getName()
-               << ", on its arguments in order (q, key_cache, value_cache, "
-                  "block_table, seq_lens[, alibi]) and returning its results: "
-                  "the runtime checks the block table and lengths of such an "
-                  "entry before every call; compose the rest in the caller";
-    }
+    auto varlen = argsInOrder ? dyn_cast<attn::VarlenSdpaOp>(single) : nullptr;
+    // The runtime checks a block table's or offsets' values before each
+    // call only for an entry it knows to be that one op on its arguments.
+    if (failed(checkTablesChecked<attn::PagedSdpaOp>(
+            func, paged, "q, key_cache, value_cache, block_table, seq_lens",
+            "block table and lengths")) ||
+        failed(checkTablesChecked<attn::VarlenSdpaOp>(
+            func, varlen, "q, k, v, cu_seqlens_q, cu_seqlens_k",
+            "sequence offsets")))
+      return failure();
     auto softmax = argsInOrder ? dyn_cast<attn::SoftmaxOp>(single) : nullptr;
     auto mha = argsInOrder ? dyn_cast<attn::MhaOp>(single) : nullptr;
     DimNames dims(func);
@@ -364,6 +406,8 @@ LogicalResult attn::describeEntries(ModuleOp module,
         name = sdpaOperandName(sdpa, arg);
       else if (paged)
         name = pagedOperandName(paged, arg);
+      else if (varlen)
+        name = varlenOperandName(varlen, arg);
       else if (softmax)
         name = "x";
       else if (mha)
@@ -386,7 +430,7 @@ LogicalResult attn::describeEntries(ModuleOp module,
                  << " that does not follow from the sizes of the arguments: "
                     "the caller could not allocate it";
       std::string name = "out" + std::to_string(i);
-      if (sdpa || paged)
+      if (sdpa || paged || varlen)
         name = i == 0 ? "output" : "lse";
       else if (mha || softmax)
         name = "output";
@@ -397,6 +441,8 @@ LogicalResult attn::describeEntries(ModuleOp module,
       writeAttentionRecord(os, "sdpa", sdpa);
     } else if (paged) {
       writeAttentionRecord(os, "paged_sdpa", paged);
+    } else if (varlen) {
+      writeAttentionRecord(os, "varlen_sdpa", varlen);
     } else if (mha) {
       double scale =
           mha.getScale()

@@ -281,14 +281,21 @@ void memrefCopy(int64_t elemSize, UnrankedMemRef *src, UnrankedMemRef *dst) {
   if (rank > 16) __builtin_trap();
   for (int64_t r = 0; r < rank; ++r)
     if (sizes[r] == 0) return;
+  /* Rows contiguous on both sides (unit inner strides: a tile of a packed
+     [N, H, D] tensor) move as one memcpy each. */
+  int64_t run = 1, outer = rank;
+  if (rank > 0 && sStr[rank - 1] == 1 && dStr[rank - 1] == 1) {
+    run = sizes[rank - 1];
+    outer = rank - 1;
+  }
   for (;;) {
     int64_t so = 0, dof = 0;
-    for (int64_t r = 0; r < rank; ++r) {
+    for (int64_t r = 0; r < outer; ++r) {
       so += idx[r] * sStr[r];
       dof += idx[r] * dStr[r];
     }
-    memcpy(dp + dof * elemSize, sp + so * elemSize, elemSize);
-    int64_t r = rank - 1;
+    memcpy(dp + dof * elemSize, sp + so * elemSize, run * elemSize);
+    int64_t r = outer - 1;
     for (; r >= 0; --r) {
       if (++idx[r] < sizes[r]) break;
       idx[r] = 0;

@@ -256,8 +256,8 @@ static Error parseBuffer(std::istringstream &ls, const std::string &where,
 
 static Error parseOp(std::istringstream &ls, OpInfo &op) {
   ls >> op.kind;
-  if (op.kind != "sdpa" && op.kind != "paged_sdpa" && op.kind != "mha" &&
-      op.kind != "softmax")
+  if (op.kind != "sdpa" && op.kind != "paged_sdpa" &&
+      op.kind != "varlen_sdpa" && op.kind != "mha" && op.kind != "softmax")
     return {"malformed metadata: unknown op '" + op.kind + "'"};
   return forEachField(ls, [&](const std::string &k, const std::string &v) {
     bool ok = true;
@@ -631,6 +631,43 @@ static Error checkPaged(const EntryInfo &e) {
   return checkAttentionOutputs(e, q, v.shape[3]);
 }
 
+/// attn.varlen_sdpa: q [Nq, Hq, D], k [Nk, Hkv, D], v [Nk, Hkv, Dv],
+/// cu_seqlens_q and cu_seqlens_k [B + 1] i32, optional alibi [Hq] f32;
+/// output [Nq, Hq, Dv] and an optional f32 lse [Hq, Nq].
+static Error checkVarlen(const EntryInfo &e) {
+  const auto &in = e.inputs;
+  const char *names[] = {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k"};
+  bool ok = in.size() == 5 || (in.size() == 6 && in[5].name == "alibi");
+  for (size_t i = 0; ok && i < 5; ++i)
+    ok = in[i].name == names[i];
+  if (!ok)
+    return {"inputs must be q, k, v, cu_seqlens_q, cu_seqlens_k and "
+            "optional alibi slopes"};
+  const ArgInfo &q = in[0], &k = in[1], &v = in[2], &cq = in[3], &ck = in[4];
+  for (const ArgInfo *a : {&q, &k, &v})
+    if (a->shape.size() != 3 || a->dtype != q.dtype || !isFloat(a->dtype))
+      return {"q, k and v must be rank-3 tensors of one float dtype"};
+  int64_t Nq = q.shape[0], Hq = q.shape[1], Hkv = k.shape[1];
+  if (v.shape[0] != k.shape[0] || v.shape[1] != Hkv ||
+      k.shape[2] != q.shape[2] || Hkv == 0 || Hq % Hkv != 0)
+    return {"q " + formatShape(q.shape) + ", k " + formatShape(k.shape) +
+            " and v " + formatShape(v.shape) + " do not agree"};
+  if (cq.dtype != DType::I32 || ck.dtype != DType::I32 ||
+      cq.shape.size() != 1 || cq.shape != ck.shape || cq.shape[0] < 1)
+    return {"cu_seqlens_q and cu_seqlens_k must be i32 [B + 1] of one size"};
+  if (in.size() == 6 &&
+      (in[5].dtype != DType::F32 || in[5].shape != std::vector<int64_t>{Hq}))
+    return {"alibi must be f32 " + formatShape({Hq})};
+  const auto &out = e.outputs;
+  std::vector<int64_t> shape{Nq, Hq, v.shape[2]}, lse{Hq, Nq};
+  if (out.empty() || out.size() > 2 || out[0].dtype != q.dtype ||
+      out[0].shape != shape ||
+      (out.size() == 2 && (out[1].dtype != DType::F32 || out[1].shape != lse)))
+    return {"outputs must be output " + formatShape(shape) +
+            " and an optional f32 lse " + formatShape(lse)};
+  return {};
+}
+
 static Error checkMha(const EntryInfo &e) {
   const OpInfo &op = e.op;
   const ArgInfo *x = named(e.inputs, "x"), *kv = named(e.inputs, "kv");
@@ -701,6 +738,8 @@ static Error checkOp(const EntryInfo &e) {
     return checkSdpa(e);
   if (op.kind == "paged_sdpa")
     return checkPaged(e);
+  if (op.kind == "varlen_sdpa")
+    return checkVarlen(e);
   if (op.kind == "mha")
     return checkMha(e);
   if (e.inputs.size() != 1 || e.outputs.size() != 1 ||
@@ -1047,7 +1086,7 @@ static Error checkDynamic(const EntryInfo &e) {
   // An attention's head counts and head dimensions (and the weights of
   // attn.mha) are compiled in: only batch sizes and lengths are named.
   bool sdpa = e.op.kind == "sdpa", mha = e.op.kind == "mha",
-       paged = e.op.kind == "paged_sdpa";
+       paged = e.op.kind == "paged_sdpa", varlen = e.op.kind == "varlen_sdpa";
   for (const ArgInfo &a : e.inputs) {
     std::vector<size_t> lengths; // the dimensions that may be named
     if (sdpa && (a.name == "q" || a.name == "k" || a.name == "v"))
@@ -1058,7 +1097,9 @@ static Error checkDynamic(const EntryInfo &e) {
       lengths = {0, a.name == "q" ? size_t(2) : size_t(1)};
     else if (paged && a.name != "alibi")
       lengths = {0}; // the caches' NB, seq_lens' B
-    else if (!((sdpa || paged) && a.name == "alibi") &&
+    else if (varlen && a.name != "alibi")
+      lengths = {0}; // packed rows Nq and Nk, B + 1 offsets
+    else if (!((sdpa || paged || varlen) && a.name == "alibi") &&
              !(mha && a.name != "mask"))
       continue; // masks broadcast (checkOp); other graphs: nothing known
     for (size_t d = 0; d < a.dimNames.size(); ++d)

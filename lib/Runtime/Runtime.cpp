@@ -709,6 +709,14 @@ Error Artifact::callInstance(const EntryInfo &entry,
                                    in[1].shape[0], in[1].shape[1]))
       return {"entry '" + entry.name + "': " + e.message};
   }
+  if (own->op.kind == "varlen_sdpa") {
+    const auto &in = entry.inputs; // q, k, v, cu_seqlens_q, cu_seqlens_k
+    for (int i : {3, 4})
+      if (Error e = checkVarlenOffsets(static_cast<const int32_t *>(data[i]),
+                                       in[i].shape[0], in[i - 3].shape[0],
+                                       in[i].name))
+        return {"entry '" + entry.name + "': " + e.message};
+  }
   size_t index = own - entries_.data();
   std::vector<std::vector<int64_t>> descs;
   size_t k = 0;
@@ -902,6 +910,106 @@ Error attn::rt::checkPagedTables(const int32_t *blockTable,
   return {};
 }
 
+Error attn::rt::checkVarlenOffsets(const int32_t *cu, int64_t count,
+                                   int64_t rows, const std::string &name) {
+  auto at = [&](int64_t b) {
+    return name + "[" + std::to_string(b) + "] = " + std::to_string(cu[b]);
+  };
+  if (count < 1)
+    return {name + " is empty (it holds B + 1 offsets)"};
+  if (cu[0] != 0)
+    return {at(0) + " must be 0"};
+  for (int64_t b = 1; b < count; ++b)
+    if (cu[b] < cu[b - 1])
+      return {at(b) + " is below " + at(b - 1) +
+              " (the offsets are cumulative lengths)"};
+  if (cu[count - 1] != rows)
+    return {at(count - 1) + " must be the packed rows, " +
+            std::to_string(rows)};
+  return {};
+}
+
+/// A tensor of `dtype` and `shape`, zero-filled.
+static Tensor zeroTensor(DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.data.resize(t.numElements() * dtypeSize(dtype));
+  return t;
+}
+
+/// The attn.sdpa reference of one sequence of a paged or varlen entry `e`:
+/// dense `args` q [1, Hq, Tq, D], k and v [1, Hkv, Tk, *], with the
+/// entry's ALiBi slopes (its input 5, `in[5]`) when it has them.
+static Error sequenceReference(const EntryInfo &e,
+                               const std::vector<Tensor> &in,
+                               std::vector<Tensor> args,
+                               std::vector<std::vector<double>> &out, bool lowp,
+                               std::vector<double> *scale) {
+  EntryInfo one;
+  one.op = e.op;
+  one.op.kind = "sdpa";
+  for (const char *n : {"q", "k", "v"})
+    one.inputs.push_back({n, args[0].dtype, {}, {}});
+  if (in.size() > 5) {
+    one.inputs.push_back({"alibi", DType::F32, in[5].shape, {}});
+    args.push_back(in[5]);
+  }
+  one.outputs = e.outputs;
+  return sdpaReference(one, args, out, lowp, scale);
+}
+
+/// attn.varlen_sdpa: each sequence's rows copied into dense [1, H, T_b, D]
+/// tensors, then the attn.sdpa reference on them, its rows scattered back
+/// to output [Nq, Hq, Dv] and lse [Hq, Nq].
+static Error varlenReference(const EntryInfo &e, const std::vector<Tensor> &in,
+                             std::vector<std::vector<double>> &out, bool lowp,
+                             std::vector<double> *scale) {
+  const Tensor &q = in[0], &k = in[1], &v = in[2];
+  int64_t Nq = q.shape[0], Hq = q.shape[1], D = q.shape[2];
+  int64_t Nk = k.shape[0], Hkv = k.shape[1], Dv = v.shape[2];
+  int64_t B = in[3].shape[0] - 1;
+  const auto *cq = reinterpret_cast<const int32_t *>(in[3].data.data());
+  const auto *ck = reinterpret_cast<const int32_t *>(in[4].data.data());
+  if (Error err = checkVarlenOffsets(cq, B + 1, Nq, "cu_seqlens_q"))
+    return err;
+  if (Error err = checkVarlenOffsets(ck, B + 1, Nk, "cu_seqlens_k"))
+    return err;
+  size_t esz = dtypeSize(q.dtype);
+  zeroAttentionOutputs(e, Nq * Hq, Dv, out, scale);
+  // Rows [r0, r0 + n) of packed x [N, H, W] as [1, H, n, W], and back.
+  auto gather = [&](const Tensor &x, int64_t r0, int64_t n) {
+    int64_t H = x.shape[1], W = x.shape[2];
+    Tensor t = zeroTensor(x.dtype, {1, H, n, W});
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(t.data.data() + (h * n + i) * W * esz,
+                    x.data.data() + ((r0 + i) * H + h) * W * esz, W * esz);
+    return t;
+  };
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t q0 = cq[b], tq = cq[b + 1] - q0, k0 = ck[b], tk = ck[b + 1] - k0;
+    if (tq == 0)
+      continue;
+    std::vector<std::vector<double>> o;
+    std::vector<double> s;
+    if (Error err = sequenceReference(
+            e, in, {gather(q, q0, tq), gather(k, k0, tk), gather(v, k0, tk)}, o,
+            lowp, scale ? &s : nullptr))
+      return err;
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < tq; ++i) {
+        int64_t from = h * tq + i, to = (q0 + i) * Hq + h;
+        std::copy_n(o[0].begin() + from * Dv, Dv, out[0].begin() + to * Dv);
+        if (scale)
+          std::copy_n(s.begin() + from * Dv, Dv, scale->begin() + to * Dv);
+        if (out.size() > 1)
+          out[1][h * Nq + q0 + i] = o[1][from];
+      }
+  }
+  return {};
+}
+
 /// attn.paged_sdpa: each sequence's keys and values gathered through the
 /// block table into a dense [1, Hkv, Tk_b, D] tensor, then the attn.sdpa
 /// reference on them.
@@ -921,15 +1029,9 @@ static Error pagedReference(const EntryInfo &e, const std::vector<Tensor> &in,
   zeroAttentionOutputs(e, B * Hq * Tq, Dv, out, scale);
   for (int64_t b = 0; b < B; ++b) {
     int64_t Tk = i32(sl)[b];
-    auto tensor = [&](std::vector<int64_t> shape) {
-      Tensor t;
-      t.dtype = q.dtype;
-      t.shape = std::move(shape);
-      t.data.resize(t.numElements() * esz);
-      return t;
-    };
-    std::vector<Tensor> args{tensor({1, Hq, Tq, D}), tensor({1, Hkv, Tk, D}),
-                             tensor({1, Hkv, Tk, Dv})};
+    std::vector<Tensor> args{zeroTensor(q.dtype, {1, Hq, Tq, D}),
+                             zeroTensor(q.dtype, {1, Hkv, Tk, D}),
+                             zeroTensor(q.dtype, {1, Hkv, Tk, Dv})};
     std::memcpy(args[0].data.data(), q.data.data() + b * Hq * Tq * D * esz,
                 Hq * Tq * D * esz);
     for (int64_t h = 0; h < Hkv; ++h)
@@ -940,19 +1042,10 @@ static Error pagedReference(const EntryInfo &e, const std::vector<Tensor> &in,
         std::memcpy(args[2].data.data() + (h * Tk + j) * Dv * esz,
                     vc.data.data() + (row * Hkv + h) * Dv * esz, Dv * esz);
       }
-    EntryInfo one;
-    one.op = e.op;
-    one.op.kind = "sdpa";
-    for (const char *n : {"q", "k", "v"})
-      one.inputs.push_back({n, q.dtype, {}, {}});
-    if (in.size() > 5) {
-      one.inputs.push_back({"alibi", DType::F32, in[5].shape, {}});
-      args.push_back(in[5]);
-    }
-    one.outputs = e.outputs;
     std::vector<std::vector<double>> o;
     std::vector<double> s;
-    if (Error err = sdpaReference(one, args, o, lowp, scale ? &s : nullptr))
+    if (Error err = sequenceReference(e, in, std::move(args), o, lowp,
+                                      scale ? &s : nullptr))
       return err;
     std::copy(o[0].begin(), o[0].begin() + Hq * Tq * Dv,
               out[0].begin() + b * Hq * Tq * Dv);
@@ -1087,6 +1180,9 @@ Error attn::rt::reference(const EntryInfo &entry,
   if (entry.op.kind == "paged_sdpa")
     return pagedReference(entry, inputs, outputs, roundLikeDtype,
                           scales ? &(*scales)[0] : nullptr);
+  if (entry.op.kind == "varlen_sdpa")
+    return varlenReference(entry, inputs, outputs, roundLikeDtype,
+                           scales ? &(*scales)[0] : nullptr);
   if (entry.op.kind == "softmax") {
     Error e = softmaxReference(entry, inputs, outputs, roundLikeDtype);
     if (scales && !e)
@@ -1096,8 +1192,8 @@ Error attn::rt::reference(const EntryInfo &entry,
   if (entry.op.kind == "mha")
     return mhaReference(entry, inputs, outputs, roundLikeDtype);
   return {"entry '" + entry.name +
-          "' is not a single attn.sdpa, attn.paged_sdpa, attn.mha or "
-          "attn.softmax on its "
+          "' is not a single attn.sdpa, attn.paged_sdpa, attn.varlen_sdpa, "
+          "attn.mha or attn.softmax on its "
           "arguments; "
           "the runtime has no reference for it (use --check only on such "
           "graphs)"};
@@ -1143,6 +1239,22 @@ Tensor InputGenerator::make(const ArgInfo &a, const EntryInfo &entry) {
     std::shuffle(ids.begin(), ids.end(), rng);
     for (int64_t i = 0; i < t.numElements(); ++i)
       t.set(i, ids[i % ids.size()]);
+    return t;
+  }
+  if (op.kind == "varlen_sdpa" &&
+      (a.name == "cu_seqlens_q" || a.name == "cu_seqlens_k")) {
+    // B + 1 offsets from 0 to the packed rows of q or k (checkVarlen):
+    // B - 1 cut points drawn uniformly, sorted (empty sequences included).
+    int64_t rows = entry.inputs[a.name == "cu_seqlens_q" ? 0 : 1].shape[0];
+    int64_t n = t.numElements();
+    std::uniform_int_distribution<int64_t> cut(0, rows);
+    std::vector<int64_t> cu(n, rows);
+    cu[0] = 0;
+    for (int64_t b = 1; b + 1 < n; ++b)
+      cu[b] = cut(state_->rng);
+    std::sort(cu.begin(), cu.end());
+    for (int64_t b = 0; b < n; ++b)
+      t.set(b, cu[b]);
     return t;
   }
   // Layer weights are scaled by 1/sqrt(fan-in) (biases by 0.1) so that

@@ -16,7 +16,9 @@ from .layers import MultiHeadAttention, softmax
 from .paged import KVCache, paged_attention
 from .planner import decide, plan
 from .sdpa import scaled_dot_product_attention
+from .varlen import varlen_attention
 
-__all__ = ["scaled_dot_product_attention", "paged_attention", "KVCache", "MultiHeadAttention",
+__all__ = ["scaled_dot_product_attention", "paged_attention", "varlen_attention", "KVCache",
+           "MultiHeadAttention",
            "softmax", "reference",
            "plan", "decide", "tools", "ToolsNotFoundError", "CacheError"]

@@ -5,17 +5,18 @@ import threading
 import numpy as np
 
 from ._tools import check_bool, check_int, compile_graph, mlir_elt, native
-from .sdpa import _CUDA_DECODE_ROWS, _ttype, attention_attrs, attention_results, prepare_alibi
+from .sdpa import _CUDA_DECODE_ROWS, _ttype, attention_attrs, prepare_alibi, table_graph
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
 
-def _int32_table(name, x, ndim):
-    """`x` as a C-contiguous int32 array of `ndim` dimensions; a ValueError
-    for another rank, a non-integer dtype or a value outside int32."""
+def int32_table(name, x, ndim, layout=None):
+    """`x` as a C-contiguous int32 array of `ndim` dimensions (named
+    `layout` in the message); a ValueError for another rank, a non-integer
+    dtype or a value outside int32."""
     a = native(x)
     if a.ndim != ndim:
-        layout = "[B, max_blocks_per_seq]" if ndim == 2 else "[B]"
+        layout = layout or ("[B, max_blocks_per_seq]" if ndim == 2 else "[B]")
         raise ValueError(f"{name} must be {layout}, got shape {list(a.shape)}")
     if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
         raise ValueError(f"{name} must hold integers (int32), got {a.dtype}")
@@ -82,18 +83,10 @@ def paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device="cpu"):
     qt, kt, vt = (_ttype(("?", Hq, tq, D), elt), _ttype(("?", BS, Hkv, D), elt),
                   _ttype(("?", BS, Hkv, Dv), elt))
     ot, lt = _ttype(("?", Hq, tq, Dv), elt), _ttype(("?", Hq, tq), "f32")
-    args = [f"%q: {qt}", f"%kc: {kt}", f"%vc: {vt}", "%bt: tensor<?x?xi32>",
-            "%sl: tensor<?xi32>"]
-    extra = ""
-    if alibi is not None:
-        at = _ttype((Hq,), "f32")
-        args.append(f"%a: {at}")
-        extra = f" alibi(%a : {at})"
-    results, lhs, ret = attention_results(ot, lt, return_lse)
-    mlir = (f"func.func @paged({', '.join(args)}) -> ({results}) {{\n"
-            f"  {lhs} = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl){extra}{attrs}"
-            f" : {qt}, {kt}, {vt}, tensor<?x?xi32>, tensor<?xi32> -> {results}\n"
-            f"  return {ret}\n}}\n")
+    args = [("%q", qt), ("%kc", kt), ("%vc", vt), ("%bt", "tensor<?x?xi32>"),
+            ("%sl", "tensor<?xi32>")]
+    mlir = table_graph("paged", "attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl)", args, Hq,
+                       alibi is not None, attrs, ot, lt, return_lse)
     art = _artifacts[sig] = compile_graph(mlir, device=device)
     return art
 
@@ -135,7 +128,7 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
         raise ValueError("query must be float32, float16 or bfloat16, got bool")
     elt = mlir_elt(q.dtype)
     kc, vc = _check_caches(q, key_cache, value_cache)
-    bt, sl = _int32_table("block_table", block_table, 2), _int32_table("seq_lens", seq_lens, 1)
+    bt, sl = int32_table("block_table", block_table, 2), int32_table("seq_lens", seq_lens, 1)
     check_table_shapes(bt.shape, sl.shape, q.shape[0])
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])

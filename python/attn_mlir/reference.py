@@ -89,6 +89,30 @@ def paged_sdpa(query, key_cache, value_cache, block_table, seq_lens, *, scale=No
     return (out, lse) if return_lse else out
 
 
+def varlen_sdpa(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=None,
+                is_causal=False, window=None, softcap=None, alibi_slopes=None,
+                return_lse=False):
+    """attn_mlir.varlen_attention in float64: each sequence's rows sliced
+    out of the packed tensors, then sdpa with bottom-right causal
+    alignment."""
+    q = np.asarray(query, dtype=np.float64)
+    k, v = np.asarray(key, np.float64), np.asarray(value, np.float64)
+    cq, ck = np.asarray(cu_seqlens_q), np.asarray(cu_seqlens_k)
+    Nq, Hq, _ = q.shape
+    out = np.zeros((Nq, Hq, v.shape[2]))
+    lse = np.full((Hq, Nq), -np.inf)
+    for b in range(len(cq) - 1):
+        rq, rk = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b + 1]))
+        if rq.stop == rq.start or rk.stop == rk.start:
+            continue  # no query, or no key: output 0, LSE -inf
+        heads = [x[r].transpose(1, 0, 2)[None] for x, r in ((q, rq), (k, rk), (v, rk))]
+        o, l = sdpa(*heads, is_causal=is_causal, scale=scale, enable_gqa=True,
+                    causal_alignment="bottom_right", window=window, softcap=softcap,
+                    alibi_slopes=alibi_slopes, return_lse=True)
+        out[rq], lse[:, rq] = o[0].transpose(1, 0, 2), l[0]
+    return (out, lse) if return_lse else out
+
+
 def softmax(x, axis=-1, temperature=1.0):
     """Row softmax in float64; an all -inf row gives zeros."""
     x = np.asarray(x, dtype=np.float64) / check_number("temperature", temperature)

@@ -47,6 +47,26 @@ def attention_results(ot, lt, return_lse):
     return ot, "%o", f"%o : {ot}"
 
 
+def table_graph(func, op, args, heads, with_alibi, attrs, ot, lt, return_lse):
+    """The MLIR of @func: one attention op (`op`: its name and operands,
+    such as 'attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl)') on arguments
+    `args` ((SSA name, type) pairs, in order), with ALiBi slopes [heads]
+    as the last argument when with_alibi, returning its output (type ot)
+    and, with return_lse, its LSE (type lt)."""
+    args = list(args)
+    extra = ""
+    if with_alibi:
+        at = _ttype((heads,), "f32")
+        args.append(("%a", at))
+        extra = f" alibi(%a : {at})"
+    results, lhs, ret = attention_results(ot, lt, return_lse)
+    params = ", ".join(f"{n}: {t}" for n, t in args)
+    types = ", ".join(t for n, t in args if n != "%a")
+    return (f"func.func @{func}({params}) -> ({results}) {{\n"
+            f"  {lhs} = {op}{extra}{attrs} : {types} -> {results}\n"
+            f"  return {ret}\n}}\n")
+
+
 def attention_attrs(scale, is_causal, causal_alignment, window, softcap):
     """The attribute dictionary shared by attn.sdpa and attn.mha."""
     scale, is_causal, causal_alignment, w, softcap = attention_options(

@@ -38,8 +38,11 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
                         random normal values (bool masks: 3 of 4 true; a
                         paged attention's block table: the cache blocks in
                         a random order, its seq_lens: 1 to the table's
-                        capacity, the first full). A block table or
-                        seq_lens that would read outside the cache is an
+                        capacity, the first full; a varlen attention's
+                        offsets: B - 1 random cut points of the packed
+                        rows). A block table or seq_lens that would read
+                        outside the cache, or offsets that are not
+                        cumulative lengths of the packed rows, are an
                         error before the call
   --dim NAME=N          the size of dynamic dimension NAME (see --list: an
                         entry of tensor<?x8x?x64xf32> arguments has named
@@ -52,8 +55,8 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
                         when one cannot be written, none (new files are
                         created exclusively, then renamed into place)
   --check               compare with the fp64 reference (graphs of a single
-                        attn.sdpa, attn.paged_sdpa, attn.mha or
-                        attn.softmax) and print the max abs error and the
+                        attn.sdpa, attn.paged_sdpa, attn.varlen_sdpa,
+                        attn.mha or attn.softmax) and print the max abs error and the
                         verdict; exit 1 when it fails
   --bench N             run N timed iterations after one warm-up; print the
                         median time, GFLOP/s and peak memory
@@ -118,10 +121,9 @@ static double procStatusMiB(const char *field) {
 }
 static double peakRssMiB() { return procStatusMiB("VmHWM"); }
 
-/// Visible (query, key) pairs, counted as attn-print-cost counts them.
-static double visiblePairs(const EntryInfo &e) {
-  const auto &q = e.inputs[0].shape, &k = e.inputs[1].shape;
-  int64_t tq = q[2], tk = k[2];
+/// Visible (query, key) pairs of Tq queries over Tk keys, counted as
+/// attn-print-cost counts them.
+static double visiblePairs(const EntryInfo &e, int64_t tq, int64_t tk) {
   if (e.op.windowLeft < 0 && e.op.windowRight < 0)
     return double(tq) * tk * (e.op.causal == "none" ? 1.0 : 0.5);
   double pairs = 0;
@@ -141,12 +143,24 @@ static double visiblePairs(const EntryInfo &e) {
   return pairs;
 }
 
-/// FLOPs of an attn.sdpa entry by the FlashAttention count: two matmuls
-/// over the visible (query, key) pairs.
-static double sdpaFlops(const EntryInfo &e) {
-  const auto &q = e.inputs[0].shape;
-  double dv = e.outputs[0].shape[3];
-  return 2.0 * q[0] * q[1] * visiblePairs(e) * (q[3] + dv);
+/// FLOPs of an attn.sdpa or attn.varlen_sdpa entry on `in` by the
+/// FlashAttention count, two matmuls over the visible (query, key) pairs
+/// (a varlen batch: each sequence's); 0 for other entries.
+static double attentionFlops(const EntryInfo &e,
+                             const std::vector<Tensor> &in) {
+  const auto &q = e.inputs[0].shape, &k = e.inputs[1].shape;
+  double dv = e.outputs[0].shape.back();
+  if (e.op.kind == "sdpa")
+    return 2.0 * q[0] * q[1] * visiblePairs(e, q[2], k[2]) * (q[3] + dv);
+  if (e.op.kind != "varlen_sdpa")
+    return 0;
+  // q [Nq, Hq, D]; offsets checked before the call.
+  const auto *cq = reinterpret_cast<const int32_t *>(in[3].data.data());
+  const auto *ck = reinterpret_cast<const int32_t *>(in[4].data.data());
+  double pairs = 0;
+  for (int64_t b = 0; b + 1 < in[3].shape[0]; ++b)
+    pairs += visiblePairs(e, cq[b + 1] - cq[b], ck[b + 1] - ck[b]);
+  return 2.0 * q[1] * pairs * (q[2] + dv);
 }
 
 struct Options {
@@ -559,8 +573,8 @@ static Error benchCuda(CudaSession &cuda, const EntryInfo &entry,
   std::printf("bench %s: median %.4f ms over %ld %s (min %.4f ms, "
               "CUDA events)",
               entry.name.c_str(), median, n, what.c_str(), ms[0]);
-  if (entry.op.kind == "sdpa")
-    std::printf(", %.3g TFLOP/s", sdpaFlops(entry) / (median * 1e-3) / 1e12);
+  if (double flops = attentionFlops(entry, inputs))
+    std::printf(", %.3g TFLOP/s", flops / (median * 1e-3) / 1e12);
   // The device memory the runtime allocated for the call.
   for (const auto *ts : {&inputs, &outputs})
     for (const Tensor &t : *ts)
@@ -591,8 +605,8 @@ static void benchCpu(const Artifact &art, const EntryInfo &entry,
     ioMiB += t.data.size() / 1048576.0;
   std::printf("bench %s: median %.3f ms over %ld runs (min %.3f ms)",
               entry.name.c_str(), median * 1e3, n, times[0] * 1e3);
-  if (entry.op.kind == "sdpa")
-    std::printf(", %.1f GFLOP/s", sdpaFlops(entry) / median / 1e9);
+  if (double flops = attentionFlops(entry, inputs))
+    std::printf(", %.1f GFLOP/s", flops / median / 1e9);
   // Peak memory of the process beyond its start-up footprint and the
   // input/output buffers: what the kernel itself needed.
   double peak = peakRssMiB();

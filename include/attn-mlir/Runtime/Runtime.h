@@ -318,6 +318,13 @@ Error checkPagedTables(const int32_t *blockTable, const int32_t *seqLens,
                        int64_t batch, int64_t maxBlocks, int64_t numBlocks,
                        int64_t blockSize);
 
+/// What a varlen attention's offsets must hold before a call
+/// (attn.varlen_sdpa): cu[0] = 0, cu[b] <= cu[b + 1] and cu[B] = the packed
+/// rows `rows`, for `count` = B + 1 offsets named `name`. The error names
+/// the first entry that is not.
+Error checkVarlenOffsets(const int32_t *cu, int64_t count, int64_t rows,
+                         const std::string &name);
+
 /// fp64 reference of the entry's op on `inputs` (each output in double).
 /// With `scales`, also the magnitude each output element is made of
 /// (attn.sdpa's output: sum_j p_j |v_j|; softmax: the value), empty for

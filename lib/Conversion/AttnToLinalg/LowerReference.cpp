@@ -327,11 +327,15 @@ struct AttnLowerReferencePass
     Operation *root = getOperation();
     if (failed(checkStaticShapes<SdpaOp>(root, "attn-lower-reference")))
       return signalPassFailure();
-    // The gather through the block table is the loop nest's; a
-    // materialized paged attention would be the dense one over a copy.
-    WalkResult paged = root->walk([](PagedSdpaOp op) {
-      op.emitOpError("has no reference lowering: attn.paged_sdpa is "
-                     "lowered by attn-tile (compile without --reference)");
+    // The gather through the block table or the offsets is the loop
+    // nest's; a materialized paged or varlen attention would be the dense
+    // one over a copy.
+    WalkResult paged = root->walk([](Operation *op) {
+      if (!isa<PagedSdpaOp, VarlenSdpaOp>(op))
+        return WalkResult::advance();
+      op->emitOpError("has no reference lowering: ")
+          << op->getName()
+          << " is lowered by attn-tile (compile without --reference)";
       return WalkResult::interrupt();
     });
     if (paged.wasInterrupted())

@@ -1631,6 +1631,11 @@ LogicalResult diagnoseLeftovers(func::FuncOp func,
                op->emitError("attn.softmax has no CUDA lowering; run this "
                              "graph on the CPU target (--target=cpu)"))) &&
            ok;
+    else if (isa<VarlenSdpaOp>(op))
+      ok = succeeded(LogicalResult(op->emitError(
+               "attn.varlen_sdpa has no CUDA lowering yet; run this graph on "
+               "the CPU target (--target=cpu)"))) &&
+           ok;
   });
   SmallVector<scf::ForallOp> nests;
   func.walk([&](scf::ForallOp f) {

@@ -8,7 +8,7 @@
 
 // An attn.sdpa left untiled.
 func.func @untiled(%q: tensor<1x1x16x16xf32>) -> tensor<1x1x16x16xf32> {
-  // expected-error @+1 {{breaks the attn-tile contract: no attn.sdpa, attn.paged_sdpa or attn.mha may remain after attn-tile}}
+  // expected-error @+1 {{breaks the attn-tile contract: no attn.sdpa, attn.paged_sdpa, attn.varlen_sdpa or attn.mha may remain after attn-tile}}
   %o = attn.sdpa %q, %q, %q : tensor<1x1x16x16xf32>, tensor<1x1x16x16xf32>, tensor<1x1x16x16xf32> -> tensor<1x1x16x16xf32>
   return %o : tensor<1x1x16x16xf32>
 }
@@ -17,7 +17,7 @@ func.func @untiled(%q: tensor<1x1x16x16xf32>) -> tensor<1x1x16x16xf32> {
 
 // An attn.paged_sdpa left untiled.
 func.func @untiled_paged(%q: tensor<1x1x1x16xf32>, %c: tensor<4x8x1x16xf32>, %bt: tensor<1x2xi32>, %sl: tensor<1xi32>) -> tensor<1x1x1x16xf32> {
-  // expected-error @+1 {{breaks the attn-tile contract: no attn.sdpa, attn.paged_sdpa or attn.mha may remain after attn-tile}}
+  // expected-error @+1 {{breaks the attn-tile contract: no attn.sdpa, attn.paged_sdpa, attn.varlen_sdpa or attn.mha may remain after attn-tile}}
   %o = attn.paged_sdpa %q, %c, %c tables(%bt, %sl) : tensor<1x1x1x16xf32>, tensor<4x8x1x16xf32>, tensor<4x8x1x16xf32>, tensor<1x2xi32>, tensor<1xi32> -> tensor<1x1x1x16xf32>
   return %o : tensor<1x1x1x16xf32>
 }

@@ -216,3 +216,18 @@ func.func @paged_sdpa(%q: tensor<?x8x2x64xbf16>, %kc: tensor<?x16x2x64xbf16>,
         tensor<?x?xi32>, tensor<?xi32> -> tensor<?x8x2x32xbf16>, tensor<?x8x2xf32>
   return %o, %l : tensor<?x8x2x32xbf16>, tensor<?x8x2xf32>
 }
+
+// A varlen attention: packed rows and B + 1 offsets all dynamic, GQA-4,
+// Dv != D, ALiBi, a window, softcap and the LSE [Hq, Nq].
+// CHECK-LABEL: func.func @varlen_sdpa
+// CHECK: %{{.*}}, %{{.*}} = attn.varlen_sdpa %{{.*}}, %{{.*}}, %{{.*}} seqlens(%{{.*}}, %{{.*}}) alibi(%{{.*}} : tensor<8xf32>) {causal = #attn.causal<bottom_right>, scale = 5.000000e-01 : f32, softcap = 3.000000e+01 : f32, window = array<i64: 64, 0>} : tensor<?x8x64xbf16>, tensor<?x2x64xbf16>, tensor<?x2x32xbf16>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x32xbf16>, tensor<8x?xf32>
+func.func @varlen_sdpa(%q: tensor<?x8x64xbf16>, %k: tensor<?x2x64xbf16>,
+    %v: tensor<?x2x32xbf16>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>,
+    %a: tensor<8xf32>) -> (tensor<?x8x32xbf16>, tensor<8x?xf32>) {
+  %o, %l = attn.varlen_sdpa %q, %k, %v seqlens(%cuq, %cuk) alibi(%a : tensor<8xf32>)
+      {causal = #attn.causal<bottom_right>, window = array<i64: 64, 0>,
+       softcap = 30.0 : f32, scale = 0.5 : f32}
+      : tensor<?x8x64xbf16>, tensor<?x2x64xbf16>, tensor<?x2x32xbf16>,
+        tensor<?xi32>, tensor<?xi32> -> tensor<?x8x32xbf16>, tensor<8x?xf32>
+  return %o, %l : tensor<?x8x32xbf16>, tensor<8x?xf32>
+}

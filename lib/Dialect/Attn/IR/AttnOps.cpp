@@ -184,12 +184,12 @@ attn::getVisibleOffsetRange(CausalKind causal, int64_t left, int64_t right,
 // SdpaOp
 //===----------------------------------------------------------------------===//
 
-/// The `scale` attribute, or 1/sqrt(D) of a query [B, H, T, D].
+/// The `scale` attribute, or 1/sqrt(D) of a query [..., D].
 static double effectiveScale(std::optional<APFloat> scale,
                              RankedTensorType query) {
   if (scale)
     return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(query.getDimSize(3)));
+  return 1.0 / std::sqrt(static_cast<double>(query.getShape().back()));
 }
 
 double SdpaOp::getEffectiveScale() {
@@ -227,47 +227,59 @@ static LogicalResult verifySameElementType(Operation *op, ShapedType qT,
          << vT.getElementType();
 }
 
-/// The output [B, Hq, Tq, Dv] (of the query's element type), the LSE
-/// [B, Hq, Tq] and the ALiBi slopes [Hq] of an attention whose query has
-/// shape `q` (attn.sdpa and attn.paged_sdpa).
-static LogicalResult verifyResultsAndSlopes(Operation *op, ArrayRef<int64_t> q,
-                                            int64_t dv, Value output,
-                                            Value lse, Value alibi) {
-  Type elt = cast<RankedTensorType>(op->getOperand(0).getType())
-                 .getElementType();
-  SmallVector<int64_t> outShape{q[0], q[1], q[2], dv};
+/// The output (of the query's element type, shape `outShape` named
+/// `outLayout`), the LSE (`lseShape`, `lseLayout`) and the ALiBi slopes
+/// [heads] of an attention.
+static LogicalResult
+verifyResultsAndSlopes(Operation *op, ArrayRef<int64_t> outShape,
+                       StringRef outLayout, ArrayRef<int64_t> lseShape,
+                       StringRef lseLayout, int64_t heads, Value output,
+                       Value lse, Value alibi) {
+  Type elt =
+      cast<RankedTensorType>(op->getOperand(0).getType()).getElementType();
   auto oT = cast<RankedTensorType>(output.getType());
   if (oT.getElementType() != elt)
     return op->emitOpError("expected output element type ")
            << elt << " (the query's), found " << oT.getElementType();
   if (!shapesAgree(oT.getShape(), outShape))
-    return op->emitOpError("expected output shape [B, Hq, Tq, Dv] = ")
-           << formatShape(outShape) << ", found " << formatShape(oT.getShape());
+    return op->emitOpError("expected output shape ")
+           << outLayout << " = " << formatShape(outShape) << ", found "
+           << formatShape(oT.getShape());
   if (lse) {
     auto lT = cast<RankedTensorType>(lse.getType());
-    SmallVector<int64_t> lseShape{q[0], q[1], q[2]};
     if (!shapesAgree(lT.getShape(), lseShape))
-      return op->emitOpError("expected LSE shape [B, Hq, Tq] = ")
-             << formatShape(lseShape) << ", found "
+      return op->emitOpError("expected LSE shape ")
+             << lseLayout << " = " << formatShape(lseShape) << ", found "
              << formatShape(lT.getShape());
   }
   if (alibi) {
     auto aT = cast<RankedTensorType>(alibi.getType());
-    if (aT.getRank() != 1 || !dimsAgree(aT.getDimSize(0), q[1]))
+    if (aT.getRank() != 1 || !dimsAgree(aT.getDimSize(0), heads))
       return op->emitOpError("expected ALiBi slopes of shape [Hq] = [")
-             << q[1] << "], found " << formatShape(aT.getShape());
+             << heads << "], found " << formatShape(aT.getShape());
   }
   return success();
 }
 
-/// Rank 4 for the 4-D operands of the attention ops; `layout` names the
+/// verifyResultsAndSlopes of a query [B, Hq, Tq, D]: output [B, Hq, Tq, Dv],
+/// LSE [B, Hq, Tq] (attn.sdpa and attn.paged_sdpa).
+static LogicalResult verifyResultsAndSlopes(Operation *op, ArrayRef<int64_t> q,
+                                            int64_t dv, Value output, Value lse,
+                                            Value alibi) {
+  return verifyResultsAndSlopes(op, {q[0], q[1], q[2], dv}, "[B, Hq, Tq, Dv]",
+                                {q[0], q[1], q[2]}, "[B, Hq, Tq]", q[1], output,
+                                lse, alibi);
+}
+
+/// Rank `rank` for the operands of the attention ops (4: attn.sdpa,
+/// attn.paged_sdpa; 3: the packed attn.varlen_sdpa); `layout` names the
 /// dimensions.
-static LogicalResult verifyRank4(Operation *op, RankedTensorType t,
-                                 StringRef name, StringRef layout) {
-  if (t.getRank() != 4)
+static LogicalResult verifyRank(Operation *op, RankedTensorType t, int64_t rank,
+                                StringRef name, StringRef layout) {
+  if (t.getRank() != rank)
     return op->emitOpError("expected ")
-           << name << " to have rank 4 " << layout << ", found rank "
-           << t.getRank();
+           << name << " to have rank " << rank << " " << layout
+           << ", found rank " << t.getRank();
   return success();
 }
 
@@ -275,9 +287,9 @@ LogicalResult SdpaOp::verify() {
   auto qT = getQuery().getType(), kT = getKey().getType(),
        vT = getValue().getType();
   if (failed(verifyKnownAttributes(*this)) ||
-      failed(verifyRank4(*this, qT, "query", "[B, Hq, Tq, D]")) ||
-      failed(verifyRank4(*this, kT, "key", "[B, Hkv, Tk, D]")) ||
-      failed(verifyRank4(*this, vT, "value", "[B, Hkv, Tk, Dv]")) ||
+      failed(verifyRank(*this, qT, 4, "query", "[B, Hq, Tq, D]")) ||
+      failed(verifyRank(*this, kT, 4, "key", "[B, Hkv, Tk, D]")) ||
+      failed(verifyRank(*this, vT, 4, "value", "[B, Hkv, Tk, Dv]")) ||
       failed(verifyNonEmpty(*this, {{getQuery(), "query"},
                                     {getKey(), "key"},
                                     {getValue(), "value"},
@@ -370,9 +382,9 @@ LogicalResult PagedSdpaOp::verify() {
        vT = getValueCache().getType();
   auto btT = getBlockTable().getType(), slT = getSeqLens().getType();
   if (failed(verifyKnownAttributes(*this)) ||
-      failed(verifyRank4(*this, qT, "query", "[B, Hq, Tq, D]")) ||
-      failed(verifyRank4(*this, kT, "key cache", "[NB, BS, Hkv, D]")) ||
-      failed(verifyRank4(*this, vT, "value cache", "[NB, BS, Hkv, Dv]")) ||
+      failed(verifyRank(*this, qT, 4, "query", "[B, Hq, Tq, D]")) ||
+      failed(verifyRank(*this, kT, 4, "key cache", "[NB, BS, Hkv, D]")) ||
+      failed(verifyRank(*this, vT, 4, "value cache", "[NB, BS, Hkv, Dv]")) ||
       failed(verifyNonEmpty(*this, {{getQuery(), "query"},
                                     {getKeyCache(), "key cache"},
                                     {getValueCache(), "value cache"},
@@ -411,6 +423,75 @@ LogicalResult PagedSdpaOp::verify() {
            << k[3] << ") to equal query head dim D (" << q[3] << ")";
   if (failed(verifyResultsAndSlopes(*this, q, v[3], getOutput(), getLse(),
                                     getAlibi())))
+    return failure();
+  return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
+}
+
+//===----------------------------------------------------------------------===//
+// VarlenSdpaOp
+//===----------------------------------------------------------------------===//
+
+double VarlenSdpaOp::getEffectiveScale() {
+  return effectiveScale(getScale(), getQuery().getType());
+}
+
+std::pair<int64_t, int64_t> VarlenSdpaOp::getWindowBounds() {
+  return windowBounds(getWindow());
+}
+
+int64_t VarlenSdpaOp::getGroupSize() {
+  return getQuery().getType().getDimSize(1) / getKey().getType().getDimSize(1);
+}
+
+/// The offsets [B + 1] (i32, one size for both) of attn.varlen_sdpa.
+static LogicalResult verifyOffsets(Operation *op, RankedTensorType cuQ,
+                                   RankedTensorType cuK) {
+  if (cuQ.getRank() != 1 || cuK.getRank() != 1)
+    return op->emitOpError("expected cu_seqlens_q and cu_seqlens_k to have "
+                           "rank 1 [B + 1], found ")
+           << formatType(cuQ) << " and " << formatType(cuK);
+  if (!dimsAgree(cuQ.getDimSize(0), cuK.getDimSize(0)))
+    return op->emitOpError("expected cu_seqlens_q ")
+           << formatShape(cuQ.getShape()) << " and cu_seqlens_k "
+           << formatShape(cuK.getShape()) << " to have one size B + 1";
+  if (cuQ.getDimSize(0) == 0 || cuK.getDimSize(0) == 0)
+    return op->emitOpError("expected cu_seqlens_q and cu_seqlens_k to have "
+                           "B + 1 >= 1 entries, found 0");
+  return success();
+}
+
+LogicalResult VarlenSdpaOp::verify() {
+  auto qT = getQuery().getType(), kT = getKey().getType(),
+       vT = getValue().getType();
+  if (failed(verifyKnownAttributes(*this)) ||
+      failed(verifyRank(*this, qT, 3, "query", "[Nq, Hq, D]")) ||
+      failed(verifyRank(*this, kT, 3, "key", "[Nk, Hkv, D]")) ||
+      failed(verifyRank(*this, vT, 3, "value", "[Nk, Hkv, Dv]")) ||
+      failed(verifyOffsets(*this, getCuSeqlensQ().getType(),
+                           getCuSeqlensK().getType())) ||
+      failed(verifySameElementType(*this, qT, kT, vT)))
+    return failure();
+  ArrayRef<int64_t> q = qT.getShape(), k = kT.getShape(), v = vT.getShape();
+  // Head counts and head dims must hold something; Nq and Nk may be 0 (a
+  // batch of empty sequences).
+  for (auto [t, name] : {std::pair{qT, "query"}, {kT, "key"}, {vT, "value"}})
+    if (t.getDimSize(1) == 0 || t.getDimSize(2) == 0)
+      return emitOpError("expected the heads and head dim of ")
+             << name << " to be >= 1, found " << formatType(t);
+  if (!dimsAgree(k[0], v[0]) || !dimsAgree(k[1], v[1]))
+    return emitOpError("expected key ")
+           << formatShape(k) << " and value " << formatShape(v)
+           << " to agree in [Nk, Hkv]";
+  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
+      q[1] % k[1] != 0)
+    return emitOpError("expected Hq (")
+           << q[1] << ") to be a multiple of Hkv (" << k[1] << ")";
+  if (!dimsAgree(q[2], k[2]))
+    return emitOpError("expected key head dim (")
+           << k[2] << ") to equal query head dim D (" << q[2] << ")";
+  if (failed(verifyResultsAndSlopes(*this, {q[0], q[1], v[2]}, "[Nq, Hq, Dv]",
+                                    {q[1], q[0]}, "[Hq, Nq]", q[1], getOutput(),
+                                    getLse(), getAlibi())))
     return failure();
   return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
 }

@@ -19,8 +19,12 @@
 //     for kb in split s of [lo, hi): ... online_step {packed_heads = P}
 //     parts[b, g, s] = (m, l, acc)
 //   forall (b, g):
-//     for s: m, l, acc = attn.online_merge state(m, l, acc) with(parts[b, g, s])
-//     O[b, gP:gP+P, 0:R, :], LSE = attn.online_finish state(m, l, acc)
+//     for s: m, l, acc = attn.online_merge state(m, l, acc) with(parts[b, g,
+//     s]) O[b, gP:gP+P, 0:R, :], LSE = attn.online_finish state(m, l, acc)
+//
+// A packed batch of sequences (attn.varlen_sdpa) runs the first nest over
+// (sequence b, h, q-block of the longest sequence), each tile's rows and
+// keys found through the cumulative lengths.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,8 +74,16 @@ struct PagedKeys {
   OpFoldResult numBlocks, keyCapacity;
 };
 
-/// The facts of one attention being tiled (attn.sdpa or
-/// attn.paged_sdpa). The batch and the lengths may be dynamic
+/// Where a varlen attention's sequences are (attn.varlen_sdpa): sequence b
+/// is rows [cuQ[b], cuQ[b + 1]) of the packed query (numQ rows) and
+/// [cuK[b], cuK[b + 1]) of the packed keys (numK rows).
+struct PackedSequences {
+  Value cuQ, cuK;
+  OpFoldResult numQ, numK;
+};
+
+/// The facts of one attention being tiled (attn.sdpa, attn.paged_sdpa or
+/// attn.varlen_sdpa). The batch and the lengths may be dynamic
 /// (ShapedType::kDynamic): their sizes are then tensor.dim values. A paged
 /// attention's key length is per batch element (QueryTile::keyLength); its
 /// `keyLength` here is the capacity, a bound for every element.
@@ -87,6 +99,7 @@ struct SdpaTiling {
   DenseI64ArrayAttr window;
   FloatAttr softcap;
   std::optional<PagedKeys> paged;
+  std::optional<PackedSequences> varlen;
   bool chunkLongKeys = true, splitPartialBlocks = true, pagedAllGroups = true;
 
   SdpaTiling(OpBuilder &b, SdpaOp op, int64_t qBlock, int64_t kvBlock)
@@ -137,6 +150,40 @@ struct SdpaTiling {
     spec.keyLength = ShapedType::kDynamic;
     spec.keyLengthValue = Value();
   }
+  /// A varlen attention: lengths per sequence, both dynamic; the packed
+  /// row counts bound them.
+  SdpaTiling(OpBuilder &b, VarlenSdpaOp op, int64_t qBlock, int64_t kvBlock)
+      : loc(op.getLoc()), spec(AttentionSpec::get(op)) {
+    setOperands(op);
+    ArrayRef<int64_t> q = op.getQuery().getType().getShape();
+    hq = q[1];
+    d = q[2];
+    dv = op.getValue().getType().getDimSize(2);
+    group = op.getGroupSize();
+    tq = tk = ShapedType::kDynamic;
+    varlen =
+        PackedSequences{op.getCuSeqlensQ(), op.getCuSeqlensK(),
+                        size(b, op.getQuery(), 0), size(b, op.getKey(), 0)};
+    queryLength = varlen->numQ;
+    keyLength = varlen->numK;
+    // B = max(B + 1, 1) - 1 sequences.
+    int64_t offsets = op.getCuSeqlensQ().getType().getDimSize(0);
+    batch = ShapedType::isDynamic(offsets) ? offsets : offsets - 1;
+    LinalgBuilder bld{b, loc, b.getContext()};
+    batchSize =
+        ShapedType::isDynamic(offsets)
+            ? OpFoldResult(
+                  arith::SubIOp::create(
+                      b, loc,
+                      arith::MaxUIOp::create(
+                          b, loc, bld.val(size(b, op.getCuSeqlensQ(), 0)),
+                          bld.idx(1)),
+                      bld.idx(1))
+                      .getResult())
+            : b.getIndexAttr(batch);
+    bq = qBlock;
+    bk = kvBlock;
+  }
   static OpFoldResult size(OpBuilder &b, Value v, int64_t dim) {
     int64_t n = cast<RankedTensorType>(v.getType()).getDimSize(dim);
     if (!ShapedType::isDynamic(n))
@@ -153,7 +200,7 @@ struct SdpaTiling {
     causal = op.getCausalAttr();
     window = op.getWindowAttr();
     softcap = op.getSoftcapAttr();
-    if constexpr (std::is_same_v<OpTy, SdpaOp>) {
+    if constexpr (!std::is_same_v<OpTy, PagedSdpaOp>) {
       key = op.getKey();
       value = op.getValue();
     } else {
@@ -182,12 +229,17 @@ struct SdpaTiling {
   }
   /// Causal or a window: some key is invisible to some row.
   bool bounded() const { return KeyVisibility(spec).bounded(); }
-  /// The spec of one tile: a paged attention's own key length.
-  AttentionSpec tileSpec(Value keyLen) const {
+  /// The spec of one tile of these lengths: a paged attention's own key
+  /// length, a varlen one's sequence's lengths.
+  AttentionSpec tileSpec(Value queryLen, Value keyLen) const {
     AttentionSpec s = spec;
-    if (paged) {
+    if (paged || varlen) {
       s.keyLength = ShapedType::kDynamic;
       s.keyLengthValue = keyLen;
+    }
+    if (varlen) {
+      s.queryLength = ShapedType::kDynamic;
+      s.queryLengthValue = queryLen;
     }
     return s;
   }
@@ -216,7 +268,10 @@ struct SdpaTiling {
 /// heads·qs rows, head-major, when heads > 1: the decode schedule).
 struct QueryTile {
   Value b, h, kvh, q0, qLast;
-  Value keyLength; ///< Tk of batch element b (index)
+  Value queryLength, keyLength; ///< Tq and Tk of batch element b (index)
+  /// A varlen tile: the packed rows of its row q0 and of key 0 of its
+  /// sequence (null otherwise).
+  Value row0, key0;
   OpFoldResult qs;
   int64_t heads = 1;
   Value query; ///< Q[b, h:h+heads, q0:q0+qs, :] as [heads·qs, D]
@@ -280,21 +335,26 @@ static OnlineStepOp buildKeyStep(OpBuilder &nb, Location nl,
     Value off = arith::RemUIOp::create(nb, nl, kb, in.idx(t.paged->blockSize));
     offs = {page, off, qt.kvh, zeroA};
     sizes = {oneA, ks, oneA, oneA};
+  } else if (qt.key0) {
+    // Packed rows key0 + kb: K[key0 + kb : +ks, kvh, :].
+    offs = {arith::AddIOp::create(nb, nl, qt.key0, kb).getResult(), qt.kvh,
+            zeroA};
+    sizes = {ks, oneA, oneA};
   }
   auto slice = [&](Value src, int64_t width) {
-    sizes[3] = nb.getIndexAttr(width);
+    sizes.back() = nb.getIndexAttr(width);
     return tensor::ExtractSliceOp::create(
-        nb, nl, in.type({ks, sizes[3]}, t.elt), src, offs, sizes,
-        ArrayRef<OpFoldResult>{oneA, oneA, oneA, oneA});
+        nb, nl, in.type({ks, sizes.back()}, t.elt), src, offs, sizes,
+        SmallVector<OpFoldResult>(offs.size(), oneA));
   };
   Value mask = t.mask ? sliceMask(in, qt, kb, ks, t.mask) : Value();
   auto step = OnlineStepOp::create(
       nb, nl,
       TypeRange{iter[0].getType(), iter[1].getType(), iter[2].getType()},
       qt.query, slice(t.key, t.d), slice(t.value, t.dv), mask, qt.slope,
-      iter[0], iter[1], iter[2], qt.q0, kb, in.val(t.queryLength),
-      qt.keyLength, nb.getF32FloatAttr(t.spec.scale), t.causal, t.window,
-      t.softcap, nb.getI64IntegerAttr(qt.heads));
+      iter[0], iter[1], iter[2], qt.q0, kb, qt.queryLength, qt.keyLength,
+      nb.getF32FloatAttr(t.spec.scale), t.causal, t.window, t.softcap,
+      nb.getI64IntegerAttr(qt.heads));
   return step;
 }
 
@@ -406,6 +466,7 @@ static QueryTile sliceQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
                      .getResult();
   qt.qLast = arith::SubIOp::create(
       rb, loc, arith::AddIOp::create(rb, loc, q0, bld.val(qs)), bld.idx(1));
+  qt.queryLength = bld.val(t.queryLength);
   qt.keyLength = keyLength ? keyLength : bld.val(t.keyLength);
   if (t.paged && !keyLength) {
     // seq_lens[b] within [0, capacity].
@@ -443,7 +504,7 @@ static QueryTile sliceQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
 static std::pair<Value, Value> tileKeyRange(LinalgBuilder &bld,
                                             const SdpaTiling &t,
                                             const QueryTile &qt) {
-  auto [lo, hi] = KeyVisibility(t.tileSpec(qt.keyLength))
+  auto [lo, hi] = KeyVisibility(t.tileSpec(qt.queryLength, qt.keyLength))
                       .keyRange(bld.b, bld.loc, qt.q0, qt.qLast);
   if (t.paged && t.bounded())
     lo = arith::SubIOp::create(
@@ -480,6 +541,23 @@ static void insertRows(LinalgBuilder &bld, const QueryTile &qt, Value tile,
   OpBuilder &rb = bld.b;
   auto tT = cast<RankedTensorType>(tile.getType());
   OpFoldResult zeroA = rb.getIndexAttr(0), oneA = rb.getIndexAttr(1);
+  if (qt.row0) {
+    // A varlen tile: output rows [row0, row0 + qs) of head h ([Nq, Hq,
+    // Dv]), or LSE columns of row h ([Hq, Nq]).
+    bool lse = tT.getRank() == 1;
+    SmallVector<OpFoldResult> offs{qt.row0, qt.h}, sizes{qt.qs, oneA};
+    if (lse) {
+      std::swap(offs[0], offs[1]);
+      std::swap(sizes[0], sizes[1]);
+    } else {
+      offs.push_back(zeroA);
+      sizes.push_back(rb.getIndexAttr(tT.getDimSize(1)));
+    }
+    tensor::ParallelInsertSliceOp::create(
+        rb, bld.loc, tile, dest, offs, sizes,
+        SmallVector<OpFoldResult>(offs.size(), oneA));
+    return;
+  }
   SmallVector<OpFoldResult> offs{qt.b, qt.h, qt.q0},
       sizes{oneA, rb.getIndexAttr(qt.heads), qt.qs};
   SmallVector<ReassociationIndices> split{{0, 1}};
@@ -504,24 +582,34 @@ static void insertRows(LinalgBuilder &bld, const QueryTile &qt, Value tile,
       SmallVector<OpFoldResult>(offs.size(), oneA));
 }
 
-/// attn.online_finish of a key loop's state, its output (and LSE) tile
-/// inserted into the shared outputs of `forall`.
-static void finishInto(LinalgBuilder &bld, const SdpaTiling &t,
-                       const QueryTile &qt, ValueRange state,
-                       scf::ForallOp forall) {
+/// attn.online_finish of a key loop's state: the output tile (and LSE).
+static ValueRange finishTile(LinalgBuilder &bld, const SdpaTiling &t,
+                             const QueryTile &qt, ValueRange state) {
   OpBuilder &rb = bld.b;
   OpFoldResult rows = tileRows(bld, qt), dvA = rb.getIndexAttr(t.dv);
   SmallVector<Type> resultTypes{bld.type({rows, dvA}, t.elt)};
   if (t.withLse)
     resultTypes.push_back(bld.type({rows}, rb.getF32Type()));
-  auto finish =
-      OnlineFinishOp::create(rb, bld.loc, resultTypes, state[0], state[1],
-                             state[2], t.exponentScaleAttr(rb));
-  rb.setInsertionPointToStart(forall.getTerminator().getBody());
-  ValueRange shared = forall.getRegionIterArgs();
-  insertRows(bld, qt, finish.getOutput(), shared[0]);
-  if (Value lse = finish.getLse())
-    insertRows(bld, qt, lse, shared[1]);
+  return OnlineFinishOp::create(rb, bld.loc, resultTypes, state[0], state[1],
+                                state[2], t.exponentScaleAttr(rb))
+      .getResults();
+}
+
+/// Inserts a tile's output (and LSE) into the shared outputs of `forall`
+/// from its terminator.
+static void insertInto(LinalgBuilder &bld, const QueryTile &qt,
+                       ValueRange results, scf::ForallOp forall) {
+  bld.b.setInsertionPointToStart(forall.getTerminator().getBody());
+  for (auto [tile, dest] : llvm::zip(results, forall.getRegionIterArgs()))
+    insertRows(bld, qt, tile, dest);
+}
+
+/// attn.online_finish of a key loop's state, its output (and LSE) tile
+/// inserted into the shared outputs of `forall`.
+static void finishInto(LinalgBuilder &bld, const SdpaTiling &t,
+                       const QueryTile &qt, ValueRange state,
+                       scf::ForallOp forall) {
+  insertInto(bld, qt, finishTile(bld, t, qt, state), forall);
 }
 
 /// The (b, h, q-block) tile of `forall`: its query tile, the key loop over
@@ -1038,7 +1126,156 @@ static TiledSdpa buildLoopNest(RewriterBase &rewriter, OpTy op,
   return tiled;
 }
 
-/// attn.sdpa or attn.paged_sdpa to the loop nest.
+/// Rows [start, start + length) of sequence b of `n` packed rows under
+/// cumulative offsets `cu`: both offsets clamped into [0, n] and the end
+/// to at least the start (the runtime checks the offsets; a direct
+/// caller's bad ones still read and write inside the tensors).
+static std::pair<Value, Value> sequenceRows(LinalgBuilder &bld, Value cu,
+                                            OpFoldResult n, Value b) {
+  OpBuilder &rb = bld.b;
+  Location loc = bld.loc;
+  Value total = bld.val(n);
+  auto offset = [&](Value at, Value floor) {
+    Value v = arith::IndexCastOp::create(
+        rb, loc, rb.getIndexType(),
+        tensor::ExtractOp::create(rb, loc, cu, ValueRange{at}));
+    return arith::MinSIOp::create(
+               rb, loc, arith::MaxSIOp::create(rb, loc, v, floor), total)
+        .getResult();
+  };
+  Value start = offset(b, bld.idx(0));
+  Value end = offset(arith::AddIOp::create(rb, loc, b, bld.idx(1)), start);
+  return {start, arith::SubIOp::create(rb, loc, end, start)};
+}
+
+/// The most query rows of any sequence of a varlen attention: an scf.for
+/// over the sequences.
+static Value longestSequence(LinalgBuilder &bld, const SdpaTiling &t) {
+  auto loop = scf::ForOp::create(
+      bld.b, bld.loc, bld.idx(0), bld.val(t.batchSize), bld.idx(1),
+      ValueRange{bld.idx(0)},
+      [&](OpBuilder &nb, Location nl, Value b, ValueRange run) {
+        LinalgBuilder in{nb, nl, nb.getContext()};
+        Value rows = sequenceRows(in, t.varlen->cuQ, t.varlen->numQ, b).second;
+        scf::YieldOp::create(
+            nb, nl, ValueRange{arith::MaxSIOp::create(nb, nl, run[0], rows)});
+      });
+  return loop.getResult(0);
+}
+
+/// One varlen tile of `rows` rows (bq, or the tile's qs: then maybe none):
+/// its Q slice from the tile's packed rows, the key loop over the
+/// sequence's visible keys (none for an empty tile), the finished output
+/// (and LSE).
+static SmallVector<Value> buildVarlenTile(LinalgBuilder &bld,
+                                          const SdpaTiling &t,
+                                          const QueryTile &tile,
+                                          OpFoldResult rows) {
+  OpBuilder &rb = bld.b;
+  Location loc = bld.loc;
+  QueryTile qt = tile;
+  qt.qs = rows;
+  qt.qLast = arith::SubIOp::create(
+      rb, loc, arith::AddIOp::create(rb, loc, qt.q0, bld.val(rows)),
+      bld.idx(1));
+  OpFoldResult oneA = rb.getIndexAttr(1), dA = rb.getIndexAttr(t.d);
+  qt.query = tensor::ExtractSliceOp::create(
+      rb, loc, bld.type({rows, dA}, t.elt), t.query,
+      ArrayRef<OpFoldResult>{qt.row0, qt.h, rb.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{rows, oneA, dA},
+      ArrayRef<OpFoldResult>{oneA, oneA, oneA});
+  auto [lo, hi] = tileKeyRange(bld, t, qt);
+  if (!getConstantIntValue(rows)) {
+    // A tile past its sequence's end runs no key block.
+    Value empty = arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::eq,
+                                        bld.val(rows), bld.idx(0));
+    hi = arith::SelectOp::create(rb, loc, empty, lo, hi);
+  }
+  scf::ForOp loop = buildKeyLoop(bld, t, qt, lo, hi);
+  return llvm::to_vector(finishTile(bld, t, qt, loop.getResults()));
+}
+
+/// The nest of attn.varlen_sdpa: one scf.forall over (sequence b, h,
+/// q-block) with as many q-blocks as the longest sequence has. Block qb of
+/// sequence b holds rows [qb·bq, min((qb + 1)·bq, Tq_b)) of it (none past
+/// its end: such a tile sees no key and writes nothing); its keys are the
+/// sequence's, found through cu_seqlens_k.
+static TiledSdpa buildVarlenNest(RewriterBase &rewriter, VarlenSdpaOp op,
+                                 const TileOptions &o) {
+  SdpaTiling t(rewriter, op, o.qBlock, o.kvBlock);
+  t.chunkLongKeys = o.chunkLongKeys;
+  t.splitPartialBlocks = o.splitPartialBlocks;
+  Location loc = t.loc;
+  LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
+  OpFoldResult hqA = rewriter.getIndexAttr(t.hq);
+  SmallVector<Value> outs{
+      bld.empty({t.varlen->numQ, hqA, rewriter.getIndexAttr(t.dv)}, t.elt)};
+  if (op.getLse())
+    outs.push_back(bld.empty({hqA, t.varlen->numQ}, rewriter.getF32Type()));
+  Value blocks = arith::CeilDivUIOp::create(
+      rewriter, loc, longestSequence(bld, t), bld.idx(t.bq));
+  auto forall = scf::ForallOp::create(
+      rewriter, loc, ArrayRef<OpFoldResult>{t.batchSize, hqA, blocks}, outs,
+      std::nullopt);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(forall.getBody());
+  SmallVector<Value> ivs = llvm::to_vector(forall.getInductionVars());
+  auto [row, tq] = sequenceRows(bld, t.varlen->cuQ, t.varlen->numQ, ivs[0]);
+  auto [key0, tk] = sequenceRows(bld, t.varlen->cuK, t.varlen->numK, ivs[0]);
+  Value q0 = arith::MulIOp::create(rewriter, loc, ivs[2], bld.idx(t.bq));
+  // qs = clamp(Tq_b - q0, 0, bq).
+  Value qs = arith::MaxSIOp::create(
+      rewriter, loc, bld.idx(0),
+      arith::MinSIOp::create(rewriter, loc, bld.idx(t.bq),
+                             arith::SubIOp::create(rewriter, loc, tq, q0)));
+  QueryTile qt;
+  qt.b = ivs[0];
+  qt.h = ivs[1];
+  qt.kvh = t.group == 1
+               ? qt.h
+               : arith::DivUIOp::create(rewriter, loc, qt.h, bld.idx(t.group))
+                     .getResult();
+  qt.q0 = q0;
+  qt.qs = qs;
+  qt.queryLength = tq;
+  qt.keyLength = tk;
+  qt.row0 = arith::AddIOp::create(rewriter, loc, row, q0);
+  qt.key0 = key0;
+  if (Value alibi = t.alibi)
+    qt.slope =
+        tensor::ExtractOp::create(rewriter, loc, alibi, ValueRange{qt.h});
+  // With splitPartialBlocks, a tile of bq rows (every tile but the last of
+  // a sequence) runs on static tiles.
+  SmallVector<Value> results;
+  if (t.splitPartialBlocks) {
+    Value full = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                       qs, bld.idx(t.bq));
+    auto branch = [&](bool whole) {
+      return [&, whole](OpBuilder &, Location bl) {
+        SmallVector<Value> tile = buildVarlenTile(
+            bld, t, qt, whole ? rewriter.getIndexAttr(t.bq) : OpFoldResult(qs));
+        // Both branches yield tiles of ? rows.
+        for (Value &v : tile) {
+          auto vT = cast<RankedTensorType>(v.getType());
+          SmallVector<int64_t> shape = llvm::to_vector(vT.getShape());
+          shape[0] = ShapedType::kDynamic;
+          if (shape != vT.getShape())
+            v = tensor::CastOp::create(rewriter, bl, vT.clone(shape), v);
+        }
+        scf::YieldOp::create(rewriter, bl, tile);
+      };
+    };
+    results =
+        scf::IfOp::create(rewriter, loc, full, branch(true), branch(false))
+            .getResults();
+  } else {
+    results = buildVarlenTile(bld, t, qt, qs);
+  }
+  insertInto(bld, qt, results, forall);
+  return {{forall}, {}};
+}
+
+/// attn.sdpa, attn.paged_sdpa or attn.varlen_sdpa to the loop nest.
 template <typename OpTy> struct TileSdpa : OpRewritePattern<OpTy> {
   TileSdpa(MLIRContext *ctx, const TileOptions &options)
       : OpRewritePattern<OpTy>(ctx), options(options) {}
@@ -1085,7 +1322,9 @@ struct AttnTilePass : attn::impl::AttnTilePassBase<AttnTilePass> {
     }
     if (failed(checkOnlyLengthsDynamic<SdpaOp>(getOperation(), "attn-tile")) ||
         failed(checkOnlyLengthsDynamic<PagedSdpaOp>(getOperation(),
-                                                    "attn-tile")))
+                                                    "attn-tile")) ||
+        failed(
+            checkOnlyLengthsDynamic<VarlenSdpaOp>(getOperation(), "attn-tile")))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     TileOptions options;
@@ -1121,8 +1360,15 @@ FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter, PagedSdpaOp op,
   return buildLoopNest(rewriter, op, options);
 }
 
+FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter, VarlenSdpaOp op,
+                                    const TileOptions &options) {
+  if (!onlyLengthsDynamic(op) || !validOptions(options))
+    return failure();
+  return buildVarlenNest(rewriter, op, options);
+}
+
 void attn::populateTilePatterns(RewritePatternSet &patterns,
                                 const TileOptions &options) {
-  patterns.add<TileSdpa<SdpaOp>, TileSdpa<PagedSdpaOp>>(patterns.getContext(),
-                                                        options);
+  patterns.add<TileSdpa<SdpaOp>, TileSdpa<PagedSdpaOp>, TileSdpa<VarlenSdpaOp>>(
+      patterns.getContext(), options);
 }

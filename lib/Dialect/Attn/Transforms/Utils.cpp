@@ -104,6 +104,11 @@ bool attn::onlyLengthsDynamic(Operation *op) {
            staticShape(sdpa.getAlibi()) &&
            (maskRank < 3 || staticDims(mask, {maskRank - 3}));
   }
+  if (auto varlen = dyn_cast<VarlenSdpaOp>(op))
+    return staticDims(varlen.getQuery(), {1, 2}) &&
+           staticDims(varlen.getKey(), {1, 2}) &&
+           staticDims(varlen.getValue(), {1, 2}) &&
+           staticShape(varlen.getAlibi());
   if (auto paged = dyn_cast<PagedSdpaOp>(op))
     return staticDims(paged.getQuery(), {1, 3}) &&
            staticDims(paged.getKeyCache(), {1, 2, 3}) &&
@@ -253,6 +258,11 @@ AttentionSpec AttentionSpec::get(PagedSdpaOp op) {
   return specOf(op, op.getEffectiveScale(),
                 op.getQuery().getType().getDimSize(2), ShapedType::kDynamic,
                 static_cast<bool>(op.getAlibi()));
+}
+
+AttentionSpec AttentionSpec::get(VarlenSdpaOp op) {
+  return specOf(op, op.getEffectiveScale(), ShapedType::kDynamic,
+                ShapedType::kDynamic, static_cast<bool>(op.getAlibi()));
 }
 
 AttentionSpec AttentionSpec::get(OnlineStepOp op) {

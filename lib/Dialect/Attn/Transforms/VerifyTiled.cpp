@@ -103,10 +103,10 @@ static LogicalResult verifyExponentScale(Operation *op, double c) {
 LogicalResult attn::verifyTiledContract(Operation *root) {
   WalkResult result = root->walk([&](Operation *op) {
     LogicalResult ok = success();
-    if (isa<SdpaOp, PagedSdpaOp, MhaOp>(op))
+    if (isa<SdpaOp, PagedSdpaOp, VarlenSdpaOp, MhaOp>(op))
       ok = op->emitOpError("breaks the attn-tile contract: no attn.sdpa, "
-                           "attn.paged_sdpa or attn.mha may remain after "
-                           "attn-tile");
+                           "attn.paged_sdpa, attn.varlen_sdpa or attn.mha "
+                           "may remain after attn-tile");
     else if (auto step = dyn_cast<OnlineStepOp>(op))
       ok = verifyCarried(op, {step.getMax(), step.getSum(), step.getAcc()});
     else if (auto merge = dyn_cast<OnlineMergeOp>(op))

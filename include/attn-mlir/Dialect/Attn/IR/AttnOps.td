@@ -196,6 +196,85 @@ def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// attn.varlen_sdpa
+//===----------------------------------------------------------------------===//
+
+def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure]> {
+  let summary = "scaled dot-product attention over a packed batch of "
+                "sequences of different lengths (FlashAttention's varlen)";
+  let description = [{
+    `attn.sdpa` over `B` sequences packed without padding, as
+    FlashAttention's `flash_attn_varlen_func` takes them: the queries of
+    sequence `b` are rows `[cu_seqlens_q[b], cu_seqlens_q[b + 1])` of the
+    packed query, its keys and values rows `[cu_seqlens_k[b],
+    cu_seqlens_k[b + 1])` of the packed key and value:
+
+    ```
+    Tq_b = cu_seqlens_q[b + 1] - cu_seqlens_q[b]
+    Q_b[h, i, :] = query[cu_seqlens_q[b] + i, h, :]       (i < Tq_b)
+    K_b[g, j, :] = key[cu_seqlens_k[b] + j, g, :]         (j < Tk_b)
+    output[cu_seqlens_q[b] + i, h, :] = sdpa(Q_b, K_b, V_b)[h, i, :]
+    lse[h, cu_seqlens_q[b] + i]       = LSE of that row
+    ```
+
+    Shapes: query `[Nq, Hq, D]`, key `[Nk, Hkv, D]`, value `[Nk, Hkv, Dv]`,
+    `cu_seqlens_q` and `cu_seqlens_k` `[B + 1]` i32, output `[Nq, Hq, Dv]`,
+    optional LSE `[Hq, Nq]` in f32 (FlashAttention's layout). Every other
+    part means what it means on `attn.sdpa` with `Tq = Tq_b` and `Tk = Tk_b`
+    for sequence `b`: `scale` (default `1/sqrt(D)`), `causal` (`bottom_right`
+    is FlashAttention's varlen causal), `window`, `softcap`, `alibi` slopes,
+    GQA/MQA through `Hq / Hkv`. There is no mask operand. The head counts
+    and head dims are static for the tiled lowering; `Nq`, `Nk` and `B + 1`
+    may be dynamic.
+
+    Run-time contract: both offset arrays start at 0, never decrease and
+    end at `Nq` (`Nk`). The runtime checks them before a call; the compiled
+    code also clamps every offset into `[0, Nq]` (`[0, Nk]`), so bad offsets
+    never read or write outside the tensors.
+
+    ```mlir
+    %o, %lse = attn.varlen_sdpa %q, %k, %v seqlens(%cu_q, %cu_k)
+        {causal = #attn.causal<bottom_right>}
+        : tensor<?x32x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>,
+          tensor<?xi32>, tensor<?xi32>
+        -> tensor<?x32x128xbf16>, tensor<32x?xf32>
+    ```
+  }];
+
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+      Attn_FloatTensor:$value, RankedTensorOf<[I32]>:$cu_seqlens_q,
+      RankedTensorOf<[I32]>:$cu_seqlens_k,
+      Optional<RankedTensorOf<[F32]>>:$alibi,
+      OptionalAttr<F32Attr>:$scale,
+      DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
+      OptionalAttr<DenseI64ArrayAttr>:$window,
+      OptionalAttr<F32Attr>:$softcap);
+  let results = (outs Attn_FloatTensor:$output,
+      Optional<RankedTensorOf<[F32]>>:$lse);
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value
+    `seqlens` `(` $cu_seqlens_q `,` $cu_seqlens_k `)`
+    (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value)
+    `,` type($cu_seqlens_q) `,` type($cu_seqlens_k) `->` type(results)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The scale applied to Q·Kᵀ: the `scale` attribute or 1/sqrt(D).
+    double getEffectiveScale();
+    /// Left and right window extents, -1 when unbounded (or no window).
+    std::pair<int64_t, int64_t> getWindowBounds();
+    /// Number of query heads sharing one key/value head (Hq / Hkv).
+    int64_t getGroupSize();
+    /// No mask operand (the accessor the shared attention code reads).
+    ::mlir::Value getMask() { return {}; }
+  }];
+
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // attn.mha
 //===----------------------------------------------------------------------===//
 

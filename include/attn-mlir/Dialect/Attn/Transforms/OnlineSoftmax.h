@@ -48,6 +48,8 @@ struct AttentionSpec {
   static AttentionSpec get(SdpaOp op);
   /// With keyLength dynamic and no value: the length is per batch element.
   static AttentionSpec get(PagedSdpaOp op);
+  /// Both lengths dynamic and without values: they are per sequence.
+  static AttentionSpec get(VarlenSdpaOp op);
   static AttentionSpec get(OnlineStepOp op);
 };
 

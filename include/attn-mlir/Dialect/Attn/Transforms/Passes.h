@@ -101,6 +101,12 @@ FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, SdpaOp op,
 /// batch element's key length from seq_lens.
 FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, PagedSdpaOp op,
                               const TileOptions &options);
+/// The nest of a packed varlen batch: one scf.forall over (sequence, head,
+/// q-block of the longest sequence), each tile's query rows, keys and
+/// lengths read through the cumulative offsets. The decode schedule does
+/// not apply.
+FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, VarlenSdpaOp op,
+                              const TileOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h.inc"

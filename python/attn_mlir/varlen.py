@@ -1,0 +1,91 @@
+"""Attention over a packed batch of sequences of different lengths
+(FlashAttention's varlen layout): varlen_attention."""
+import numpy as np
+
+from ._tools import check_bool, compile_graph, mlir_elt, native
+from .paged import int32_table
+from .sdpa import _ttype, attention_attrs, prepare_alibi, table_graph
+
+_artifacts = {}  # graph signature -> artifact, in front of compile_graph
+
+
+def check_packed_shapes(qs, ks, vs, one_dtype, dtypes):
+    """The shape rules of packed query [Nq, Hq, D], key [Nk, Hkv, D] and
+    value [Nk, Hkv, Dv] (a ValueError naming the one broken); one_dtype
+    says whether the three share a dtype (`dtypes`, for the message)."""
+    if len(qs) != 3 or len(ks) != 3 or len(vs) != 3:
+        raise ValueError("query must be [total_q, Hq, D] and key and value [total_k, Hkv, D], "
+                         f"got shapes {list(qs)}, {list(ks)}, {list(vs)}")
+    if not one_dtype:
+        raise ValueError("query, key and value must have one dtype, got "
+                         + ", ".join(map(str, dtypes)))
+    if 0 in qs[1:] or 0 in ks[1:] or 0 in vs[1:]:
+        raise ValueError("the heads and head dims must be >= 1")
+    if ks[:2] != vs[:2]:
+        raise ValueError(f"key {list(ks)} and value {list(vs)} must agree in [total_k, Hkv]")
+    if ks[2] != qs[2]:
+        raise ValueError(f"key head dim {ks[2]} != query head dim {qs[2]}")
+    if qs[1] % ks[1]:
+        raise ValueError(f"query heads ({qs[1]}) must be a multiple of the key heads ({ks[1]})")
+
+
+def varlen_artifact(elt, q, k, v, alibi, attrs, return_lse):
+    """The compiled attn.varlen_sdpa graph for packed tensors of these head
+    counts and dims (arrays or tensors; ALiBi slopes or None): the packed
+    rows and the number of sequences dynamic, one graph for every size."""
+    (_, Hq, D), (_, Hkv, _), Dv = q.shape, k.shape, v.shape[2]
+    sig = (elt, Hq, D, Hkv, Dv, alibi is not None, attrs, return_lse)
+    art = _artifacts.get(sig)
+    if art is not None:
+        return art
+    qt, kt, vt = (_ttype(("?", Hq, D), elt), _ttype(("?", Hkv, D), elt),
+                  _ttype(("?", Hkv, Dv), elt))
+    ot, lt, cu = _ttype(("?", Hq, Dv), elt), _ttype((Hq, "?"), "f32"), "tensor<?xi32>"
+    args = [("%q", qt), ("%k", kt), ("%v", vt), ("%cuq", cu), ("%cuk", cu)]
+    mlir = table_graph("varlen", "attn.varlen_sdpa %q, %k, %v seqlens(%cuq, %cuk)", args, Hq,
+                       alibi is not None, attrs, ot, lt, return_lse)
+    art = _artifacts[sig] = compile_graph(mlir)
+    return art
+
+
+def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=None,
+                     is_causal=False, window=None, softcap=None, alibi_slopes=None,
+                     return_lse=False):
+    """Attention of B sequences of different lengths packed without padding,
+    as FlashAttention's flash_attn_varlen_func takes them.
+
+    query [total_q, Hq, D] holds the queries of every sequence one after
+    another, key [total_k, Hkv, D] and value [total_k, Hkv, Dv] their keys
+    and values; cu_seqlens_q and cu_seqlens_k [B + 1] (int32) are the
+    cumulative lengths: sequence b is query rows [cu_seqlens_q[b],
+    cu_seqlens_q[b + 1]) over key rows [cu_seqlens_k[b], cu_seqlens_k[b +
+    1]). Hq a multiple of Hkv (GQA/MQA). is_causal hides key j from query i
+    of a sequence when j > i + Tk_b - Tq_b (bottom-right, FlashAttention's
+    varlen causal); window, softcap, alibi_slopes and scale as in
+    scaled_dot_product_attention, per sequence. A query that sees no key
+    gives 0 (LSE -inf). Returns the output [total_q, Hq, Dv] (and the
+    float32 LSE [Hq, total_q] with return_lse=True).
+
+    Offsets that do not start at 0, decrease, or do not end at total_q
+    (total_k) are a ValueError, before the kernel runs. Compiled once per
+    dtype, head counts, head dims and options, for any number of
+    sequences and any lengths. CPU only.
+    """
+    return_lse = check_bool("return_lse", return_lse)
+    q, k, v = native(query), native(key), native(value)
+    if q.dtype == np.bool_:
+        raise ValueError("query must be float32, float16 or bfloat16, got bool")
+    elt = mlir_elt(q.dtype)
+    check_packed_shapes(tuple(q.shape), tuple(k.shape), tuple(v.shape),
+                        q.dtype == k.dtype == v.dtype, (q.dtype, k.dtype, v.dtype))
+    cq = int32_table("cu_seqlens_q", cu_seqlens_q, 1, "[B + 1]")
+    ck = int32_table("cu_seqlens_k", cu_seqlens_k, 1, "[B + 1]")
+    if cq.shape != ck.shape or cq.shape[0] < 1:
+        raise ValueError(f"cu_seqlens_q {list(cq.shape)} and cu_seqlens_k {list(ck.shape)} "
+                         "must both hold B + 1 >= 1 offsets")
+    attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
+    alibi = prepare_alibi(alibi_slopes, q.shape[1])
+    art = varlen_artifact(elt, q, k, v, alibi, attrs, return_lse)
+    inputs = [q, k, v, cq, ck] + ([alibi] if alibi is not None else [])
+    outs = art("varlen", inputs)
+    return (outs[0], outs[1]) if return_lse else outs[0]
