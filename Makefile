@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 APT_PACKAGES = libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
                clang-22 libomp-22-dev ninja-build cmake
 
-.PHONY: gpu-artifacts all deps pydeps torch-venv configure build check check-torch check-sanitize fuzz demo bench bench-dynamic bench-peers bench-decode bench-torch docs clean
+.PHONY: gpu-artifacts all deps pydeps torch-venv configure build check check-torch check-sanitize fuzz demo bench bench-dynamic bench-peers bench-decode bench-varlen bench-torch docs clean
 
 all: build
 
@@ -110,6 +110,11 @@ bench-peers: build torch-venv
 # PyTorch (not a test); torch goes into $(PEERS_VENV) as for bench-peers.
 bench-decode: build torch-venv
 	$(PEERS_VENV)/bin/python benchmarks/bench_decode.py --build $(BUILD) $(BENCH_FLAGS)
+
+# A varlen prefill (one call over a packed batch) against one call per
+# sequence and PyTorch (not a test); torch goes into $(PEERS_VENV).
+bench-varlen: build torch-venv
+	$(PEERS_VENV)/bin/python benchmarks/bench_varlen.py --build $(BUILD) $(BENCH_FLAGS)
 
 # The torch op's overhead and ring attention's speed-up (not a test);
 # torch goes into $(PEERS_VENV).

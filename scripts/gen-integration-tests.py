@@ -327,9 +327,9 @@ VARLEN = [
      "causal = #attn.causal<bottom_right>, window = array<i64: 50, 3>, softcap = 20.0 : f32", True, True, "?", [(300, 400, 4), (700, 300, 3)]),
     ("mqa-f16-top-left", "MQA in f16, top-left causal, 4 sequences (static offsets), no LSE", 4, 1, 64, 64, "f16",
      "causal = #attn.causal<top_left>", False, False, 5, [(200, 300), (4, 4)]),
-    ("odd-dims", "6 heads over 3 KV heads, D=40, Dv=24, no mask", 6, 3, 40, 24, "f32",
+    ("odd-dims", "6 heads over 3 KV heads, D=40, Dv=24, not causal", 6, 3, 40, 24, "f32",
      "", True, False, "?", [(97, 203, 3), (64, 64, 2)]),
-    ("long-keys", "17000 keys in 2 sequences: the chunked key loop", 2, 2, 32, 32, "f32",
+    ("long-keys", "one sequence of 17000 keys: the chunked key loop", 2, 2, 32, 32, "f32",
      "", True, False, "?", [(130, 17000, 2)]),
 ]
 

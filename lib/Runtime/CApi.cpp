@@ -309,9 +309,10 @@ static Error callChecked(const attn_rt_artifact &h, const char *name,
               (i < nin ? entry.inputs[i] : entry.outputs[i - nin]).name +
               "' is not aligned to 16 bytes, as the CUDA kernels need: give "
               "it a buffer of its own (torch: .clone())"};
-  if (entry.op.kind == "paged_sdpa")
-    return {"entry '" + own->name + "': a paged attention's tables are "
-            "checked on the host before each call; this path takes device "
+  if (entry.op.kind == "paged_sdpa" || entry.op.kind == "varlen_sdpa")
+    return {"entry '" + own->name +
+            "': a paged or varlen attention's tables "
+            "are checked on the host before each call; this path takes device "
             "buffers (run it on the CPU)"};
   std::call_once(h.launcherOnce, [&] {
     h.launcherError = CudaLauncher::create(h.launcher);

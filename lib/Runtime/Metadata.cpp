@@ -653,8 +653,9 @@ static Error checkVarlen(const EntryInfo &e) {
     return {"q " + formatShape(q.shape) + ", k " + formatShape(k.shape) +
             " and v " + formatShape(v.shape) + " do not agree"};
   if (cq.dtype != DType::I32 || ck.dtype != DType::I32 ||
-      cq.shape.size() != 1 || cq.shape != ck.shape || cq.shape[0] < 1)
-    return {"cu_seqlens_q and cu_seqlens_k must be i32 [B + 1] of one size"};
+      cq.shape.size() != 1 || cq.shape != ck.shape || cq.shape[0] < 2)
+    return {"cu_seqlens_q and cu_seqlens_k must be i32 [B + 1] of one size, "
+            "B >= 1"};
   if (in.size() == 6 &&
       (in[5].dtype != DType::F32 || in[5].shape != std::vector<int64_t>{Hq}))
     return {"alibi must be f32 " + formatShape({Hq})};

@@ -17,7 +17,9 @@ on their memory and on torch's current stream, without waiting (like any
 CUDA op); attn_mlir::paged_sdpa runs CPU tensors only and says so (its
 block table and lengths are checked on the host before each call, which
 CUDA tensors would need copied back; attn_mlir.paged_attention(...,
-device="cuda") runs the paged CUDA kernels on host arrays).
+device="cuda") runs the paged CUDA kernels on host arrays), and so does
+attn_mlir::varlen_sdpa (its offsets are checked the same way; it has no
+CUDA kernel yet).
 Inference only: the op has no backward (a backward through it is a
 NotImplementedError saying so).
 """
@@ -26,10 +28,11 @@ from torch import Tensor
 
 from ._tools import check_bool, check_number
 from .paged import check_cache_shapes, check_table_shapes, paged_artifact
+from .varlen import check_packed_shapes, varlen_artifact
 from .sdpa import (attention_attrs, check_mask_shape, check_qkv_ranks, check_qkv_shapes,
                    sdpa_artifact)
 
-__all__ = ["scaled_dot_product_attention", "paged_attention", "GQAttention"]
+__all__ = ["scaled_dot_product_attention", "paged_attention", "varlen_attention", "GQAttention"]
 
 _ELT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -82,6 +85,9 @@ _lib.define("sdpa(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
 _lib.define("paged_sdpa(Tensor query, Tensor key_cache, Tensor value_cache, "
             "Tensor block_table, Tensor seq_lens, Tensor? alibi_slopes, bool is_causal, "
             "float? scale, int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
+_lib.define("varlen_sdpa(Tensor query, Tensor key, Tensor value, Tensor cu_seqlens_q, "
+            "Tensor cu_seqlens_k, Tensor? alibi_slopes, bool is_causal, float? scale, "
+            "int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
 
 _MAX_CALLS = 4096
 # (shapes, dtypes, options) of a call without mask or ALiBi on contiguous
@@ -173,17 +179,20 @@ def _cpu_only(op, names):
                      "an argument is not on the CPU")
         raise RuntimeError(f"attn_mlir::{op} runs CPU tensors; {where} (its tables "
                            "are checked on the host; attn_mlir.paged_attention(..., "
-                           "device='cuda') runs host arrays on the GPU)")
+                           "device='cuda') runs host arrays on the GPU; varlen has no "
+                           "CUDA kernel yet)")
     return refuse
 
 
 def _new_outputs(query, dv, return_lse):
     """An op's results, uninitialized: the output [B, Hq, Tq, dv] in the
     query's dtype and the float32 LSE [B, Hq, Tq] (empty without
-    return_lse)."""
-    B, Hq, Tq, _ = query.shape
-    return (query.new_empty((B, Hq, Tq, dv)),
-            query.new_empty((B, Hq, Tq) if return_lse else (0,), dtype=torch.float32))
+    return_lse); for a packed query [Nq, Hq, D] (varlen), the output
+    [Nq, Hq, dv] and the LSE [Hq, Nq]."""
+    rows = tuple(query.shape[:-1])
+    lse = rows if query.dim() == 4 else rows[::-1]
+    return (query.new_empty(rows + (dv,)),
+            query.new_empty(lse if return_lse else (0,), dtype=torch.float32))
 
 
 def _run(art, entry, plan, inputs, query, dv, return_lse, stream=None):
@@ -210,7 +219,7 @@ def _register(op, cpu_kernel, cuda_kernel, arg_names, values):
     _lib.impl(op, cuda_kernel or _cpu_only(op, arg_names), "CUDA")
     torch.library.register_autograd("attn_mlir::" + op, _no_backward)
     torch.library.register_fake("attn_mlir::" + op)(
-        lambda *args: _new_outputs(args[0], args[values].shape[3], args[-1]))
+        lambda *args: _new_outputs(args[0], args[values].shape[-1], args[-1]))
 
 
 def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal,
@@ -237,10 +246,39 @@ def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slope
     return _run(art, "paged", plan, inputs, query, value_cache.shape[3], return_lse)
 
 
+def _varlen_cpu(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, is_causal, scale,
+                window, softcap, return_lse):
+    """attn.varlen_sdpa on CPU tensors (packed [total, H, D], int32
+    offsets [B + 1]): (output, LSE or an empty tensor). The runtime checks
+    the offsets before the kernel runs (a ValueError naming the first bad
+    entry)."""
+    elt = _elt("query", query)
+    check_packed_shapes(tuple(query.shape), tuple(key.shape), tuple(value.shape),
+                        query.dtype == key.dtype == value.dtype,
+                        (query.dtype, key.dtype, value.dtype))
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if t.dtype != torch.int32 or t.dim() != 1:
+            raise ValueError(f"{name} must be int32 [B + 1], got {t.dtype} {list(t.shape)}")
+    if cu_seqlens_q.shape != cu_seqlens_k.shape or cu_seqlens_q.shape[0] < 2:
+        raise ValueError(f"cu_seqlens_q {list(cu_seqlens_q.shape)} and cu_seqlens_k "
+                         f"{list(cu_seqlens_k.shape)} must both hold B + 1 >= 2 offsets")
+    alibi = _alibi(alibi_slopes, query.shape[1])
+    attrs = attention_attrs(scale, is_causal, "bottom_right",
+                            None if window is None else tuple(window), softcap)
+    art = varlen_artifact(elt, query, key, value, alibi, attrs, return_lse)
+    inputs = [t.contiguous() for t in (query, key, value, cu_seqlens_q, cu_seqlens_k)]
+    inputs += [] if alibi is None else [alibi]
+    plan = art.plan("varlen", [tuple(t.shape) for t in inputs],
+                    [elt] * 3 + ["i32", "i32"] + ([] if alibi is None else ["f32"]))
+    return _run(art, "varlen", plan, inputs, query, value.shape[2], return_lse)
+
+
 _register("sdpa", _sdpa_cpu, _sdpa_cuda,
           ("query", "key", "value", "attn_mask", "alibi_slopes"), 2)
 _register("paged_sdpa", _paged_cpu, None,
           ("query", "key_cache", "value_cache", "block_table", "seq_lens", "alibi_slopes"), 2)
+_register("varlen_sdpa", _varlen_cpu, None,
+          ("query", "key", "value", "cu_seqlens_q", "cu_seqlens_k", "alibi_slopes"), 2)
 
 
 def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
@@ -263,6 +301,30 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
         attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     out, lse = torch.ops.attn_mlir.paged_sdpa(
         query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal, scale,
+        None if window is None else list(window), softcap, return_lse)
+    return (out, lse) if return_lse else out
+
+
+def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=None,
+                     is_causal=False, window=None, softcap=None, alibi_slopes=None,
+                     return_lse=False):
+    """attn_mlir.varlen_attention on torch tensors (the op
+    torch.ops.attn_mlir.varlen_sdpa): query [total_q, Hq, D], key and value
+    [total_k, Hkv, D/Dv] packed without padding, cu_seqlens_q and
+    cu_seqlens_k [B + 1] int32 cumulative lengths (FlashAttention's varlen
+    layout); causal aligns bottom-right per sequence. Offsets that do not
+    start at 0, decrease or end short of the packed rows are a ValueError
+    before the kernel runs. Returns the output [total_q, Hq, Dv] (and the
+    float32 LSE [Hq, total_q] with return_lse)."""
+    for name, t in (("query", query), ("key", key), ("value", value),
+                    ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not torch.compiler.is_compiling():
+        check_bool("return_lse", return_lse)
+        attention_attrs(scale, is_causal, "bottom_right", window, softcap)
+    out, lse = torch.ops.attn_mlir.varlen_sdpa(
+        query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, is_causal, scale,
         None if window is None else list(window), softcap, return_lse)
     return (out, lse) if return_lse else out
 

@@ -19,8 +19,8 @@ def check_packed_shapes(qs, ks, vs, one_dtype, dtypes):
     if not one_dtype:
         raise ValueError("query, key and value must have one dtype, got "
                          + ", ".join(map(str, dtypes)))
-    if 0 in qs[1:] or 0 in ks[1:] or 0 in vs[1:]:
-        raise ValueError("the heads and head dims must be >= 1")
+    if 0 in qs or 0 in ks or 0 in vs:
+        raise ValueError("empty tensors are not supported (a batch needs a query and a key)")
     if ks[:2] != vs[:2]:
         raise ValueError(f"key {list(ks)} and value {list(vs)} must agree in [total_k, Hkv]")
     if ks[2] != qs[2]:
@@ -69,7 +69,8 @@ def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=Non
     Offsets that do not start at 0, decrease, or do not end at total_q
     (total_k) are a ValueError, before the kernel runs. Compiled once per
     dtype, head counts, head dims and options, for any number of
-    sequences and any lengths. CPU only.
+    sequences (at least one) and any lengths (sequences may be empty; the
+    packed tensors may not). CPU only.
     """
     return_lse = check_bool("return_lse", return_lse)
     q, k, v = native(query), native(key), native(value)
@@ -80,9 +81,9 @@ def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=Non
                         q.dtype == k.dtype == v.dtype, (q.dtype, k.dtype, v.dtype))
     cq = int32_table("cu_seqlens_q", cu_seqlens_q, 1, "[B + 1]")
     ck = int32_table("cu_seqlens_k", cu_seqlens_k, 1, "[B + 1]")
-    if cq.shape != ck.shape or cq.shape[0] < 1:
+    if cq.shape != ck.shape or cq.shape[0] < 2:
         raise ValueError(f"cu_seqlens_q {list(cq.shape)} and cu_seqlens_k {list(ck.shape)} "
-                         "must both hold B + 1 >= 1 offsets")
+                         "must both hold B + 1 >= 2 offsets")
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
     art = varlen_artifact(elt, q, k, v, alibi, attrs, return_lse)

@@ -384,6 +384,48 @@ def test_paged_attention_refuses_bad_tables():
                           (q, kc, vc, table, lens, None, True, None, None, None, True))
 
 
+def varlen_inputs(q_lens, k_lens, Hq, Hkv, D, dtype=torch.float32, seed=0):
+    """Packed [total, H, D] tensors of sequences of these lengths and their
+    int32 cumulative offsets."""
+    g = torch.Generator().manual_seed(seed)
+    cq = torch.tensor([0] + list(np.cumsum(q_lens)), dtype=torch.int32)
+    ck = torch.tensor([0] + list(np.cumsum(k_lens)), dtype=torch.int32)
+    q = torch.randn(int(cq[-1]), Hq, D, generator=g).to(dtype)
+    k = torch.randn(int(ck[-1]), Hkv, D, generator=g).to(dtype)
+    v = torch.randn(int(ck[-1]), Hkv, D, generator=g).to(dtype)
+    return q, k, v, cq, ck
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kw", [{"is_causal": True}, {"window": (20, 0), "softcap": 30.0}])
+def test_varlen_attention_matches_fp64_reference(dtype, kw):
+    q, k, v, cq, ck = varlen_inputs([37, 0, 90], [50, 12, 70], 8, 2, 64, dtype=dtype)
+    out, lse = at.varlen_attention(q, k, v, cq, ck, return_lse=True, **kw)
+    want, want_lse = reference.varlen_sdpa(*(t.double().numpy() for t in (q, k, v)),
+                                           cq.numpy(), ck.numpy(), return_lse=True, **kw)
+    assert out.shape == (127, 8, 64) and lse.shape == (8, 127)
+    check(out, want, dtype)
+    finite = np.isfinite(want_lse)
+    assert np.array_equal(np.isfinite(lse.numpy()), finite)
+    assert np.abs(lse.double().numpy()[finite] - want_lse[finite]).max() < 1e-3
+
+
+def test_varlen_attention_refuses_bad_offsets():
+    q, k, v, cq, ck = varlen_inputs([5, 7], [9, 4], 4, 2, 32)
+    with pytest.raises(ValueError, match=r"cu_seqlens_k\[2\] = 12 must be the packed rows, 13"):
+        at.varlen_attention(q, k, v, cq, torch.tensor([0, 9, 12], dtype=torch.int32))
+    with pytest.raises(ValueError, match=r"cu_seqlens_q\[1\] = -1 is below"):
+        at.varlen_attention(q, k, v, torch.tensor([0, -1, 12], dtype=torch.int32), ck)
+    with pytest.raises(ValueError, match="int32"):
+        at.varlen_attention(q, k, v, cq.long(), ck)
+    with pytest.raises(ValueError, match="B \\+ 1 >= 2 offsets"):
+        at.varlen_attention(q, k, v, cq, ck[:2])
+    with pytest.raises(ValueError, match="one dtype"):
+        at.varlen_attention(q, k.half(), v, cq, ck)
+    torch.library.opcheck(torch.ops.attn_mlir.varlen_sdpa.default,
+                          (q, k, v, cq, ck, None, True, None, None, None, True))
+
+
 def test_cuda_kernel_takes_one_device():
     """The op's CUDA kernel (no GPU here: called directly, with a meta
     tensor standing for a CUDA one) refuses tensors on several devices

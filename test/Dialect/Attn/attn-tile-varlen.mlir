@@ -1,7 +1,7 @@
 // attn-tile on attn.varlen_sdpa: the prefill nest over (sequence b, h,
 // q-block of the longest sequence). Sequence b's rows [start, end) of the
 // packed query and keys come from the offsets, each clamped into [0, N]
-// and the end to at least the start; the longest sequence (an scf.for over
+// and the end to at least the start (a tile past the end starts there); the longest sequence (an scf.for over
 // the sequences) sets the q-blocks; a tile holds min(bq, Tq_b - q0) rows,
 // none past its sequence's end (its key loop then runs no block); its
 // steps see the sequence's own lengths (bottom-right causal per sequence);
@@ -18,9 +18,14 @@
 
 // CHECK-LABEL: func.func @varlen
 // CHECK-SAME: (%[[Q:.*]]: tensor<?x4x64xf32>, %[[K:.*]]: tensor<?x2x64xf32>, %[[V:.*]]: tensor<?x2x32xf32>, %[[CUQ:.*]]: tensor<?xi32>, %[[CUK:.*]]: tensor<?xi32>, %[[A:.*]]: tensor<4xf32>)
-// CHECK-DAG: %[[NQ:.*]] = tensor.dim %[[Q]], %c0
-// CHECK-DAG: %[[NK:.*]] = tensor.dim %[[K]], %c0
-// CHECK-DAG: %[[B1:.*]] = tensor.dim %[[CUQ]], %c0
+// Sizes the runtime checks to agree are read as the smaller of the two.
+// CHECK: %[[NQ:.*]] = tensor.dim %[[Q]], %c0
+// CHECK: %[[KROWS:.*]] = tensor.dim %[[K]], %c0
+// CHECK: %[[VROWS:.*]] = tensor.dim %[[V]], %c0
+// CHECK: %[[NK:.*]] = arith.minui %[[KROWS]], %[[VROWS]]
+// CHECK: %[[B1Q:.*]] = tensor.dim %[[CUQ]], %c0
+// CHECK: %[[B1K:.*]] = tensor.dim %[[CUK]], %c0
+// CHECK: %[[B1:.*]] = arith.minui %[[B1Q]], %[[B1K]]
 // CHECK: %[[B1POS:.*]] = arith.maxui %[[B1]], %c1
 // CHECK: %[[B:.*]] = arith.subi %[[B1POS]], %c1
 // CHECK: %[[OUT:.*]] = tensor.empty(%[[NQ]]) : tensor<?x4x32xf32>
@@ -49,7 +54,8 @@
 // CHECK: %[[UPTO:.*]] = arith.minsi %[[LEFT]], %c16
 // CHECK: %[[QS:.*]] = arith.maxsi %[[UPTO]], %c0
 // CHECK: %[[KVH:.*]] = arith.divui %[[H]], %c2
-// CHECK: %[[ROW0:.*]] = arith.addi %[[QSTART]], %[[Q0]]
+// CHECK: %[[SKIP:.*]] = arith.minsi %[[Q0]], %[[TQ]]
+// CHECK: %[[ROW0:.*]] = arith.addi %[[QSTART]], %[[SKIP]]
 // CHECK: %[[SLOPE:.*]] = tensor.extract %[[A]][%[[H]]]
 // A tile of 16 rows on static tiles, the last of a sequence on ? rows.
 // CHECK: %[[FULL:.*]] = arith.cmpi eq, %[[QS]], %c16

@@ -41,9 +41,9 @@ func.func @offsets_sizes(%q: tensor<8x4x16xf32>, %k: tensor<9x4x16xf32>, %cu: te
 
 // -----
 
-func.func @no_offsets(%q: tensor<8x4x16xf32>, %k: tensor<9x4x16xf32>, %cu: tensor<0xi32>) {
-  // expected-error @+1 {{expected cu_seqlens_q and cu_seqlens_k to have B + 1 >= 1 entries, found 0}}
-  %o = attn.varlen_sdpa %q, %k, %k seqlens(%cu, %cu) : tensor<8x4x16xf32>, tensor<9x4x16xf32>, tensor<9x4x16xf32>, tensor<0xi32>, tensor<0xi32> -> tensor<8x4x16xf32>
+func.func @no_sequence(%q: tensor<8x4x16xf32>, %k: tensor<9x4x16xf32>, %cu: tensor<1xi32>) {
+  // expected-error @+1 {{expected cu_seqlens_q and cu_seqlens_k to have B + 1 >= 2 entries (at least one sequence), found 1}}
+  %o = attn.varlen_sdpa %q, %k, %k seqlens(%cu, %cu) : tensor<8x4x16xf32>, tensor<9x4x16xf32>, tensor<9x4x16xf32>, tensor<1xi32>, tensor<1xi32> -> tensor<8x4x16xf32>
   return
 }
 
@@ -58,8 +58,16 @@ func.func @element_types(%q: tensor<8x4x16xf32>, %k: tensor<9x4x16xf16>, %cu: te
 // -----
 
 func.func @no_heads(%q: tensor<8x0x16xf32>, %k: tensor<9x4x16xf32>, %cu: tensor<3xi32>) {
-  // expected-error @+1 {{expected the heads and head dim of query to be >= 1, found tensor<8x0x16xf32>}}
+  // expected-error @+1 {{expected every dimension of query to be >= 1, found 0 at dimension 1}}
   %o = attn.varlen_sdpa %q, %k, %k seqlens(%cu, %cu) : tensor<8x0x16xf32>, tensor<9x4x16xf32>, tensor<9x4x16xf32>, tensor<3xi32>, tensor<3xi32> -> tensor<8x0x16xf32>
+  return
+}
+
+// -----
+
+func.func @no_keys(%q: tensor<8x4x16xf32>, %k: tensor<0x4x16xf32>, %cu: tensor<3xi32>) {
+  // expected-error @+1 {{expected every dimension of key to be >= 1, found 0 at dimension 0}}
+  %o = attn.varlen_sdpa %q, %k, %k seqlens(%cu, %cu) : tensor<8x4x16xf32>, tensor<0x4x16xf32>, tensor<0x4x16xf32>, tensor<3xi32>, tensor<3xi32> -> tensor<8x4x16xf32>
   return
 }
 

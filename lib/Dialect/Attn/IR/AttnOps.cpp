@@ -454,9 +454,12 @@ static LogicalResult verifyOffsets(Operation *op, RankedTensorType cuQ,
     return op->emitOpError("expected cu_seqlens_q ")
            << formatShape(cuQ.getShape()) << " and cu_seqlens_k "
            << formatShape(cuK.getShape()) << " to have one size B + 1";
-  if (cuQ.getDimSize(0) == 0 || cuK.getDimSize(0) == 0)
-    return op->emitOpError("expected cu_seqlens_q and cu_seqlens_k to have "
-                           "B + 1 >= 1 entries, found 0");
+  for (int64_t n : {cuQ.getDimSize(0), cuK.getDimSize(0)})
+    if (n == 0 || n == 1)
+      return op->emitOpError("expected cu_seqlens_q and cu_seqlens_k to have "
+                             "B + 1 >= 2 entries (at least one sequence), "
+                             "found ")
+             << n;
   return success();
 }
 
@@ -472,12 +475,13 @@ LogicalResult VarlenSdpaOp::verify() {
       failed(verifySameElementType(*this, qT, kT, vT)))
     return failure();
   ArrayRef<int64_t> q = qT.getShape(), k = kT.getShape(), v = vT.getShape();
-  // Head counts and head dims must hold something; Nq and Nk may be 0 (a
-  // batch of empty sequences).
-  for (auto [t, name] : {std::pair{qT, "query"}, {kT, "key"}, {vT, "value"}})
-    if (t.getDimSize(1) == 0 || t.getDimSize(2) == 0)
-      return emitOpError("expected the heads and head dim of ")
-             << name << " to be >= 1, found " << formatType(t);
+  if (failed(verifyNonEmpty(*this, {{getQuery(), "query"},
+                                    {getKey(), "key"},
+                                    {getValue(), "value"},
+                                    {getAlibi(), "ALiBi slopes"},
+                                    {getOutput(), "output"},
+                                    {getLse(), "LSE"}})))
+    return failure();
   if (!dimsAgree(k[0], v[0]) || !dimsAgree(k[1], v[1]))
     return emitOpError("expected key ")
            << formatShape(k) << " and value " << formatShape(v)

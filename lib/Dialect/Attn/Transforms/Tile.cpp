@@ -161,26 +161,35 @@ struct SdpaTiling {
     dv = op.getValue().getType().getDimSize(2);
     group = op.getGroupSize();
     tq = tk = ShapedType::kDynamic;
-    varlen =
-        PackedSequences{op.getCuSeqlensQ(), op.getCuSeqlensK(),
-                        size(b, op.getQuery(), 0), size(b, op.getKey(), 0)};
+    LinalgBuilder bld{b, loc, b.getContext()};
+    // The smaller of two sizes the runtime checks to be equal (a direct
+    // caller's disagreeing ones still read inside both).
+    auto smaller = [&](Value x, Value y, int64_t dim) -> OpFoldResult {
+      OpFoldResult sx = size(b, x, dim), sy = size(b, y, dim);
+      if (sx == sy)
+        return sx;
+      return arith::MinUIOp::create(b, loc, bld.val(sx), bld.val(sy))
+          .getResult();
+    };
+    varlen = PackedSequences{op.getCuSeqlensQ(), op.getCuSeqlensK(),
+                             size(b, op.getQuery(), 0),
+                             smaller(op.getKey(), op.getValue(), 0)};
     queryLength = varlen->numQ;
     keyLength = varlen->numK;
-    // B = max(B + 1, 1) - 1 sequences.
-    int64_t offsets = op.getCuSeqlensQ().getType().getDimSize(0);
-    batch = ShapedType::isDynamic(offsets) ? offsets : offsets - 1;
-    LinalgBuilder bld{b, loc, b.getContext()};
-    batchSize =
-        ShapedType::isDynamic(offsets)
-            ? OpFoldResult(
-                  arith::SubIOp::create(
-                      b, loc,
-                      arith::MaxUIOp::create(
-                          b, loc, bld.val(size(b, op.getCuSeqlensQ(), 0)),
-                          bld.idx(1)),
-                      bld.idx(1))
-                      .getResult())
-            : b.getIndexAttr(batch);
+    // B = max(B + 1, 1) - 1 sequences (B + 1 of both offset arrays).
+    OpFoldResult offsets = smaller(op.getCuSeqlensQ(), op.getCuSeqlensK(), 0);
+    batch = LinalgBuilder::dim(offsets);
+    if (!ShapedType::isDynamic(batch)) {
+      batch = std::max<int64_t>(batch, 1) - 1;
+      batchSize = b.getIndexAttr(batch);
+    } else {
+      batchSize =
+          arith::SubIOp::create(
+              b, loc,
+              arith::MaxUIOp::create(b, loc, bld.val(offsets), bld.idx(1)),
+              bld.idx(1))
+              .getResult();
+    }
     bq = qBlock;
     bk = kvBlock;
   }
@@ -1239,7 +1248,10 @@ static TiledSdpa buildVarlenNest(RewriterBase &rewriter, VarlenSdpaOp op,
   qt.qs = qs;
   qt.queryLength = tq;
   qt.keyLength = tk;
-  qt.row0 = arith::AddIOp::create(rewriter, loc, row, q0);
+  // Past its sequence's end (qs = 0) a tile's empty slices start at the
+  // sequence's end, inside the tensors.
+  qt.row0 = arith::AddIOp::create(
+      rewriter, loc, row, arith::MinSIOp::create(rewriter, loc, q0, tq));
   qt.key0 = key0;
   if (Value alibi = t.alibi)
     qt.slope =

@@ -225,12 +225,14 @@ def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure]> {
     is FlashAttention's varlen causal), `window`, `softcap`, `alibi` slopes,
     GQA/MQA through `Hq / Hkv`. There is no mask operand. The head counts
     and head dims are static for the tiled lowering; `Nq`, `Nk` and `B + 1`
-    may be dynamic.
+    may be dynamic. Every dimension is at least 1 and `B + 1` at least 2
+    (sequences may be empty; the batch may not).
 
     Run-time contract: both offset arrays start at 0, never decrease and
     end at `Nq` (`Nk`). The runtime checks them before a call; the compiled
     code also clamps every offset into `[0, Nq]` (`[0, Nk]`), so bad offsets
-    never read or write outside the tensors.
+    never read or write outside the tensors (they give unspecified values:
+    overlapping sequences write the same rows).
 
     ```mlir
     %o, %lse = attn.varlen_sdpa %q, %k, %v seqlens(%cu_q, %cu_k)
