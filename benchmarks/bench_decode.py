@@ -48,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from attn_mlir.bench import bench_artifact, compile_artifact  # noqa: E402
-from attn_mlir.bench import cpu_features, median_time, read_bandwidth  # noqa: E402
+from attn_mlir.bench import cpu_features, import_torch, median_time, read_bandwidth  # noqa: E402
 
 HQ, HKV, D = 32, 8, 128
 BYTES = {"f32": 4, "bf16": 2}
@@ -168,12 +168,7 @@ def main():
     dtypes = [s for s in args.dtypes.split(",") if s]
     if any(dt not in BYTES for dt in dtypes) or args.iters < 1 or args.rounds < 1:
         sys.exit("--dtypes takes f32 and bf16; --iters and --rounds must be >= 1")
-    try:
-        import torch
-        torch_note = (f"PyTorch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}, "
-                      f"{torch.get_num_threads()} threads)")
-    except ImportError as e:
-        torch, torch_note = None, f"PyTorch: not installed, skipped ({e})"
+    torch, torch_note = import_torch()
     model, feats, cores = cpu_features()
     bw = read_bandwidth()
     lines = [f"Host: {model}, {cores} cores, features: {', '.join(feats) or 'none of note'}",

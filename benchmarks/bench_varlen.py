@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from attn_mlir.bench import bench_artifact, compile_artifact  # noqa: E402
-from attn_mlir.bench import cpu_features, median_time  # noqa: E402
+from attn_mlir.bench import cpu_features, import_torch, median_time  # noqa: E402
 
 HQ, HKV, D, B = 32, 8, 128, 8
 CAUSAL = "{causal = #attn.causal<bottom_right>}"
@@ -87,12 +87,7 @@ def main():
     dtypes = [s for s in args.dtypes.split(",") if s]
     if any(dt not in ("f32", "bf16") for dt in dtypes) or args.iters < 1 or args.rounds < 1:
         sys.exit("--dtypes takes f32 and bf16; --iters and --rounds must be >= 1")
-    try:
-        import torch
-        torch_note = (f"PyTorch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}, "
-                      f"{torch.get_num_threads()} threads)")
-    except ImportError as e:
-        torch, torch_note = None, f"PyTorch: not installed, skipped ({e})"
+    torch, torch_note = import_torch()
     lengths = sorted(int(n) for n in np.random.default_rng(0).integers(256, 4096 + 1, B))
     pairs = sum(t * (t + 1) // 2 for t in lengths)
     model, feats, cores = cpu_features()

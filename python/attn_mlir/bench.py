@@ -111,6 +111,17 @@ def read_bandwidth(mib=512, threads=None, iters=5):
     return a.nbytes / median_time(once, iters) / 1e9
 
 
+def import_torch():
+    """(torch, a line naming its version, CPU capability and threads), or
+    (None, a line saying it is not installed and its peer is skipped)."""
+    try:
+        import torch
+    except ImportError as e:
+        return None, f"PyTorch: not installed, skipped ({e})"
+    return torch, (f"PyTorch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}, "
+                   f"{torch.get_num_threads()} threads)")
+
+
 def median_time(fn, iters):
     """Median wall time of `iters` calls after one warm-up call."""
     fn()
