@@ -406,10 +406,14 @@ static Error checkCpuFeatures(std::istringstream &ls, const std::string &tgt) {
     return {"malformed metadata: a 'cpu-features' record in an artifact of "
             "target '" +
             tgt + "'"};
+  // Every name is checked before any presence, so that an artifact from a
+  // newer compiler gets the same error on every machine.
+  std::vector<const std::pair<const char *, bool (*)()> *> needed;
   std::string f;
   while (ls >> f) {
     auto *known = std::find_if(std::begin(kCpuFeatures), std::end(kCpuFeatures),
                                [&](const auto &k) { return f == k.first; });
+    needed.push_back(known);
     if (known == std::end(kCpuFeatures)) {
       std::string names;
       for (const auto &k : kCpuFeatures)
@@ -421,6 +425,9 @@ static Error checkCpuFeatures(std::istringstream &ls, const std::string &tgt) {
               "' in the 'cpu-features' record (this runtime knows " + names +
               "): the artifact is from a newer attn-compile"};
     }
+  }
+  for (const auto *known : needed) {
+    std::string f = known->first;
     if (!allowedByEnvironment(f) || !known->second())
       return {"the artifact's kernels need the CPU feature " + f +
               (f == "amxbf16" ? " (AMX tiles with bf16 products, and a Linux "

@@ -49,6 +49,13 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     `linalg.generic` ops. The algorithm is the one the CUDA kernels use
     (`OnlineSoftmax.h`); only the tile layout is the CPU's.
 
+    A step whose products stay in f32 on f16 or bf16 tiles (not in pair
+    form) and whose query tile has 32 rows or more (or a dynamic number)
+    widens K and V to f32 once, as `linalg.generic` copies: the
+    register-blocked matmuls read each element of V once per 6 query rows
+    and of K once per 16, which would each extend it again. Decode tiles
+    read every element once and keep K and V as they are.
+
     With `bf16-dot`, a step on bf16 Q, K and V whose key block and head
     dimensions are static and even (the full key blocks of the loop nest)
     and whose query tile is not a decode tile takes the pair-interleaved
@@ -111,8 +118,9 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
     online-softmax loop — into a loop nest of `vector.fma` on
     `vector<W x f32>`: blocks of `rows` x (`cols`·W) elements of C live in
     registers for the whole k loop, fed per step by `cols` vector loads of B
-    and `rows` broadcasts of A; partial columns use masked W-wide blocks,
-    partial rows one-row blocks. The defaults (W = 8, 6 x 16) fill the 16
+    and `rows` broadcasts of A; partial columns use masked W-wide blocks;
+    the rows left of a static C one block of all of them (a dynamic C:
+    one-row blocks). The defaults (W = 8, 6 x 16) fill the 16
     registers of AVX2; AVX-512 machines use W = 16. A C of fewer static
     rows than `rows` (the P·V product of a decode tile) takes blocks of all
     its rows, so that B streams once, with as many vectors per row as the

@@ -74,6 +74,19 @@ Value buildPairs(LinalgBuilder &in, Value x, unsigned pairDim, Type elt) {
       });
 }
 
+/// The 2-D tile `x` in f32 (`x` itself when it already is).
+Value widenToF32(LinalgBuilder &in, Value x) {
+  Type f32 = in.b.getF32Type();
+  if (cast<RankedTensorType>(x.getType()).getElementType() == f32)
+    return x;
+  return in.generic(in.empty(tensor::getMixedSizes(in.b, in.loc, x), f32),
+                    ValueRange{x}, {in.map(2, {0, 1}), in.map(2, {0, 1})},
+                    {kPar, kPar},
+                    [&](OpBuilder &bb, Location bl, ValueRange a) {
+                      return castFloat(bb, bl, a[0], f32);
+                    });
+}
+
 /// out + x · y in f32 (a[0], a[1], a[2] = x, y, out): the body of every
 /// tile matmul.
 Value mulAddF32(OpBuilder &b, Location loc, ValueRange a) {
@@ -373,6 +386,11 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     int64_t rows = op.getQuery().getType().getDimSize(0);
     bool dot = !ShapedType::isDynamic(rows) && rows <= kCpuDotMaxRows;
     bool pairs = bf16Dot && takesPairs(op, dot);
+    // f32 products of f16 or bf16 tiles (no dot products for them): K and
+    // V widened once per step, not on every read of the register-blocked
+    // matmuls (an element of V is read once per 6 query rows, of K once
+    // per 16). Decode tiles read each element once: left as they are.
+    bool widen = !pairs && (ShapedType::isDynamic(rows) || rows >= 32);
     // The scale is folded into Qᵀ unless it is above 1 (folded into Q it
     // could overflow Q itself, 3e38 · q = inf): then it stays on the
     // scores or goes to the exponent (exponentScale). Bf16 pairs keep Q
@@ -390,7 +408,8 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     ScoreForm logitForm = fused ? form.withoutPlainFactor() : form;
     ops.q0 = op.getQueryOffset();
     ops.kb = op.getKeyOffset();
-    ops.vTile = op.getValue();
+    ops.vTile = widen ? widenToF32(in, op.getValue()) : op.getValue();
+    Value key = widen ? widenToF32(in, op.getKey()) : op.getKey();
     ops.slope = op.getAlibiSlope();
     ops.packedHeads = op.getPackedHeads();
     ops.rowsPerHead = op.getRowsPerHead();
@@ -409,7 +428,7 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     Value zeros = in.filled({ks, qs}, 0.0);
     Value s = pairs ? pairMatmul(in, zeros, splitPairs(in, op.getKey(), 1), qT,
                                  /*aPairsFirst=*/false)
-                    : in.generic(zeros, ValueRange{op.getKey(), qT},
+                    : in.generic(zeros, ValueRange{key, qT},
                                  {in.map(3, {0, 1}),
                                   dot ? in.map(3, {2, 1}) : in.map(3, {1, 2}),
                                   in.map(3, {0, 2})},

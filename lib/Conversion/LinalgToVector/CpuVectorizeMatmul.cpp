@@ -6,9 +6,9 @@
 // j). Each becomes a register-blocked loop nest: a rows x (cols·W) block of
 // C stays in vector<W x f32> accumulators across the whole k loop, fed by
 // one row of B (cols vector loads) and `rows` broadcasts of A per step.
-// Columns that do not fill a block use masked W-wide blocks; rows that do
-// not fill one use one-row blocks. f16/bf16 operands are extended to f32 on
-// load.
+// Columns that do not fill a block use masked W-wide blocks; the rows that
+// do not fill one, one block of all of them (one-row blocks when C's rows
+// are dynamic). f16/bf16 operands are extended to f32 on load.
 //
 //===----------------------------------------------------------------------===//
 
@@ -264,9 +264,9 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     Value m = memref::DimOp::create(rewriter, loc, c, 0);
     Value n = memref::DimOp::create(rewriter, loc, c, 1);
     Value kDim = memref::DimOp::create(rewriter, loc, a, aT ? 0 : 1);
+    int64_t staticRows = cast<MemRefType>(c.getType()).getDimSize(0);
     int64_t rowsPerBlock, colsPerBlock;
-    std::tie(rowsPerBlock, colsPerBlock) =
-        blockShape(cast<MemRefType>(c.getType()).getDimSize(0));
+    std::tie(rowsPerBlock, colsPerBlock) = blockShape(staticRows);
     Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
     Value nMain = roundDown(rewriter, loc, n, colsPerBlock * kWidth);
     Value zeroB = arith::ConstantOp::create(
@@ -374,15 +374,20 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
                 block(cb, i0, j0, rowsPerBlock, 1, /*masked=*/true);
               });
             });
-    // Remaining rows one at a time: full-width blocks, then a masked tail.
+    // The rows left: of a static C, one block of all of them (B streams
+    // once for them, not once per row); else one row at a time. Full-width
+    // blocks, then a masked tail.
+    int64_t left = ShapedType::isDynamic(staticRows)
+                       ? 1
+                       : std::max<int64_t>(1, staticRows % rowsPerBlock);
     Value nOne = roundDown(rewriter, loc, n, kCols * kWidth);
-    forLoop(rewriter, loc, mMain, m, 1, [&](OpBuilder &bb, Value i) {
+    forLoop(rewriter, loc, mMain, m, left, [&](OpBuilder &bb, Value i) {
       forLoop(bb, loc, zero, nOne, kCols * kWidth,
               [&](OpBuilder &cb, Value j0) {
-                block(cb, i, j0, 1, kCols, /*masked=*/false);
+                block(cb, i, j0, left, kCols, /*masked=*/false);
               });
       forLoop(bb, loc, nOne, n, kWidth, [&](OpBuilder &cb, Value j0) {
-        block(cb, i, j0, 1, 1, /*masked=*/true);
+        block(cb, i, j0, left, 1, /*masked=*/true);
       });
     });
     rewriter.eraseOp(op);

@@ -34,11 +34,14 @@
 // CHECK: %[[V3:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [8, 2, 64] : tensor<16x64xbf16> into tensor<8x2x64xbf16>
 // CHECK: %[[VP:.*]] = linalg.generic {indexing_maps = [#[[$ROWS]], {{.*}}]{{.*}} ins(%[[V3]] : tensor<8x2x64xbf16>) outs(%{{.*}} : tensor<8x64x2xbf16>)
 // CHECK: linalg.generic {indexing_maps = [#[[$AT]], #[[$B]], #[[$C]]], iterator_types = ["parallel", "reduction", "parallel", "reduction"]} ins(%[[PP]], %[[VP]] : tensor<8x32x2xbf16>, tensor<8x64x2xbf16>) outs(%{{.*}} : tensor<32x64xf32>)
-// The partial block: Qᵀ in f32 with the scale, the 3-loop matmuls.
+// The partial block: Qᵀ in f32 with the scale, K and V widened to f32
+// once, the 3-loop matmuls on f32.
 // CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<32x64xbf16>) outs(%{{.*}} : tensor<64x32xf32>)
 // CHECK: scf.for %{{.*}} = %c64 to %c70 step %c16
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<64x32xf32>)
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<?x32xf32>, tensor<?x64xbf16>)
+// CHECK: %[[VW:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<?x64xbf16>) outs(%{{.*}} : tensor<?x64xf32>)
+// CHECK: %[[KW:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<?x64xbf16>) outs(%{{.*}} : tensor<?x64xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[KW]], %{{.*}} : tensor<?x64xf32>, tensor<64x32xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}}, %[[VW]] : tensor<?x32xf32>, tensor<?x64xf32>)
 func.func @bf16_pairs(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x70x64xbf16>, %v: tensor<1x2x70x64xbf16>) -> tensor<1x2x64x64xbf16> {
   %o = attn.sdpa %q, %k, %v : tensor<1x2x64x64xbf16>, tensor<1x2x70x64xbf16>, tensor<1x2x70x64xbf16> -> tensor<1x2x64x64xbf16>
   return %o : tensor<1x2x64x64xbf16>

@@ -78,13 +78,20 @@ func.func @gqa_causal_window(%q: tensor<1x8x100x64xf32>, %k: tensor<1x2x100x64xf
 // Unmasked MHA with block-aligned lengths and the LSE result: static tiles
 // (32 x 16), the kv loop covers [0, Tk), no element-wise pass at all (the
 // scale is in Qᵀ, which is extended to f32 once), a second shared output
-// for the LSE (m + log l, -inf when l == 0).
+// for the LSE (m + log l, -inf when l == 0). The f16 K and V tiles are
+// widened to f32 once per step (a 32-row tile reads each element many
+// times); the products are f32.
 // CHECK-LABEL: func.func @aligned_lse
 // CHECK: scf.forall ({{.*}}) in (2, 4, 2) shared_outs(%[[O:[a-z0-9_-]+]] = %{{.*}}, %[[LSE:[a-z0-9_-]+]] = %{{.*}}) -> (tensor<2x4x64x32xf16>, tensor<2x4x64xf32>)
 // CHECK-NOT: arith.divui
+// CHECK: %[[QT:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<32x32xf16>) outs(%{{.*}} : tensor<32x32xf32>)
 // CHECK: arith.extf %{{.*}} : f16 to f32
 // CHECK: scf.for %{{.*}} = %c0 to %c48 step %c16 iter_args({{.*}}) -> (tensor<32xf32>, tensor<32xf32>, tensor<32x32xf32>)
 // CHECK: tensor.extract_slice {{.*}} to tensor<16x32xf16>
+// CHECK: %[[VW:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<16x32xf16>) outs(%{{.*}} : tensor<16x32xf32>)
+// CHECK: %[[KW:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<16x32xf16>) outs(%{{.*}} : tensor<16x32xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[KW]], %[[QT]] : tensor<16x32xf32>, tensor<32x32xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}}, %[[VW]] : tensor<16x32xf32>, tensor<16x32xf32>)
 // CHECK-NOT: linalg.index
 // CHECK-NOT: scf.if
 // CHECK: scf.yield
@@ -209,7 +216,8 @@ func.func @alibi(%q: tensor<1x2x32x16xf32>, %k: tensor<1x2x48x16xf32>,
 // The ops on their own (not in attn-tile's nest): a step outside any loop
 // builds its scaled query (times the scale 1/4) right before itself: of 8
 // rows, so not transposed (the scores are dot products of K and Q rows,
-// the dot kernel of attn-cpu-vectorize-matmul), then softcap on the
+// the dot kernel of attn-cpu-vectorize-matmul, which reads each element
+// of the f16 K once: it stays f16), then softcap on the
 // scores (tanh); the merge rescales both states by e^(2 (m - M)); the
 // finish multiplies by 1/l (0 for l == 0) and gives the LSE 2 m + log l.
 // CHECK-LABEL: func.func @standalone
@@ -218,7 +226,7 @@ func.func @alibi(%q: tensor<1x2x32x16xf32>, %k: tensor<1x2x48x16xf32>,
 // CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<8x16xf16>) outs(%{{.*}} : tensor<8x16xf32>)
 // CHECK: arith.extf
 // CHECK: arith.mulf %{{.*}}, %[[QUARTER]]
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<4x16xf16>, tensor<8x16xf32>)
 // CHECK: math.tanh
 // CHECK: math.exp
 // CHECK: arith.mulf %{{.*}}, %[[TWO]]

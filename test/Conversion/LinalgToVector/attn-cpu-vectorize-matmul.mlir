@@ -17,7 +17,9 @@
 
 // Static 64 x 64 += 64 x 32 · 32 x 64 in f32 with the default 6 x (2·8)
 // blocks: 60 rows in 6-row blocks (12 accumulators, fed by 2 loads of B and
-// 6 broadcasts of A per k), then 4 single rows; no column remainder.
+// 6 broadcasts of A per k), then one block of the 4 rows left (8
+// accumulators: B streams once for them, not once per row); no column
+// remainder.
 // CHECK-LABEL: func.func @f32_static
 // CHECK-SAME: (%[[A:[a-z0-9_]+]]: memref<64x32xf32>, %[[B:[a-z0-9_]+]]: memref<32x64xf32>, %[[C:[a-z0-9_]+]]: memref<64x64xf32>)
 // CHECK-NOT: linalg.generic
@@ -34,6 +36,12 @@
 // CHECK-COUNT-12: vector.store
 // CHECK: vector.create_mask
 // CHECK: vector.maskedload
+// CHECK: scf.for %[[R:[a-z0-9_]+]] = %c60 to %c64 step %c4
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c32 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-8: vector.fma
+// CHECK: scf.yield
+// CHECK: vector.store %{{.*}}, %[[C]][%[[R]], %{{.*}}]
 // W16-LABEL: func.func @f32_static
 // W16: scf.for %{{.*}} step %c4
 // W16: vector.load {{.*}} vector<16xf32>
