@@ -408,7 +408,7 @@ static Error checkCpuFeatures(std::istringstream &ls, const std::string &tgt) {
             tgt + "'"};
   // Every name is checked before any presence, so that an artifact from a
   // newer compiler gets the same error on every machine.
-  std::vector<const std::pair<const char *, bool (*)()> *> needed;
+  std::vector<decltype(std::begin(kCpuFeatures))> needed;
   std::string f;
   while (ls >> f) {
     auto *known = std::find_if(std::begin(kCpuFeatures), std::end(kCpuFeatures),

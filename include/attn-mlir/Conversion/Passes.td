@@ -53,8 +53,9 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     form) and whose query tile has 32 rows or more (or a dynamic number)
     widens K and V to f32 once, as `linalg.generic` copies: the
     register-blocked matmuls read each element of V once per 6 query rows
-    and of K once per 16, which would each extend it again. Decode tiles
-    read every element once and keep K and V as they are.
+    and of K once per 16, which would each extend it again. Smaller tiles
+    (decode tiles, packed heads) read each element only a few times and
+    keep K and V as they are.
 
     With `bf16-dot`, a step on bf16 Q, K and V whose key block and head
     dimensions are static and even (the full key blocks of the loop nest)

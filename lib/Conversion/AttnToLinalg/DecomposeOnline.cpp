@@ -74,17 +74,32 @@ Value buildPairs(LinalgBuilder &in, Value x, unsigned pairDim, Type elt) {
       });
 }
 
+/// The 2-D tile `x` in f32, transposed when `transposed`, times `scale`
+/// when it is given: one linalg.generic copy.
+Value f32Tile(LinalgBuilder &in, Value x, bool transposed,
+              std::optional<double> scale) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, x);
+  Type f32 = in.b.getF32Type();
+  return in.generic(
+      in.empty(transposed ? SmallVector<OpFoldResult>{sizes[1], sizes[0]}
+                          : sizes,
+               f32),
+      ValueRange{x},
+      {transposed ? in.map(2, {1, 0}) : in.map(2, {0, 1}), in.map(2, {0, 1})},
+      {kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+        Value v = castFloat(bb, bl, a[0], f32);
+        if (!scale)
+          return v;
+        Value c = arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(*scale));
+        return arith::MulFOp::create(bb, bl, v, c).getResult();
+      });
+}
+
 /// The 2-D tile `x` in f32 (`x` itself when it already is).
 Value widenToF32(LinalgBuilder &in, Value x) {
-  Type f32 = in.b.getF32Type();
-  if (cast<RankedTensorType>(x.getType()).getElementType() == f32)
+  if (cast<RankedTensorType>(x.getType()).getElementType().isF32())
     return x;
-  return in.generic(in.empty(tensor::getMixedSizes(in.b, in.loc, x), f32),
-                    ValueRange{x}, {in.map(2, {0, 1}), in.map(2, {0, 1})},
-                    {kPar, kPar},
-                    [&](OpBuilder &bb, Location bl, ValueRange a) {
-                      return castFloat(bb, bl, a[0], f32);
-                    });
+  return f32Tile(in, x, /*transposed=*/false, std::nullopt);
 }
 
 /// out + x · y in f32 (a[0], a[1], a[2] = x, y, out): the body of every
@@ -276,23 +291,10 @@ static Operation *queryTileAnchor(OnlineStepOp op) {
 
 static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
                            double scale, bool transposed) {
-  Value query = op.getQuery();
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(queryTileAnchor(op));
   LinalgBuilder bld{rewriter, op.getLoc(), rewriter.getContext()};
-  SmallVector<OpFoldResult> sizes =
-      tensor::getMixedSizes(rewriter, op.getLoc(), query);
-  Type f32 = rewriter.getF32Type();
-  return bld.generic(
-      transposed ? bld.empty({sizes[1], sizes[0]}, f32) : bld.empty(sizes, f32),
-      ValueRange{query},
-      {transposed ? bld.map(2, {1, 0}) : bld.map(2, {0, 1}),
-       bld.map(2, {0, 1})},
-      {kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-        Value x = castFloat(bb, bl, a[0], f32);
-        Value c = arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(scale));
-        return arith::MulFOp::create(bb, bl, x, c).getResult();
-      });
+  return f32Tile(bld, op.getQuery(), transposed, scale);
 }
 
 /// Q [M, D] unscaled in pairs of its head dimension, Qp[D/2, M, 2], built
@@ -389,7 +391,8 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // f32 products of f16 or bf16 tiles (no dot products for them): K and
     // V widened once per step, not on every read of the register-blocked
     // matmuls (an element of V is read once per 6 query rows, of K once
-    // per 16). Decode tiles read each element once: left as they are.
+    // per 16). Tiles of fewer rows (decode tiles, packed heads) read each
+    // element only a few times: left as they are.
     bool widen = !pairs && (ShapedType::isDynamic(rows) || rows >= 32);
     // The scale is folded into Qᵀ unless it is above 1 (folded into Q it
     // could overflow Q itself, 3e38 · q = inf): then it stays on the
