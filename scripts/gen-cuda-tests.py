@@ -9,6 +9,7 @@ kernels (packed heads, split keys, the combine kernel), twice:
 - test/Integration/cuda-emulated/*.mlir run the same kernels' IR through
   attn-gpu-emulate (the CPU interpreter of the GPU ops) with the same check,
   everywhere."""
+import itertools
 import os
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test",
@@ -263,26 +264,36 @@ PAGED_CASES = [
 ]
 
 
+def table_op_body(func, op, args, hq, alibi, attrs, o, l):
+    """The graph of one attention op that takes tables (`op`: its name and
+    operands; `args`: (SSA name, type) pairs), ALiBi slopes [hq] last when
+    `alibi`, returning the output `o` and the LSE `l`."""
+    params = ", ".join(f"{n}: {t}" for n, t in args)
+    types = ", ".join(t for _, t in args)
+    use = ""
+    if alibi:
+        params += f", %a: tensor<{hq}xf32>"
+        use = f" alibi(%a : tensor<{hq}xf32>)"
+    return f"""func.func @{func}({params}) -> ({o}, {l}) {{
+  %o, %l = {op}{use} {attrs}
+      : {types} -> {o}, {l}
+  return %o, %l : {o}, {l}
+}}
+"""
+
+
 def write_paged_cases():
     for (name, why, hq, hkv, tq, bs, d, dv, dt, attrs, alibi, schedules,
          sizes) in PAGED_CASES:
         tqs = "?" if tq is None else tq
-        q = f"tensor<?x{hq}x{tqs}x{d}x{dt}>"
-        kc = f"tensor<?x{bs}x{hkv}x{d}x{dt}>"
-        vc = f"tensor<?x{bs}x{hkv}x{dv}x{dt}>"
-        o = f"tensor<?x{hq}x{tqs}x{dv}x{dt}>"
-        l = f"tensor<?x{hq}x{tqs}xf32>"
-        args = f"%q: {q}, %kc: {kc}, %vc: {vc}, %bt: tensor<?x?xi32>, %sl: tensor<?xi32>"
-        use = ""
-        if alibi:
-            args += f", %a: tensor<{hq}xf32>"
-            use = f" alibi(%a : tensor<{hq}xf32>)"
-        body = f"""func.func @paged({args}) -> ({o}, {l}) {{
-  %o, %l = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl){use} {attrs}
-      : {q}, {kc}, {vc}, tensor<?x?xi32>, tensor<?xi32> -> {o}, {l}
-  return %o, %l : {o}, {l}
-}}
-"""
+        args = [("%q", f"tensor<?x{hq}x{tqs}x{d}x{dt}>"),
+                ("%kc", f"tensor<?x{bs}x{hkv}x{d}x{dt}>"),
+                ("%vc", f"tensor<?x{bs}x{hkv}x{dv}x{dt}>"),
+                ("%bt", "tensor<?x?xi32>"), ("%sl", "tensor<?xi32>")]
+        body = table_op_body(
+            "paged", "attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl)", args, hq,
+            alibi, attrs, f"tensor<?x{hq}x{tqs}x{dv}x{dt}>",
+            f"tensor<?x{hq}x{tqs}xf32>")
         runs, seed = [], 1
         for flags in schedules:
             for size in sizes:
@@ -292,6 +303,43 @@ def write_paged_cases():
                 runs.append((flags, dims, seed))
                 seed += 1
         write_runs(name, f"Paged decode kernels: {why}.", runs, schedules, body)
+
+
+# Packed sequences (attn.varlen_sdpa, FlashAttention's cu_seqlens) on CUDA:
+# name, why, Hq, Hkv, D, Dv, dtype, attrs, ALiBi, the schedules, the sizes
+# (Nq, Nk, B + 1) each runs at; attn-run cuts the packed rows at random
+# points (some sequences empty when B + 1 is large against Nq or Nk).
+VARLEN_CASES = [
+    ("varlen-gqa4-causal-f16", "GQA-4 prefill of packed sequences, "
+     "bottom-right causal; many one-row sequences, and empty ones", 8, 2,
+     128, 128, "f16", BR, False, ["", " --kv-block=32"],
+     [(300, 400, 4), (3, 90, 7), (40, 40, 41)]),
+    ("varlen-bf16-window-alibi-softcap", "bf16, D=128 and Dv=64, a (50, 3) "
+     "window with ALiBi and softcap, top-left causal", 4, 2, 128, 64, "bf16",
+     "{causal = #attn.causal<top_left>, window = array<i64: 50, 3>, "
+     "softcap = 20.0 : f32}", True, [" --stages=1"],
+     [(200, 300, 3), (129, 64, 2)]),
+    ("varlen-mqa-odd-f32", "f32 (one warp per row), MQA over 6 heads, "
+     "D=40 and Dv=24, not causal", 6, 1, 40, 24, "f32", "", False, [""],
+     [(97, 203, 3), (5, 700, 6)]),
+]
+
+
+def write_varlen_cases():
+    for (name, why, hq, hkv, d, dv, dt, attrs, alibi, schedules,
+         sizes) in VARLEN_CASES:
+        cu = "tensor<?xi32>"
+        args = [("%q", f"tensor<?x{hq}x{d}x{dt}>"),
+                ("%k", f"tensor<?x{hkv}x{d}x{dt}>"),
+                ("%v", f"tensor<?x{hkv}x{dv}x{dt}>"), ("%cuq", cu), ("%cuk", cu)]
+        body = table_op_body(
+            "varlen", "attn.varlen_sdpa %q, %k, %v seqlens(%cuq, %cuk)", args,
+            hq, alibi, attrs, f"tensor<?x{hq}x{dv}x{dt}>",
+            f"tensor<{hq}x?xf32>")
+        runs = [(flags, f" --dim Nq={nq} --dim Nk={nk} --dim B1={b1}", seed)
+                for seed, (flags, (nq, nk, b1)) in enumerate(
+                    itertools.product(schedules, sizes), start=1)]
+        write_runs(name, f"Varlen kernels: {why}.", runs, schedules, body)
 
 
 def write_runs(name, why, runs, schedules, body):
@@ -345,6 +393,7 @@ def main():
     write_mha_cases()
     write_decode_cases()
     write_paged_cases()
+    write_varlen_cases()
 
 
 if __name__ == "__main__":

@@ -104,9 +104,18 @@ static std::string dimName(Value v,
 
 /// How a kernel record names grid size `v` (see Artifact/Format.h): "N"
 /// for a positive constant, "NAME" for a dynamic dimension, "NAME/N" for
-/// its ceiling division by a constant; "" for anything else.
+/// its ceiling division by a constant, either plus a dynamic dimension
+/// ("NAME/N+NAME2"); "" for anything else.
 static std::string describeGridSize(
     Value v, ArrayRef<std::vector<std::string>> argDims) {
+  if (auto add = v.getDefiningOp<arith::AddIOp>()) {
+    std::string lhs = describeGridSize(add.getLhs(), argDims);
+    std::string rhs = dimName(add.getRhs(), argDims);
+    return !lhs.empty() && !rhs.empty() && !constantInt(add.getLhs()) &&
+                   lhs.find('+') == std::string::npos
+               ? lhs + "+" + rhs
+               : "";
+  }
   if (auto c = constantInt(v))
     return *c >= 1 ? std::to_string(*c) : "";
   if (auto div = v.getDefiningOp<arith::CeilDivUIOp>()) {
@@ -132,9 +141,10 @@ static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
                               "launch: empty tensors are not supported");
     grid.push_back(describeGridSize(v, argDims));
     if (grid.back().empty())
-      return launch.emitError("a grid size must be a constant or a dynamic "
-                              "dimension of an entry argument, divided by a "
-                              "constant");
+      return launch.emitError(
+          "a grid size must be a constant, or a dynamic dimension of an "
+          "entry argument (maybe divided by a constant, maybe plus another "
+          "dynamic dimension)");
   }
   SmallVector<int64_t> block;
   for (Value v : {launch.getBlockSizeX(), launch.getBlockSizeY(),
@@ -240,7 +250,8 @@ static LogicalResult describeKernels(ModuleOp module,
         if (failed(describeLaunch(launch, ids, entry->dimNames, images, os)))
           return failure();
       } else if (!isa<arith::ConstantOp, func::ReturnOp, memref::DimOp,
-                     arith::CeilDivUIOp>(op)) {
+                      arith::CeilDivUIOp, arith::AddIOp>(op)) {
+        // (The sizes' uses, the grids, are checked by describeLaunch.)
         return op.emitError("unexpected host op after the GPU pipeline");
       }
     }

@@ -904,9 +904,48 @@ private:
       }
       return true;
     }
-    if (isa<scf::YieldOp>(op))
+    if (auto whileOp = dyn_cast<scf::WhileOp>(op))
+      return runWhile(whileOp, mask), true;
+    if (isa<scf::YieldOp, scf::ConditionOp>(op))
       return true;
     return false;
+  }
+
+  /// scf.while with a condition every thread of `mask` agrees on (the
+  /// varlen kernel's search for its sequence); a divergent one is an error.
+  void runWhile(scf::WhileOp op, const std::vector<char> &mask) {
+    auto copy = [&](ValueRange to, ValueRange from) {
+      std::vector<Val> vals;
+      for (Value f : from)
+        for (int64_t t = 0; t < threads; ++t)
+          vals.push_back(at(f, t));
+      for (size_t k = 0; k < to.size(); ++k)
+        forEach(mask, [&](int64_t t) { at(to[k], t) = vals[k * threads + t]; });
+    };
+    copy(op.getBeforeArguments(), op.getInits());
+    auto cond = cast<scf::ConditionOp>(op.getBefore().front().getTerminator());
+    auto yield = cast<scf::YieldOp>(op.getAfter().front().getTerminator());
+    while (true) {
+      if (failed(runBlock(op.getBefore().front(), mask)))
+        return;
+      int go = -1;
+      bool divergent = false;
+      forEach(mask, [&](int64_t t) {
+        int c = at(cond.getCondition(), t).i ? 1 : 0;
+        divergent |= go >= 0 && c != go;
+        go = c;
+      });
+      if (divergent)
+        return fail("scf.while whose condition differs between threads");
+      if (go != 1) {
+        copy(op.getResults(), cond.getArgs());
+        return;
+      }
+      copy(op.getAfterArguments(), cond.getArgs());
+      if (failed(runBlock(op.getAfter().front(), mask)))
+        return;
+      copy(op.getBeforeArguments(), yield.getOperands());
+    }
   }
 
   /// Runs `op` for the threads in `mask`; fails once an error is recorded.
@@ -1103,6 +1142,14 @@ struct HostBuffers {
       sizes[div] = llvm::divideCeil(it->second, *by);
       return true;
     }
+    // A varlen grid: the query blocks plus the sequences.
+    if (auto add = dyn_cast<arith::AddIOp>(op)) {
+      auto lhs = sizes.find(add.getLhs()), rhs = sizes.find(add.getRhs());
+      if (lhs == sizes.end() || rhs == sizes.end())
+        return false;
+      sizes[add] = lhs->second + rhs->second;
+      return true;
+    }
     return false;
   }
   DenseMap<Value, int64_t> sizes;
@@ -1198,7 +1245,7 @@ LogicalResult attn::emulateFunction(func::FuncOp func,
         error = "a reshape of a buffer the host code did not make";
         ok = failure();
       }
-    } else if (isa<memref::DimOp, arith::CeilDivUIOp>(op)) {
+    } else if (isa<memref::DimOp, arith::CeilDivUIOp, arith::AddIOp>(op)) {
       if (!host.evaluate(&op)) {
         error = "a size the host code computes from something the emulator "
                 "does not know";

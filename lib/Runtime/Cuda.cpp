@@ -474,17 +474,13 @@ Error CudaSession::run(const Artifact &art, const EntryInfo &entry,
             "' do not match its metadata"};
   if (Error e = im.checkSharedMemory(entry))
     return e;
-  if (entry.op.kind == "paged_sdpa") {
-    // q, key_cache, value_cache, block_table, seq_lens: the tables are
-    // checked on the host before they reach the device, as on the CPU.
-    auto i32 = [&](size_t i) {
-      return reinterpret_cast<const int32_t *>(inputs[i].data.data());
-    };
-    if (Error e = checkPagedTables(i32(3), i32(4), inputs[3].shape[0],
-                                   inputs[3].shape[1], inputs[1].shape[0],
-                                   inputs[1].shape[1]))
-      return {"entry '" + entry.name + "': " + e.message};
-  }
+  // A paged entry's tables and a varlen one's offsets are checked on the
+  // host before they reach the device, as on the CPU.
+  std::vector<const void *> host;
+  for (const Tensor &t : inputs)
+    host.push_back(t.data.data());
+  if (Error e = checkIndexInputs(entry, host.data()))
+    return e;
   if (Error e = im.loadKernels(art, entry))
     return e;
   if (Error e = im.allocate(entry, inputs, outputs))

@@ -130,7 +130,8 @@ static Error badField(const std::string &record, const std::string &key,
 }
 
 /// grid=X,Y,Z of a kernel record: each a size N, or NAME or NAME/N (a
-/// dynamic dimension, divided by N rounded up).
+/// dynamic dimension, divided by N rounded up), the latter two maybe
+/// followed by +NAME2 (plus the size of dimension NAME2).
 static bool parseGrid(const std::string &v, KernelInfo &k) {
   std::stringstream ss(v);
   std::string item;
@@ -138,6 +139,14 @@ static bool parseGrid(const std::string &v, KernelInfo &k) {
   while (std::getline(ss, item, ',')) {
     if (i == 3)
       return false;
+    size_t plus = item.find('+');
+    k.gridAddDims[i].clear();
+    if (plus != std::string::npos) {
+      k.gridAddDims[i] = item.substr(plus + 1);
+      item.resize(plus);
+      if (!isIdentifier(k.gridAddDims[i]))
+        return false;
+    }
     size_t slash = item.find('/');
     std::string name = item.substr(0, slash);
     k.gridDims[i].clear();
@@ -149,7 +158,8 @@ static bool parseGrid(const std::string &v, KernelInfo &k) {
           (!parseInt(item.substr(slash + 1), k.grid[i]) ||
            k.grid[i] > 0x7fffffff))
         return false;
-    } else if (slash != std::string::npos || !parseInt(item, k.grid[i])) {
+    } else if (slash != std::string::npos || plus != std::string::npos ||
+               !parseInt(item, k.grid[i])) {
       return false;
     }
     ++i;
@@ -784,6 +794,8 @@ std::string attn::rt::formatGrid(const KernelInfo &k) {
     std::string n = std::to_string(k.grid[i]);
     if (!k.gridDims[i].empty())
       n = k.gridDims[i] + (k.grid[i] == 1 ? "" : "/" + n);
+    if (!k.gridAddDims[i].empty())
+      n = "(" + n + "+" + k.gridAddDims[i] + ")";
     s += (i ? "x" : "") + n;
   }
   return s;
@@ -842,6 +854,13 @@ static Error instantiateKernels(EntryInfo &e, const DimSizes &sizes) {
           return err;
         k.grid[d] = (n - 1) / k.grid[d] + 1; // ceil(n / div), no overflow
         k.gridDims[d].clear();
+        if (!k.gridAddDims[d].empty()) {
+          if (Error err = size(k.gridAddDims[d], n))
+            return err;
+          // Both at most 2^40 (checkArg): no overflow; checkGrid bounds it.
+          k.grid[d] += n;
+          k.gridAddDims[d].clear();
+        }
       }
     for (size_t a = 0; a < k.args.size(); ++a)
       if (k.isSizeArg(a))
@@ -878,9 +897,10 @@ static Error checkKernel(const EntryInfo &e, size_t index) {
   if (Error err = checkGrid(k, what))
     return err;
   for (int i = 0; i < 3; ++i) {
-    if (!k.gridDims[i].empty() && !known(k.gridDims[i]))
-      return {what + " has a grid of dimension '" + k.gridDims[i] +
-              "', which the entry does not have"};
+    for (const std::string *n : {&k.gridDims[i], &k.gridAddDims[i]})
+      if (!n->empty() && !known(*n))
+        return {what + " has a grid of dimension '" + *n +
+                "', which the entry does not have"};
     if (k.block[i] < 1 || k.block[i] > 1024)
       return {what + " has block " + formatDims(k.block) +
               " (expected 1 to 1024 each)"};

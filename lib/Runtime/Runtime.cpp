@@ -701,22 +701,8 @@ Error Artifact::callInstance(const EntryInfo &entry,
   const EntryInfo *own = find(entry.name);
   if (target_ != "cpu" || !own || data.size() != entry.numArgs())
     return {"entry '" + entry.name + "' cannot be called here"};
-  if (own->op.kind == "paged_sdpa") {
-    const auto &in = entry.inputs; // q, key_cache, value_cache, tables
-    if (Error e = checkPagedTables(static_cast<const int32_t *>(data[3]),
-                                   static_cast<const int32_t *>(data[4]),
-                                   in[3].shape[0], in[3].shape[1],
-                                   in[1].shape[0], in[1].shape[1]))
-      return {"entry '" + entry.name + "': " + e.message};
-  }
-  if (own->op.kind == "varlen_sdpa") {
-    const auto &in = entry.inputs; // q, k, v, cu_seqlens_q, cu_seqlens_k
-    for (int i : {3, 4})
-      if (Error e = checkVarlenOffsets(static_cast<const int32_t *>(data[i]),
-                                       in[i].shape[0], in[i - 3].shape[0],
-                                       in[i].name))
-        return {"entry '" + entry.name + "': " + e.message};
-  }
+  if (Error e = checkIndexInputs(entry, data.data()))
+    return e;
   size_t index = own - entries_.data();
   std::vector<std::vector<int64_t>> descs;
   size_t k = 0;
@@ -883,6 +869,23 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
   return {};
 }
 
+Error attn::rt::checkIndexInputs(const EntryInfo &e, const void *const *data) {
+  const auto &in = e.inputs;
+  auto i32 = [&](size_t i) { return static_cast<const int32_t *>(data[i]); };
+  Error err;
+  if (e.op.kind == "paged_sdpa") // q, key_cache, value_cache, tables
+    err = checkPagedTables(i32(3), i32(4), in[3].shape[0], in[3].shape[1],
+                           in[1].shape[0], in[1].shape[1]);
+  if (e.op.kind == "varlen_sdpa") // q, k, v, cu_seqlens_q, cu_seqlens_k
+    for (int i : {3, 4})
+      if (!err)
+        err = checkVarlenOffsets(i32(i), in[i].shape[0], in[i - 3].shape[0],
+                                 in[i].name);
+  if (err)
+    return {"entry '" + e.name + "': " + err.message};
+  return {};
+}
+
 Error attn::rt::checkPagedTables(const int32_t *blockTable,
                                  const int32_t *seqLens, int64_t batch,
                                  int64_t maxBlocks, int64_t numBlocks,
@@ -966,8 +969,8 @@ static Error varlenReference(const EntryInfo &e, const std::vector<Tensor> &in,
                              std::vector<std::vector<double>> &out, bool lowp,
                              std::vector<double> *scale) {
   const Tensor &q = in[0], &k = in[1], &v = in[2];
-  int64_t Nq = q.shape[0], Hq = q.shape[1], D = q.shape[2];
-  int64_t Nk = k.shape[0], Hkv = k.shape[1], Dv = v.shape[2];
+  int64_t Nq = q.shape[0], Hq = q.shape[1];
+  int64_t Nk = k.shape[0], Dv = v.shape[2];
   int64_t B = in[3].shape[0] - 1;
   const auto *cq = reinterpret_cast<const int32_t *>(in[3].data.data());
   const auto *ck = reinterpret_cast<const int32_t *>(in[4].data.data());

@@ -18,8 +18,8 @@ CUDA op); attn_mlir::paged_sdpa runs CPU tensors only and says so (its
 block table and lengths are checked on the host before each call, which
 CUDA tensors would need copied back; attn_mlir.paged_attention(...,
 device="cuda") runs the paged CUDA kernels on host arrays), and so does
-attn_mlir::varlen_sdpa (its offsets are checked the same way; it has no
-CUDA kernel yet).
+attn_mlir::varlen_sdpa (its offsets are checked the same way;
+attn_mlir.varlen_attention(..., device="cuda") runs host arrays on the GPU).
 Inference only: the op has no backward (a backward through it is a
 NotImplementedError saying so).
 """
@@ -179,8 +179,8 @@ def _cpu_only(op, names):
                      "an argument is not on the CPU")
         raise RuntimeError(f"attn_mlir::{op} runs CPU tensors; {where} (its tables "
                            "are checked on the host; attn_mlir.paged_attention(..., "
-                           "device='cuda') runs host arrays on the GPU; varlen has no "
-                           "CUDA kernel yet)")
+                           "device='cuda') and attn_mlir.varlen_attention(..., "
+                           "device='cuda') run host arrays on the GPU)")
     return refuse
 
 

@@ -29,12 +29,12 @@ def check_packed_shapes(qs, ks, vs, one_dtype, dtypes):
         raise ValueError(f"query heads ({qs[1]}) must be a multiple of the key heads ({ks[1]})")
 
 
-def varlen_artifact(elt, q, k, v, alibi, attrs, return_lse):
+def varlen_artifact(elt, q, k, v, alibi, attrs, return_lse, device="cpu"):
     """The compiled attn.varlen_sdpa graph for packed tensors of these head
     counts and dims (arrays or tensors; ALiBi slopes or None): the packed
     rows and the number of sequences dynamic, one graph for every size."""
     (_, Hq, D), (_, Hkv, _), Dv = q.shape, k.shape, v.shape[2]
-    sig = (elt, Hq, D, Hkv, Dv, alibi is not None, attrs, return_lse)
+    sig = (elt, Hq, D, Hkv, Dv, alibi is not None, attrs, return_lse, device)
     art = _artifacts.get(sig)
     if art is not None:
         return art
@@ -44,13 +44,13 @@ def varlen_artifact(elt, q, k, v, alibi, attrs, return_lse):
     args = [("%q", qt), ("%k", kt), ("%v", vt), ("%cuq", cu), ("%cuk", cu)]
     mlir = table_graph("varlen", "attn.varlen_sdpa %q, %k, %v seqlens(%cuq, %cuk)", args, Hq,
                        alibi is not None, attrs, ot, lt, return_lse)
-    art = _artifacts[sig] = compile_graph(mlir)
+    art = _artifacts[sig] = compile_graph(mlir, device=device)
     return art
 
 
 def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=None,
                      is_causal=False, window=None, softcap=None, alibi_slopes=None,
-                     return_lse=False):
+                     return_lse=False, device="cpu"):
     """Attention of B sequences of different lengths packed without padding,
     as FlashAttention's flash_attn_varlen_func takes them.
 
@@ -70,7 +70,12 @@ def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=Non
     (total_k) are a ValueError, before the kernel runs. Compiled once per
     dtype, head counts, head dims and options, for any number of
     sequences (at least one) and any lengths (sequences may be empty; the
-    packed tensors may not). CPU only.
+    packed tensors may not).
+
+    device="cuda" runs the CUDA kernel (GPU 0) through attn-run, as
+    scaled_dot_product_attention(device="cuda") does: the arrays travel as
+    .npy files; bad offsets are a RuntimeError from attn-run, which checks
+    them on the host before anything reaches the GPU.
     """
     return_lse = check_bool("return_lse", return_lse)
     q, k, v = native(query), native(key), native(value)
@@ -86,7 +91,7 @@ def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=Non
                          "must both hold B + 1 >= 2 offsets")
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
-    art = varlen_artifact(elt, q, k, v, alibi, attrs, return_lse)
+    art = varlen_artifact(elt, q, k, v, alibi, attrs, return_lse, device)
     inputs = [q, k, v, cq, ck] + ([alibi] if alibi is not None else [])
     outs = art("varlen", inputs)
     return (outs[0], outs[1]) if return_lse else outs[0]

@@ -182,3 +182,37 @@ def test_paged_attention_matches_cpu_on_gpu(tq):
     cpu = attn_mlir.paged_attention(q.astype(np.float32), kc.astype(np.float32),
                                     vc.astype(np.float32), table, lens)
     assert np.max(np.abs(gpu.astype(np.float64) - cpu)) < 2e-2
+
+
+def _varlen_inputs(dt, lens_q=(37, 0, 70, 1), lens_k=(50, 9, 70, 200), Hq=8, Hkv=2, D=64):
+    cq = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
+    ck = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    q = rng.standard_normal((cq[-1], Hq, D)).astype(dt)
+    k, v = (rng.standard_normal((ck[-1], Hkv, D)).astype(dt) for _ in range(2))
+    return q, k, v, cq, ck
+
+
+def test_varlen_attention_with_stand_in_driver(fake_driver):
+    """varlen_attention(device="cuda"): the varlen kernel is launched; the
+    stand-in driver computes nothing, so the output is the poison. Offsets
+    that are not cumulative lengths are refused by attn-run before anything
+    reaches the device."""
+    q, k, v, cq, ck = _varlen_inputs(np.float16)
+    out, lse = attn_mlir.varlen_attention(q, k, v, cq, ck, is_causal=True, return_lse=True,
+                                          device="cuda")
+    assert out.shape == (108, 8, 64) and out.dtype == np.float16
+    assert lse.shape == (8, 108) and lse.dtype == np.float32
+    assert np.isnan(out.astype(np.float32)).all() and np.isnan(lse).all()
+    bad = cq.copy()
+    bad[2] = 3
+    with pytest.raises(RuntimeError, match=r"cu_seqlens_q\[2\] = 3 is below"):
+        attn_mlir.varlen_attention(q, k, v, bad, ck, device="cuda")
+
+
+@pytest.mark.skipif(not has_gpu(), reason="needs a CUDA GPU")
+def test_varlen_attention_matches_cpu_on_gpu():
+    q, k, v, cq, ck = _varlen_inputs(np.float16)
+    gpu = attn_mlir.varlen_attention(q, k, v, cq, ck, is_causal=True, device="cuda")
+    cpu = attn_mlir.varlen_attention(q.astype(np.float32), k.astype(np.float32),
+                                     v.astype(np.float32), cq, ck, is_causal=True)
+    assert np.max(np.abs(gpu.astype(np.float64) - cpu)) < 2e-2

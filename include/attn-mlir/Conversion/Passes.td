@@ -258,7 +258,13 @@ def AttnGpuFlashPass : Pass<"attn-gpu-flash", "::mlir::ModuleOp"> {
     each key row is read through the block table (its cache block
     `block_table[b, j / BS]` clamped to the caches' blocks, row `j mod
     BS`), each sequence's length is `seq_lens[b]` clamped to the table's
-    capacity. Each nest is replaced in place by a `gpu.launch` of the
+    capacity. `attn.varlen_sdpa` (packed sequences, FlashAttention's
+    `cu_seqlens`) takes the prefill kernel over grid `(ceil(Nq / BM) + B +
+    1, Hq, 1)`: sequence b's blocks are `[s_b, s_b + ceil(Tq_b / BM))`,
+    `s_b = cu_seqlens_q[b] / BM + b`, so every block finds its sequence and
+    query block by a binary search over the offsets (clamped into the
+    packed rows as attn-tile's nest clamps them), and a block in no range
+    stores nothing. Each nest is replaced in place by a `gpu.launch` of the
     FlashAttention-2 forward kernel on buffers of its tensors
     (`bufferization.to_buffer` of the sources, a `memref.alloc` per result,
     `bufferization.to_tensor` of it), so that One-Shot Bufferize then only

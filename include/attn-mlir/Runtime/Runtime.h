@@ -114,6 +114,9 @@ struct KernelInfo {
   /// divided by grid[i], rounded up (instantiate() computes it and clears
   /// the name).
   std::string gridDims[3];
+  /// Where gridAddDims[i] names a dynamic dimension too, its size is added
+  /// (a varlen kernel: the query blocks plus the sequences).
+  std::string gridAddDims[3];
   int64_t sharedBytes = 0;
   /// Kernel argument i is the device buffer of id args[i]: below the
   /// entry's nargs (inputs + outputs) the entry argument args[i] (inputs
@@ -324,6 +327,11 @@ Error checkPagedTables(const int32_t *blockTable, const int32_t *seqLens,
 /// the first entry that is not.
 Error checkVarlenOffsets(const int32_t *cu, int64_t count, int64_t rows,
                          const std::string &name);
+
+/// The index inputs of a paged or varlen entry `e` (its block table and
+/// sequence lengths, or its offsets), input i at `data[i]` on the host,
+/// checked as above before a call on any target; other entries pass.
+Error checkIndexInputs(const EntryInfo &e, const void *const *data);
 
 /// fp64 reference of the entry's op on `inputs` (each output in double).
 /// With `scales`, also the magnitude each output element is made of

@@ -31,7 +31,11 @@
 // block takes its share of the visible key blocks and writes its
 // normalized output and LSE in f32, and a combine kernel, grid (Hq / P, 1,
 // B), merges them. attn.paged_sdpa: each key row is read through the
-// block table, the sequence's length from seq_lens.
+// block table, the sequence's length from seq_lens. attn.varlen_sdpa
+// (packed sequences, cu_seqlens): grid (Nq / BM + B + 1, Hq, 1), each
+// block finding its sequence and query block by a binary search over the
+// offsets (Kernel::locateVarlenTile), its rows and keys at the sequence's
+// packed offsets.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +90,9 @@ struct Config {
   int64_t packed = 1, splits = 1, rowBlocks = 1;
   // A paged cache's block size (0: K and V are dense).
   int64_t blockSize = 0;
+  // A varlen batch (attn.varlen_sdpa): packed [N, H, D] tensors, each
+  // sequence's rows found through the cumulative offsets.
+  bool varlen = false;
   // Derived.
   int64_t bm, dp, dvp, qStride, kStride, vStride;
   int64_t qBytes, kBytes, vBytes;
@@ -118,6 +125,13 @@ struct Kernel {
   // MB, and the blocks of the K and V caches (host sizes).
   Value table = {}, seqLens = {}, tableCols = {};
   SmallVector<Value, 2> cacheBlocks = {};
+  // A varlen batch: the offsets cu_seqlens_q and _k [B + 1] (i32) and the
+  // host sizes |cu_q|, |cu_k|, Nq and the rows of K and of V; Nq, Nk (the
+  // smaller of K's and V's) and where this block's sequence starts in Q
+  // and in K and V.
+  Value cuQ = {}, cuK = {};
+  SmallVector<Value, 5> varlenSizes = {};
+  Value numQ = {}, numK = {}, rowStart = {}, keyStart = {};
   Value slope = {}; // this block's head's ALiBi slope
   Value smem = {}, qs = {}, ks = {}, vs = {}; // shared memory and views
   // h: the block's (first) query head; grp: grid y, the head, or the head
@@ -217,6 +231,8 @@ struct Kernel {
   /// [b, hk, r], or in a paged cache [id, r mod BS, hk] with id the block
   /// table's entry for it, clamped to the caches' blocks.
   SmallVector<Value, 4> keyAt(Value r) {
+    if (cfg.varlen)
+      return {packedRow(keyStart, r, numK), hk};
     if (!table)
       return {bIdx, hk, r};
     Value id = arith::IndexCastOp::create(
@@ -228,10 +244,20 @@ struct Kernel {
     return {page, k.rem(r, cfg.blockSize), hk};
   }
 
-  /// Q's (b, head, query row) of tile row r.
+  /// Q's (b, head, query row) of tile row r; of a varlen batch, (packed
+  /// row, head).
   SmallVector<Value, 4> queryIndex(Value r) {
     auto [head, row] = queryAt(r);
+    if (cfg.varlen)
+      return {packedRow(rowStart, row, numQ), head};
     return {bIdx, head, row};
+  }
+
+  /// Row `start + r` of a packed tensor of `n` rows, clamped into it (a
+  /// clamped row is only ever read past a sequence's end, and never used).
+  Value packedRow(Value start, Value r, Value n) {
+    return arith::MaxSIOp::create(b, k.min(k.add(start, r), k.add(n, -1)),
+                                  k.c(0));
   }
 
   /// Tile row r (below rowEnd) as Q's (head, query row): (h, r), or in a
@@ -243,8 +269,13 @@ struct Kernel {
   Value position(Value r) { return queryAt(r).second; }
 
   /// Where the finished tile row r goes: out[b, head, row, col] (lse
-  /// without col), or a split's partials [b, grp, split, r, col].
+  /// without col), or a split's partials [b, grp, split, r, col]; of a
+  /// varlen batch out[start + r, head, col] and lse[head, start + r].
   SmallVector<Value> resultAt(Value r, Value col = {}) {
+    if (cfg.varlen) {
+      Value row = k.add(rowStart, r);
+      return col ? SmallVector<Value>{row, h, col} : SmallVector<Value>{h, row};
+    }
     SmallVector<Value> idx{bIdx};
     if (cfg.splits > 1) {
       idx.append({grp, split, r});
@@ -334,6 +365,10 @@ struct Kernel {
         k.add(arith::DivSIOp::create(b, k.sub(hi, k.c(1)), k.c(cfg.kvBlock)),
               1),
         kbBegin);
+    // A varlen block past its sequence's rows (or in no sequence's range)
+    // runs no key block.
+    if (cfg.varlen)
+      kbEnd = k.sel(k.lt(q0, rowEnd), kbEnd, kbBegin);
     if (cfg.splits == 1)
       return {kbBegin, kbEnd};
     Value per = k.div(k.add(k.sub(kbEnd, kbBegin), cfg.splits - 1), cfg.splits);
@@ -390,6 +425,7 @@ struct Kernel {
   // ldmatrix rows/columns of this lane (tensor-core kernel).
   Value half = {}, quarter = {}, qRow = {}, kRow = {}, vRow = {};
 
+  void locateVarlenTile(Value x);
   void buildSimt();
   void buildTensorCore();
   void storeFragments(const OnlineResult &fin);
@@ -622,15 +658,16 @@ Tile FragmentTileOps::accumulatePV(const Tile &accIn, const Tile &p) {
 void Kernel::buildSimt() {
   int64_t qRegs = cfg.dp / 32, vRegs = cfg.dvp / 32;
   Value row = k.add(q0, warp);
-  auto [qHead, qRow] = queryAt(k.min(row, k.add(rowEnd, -1)));
+  SmallVector<Value, 4> qAt = queryIndex(k.min(row, k.add(rowEnd, -1)));
 
   // This lane's slice of the Q row (zero past D).
   Value zero = k.f(0.0);
   SmallVector<Value> qv;
   for (int64_t i = 0; i < qRegs; ++i) {
     Value col = k.add(lane, i * 32);
-    Value x = memref::LoadOp::create(
-        b, q, ValueRange{bIdx, qHead, qRow, k.min(col, k.c(cfg.d - 1))});
+    SmallVector<Value, 4> at = qAt;
+    at.push_back(k.min(col, k.c(cfg.d - 1)));
+    Value x = memref::LoadOp::create(b, q, at);
     qv.push_back(k.sel(k.lt(col, cfg.d), x, zero));
   }
 
@@ -853,6 +890,65 @@ void Kernel::buildTensorCore() {
                                    static_cast<bool>(lse)));
 }
 
+/// A varlen block's sequence b and query block, from its grid x. Sequence
+/// b's blocks are x in [s_b, s_b + ceil(Tq_b / BM)), s_b = start_b / BM + b:
+/// s is strictly increasing, so the ranges never overlap, and all of them
+/// fit in Nq / BM + B blocks; b is found by a binary search over s. A block
+/// in no range is past its sequence's rows: it runs no key block and stores
+/// nothing. Sequence b's rows are [clamp(cu[b], 0, N), clamp(cu[b + 1],
+/// that, N)), as attn-tile's nest reads them, with B = min(|cu_q|, |cu_k|)
+/// - 1 (the runtime checks the offsets before a call; these clamps keep
+/// every read inside the tensors whatever they hold).
+void Kernel::locateVarlenTile(Value x) {
+  numQ = varlenSizes[2];
+  numK = k.min(varlenSizes[3], varlenSizes[4]);
+  Value seqs = arith::MaxSIOp::create(
+      b, k.add(k.min(varlenSizes[0], varlenSizes[1]), -1), k.c(0));
+  auto offset = [&](Value cu, Value i, Value floor, Value n) -> Value {
+    Value v = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        memref::LoadOp::create(b, cu, ValueRange{k.min(i, seqs)}));
+    return k.min(arith::MaxSIOp::create(b, v, floor), n);
+  };
+  auto firstBlock = [&](Value seq) {
+    return k.add(k.div(offset(cuQ, seq, k.c(0), numQ), cfg.bm), seq);
+  };
+  // The last sequence b in [0, B) with s_b <= x: invariant s_lo <= x (s_0
+  // = 0) and, below B, s_hi > x.
+  Type index = b.getIndexType();
+  auto search = scf::WhileOp::create(b, TypeRange{index, index},
+                                     ValueRange{k.c(0), seqs});
+  {
+    OpBuilder::InsertionGuard ig(b);
+    Block *before = b.createBlock(&search.getBefore(), {}, {index, index},
+                                  {b.getLoc(), b.getLoc()});
+    Value lo = before->getArgument(0), hi = before->getArgument(1);
+    scf::ConditionOp::create(
+        b, k.cmp(arith::CmpIPredicate::sgt, k.sub(hi, lo), k.c(1)),
+        ValueRange{lo, hi});
+    Block *after = b.createBlock(&search.getAfter(), {}, {index, index},
+                                 {b.getLoc(), b.getLoc()});
+    lo = after->getArgument(0);
+    hi = after->getArgument(1);
+    Value mid = k.div(k.add(lo, hi), 2);
+    Value below = k.cmp(arith::CmpIPredicate::sle, firstBlock(mid), x);
+    scf::YieldOp::create(
+        b, ValueRange{k.sel(below, mid, lo), k.sel(below, hi, mid)});
+  }
+  bIdx = search.getResult(0);
+  rowStart = offset(cuQ, bIdx, k.c(0), numQ);
+  keyStart = offset(cuK, bIdx, k.c(0), numK);
+  Value next = k.add(bIdx, 1);
+  tqV = rowEnd = k.sub(offset(cuQ, next, rowStart, numQ), rowStart);
+  tkV = k.sub(offset(cuK, next, keyStart, numK), keyStart);
+  spec.queryLengthValue = tqV;
+  spec.keyLengthValue = tkV;
+  // (x < s_b only for offsets the runtime refuses: then no rows.)
+  Value first = k.add(k.div(rowStart, cfg.bm), bIdx);
+  q0 = k.sel(k.cmp(arith::CmpIPredicate::sge, x, first),
+             k.mul(k.sub(x, first), cfg.bm), rowEnd);
+}
+
 void Kernel::build() {
   if (table) {
     // A paged sequence's length, within the table's capacity: a bad table
@@ -920,6 +1016,11 @@ struct TiledAttention {
   // reads through them (pagedView).
   Value table, seqLens;
   int64_t blockSize = 0;
+  // attn.varlen_sdpa: the offsets cu_seqlens_q and cu_seqlens_k [B + 1]
+  // each sequence's rows are read through; qSrc, kSrc and vSrc are then
+  // packed [N, H, D], qType, kType and vType the [B, H, T, D] the kernel
+  // reads through them (varlenView).
+  Value cuQ, cuK;
   /// A decode nest: several heads per tile or split keys (a tile of one
   /// head and one split is the prefill nest's).
   bool decode() const { return packed > 1 || combine; }
@@ -1120,6 +1221,14 @@ static RankedTensorType pagedView(RankedTensorType q, RankedTensorType cache) {
                                cache.getElementType());
 }
 
+/// The [B, H, T, D] view the kernel reads of a packed [N, H, D] tensor of
+/// a varlen batch: a per-sequence (dynamic) length.
+static RankedTensorType varlenView(RankedTensorType packed) {
+  return RankedTensorType::get({ShapedType::kDynamic, packed.getDimSize(1),
+                                ShapedType::kDynamic, packed.getDimSize(2)},
+                               packed.getElementType());
+}
+
 /// The tensor.extract under the clamps and the cast attn-tile puts around
 /// an index it reads (arith.maxsi, arith.minsi of it and a bound, in
 /// either order, arith.index_cast of it).
@@ -1175,13 +1284,87 @@ static bool matchPagedKeys(TiledAttention &t, Value b, Value kb, Value &kvh) {
   return true;
 }
 
+/// True when `v` is `cu[at]` under attn-tile's clamps, with `cu` a 1-D
+/// tensor defined outside `forall`; sets `cu` when null.
+static bool isOffset(Value v, Value at, Value &cu, scf::ForallOp forall) {
+  tensor::ExtractOp e = clampedElement(v);
+  if (!e || e.getIndices().size() != 1 || e.getIndices()[0] != at ||
+      forall.getRegion().isAncestor(e.getTensor().getParentRegion()) ||
+      (cu && e.getTensor() != cu))
+    return false;
+  cu = e.getTensor();
+  return true;
+}
+
+/// `len` is cu[b + 1] - cu[b], both under attn-tile's clamps.
+static bool isSequenceLength(Value len, Value b, Value cu,
+                             scf::ForallOp forall) {
+  auto sub = len ? len.getDefiningOp<arith::SubIOp>() : arith::SubIOp();
+  tensor::ExtractOp end =
+      sub ? clampedElement(sub.getLhs()) : tensor::ExtractOp();
+  auto next = end && end.getIndices().size() == 1
+                  ? end.getIndices()[0].getDefiningOp<arith::AddIOp>()
+                  : arith::AddIOp();
+  return next && next.getLhs() == b && isConstantIntValue(next.getRhs(), 1) &&
+         isOffset(sub.getLhs(), next, cu, forall) &&
+         isOffset(sub.getRhs(), b, cu, forall);
+}
+
+/// A varlen nest's tiles (attn.varlen_sdpa): Q sliced from packed [Nq, Hq,
+/// D] at (start_q(b) + r, h, 0), K and V from [Nk, Hkv, D] at (start_k(b) +
+/// kb, kvh, 0), with the starts and the step's lengths read from offsets
+/// defined outside the nest. Sets the offsets, the views and `kvh`.
+static bool matchVarlenTiles(TiledAttention &t, Value b, Value h, Value &kvh) {
+  Value kb = t.loop.getInductionVar(), q0 = t.step.getQueryOffset();
+  auto rank3 = [](Value a) {
+    auto type = a ? dyn_cast<RankedTensorType>(a.getType()) : nullptr;
+    return type && type.getRank() == 3 && !type.isDynamicDim(1) &&
+                   !type.isDynamicDim(2)
+               ? type
+               : nullptr;
+  };
+  auto qT = rank3(t.qSrc), kT = rank3(t.kSrc), vT = rank3(t.vSrc);
+  auto qSlice = t.step.getQuery().getDefiningOp<tensor::ExtractSliceOp>();
+  auto kSlice = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
+  auto vSlice = t.step.getValue().getDefiningOp<tensor::ExtractSliceOp>();
+  if (!qT || !kT || !vT || !qSlice || !kSlice || !vSlice ||
+      !llvm::equal(kSlice.getMixedOffsets(), vSlice.getMixedOffsets()))
+    return false;
+  SmallVector<OpFoldResult> qOffs = qSlice.getMixedOffsets(),
+                            kOffs = kSlice.getMixedOffsets();
+  auto row = dyn_cast<Value>(qOffs[0]), key = dyn_cast<Value>(kOffs[0]);
+  auto qAdd = row ? row.getDefiningOp<arith::AddIOp>() : arith::AddIOp();
+  auto kAdd = key ? key.getDefiningOp<arith::AddIOp>() : arith::AddIOp();
+  // Q's rows from min(q0, Tq) (a tile past the end slices none).
+  auto from =
+      qAdd ? qAdd.getRhs().getDefiningOp<arith::MinSIOp>() : arith::MinSIOp();
+  Value cuQ, cuK;
+  if (!qAdd || !kAdd || kAdd.getRhs() != kb || !from || from.getLhs() != q0 ||
+      from.getRhs() != t.step.getQueryLength() ||
+      dyn_cast<Value>(qOffs[1]) != h || t.step.getMask() ||
+      !isOffset(qAdd.getLhs(), b, cuQ, t.forall) ||
+      !isOffset(kAdd.getLhs(), b, cuK, t.forall) ||
+      !isConstantIntValue(qOffs[2], 0) || !isConstantIntValue(kOffs[2], 0) ||
+      !isSequenceLength(t.step.getQueryLength(), b, cuQ, t.forall) ||
+      !isSequenceLength(t.step.getKeyLength(), b, cuK, t.forall))
+    return false;
+  t.cuQ = cuQ;
+  t.cuK = cuK;
+  t.qType = varlenView(qT);
+  t.kType = varlenView(kT);
+  t.vType = varlenView(vT);
+  kvh = dyn_cast<Value>(kOffs[1]);
+  return true;
+}
+
 /// The tiles: Q at (b, h, q0), K and V at (b, h / G, kb), the mask
 /// broadcast the same way, the ALiBi slope of h, all from arguments.
 static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   why = "the tiles of attn.online_step must be slices of tensors defined "
         "outside the nest at (b, h, q0) for Q and (b, h / (Hq / Hkv), kb) for "
         "K, V and the mask (of a paged cache: at the block the table names "
-        "for kb / BS, row kb mod BS), and the ALiBi slope its element h";
+        "for kb / BS, row kb mod BS; of packed sequences: at their offsets "
+        "in cu_seqlens), and the ALiBi slope its element h";
   scf::ForallOp forall = t.forall;
   Value q = sourceTensor(t.step.getQuery(), forall),
         k = sourceTensor(t.step.getKey(), forall),
@@ -1197,18 +1380,21 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   t.qSrc = q;
   t.kSrc = k;
   t.vSrc = v;
-  t.qType = rank4(q);
-  t.kType = rank4(k);
-  t.vType = rank4(v);
-  if (!t.qType || !t.kType || !t.vType)
-    return failure();
   SmallVector<Value> ivs = llvm::to_vector(t.forall.getInductionVars());
   Value b = ivs[0], h = ivs[1], q0 = t.step.getQueryOffset(),
         kb = t.loop.getInductionVar();
   Value kvh;
-  if (matchPagedKeys(t, b, kb, kvh)) {
-    t.kType = pagedView(t.qType, t.kType);
-    t.vType = pagedView(t.qType, t.vType);
+  bool varlen = matchVarlenTiles(t, b, h, kvh);
+  if (!varlen) {
+    t.qType = rank4(q);
+    t.kType = rank4(k);
+    t.vType = rank4(v);
+    if (!t.qType || !t.kType || !t.vType)
+      return failure();
+    if (matchPagedKeys(t, b, kb, kvh)) {
+      t.kType = pagedView(t.qType, t.kType);
+      t.vType = pagedView(t.qType, t.vType);
+    }
   }
   int64_t group = t.qType.getDimSize(1) / t.kType.getDimSize(1);
   // A decode tile's first head: its group index times the heads it packs.
@@ -1228,7 +1414,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   }
   // The key/value head: the K slice's head offset, h or h / G.
   auto kSlice = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
-  if (!t.table)
+  if (!t.table && !varlen)
     kvh = kSlice && kSlice.getMixedOffsets().size() == 4
               ? dyn_cast<Value>(kSlice.getMixedOffsets()[1])
               : Value();
@@ -1236,9 +1422,11 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   bool headOk = group == 1 ? kvh == h
                            : div && div.getLhs() == h &&
                                  isConstantIntValue(div.getRhs(), group);
-  if (!headOk || !sliceAt(t.step.getQuery(), {b, h, q0, Value()}) ||
-      (!t.table && (!sliceAt(t.step.getKey(), {b, kvh, kb, Value()}) ||
-                    !sliceAt(t.step.getValue(), {b, kvh, kb, Value()}))))
+  if (!headOk ||
+      (!varlen && !sliceAt(t.step.getQuery(), {b, h, q0, Value()})) ||
+      (!t.table && !varlen &&
+       (!sliceAt(t.step.getKey(), {b, kvh, kb, Value()}) ||
+        !sliceAt(t.step.getValue(), {b, kvh, kb, Value()}))))
     return failure();
   if (Value mask = t.step.getMask()) {
     Value m = sourceTensor(mask, forall);
@@ -1284,8 +1472,10 @@ static bool isLengthOf(Value len, Value tensor) {
 static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
   why = "the nest's lengths, element types, exponent scale and outputs must "
         "be those of its arguments and of the attention";
-  if (!isLengthOf(t.step.getQueryLength(), t.qSrc) ||
-      (!t.table && !isLengthOf(t.step.getKeyLength(), t.kSrc)) ||
+  // (A varlen nest's lengths are its sequence's: matchVarlenTiles.)
+  bool dense = !t.table && !t.cuQ;
+  if ((!t.cuQ && !isLengthOf(t.step.getQueryLength(), t.qSrc)) ||
+      (dense && !isLengthOf(t.step.getKeyLength(), t.kSrc)) ||
       t.kType.getDimSize(2) != t.vType.getDimSize(2) ||
       t.finish.getOutput().getType().getElementType() !=
           t.qType.getElementType() ||
@@ -1451,6 +1641,7 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
     cfg->rowBlocks = llvm::divideCeil(cfg->tileRows(), cfg->bm);
   }
   cfg->blockSize = t.blockSize;
+  cfg->varlen = static_cast<bool>(t.cuQ);
   // A key block clamped to a short Tk is one block of any larger size.
   bool keys = cfg->kvBlock == t.keyBlock || t.table ||
               (t.keyBlock == tk && cfg->kvBlock >= tk);
@@ -1495,6 +1686,11 @@ static std::array<RankedTensorType, 3> kernelTypes(SdpaOp op) {
   return {op.getQuery().getType(), op.getKey().getType(),
           op.getValue().getType()};
 }
+static std::array<RankedTensorType, 3> kernelTypes(VarlenSdpaOp op) {
+  return {varlenView(op.getQuery().getType()),
+          varlenView(op.getKey().getType()),
+          varlenView(op.getValue().getType())};
+}
 static std::array<RankedTensorType, 3> kernelTypes(PagedSdpaOp op) {
   RankedTensorType q = op.getQuery().getType();
   return {q, pagedView(q, op.getKeyCache().getType()),
@@ -1513,11 +1709,11 @@ static bool staticHeads(Operation *op, ArrayRef<RankedTensorType> types) {
                      !paged.getValueCache().getType().isDynamicDim(1)));
 }
 
-/// Tiles `op` (attn.sdpa or attn.paged_sdpa) for the kernel (attn-tile's
-/// loop nest with the kernel's blocks, no key chunks; with `decode`, a
-/// query of at most kDecodeRows rows per head on the decode schedule, one
-/// task per head group); the forall that finishes the nest, or failure
-/// with nothing changed.
+/// Tiles `op` (attn.sdpa, attn.paged_sdpa or attn.varlen_sdpa) for the
+/// kernel (attn-tile's loop nest with the kernel's blocks, no key chunks; with
+/// `decode`, a query of at most kDecodeRows rows per head on the decode
+/// schedule, one task per head group); the forall that finishes the nest, or
+/// failure with nothing changed.
 template <typename OpTy>
 FailureOr<scf::ForallOp> tileForKernel(RewriterBase &rewriter, OpTy sdpa,
                                        const AttnGpuFlashPassOptions &o,
@@ -1564,7 +1760,8 @@ LogicalResult lowerNest(RewriterBase &rewriter, scf::ForallOp forall,
   FailureOr<TiledAttention> t = matchTiledAttention(forall, reason);
   if (failed(t))
     return why(forall, "the CUDA kernel lowers attn-tile's loop nest of "
-                       "attn.sdpa and attn.paged_sdpa; this loop nest "
+                       "attn.sdpa, attn.paged_sdpa and attn.varlen_sdpa; "
+                       "this loop nest "
                        "differs: " +
                            reason);
   FailureOr<Config> cfg = configure(o, *t, why);
@@ -1621,6 +1818,8 @@ LogicalResult diagnoseLeftovers(func::FuncOp func,
       ok = succeeded(tileForKernel(rewriter, sdpa, o, Why{true})) && ok;
     else if (auto paged = dyn_cast<PagedSdpaOp>(op))
       ok = succeeded(tileForKernel(rewriter, paged, o, Why{true})) && ok;
+    else if (auto varlen = dyn_cast<VarlenSdpaOp>(op))
+      ok = succeeded(tileForKernel(rewriter, varlen, o, Why{true})) && ok;
     else if (isa<MhaOp>(op))
       ok = succeeded(LogicalResult(op->emitError(
           "attn.mha is lowered for CUDA as GEMM kernels around the fused "
@@ -1630,11 +1829,6 @@ LogicalResult diagnoseLeftovers(func::FuncOp func,
       ok = succeeded(LogicalResult(
                op->emitError("attn.softmax has no CUDA lowering; run this "
                              "graph on the CPU target (--target=cpu)"))) &&
-           ok;
-    else if (isa<VarlenSdpaOp>(op))
-      ok = succeeded(LogicalResult(op->emitError(
-               "attn.varlen_sdpa has no CUDA lowering yet; run this graph on "
-               "the CPU target (--target=cpu)"))) &&
            ok;
   });
   SmallVector<scf::ForallOp> nests;
@@ -1791,6 +1985,18 @@ static gpu::LaunchOp buildCombine(ImplicitLocOpBuilder &b, const Config &cfg,
 /// the inserts -> the normalized stores. A batch size or length known only
 /// at run time is read on the host (memref.dim), which computes the grid
 /// from it; the kernel captures it.
+/// Erases the op defining `v` when nothing uses it any more, then the ops
+/// it used that way in turn.
+static void eraseDeadHostCode(RewriterBase &rewriter, Value v) {
+  Operation *op = v ? v.getDefiningOp() : nullptr;
+  if (!op || !isOpTriviallyDead(op))
+    return;
+  SmallVector<Value> operands(op->getOperands());
+  rewriter.eraseOp(op);
+  for (Value operand : operands)
+    eraseDeadHostCode(rewriter, operand);
+}
+
 LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
                           const Config &cfg) {
   scf::ForallOp forall = t.forall;
@@ -1818,27 +2024,44 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
                ? memref::DimOp::create(b, buf, dim).getResult()
                : k.c(n);
   };
-  // (A paged sequence's Tk is its own, read by the kernel.)
-  Value batch = size(q, 0, cfg.batch), tq = size(q, 2, cfg.tq),
-        tk = t.table ? Value() : size(key, 2, cfg.tk);
+  auto sizeOf = [&](Value buf, int64_t dim) {
+    return size(buf, dim, cast<MemRefType>(buf.getType()).getDimSize(dim));
+  };
+  // (A paged sequence's Tk is its own, read by the kernel; a varlen
+  // sequence's Tq and Tk too, and its results go to rows of [Nq, Hq, Dv]
+  // and LSE [Hq, Nq].)
+  Value batch = cfg.varlen ? k.c(1) : size(q, 0, cfg.batch),
+        tq = cfg.varlen ? sizeOf(q, 0) : size(q, 2, cfg.tq),
+        tk = t.table || cfg.varlen ? Value() : size(key, 2, cfg.tk);
   // Results [B, Hq, Tq, Dv] and LSE [B, Hq, Tq].
   scf::ForallOp last = t.combine ? t.combine : forall;
   SmallVector<Value> outs;
   for (Type type : last.getResultTypes()) {
     auto tt = cast<RankedTensorType>(type);
     SmallVector<Value> dyn;
-    for (int64_t d : {0, 2})
+    for (int64_t d = 0; d < tt.getRank(); ++d)
       if (tt.isDynamicDim(d))
-        dyn.push_back(d ? tq : batch);
+        dyn.push_back(d == 0 && !cfg.varlen ? batch : tq);
     outs.push_back(allocateBuffer(b, loc, tt, dyn));
   }
   // Grid: (q-blocks, Hq, B); of a decode kernel (row blocks · splits, head
-  // groups, B).
+  // groups, B); of a varlen one (Nq / BM + B + 1, Hq, 1): see
+  // Kernel::locateVarlenTile.
   int64_t groups = cfg.hq / cfg.packed;
+  Value cuQ, cuK;
+  SmallVector<Value, 5> varlenSizes;
+  if (cfg.varlen) {
+    cuQ = bufferForRead(b, loc, t.cuQ);
+    cuK = bufferForRead(b, loc, t.cuK);
+    varlenSizes = {sizeOf(cuQ, 0), sizeOf(cuK, 0), tq, sizeOf(key, 0),
+                   sizeOf(val, 0)};
+  }
   Value blocks = cfg.decode ? k.c(cfg.rowBlocks * cfg.splits)
-                 : ShapedType::isDynamic(cfg.tq)
+                 : ShapedType::isDynamic(cfg.tq) || cfg.varlen
                      ? arith::CeilDivUIOp::create(b, tq, k.c(cfg.bm))
                      : k.c((cfg.tq + cfg.bm - 1) / cfg.bm);
+  if (cfg.varlen)
+    blocks = k.add(blocks, varlenSizes[0]);
   // A split's partial results: normalized outputs and LSEs in f32.
   SmallVector<Value> parts;
   if (cfg.splits > 1) {
@@ -1858,9 +2081,6 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   Value table, seqLens, tableCols;
   SmallVector<Value, 2> cacheBlocks;
   if (t.table) {
-    auto sizeOf = [&](Value buf, int64_t dim) {
-      return size(buf, dim, cast<MemRefType>(buf.getType()).getDimSize(dim));
-    };
     table = bufferForRead(b, loc, t.table);
     seqLens = bufferForRead(b, loc, t.seqLens);
     tableCols = sizeOf(table, 1);
@@ -1888,6 +2108,9 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   kern.seqLens = seqLens;
   kern.tableCols = tableCols;
   kern.cacheBlocks = cacheBlocks;
+  kern.cuQ = cuQ;
+  kern.cuK = cuK;
+  kern.varlenSizes = varlenSizes;
   kern.out = parts.empty() ? outs[0] : parts[0];
   if (!parts.empty())
     kern.lse = parts[1];
@@ -1905,6 +2128,8 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   kern.grp = launch.getBlockIds().y;
   kern.h = cfg.packed > 1 ? k.mul(kern.grp, cfg.packed) : kern.grp;
   kern.bIdx = launch.getBlockIds().z;
+  if (cfg.varlen)
+    kern.locateVarlenTile(bx);
   kern.build();
   gpu::TerminatorOp::create(b);
   b.setInsertionPointAfter(launch);
@@ -1915,9 +2140,15 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   }
   SmallVector<Value> outTensors = llvm::map_to_vector(
       outs, [&](Value buf) { return resultTensor(b, loc, buf); });
+  SmallVector<Value> bounds = forall.getUpperBound(rewriter);
   rewriter.replaceOp(last, outTensors);
   if (t.combine)
     rewriter.eraseOp(forall);
+  // The grid is the kernel's own: what computed the forall's bounds (a
+  // varlen nest's loop over the offsets for its longest sequence, which
+  // the host could not run) goes with it.
+  for (Value bound : bounds)
+    eraseDeadHostCode(rewriter, bound);
   return success();
 }
 
@@ -1926,5 +2157,6 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
 void attn::populateAttnToNVGPUPatterns(RewritePatternSet &patterns,
                                        const AttnGpuFlashPassOptions &options) {
   patterns.add<TileSdpaForKernel<SdpaOp>, TileSdpaForKernel<PagedSdpaOp>,
-               LowerAttentionNest>(patterns.getContext(), options);
+               TileSdpaForKernel<VarlenSdpaOp>, LowerAttentionNest>(
+      patterns.getContext(), options);
 }

@@ -905,6 +905,11 @@ bool isHostOp(Operation *op) {
   if (auto div = dyn_cast<arith::CeilDivUIOp>(op))
     return div.getLhs().getDefiningOp<memref::DimOp>() &&
            getConstantIntValue(div.getRhs());
+  // A varlen kernel's grid: its query blocks plus the offsets' length.
+  if (auto add = dyn_cast<arith::AddIOp>(op))
+    return isa_and_nonnull<arith::CeilDivUIOp, memref::DimOp>(
+               add.getLhs().getDefiningOp()) &&
+           add.getRhs().getDefiningOp<memref::DimOp>();
   // A buffer of dynamic shape passed to a kernel as its base pointer.
   if (auto rc = dyn_cast<memref::ReinterpretCastOp>(op))
     return rc.getType().getNumElements() == 1 &&

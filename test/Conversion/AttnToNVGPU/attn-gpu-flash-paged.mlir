@@ -19,4 +19,4 @@
 // CHECK: nvgpu.device_async_copy
 // CHECK: gpu.launch {{.*}} function(@combine_0)
 // RUN: attn-opt %S/../../Tools/Inputs/paged-decode.mlir --attn-tile="kv-block=64 split-partial-blocks=false kv-splits=2" | not attn-opt --attn-gpu-flash 2>&1 | FileCheck %s --check-prefix=ALLGROUPS
-// ALLGROUPS: error: the CUDA kernel lowers attn-tile's loop nest of attn.sdpa and attn.paged_sdpa; this loop nest differs: attn.online_merge must merge, over a constant number of splits, the partial states of a forall over (b, group, split) before the merging forall
+// ALLGROUPS: error: the CUDA kernel lowers attn-tile's loop nest of attn.sdpa, attn.paged_sdpa and attn.varlen_sdpa; this loop nest differs: attn.online_merge must merge, over a constant number of splits, the partial states of a forall over (b, group, split) before the merging forall

@@ -14,7 +14,7 @@ func.func @small_q_block(%q: tensor<1x2x100x64xf16>, %k: tensor<1x2x130x64xf16>,
 // -----
 
 func.func @chunked(%q: tensor<1x1x64x64xf16>, %k: tensor<1x1x20000x64xf16>, %v: tensor<1x1x20000x64xf16>) -> tensor<1x1x64x64xf16> {
-  // expected-error @+1 {{the CUDA kernel lowers attn-tile's loop nest of attn.sdpa and attn.paged_sdpa; this loop nest differs: the loop nest must have one attn.online_step and one attn.online_finish (no chunks)}}
+  // expected-error @+1 {{the CUDA kernel lowers attn-tile's loop nest of attn.sdpa, attn.paged_sdpa and attn.varlen_sdpa; this loop nest differs: the loop nest must have one attn.online_step and one attn.online_finish (no chunks)}}
   %o = attn.sdpa %q, %k, %v : tensor<1x1x64x64xf16>, tensor<1x1x20000x64xf16>, tensor<1x1x20000x64xf16> -> tensor<1x1x64x64xf16>
   return %o : tensor<1x1x64x64xf16>
 }

@@ -142,7 +142,40 @@ func.func @scratch_by_argument_size(%in: memref<?x4xf32>) {
 func.func @host_index_math(%in: memref<?xf32>) {
   %c0 = arith.constant 0 : index
   %n = memref.dim %in, %c0 : memref<?xf32>
+  // expected-error @+1 {{the CUDA target cannot run 'arith.muli' on the host}}
+  %m = arith.muli %n, %n : index
+  return
+}
+
+// -----
+
+// A varlen grid (query blocks plus the offsets' length, both from
+// dimensions of entry arguments) stays on the host; a size plus anything
+// else does not.
+// CHECK-LABEL: func.func @varlen_grid
+// CHECK: %[[G:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[G]],
+func.func @varlen_grid(%in: memref<?xf32>, %cu: memref<?xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %n = memref.dim %in, %c0 : memref<?xf32>
+  %b = memref.dim %cu, %c0 : memref<?xi32>
+  %q = arith.ceildivui %n, %c64 : index
+  %g = arith.addi %q, %b : index
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %g, %y = %c1, %z = %c1) threads(%tx, %ty, %tz) in (%a = %c1, %bb = %c1, %c = %c1) {
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @host_add_constant(%in: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %in, %c0 : memref<?xf32>
   // expected-error @+1 {{the CUDA target cannot run 'arith.addi' on the host}}
-  %m = arith.addi %n, %n : index
+  %m = arith.addi %n, %c1 : index
   return
 }
