@@ -104,15 +104,19 @@ static std::string dimName(Value v,
 
 /// How a kernel record names grid size `v` (see Artifact/Format.h): "N"
 /// for a positive constant, "NAME" for a dynamic dimension, "NAME/N" for
-/// its ceiling division by a constant, either plus a dynamic dimension
-/// ("NAME/N+NAME2"); "" for anything else.
+/// its ceiling division by a constant, either plus a dynamic dimension or
+/// a constant ("NAME/N+NAME2", "NAME+N2"); "" for anything else.
 static std::string describeGridSize(
     Value v, ArrayRef<std::vector<std::string>> argDims) {
   if (auto add = v.getDefiningOp<arith::AddIOp>()) {
-    std::string lhs = describeGridSize(add.getLhs(), argDims);
-    std::string rhs = dimName(add.getRhs(), argDims);
-    return !lhs.empty() && !rhs.empty() && !constantInt(add.getLhs()) &&
-                   lhs.find('+') == std::string::npos
+    Value x = add.getLhs(), y = add.getRhs();
+    if (constantInt(x))
+      std::swap(x, y);
+    std::string lhs = constantInt(x) ? "" : describeGridSize(x, argDims);
+    std::optional<int64_t> c = constantInt(y);
+    std::string rhs =
+        c ? (*c >= 0 ? std::to_string(*c) : "") : dimName(y, argDims);
+    return !lhs.empty() && !rhs.empty() && lhs.find('+') == std::string::npos
                ? lhs + "+" + rhs
                : "";
   }

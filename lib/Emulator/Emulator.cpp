@@ -1144,10 +1144,15 @@ struct HostBuffers {
     }
     // A varlen grid: the query blocks plus the sequences.
     if (auto add = dyn_cast<arith::AddIOp>(op)) {
-      auto lhs = sizes.find(add.getLhs()), rhs = sizes.find(add.getRhs());
-      if (lhs == sizes.end() || rhs == sizes.end())
+      auto value = [&](Value v) -> std::optional<int64_t> {
+        if (auto it = sizes.find(v); it != sizes.end())
+          return it->second;
+        return getConstantIntValue(v);
+      };
+      std::optional<int64_t> x = value(add.getLhs()), y = value(add.getRhs());
+      if (!x || !y)
         return false;
-      sizes[add] = lhs->second + rhs->second;
+      sizes[add] = *x + *y;
       return true;
     }
     return false;

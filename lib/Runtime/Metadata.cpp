@@ -131,7 +131,7 @@ static Error badField(const std::string &record, const std::string &key,
 
 /// grid=X,Y,Z of a kernel record: each a size N, or NAME or NAME/N (a
 /// dynamic dimension, divided by N rounded up), the latter two maybe
-/// followed by +NAME2 (plus the size of dimension NAME2).
+/// followed by +NAME2 or +N2 (plus the size of dimension NAME2, or N2).
 static bool parseGrid(const std::string &v, KernelInfo &k) {
   std::stringstream ss(v);
   std::string item;
@@ -141,10 +141,14 @@ static bool parseGrid(const std::string &v, KernelInfo &k) {
       return false;
     size_t plus = item.find('+');
     k.gridAddDims[i].clear();
+    k.gridAdd[i] = 0;
     if (plus != std::string::npos) {
-      k.gridAddDims[i] = item.substr(plus + 1);
+      std::string add = item.substr(plus + 1);
       item.resize(plus);
-      if (!isIdentifier(k.gridAddDims[i]))
+      if (isIdentifier(add))
+        k.gridAddDims[i] = add;
+      else if (!parseInt(add, k.gridAdd[i]) || k.gridAdd[i] < 0 ||
+               k.gridAdd[i] > 0x7fffffff)
         return false;
     }
     size_t slash = item.find('/');
@@ -796,6 +800,8 @@ std::string attn::rt::formatGrid(const KernelInfo &k) {
       n = k.gridDims[i] + (k.grid[i] == 1 ? "" : "/" + n);
     if (!k.gridAddDims[i].empty())
       n = "(" + n + "+" + k.gridAddDims[i] + ")";
+    else if (!k.gridDims[i].empty() && k.gridAdd[i])
+      n = "(" + n + "+" + std::to_string(k.gridAdd[i]) + ")";
     s += (i ? "x" : "") + n;
   }
   return s;
@@ -853,6 +859,7 @@ static Error instantiateKernels(EntryInfo &e, const DimSizes &sizes) {
         if (Error err = size(k.gridDims[d], n))
           return err;
         k.grid[d] = (n - 1) / k.grid[d] + 1; // ceil(n / div), no overflow
+        k.grid[d] += k.gridAdd[d];           // both below 2^41
         k.gridDims[d].clear();
         if (!k.gridAddDims[d].empty()) {
           if (Error err = size(k.gridAddDims[d], n))

@@ -39,8 +39,8 @@
 // dynamic dimension (passed as its size, a 64-bit integer). Each grid size
 // G is a number, a dynamic dimension's NAME, or NAME/N: that size divided
 // by N, rounded up (e.g. grid=Tq/64,8,B), either of the last two
-// optionally followed by +NAME2, plus the size of dimension NAME2 (a varlen
-// kernel's grid=Nq/64+B1,8,1); the runtime evaluates it at each
+// optionally followed by +NAME2 or +N2, plus the size of dimension NAME2 or
+// N2 (a varlen kernel's grid=Nq/64+B1,8,1); the runtime evaluates it at each
 // call and refuses sizes beyond CUDA's grid (2^31-1 blocks in x, 65535 in
 // y and z). A kernel takes a buffer of dynamic shape as its base pointer
 // and views it by the sizes it is given (dense, row-major). `image` names

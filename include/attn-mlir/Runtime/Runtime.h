@@ -114,9 +114,11 @@ struct KernelInfo {
   /// divided by grid[i], rounded up (instantiate() computes it and clears
   /// the name).
   std::string gridDims[3];
-  /// Where gridAddDims[i] names a dynamic dimension too, its size is added
-  /// (a varlen kernel: the query blocks plus the sequences).
+  /// Where gridAddDims[i] names a dynamic dimension too, its size is added,
+  /// and so is gridAdd[i] (a varlen kernel: the query blocks plus the
+  /// sequences, B + 1 known or not).
   std::string gridAddDims[3];
+  int64_t gridAdd[3] = {0, 0, 0};
   int64_t sharedBytes = 0;
   /// Kernel argument i is the device buffer of id args[i]: below the
   /// entry's nargs (inputs + outputs) the entry argument args[i] (inputs

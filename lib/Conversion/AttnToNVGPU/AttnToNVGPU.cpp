@@ -1284,20 +1284,51 @@ static bool matchPagedKeys(TiledAttention &t, Value b, Value kb, Value &kvh) {
   return true;
 }
 
-/// True when `v` is `cu[at]` under attn-tile's clamps, with `cu` a 1-D
-/// tensor defined outside `forall`; sets `cu` when null.
-static bool isOffset(Value v, Value at, Value &cu, scf::ForallOp forall) {
-  tensor::ExtractOp e = clampedElement(v);
+/// True when `n` is the rows of `tensor`: its static dimension 0, or
+/// tensor.dim of it.
+static bool isRowsOf(Value n, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (!type.isDynamicDim(0))
+    return getConstantIntValue(n) == type.getDimSize(0);
+  auto dim = n.getDefiningOp<tensor::DimOp>();
+  return dim && dim.getSource() == tensor && dim.getConstantIndex() == 0;
+}
+
+/// True when `n` is the rows of both `k` and `v` (the smaller of the two,
+/// as attn-tile bounds the keys).
+static bool isKeyRows(Value n, Value k, Value v) {
+  if (auto m = n.getDefiningOp<arith::MinUIOp>())
+    return isRowsOf(m.getLhs(), k) && isRowsOf(m.getRhs(), v);
+  return isRowsOf(n, k) && isRowsOf(n, v);
+}
+
+/// True when `v` is an offset as attn-tile's nest reads one:
+/// min(max(cu[at], floor), rows), `cu` a 1-D tensor defined outside
+/// `forall` (set when null), `floor` the constant 0 when null; sets `rows`
+/// when null, else it must be the same.
+static bool isOffset(Value v, Value at, Value floor, Value &rows, Value &cu,
+                     scf::ForallOp forall) {
+  auto min = v ? v.getDefiningOp<arith::MinSIOp>() : arith::MinSIOp();
+  auto max =
+      min ? min.getLhs().getDefiningOp<arith::MaxSIOp>() : arith::MaxSIOp();
+  auto cast = max ? max.getLhs().getDefiningOp<arith::IndexCastOp>()
+                  : arith::IndexCastOp();
+  auto e = cast ? cast.getIn().getDefiningOp<tensor::ExtractOp>()
+                : tensor::ExtractOp();
   if (!e || e.getIndices().size() != 1 || e.getIndices()[0] != at ||
+      (floor ? max.getRhs() != floor : !isConstantIntValue(max.getRhs(), 0)) ||
+      (rows && min.getRhs() != rows) ||
       forall.getRegion().isAncestor(e.getTensor().getParentRegion()) ||
       (cu && e.getTensor() != cu))
     return false;
   cu = e.getTensor();
+  rows = min.getRhs();
   return true;
 }
 
-/// `len` is cu[b + 1] - cu[b], both under attn-tile's clamps.
-static bool isSequenceLength(Value len, Value b, Value cu,
+/// `len` is end - start of sequence b: start = min(max(cu[b], 0), rows),
+/// end = min(max(cu[b + 1], start), rows); sets `rows` when null.
+static bool isSequenceLength(Value len, Value b, Value cu, Value &rows,
                              scf::ForallOp forall) {
   auto sub = len ? len.getDefiningOp<arith::SubIOp>() : arith::SubIOp();
   tensor::ExtractOp end =
@@ -1306,8 +1337,8 @@ static bool isSequenceLength(Value len, Value b, Value cu,
                   ? end.getIndices()[0].getDefiningOp<arith::AddIOp>()
                   : arith::AddIOp();
   return next && next.getLhs() == b && isConstantIntValue(next.getRhs(), 1) &&
-         isOffset(sub.getLhs(), next, cu, forall) &&
-         isOffset(sub.getRhs(), b, cu, forall);
+         isOffset(sub.getRhs(), b, Value(), rows, cu, forall) &&
+         isOffset(sub.getLhs(), next, sub.getRhs(), rows, cu, forall);
 }
 
 /// A varlen nest's tiles (attn.varlen_sdpa): Q sliced from packed [Nq, Hq,
@@ -1338,15 +1369,17 @@ static bool matchVarlenTiles(TiledAttention &t, Value b, Value h, Value &kvh) {
   // Q's rows from min(q0, Tq) (a tile past the end slices none).
   auto from =
       qAdd ? qAdd.getRhs().getDefiningOp<arith::MinSIOp>() : arith::MinSIOp();
-  Value cuQ, cuK;
+  // Sequence b's rows: its offsets into the packed Q and K, V rows.
+  Value cuQ, cuK, numQ, numK;
   if (!qAdd || !kAdd || kAdd.getRhs() != kb || !from || from.getLhs() != q0 ||
       from.getRhs() != t.step.getQueryLength() ||
       dyn_cast<Value>(qOffs[1]) != h || t.step.getMask() ||
-      !isOffset(qAdd.getLhs(), b, cuQ, t.forall) ||
-      !isOffset(kAdd.getLhs(), b, cuK, t.forall) ||
+      !isOffset(qAdd.getLhs(), b, Value(), numQ, cuQ, t.forall) ||
+      !isOffset(kAdd.getLhs(), b, Value(), numK, cuK, t.forall) ||
       !isConstantIntValue(qOffs[2], 0) || !isConstantIntValue(kOffs[2], 0) ||
-      !isSequenceLength(t.step.getQueryLength(), b, cuQ, t.forall) ||
-      !isSequenceLength(t.step.getKeyLength(), b, cuK, t.forall))
+      !isSequenceLength(t.step.getQueryLength(), b, cuQ, numQ, t.forall) ||
+      !isSequenceLength(t.step.getKeyLength(), b, cuK, numK, t.forall) ||
+      !isRowsOf(numQ, t.qSrc) || !isKeyRows(numK, t.kSrc, t.vSrc))
     return false;
   t.cuQ = cuQ;
   t.cuK = cuK;
@@ -1974,6 +2007,27 @@ static gpu::LaunchOp buildCombine(ImplicitLocOpBuilder &b, const Config &cfg,
   return launch;
 }
 
+/// Erases the ops defining `roots` that nothing uses any more, then the
+/// ops those used that way in turn.
+static void eraseDeadHostCode(RewriterBase &rewriter, ValueRange roots) {
+  SmallVector<Operation *> work;
+  auto push = [&](Value v) {
+    if (Operation *op = v.getDefiningOp())
+      work.push_back(op);
+  };
+  llvm::for_each(roots, push);
+  // An op may be reached twice (a shared constant): erased once.
+  llvm::SmallPtrSet<Operation *, 16> erased;
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (erased.contains(op) || !isOpTriviallyDead(op))
+      continue;
+    llvm::for_each(op->getOperands(), push);
+    erased.insert(op);
+    rewriter.eraseOp(op);
+  }
+}
+
 /// The nest replaced, in place, by a gpu.launch of the kernel on buffers of
 /// its tensors (bufferization.to_buffer of the sources, memref.alloc for the
 /// results, which become tensors again through bufferization.to_tensor:
@@ -1985,18 +2039,6 @@ static gpu::LaunchOp buildCombine(ImplicitLocOpBuilder &b, const Config &cfg,
 /// the inserts -> the normalized stores. A batch size or length known only
 /// at run time is read on the host (memref.dim), which computes the grid
 /// from it; the kernel captures it.
-/// Erases the op defining `v` when nothing uses it any more, then the ops
-/// it used that way in turn.
-static void eraseDeadHostCode(RewriterBase &rewriter, Value v) {
-  Operation *op = v ? v.getDefiningOp() : nullptr;
-  if (!op || !isOpTriviallyDead(op))
-    return;
-  SmallVector<Value> operands(op->getOperands());
-  rewriter.eraseOp(op);
-  for (Value operand : operands)
-    eraseDeadHostCode(rewriter, operand);
-}
-
 LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
                           const Config &cfg) {
   scf::ForallOp forall = t.forall;
@@ -2147,8 +2189,7 @@ LogicalResult convertNest(RewriterBase &rewriter, const TiledAttention &t,
   // The grid is the kernel's own: what computed the forall's bounds (a
   // varlen nest's loop over the offsets for its longest sequence, which
   // the host could not run) goes with it.
-  for (Value bound : bounds)
-    eraseDeadHostCode(rewriter, bound);
+  eraseDeadHostCode(rewriter, bounds);
   return success();
 }
 

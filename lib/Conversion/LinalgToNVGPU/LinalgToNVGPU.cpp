@@ -905,11 +905,18 @@ bool isHostOp(Operation *op) {
   if (auto div = dyn_cast<arith::CeilDivUIOp>(op))
     return div.getLhs().getDefiningOp<memref::DimOp>() &&
            getConstantIntValue(div.getRhs());
-  // A varlen kernel's grid: its query blocks plus the offsets' length.
-  if (auto add = dyn_cast<arith::AddIOp>(op))
-    return isa_and_nonnull<arith::CeilDivUIOp, memref::DimOp>(
-               add.getLhs().getDefiningOp()) &&
-           add.getRhs().getDefiningOp<memref::DimOp>();
+  // A varlen kernel's grid: its query blocks plus the offsets' length (one
+  // of the two may be a constant).
+  if (auto add = dyn_cast<arith::AddIOp>(op)) {
+    auto size = [](Value v) {
+      return isa_and_nonnull<arith::CeilDivUIOp, memref::DimOp>(
+          v.getDefiningOp());
+    };
+    Value x = add.getLhs(), y = add.getRhs();
+    return (size(x) &&
+            (y.getDefiningOp<memref::DimOp>() || getConstantIntValue(y))) ||
+           (size(y) && getConstantIntValue(x));
+  }
   // A buffer of dynamic shape passed to a kernel as its base pointer.
   if (auto rc = dyn_cast<memref::ReinterpretCastOp>(op))
     return rc.getType().getNumElements() == 1 &&
@@ -927,7 +934,8 @@ InFlightDiagnostic refuseHostOp(Operation *op) {
            << alloc.getType()
            << " (the artifact sizes device buffers by dimensions of the "
               "entry's arguments only): with dynamic shapes the CUDA target "
-              "compiles graphs of attn.sdpa alone (compile this graph with "
+              "compiles graphs of one attention op alone (attn.sdpa, "
+              "attn.paged_sdpa or attn.varlen_sdpa; compile this graph with "
               "static shapes, or for the CPU, --target=cpu)";
   return op->emitError("the CUDA target cannot run '")
          << op->getName()
@@ -1053,7 +1061,8 @@ struct AttnGpuHostPass
                                  "buffer sized by their dimensions (")
                 << mt
                 << "): with dynamic shapes the CUDA target compiles graphs "
-                   "of attn.sdpa alone"));
+                   "of one attention op alone (attn.sdpa, attn.paged_sdpa or "
+                   "attn.varlen_sdpa)"));
             continue;
           }
           passAsPointer(launch, v);

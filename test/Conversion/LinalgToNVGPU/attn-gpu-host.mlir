@@ -93,7 +93,7 @@ func.func @not_an_argument(%in: memref<?x4xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %flat = memref.collapse_shape %in [[0, 1]] : memref<?x4xf32> into memref<?xf32>
-  // expected-error @+1 {{a kernel takes a buffer of dynamic shape that is not an entry argument or a device buffer sized by their dimensions ('memref<?xf32>'): with dynamic shapes the CUDA target compiles graphs of attn.sdpa alone}}
+  // expected-error @+1 {{a kernel takes a buffer of dynamic shape that is not an entry argument or a device buffer sized by their dimensions ('memref<?xf32>'): with dynamic shapes the CUDA target compiles graphs of one attention op alone (attn.sdpa, attn.paged_sdpa or attn.varlen_sdpa)}}
   gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1) threads(%tx, %ty, %tz) in (%a = %c1, %b = %c1, %c = %c1) {
     %v = memref.load %flat[%c0] : memref<?xf32>
     gpu.terminator
@@ -108,7 +108,7 @@ func.func @dynamic_scratch(%in: memref<?xf32>) {
   %c1 = arith.constant 1 : index
   %n = memref.dim %in, %c0 : memref<?xf32>
   %g = arith.ceildivui %n, %c1 : index
-  // expected-error @+1 {{an intermediate buffer of the CUDA entry has a size computed at run time 'memref<?xf32>' (the artifact sizes device buffers by dimensions of the entry's arguments only): with dynamic shapes the CUDA target compiles graphs of attn.sdpa alone (compile this graph with static shapes, or for the CPU, --target=cpu)}}
+  // expected-error @+1 {{an intermediate buffer of the CUDA entry has a size computed at run time 'memref<?xf32>' (the artifact sizes device buffers by dimensions of the entry's arguments only): with dynamic shapes the CUDA target compiles graphs of one attention op alone (attn.sdpa, attn.paged_sdpa or attn.varlen_sdpa; compile this graph with static shapes, or for the CPU, --target=cpu)}}
   %buf = memref.alloc(%g) : memref<?xf32>
   return
 }
@@ -149,9 +149,9 @@ func.func @host_index_math(%in: memref<?xf32>) {
 
 // -----
 
-// A varlen grid (query blocks plus the offsets' length, both from
-// dimensions of entry arguments) stays on the host; a size plus anything
-// else does not.
+// A varlen grid (query blocks plus the offsets' length, each a dimension
+// of an entry argument or a constant) stays on the host; a size plus
+// anything else does not.
 // CHECK-LABEL: func.func @varlen_grid
 // CHECK: %[[G:.*]] = arith.addi %{{.*}}, %{{.*}} : index
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[G]],
@@ -171,11 +171,11 @@ func.func @varlen_grid(%in: memref<?xf32>, %cu: memref<?xi32>) {
 
 // -----
 
-func.func @host_add_constant(%in: memref<?xf32>) {
+func.func @host_add_twice(%in: memref<?xf32>) {
   %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
   %n = memref.dim %in, %c0 : memref<?xf32>
+  %m = arith.addi %n, %n : index
   // expected-error @+1 {{the CUDA target cannot run 'arith.addi' on the host}}
-  %m = arith.addi %n, %c1 : index
+  %p = arith.addi %m, %n : index
   return
 }
