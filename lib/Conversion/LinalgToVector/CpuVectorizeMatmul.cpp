@@ -427,8 +427,10 @@ bool isTileDot(linalg::GenericOp op) {
 }
 
 /// The dot-product kernel of isTileDot: blocks of r rows of A (r·N <= 16
-/// accumulators) hold vector<W> partial dot products with every row of B
-/// over k, each reduced to its element of C at the end. A is read once,
+/// accumulators with AVX-512's 32 registers, r·N <= 8 with AVX2's 16:
+/// with 16 there, the accumulators spilled to the stack and a decode step
+/// ran 1.25x slower) hold vector<W> partial dot products with every row of
+/// B over k, each reduced to its element of C at the end. A is read once,
 /// in W-wide loads; the few rows of B stay in the cache.
 struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
   TileDotToVector(MLIRContext *ctx, int64_t width)
@@ -446,7 +448,8 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
     Type aElt = cast<MemRefType>(a.getType()).getElementType();
     int64_t n = cast<MemRefType>(c.getType()).getDimSize(1);
     int64_t kDim = cast<MemRefType>(b.getType()).getDimSize(1);
-    int64_t rowsPerBlock = std::max<int64_t>(1, 16 / n);
+    int64_t accumulators = kWidth >= 16 ? 16 : 8;
+    int64_t rowsPerBlock = std::max<int64_t>(1, accumulators / n);
     auto vf32 = VectorType::get({kWidth}, f32);
     auto vA = VectorType::get({kWidth}, aElt);
     auto idx = [&](OpBuilder &bb, int64_t v) { return constIndex(bb, loc, v); };

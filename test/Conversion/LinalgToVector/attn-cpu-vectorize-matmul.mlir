@@ -141,17 +141,24 @@ func.func @generalized_matmul(%a: memref<32x48xf16>, %b: memref<48x40xf16>, %c: 
 
 // The score tile of a decode step: Sᵀ[j, i] += K[j, d] · Q[i, d] with 4
 // query rows (C has 4 <= 8 static columns, A and B contiguous in d): the
-// dot kernel. Blocks of 4 keys x 4 rows hold 16 vector accumulators over
-// d (D = 20: two full steps and a masked tail of 4 at W = 8, one full step
-// and a masked tail at W = 16), each reduced into its score.
+// dot kernel. Blocks of 2 keys x 4 rows hold 8 vector accumulators over d
+// at W = 8 (AVX2's 16 registers; 4 keys x 4 rows, 16 accumulators, at W =
+// 16) (D = 20: two full steps and a masked tail of 4 at W = 8, one full
+// step and a masked tail at W = 16), each reduced into its score.
 // CHECK-LABEL: func.func @decode_scores
 // CHECK-NOT: linalg.generic
-// CHECK: scf.for {{.*}} step %c4
+// CHECK: scf.for {{.*}} step %c2
 // CHECK: scf.for {{.*}} step %c8
-// CHECK-COUNT-16: vector.fma
+// CHECK-COUNT-8: vector.fma
+// CHECK-NOT: vector.fma
 // CHECK: vector.maskedload
-// CHECK-COUNT-16: vector.fma
+// CHECK-COUNT-8: vector.fma
 // CHECK: vector.reduction <add>
+// AVX512-LABEL: func.func @decode_scores
+// AVX512: scf.for {{.*}} step %c4
+// AVX512: scf.for {{.*}} step %c16
+// AVX512-COUNT-16: vector.fma
+// AVX512: vector.maskedload
 // W16-LABEL: func.func @decode_scores
 // W16: vector.load {{.*}} vector<16xbf16>
 // W16: arith.extf {{.*}} vector<16xbf16> to vector<16xf32>
