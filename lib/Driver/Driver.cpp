@@ -148,7 +148,7 @@ static LogicalResult describeLaunch(gpu::LaunchFuncOp launch,
       return launch.emitError(
           "a grid size must be a constant, or a dynamic dimension of an "
           "entry argument (maybe divided by a constant, maybe plus another "
-          "dynamic dimension)");
+          "dynamic dimension or a constant)");
   }
   SmallVector<int64_t> block;
   for (Value v : {launch.getBlockSizeX(), launch.getBlockSizeY(),
@@ -255,7 +255,7 @@ static LogicalResult describeKernels(ModuleOp module,
           return failure();
       } else if (!isa<arith::ConstantOp, func::ReturnOp, memref::DimOp,
                       arith::CeilDivUIOp, arith::AddIOp>(op)) {
-        // (The sizes' uses, the grids, are checked by describeLaunch.)
+        // (Sizes are kept: describeLaunch checks the grids made of them.)
         return op.emitError("unexpected host op after the GPU pipeline");
       }
     }

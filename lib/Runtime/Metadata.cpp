@@ -798,9 +798,10 @@ std::string attn::rt::formatGrid(const KernelInfo &k) {
     std::string n = std::to_string(k.grid[i]);
     if (!k.gridDims[i].empty())
       n = k.gridDims[i] + (k.grid[i] == 1 ? "" : "/" + n);
+    // (parseGrid takes an addend only after a name.)
     if (!k.gridAddDims[i].empty())
       n = "(" + n + "+" + k.gridAddDims[i] + ")";
-    else if (!k.gridDims[i].empty() && k.gridAdd[i])
+    else if (k.gridAdd[i])
       n = "(" + n + "+" + std::to_string(k.gridAdd[i]) + ")";
     s += (i ? "x" : "") + n;
   }

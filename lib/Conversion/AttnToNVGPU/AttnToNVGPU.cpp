@@ -1221,6 +1221,17 @@ static RankedTensorType pagedView(RankedTensorType q, RankedTensorType cache) {
                                cache.getElementType());
 }
 
+/// The type of `a` when it is a ranked tensor of rank `rank` whose head
+/// count (dimension 1) and head dimension (the last) are static: batch,
+/// lengths and packed rows may be dynamic, not what the kernel unrolls.
+static RankedTensorType staticHeadsType(Value a, int64_t rank) {
+  auto type = a ? dyn_cast<RankedTensorType>(a.getType()) : nullptr;
+  return type && type.getRank() == rank && !type.isDynamicDim(1) &&
+                 !type.isDynamicDim(rank - 1)
+             ? type
+             : nullptr;
+}
+
 /// The [B, H, T, D] view the kernel reads of a packed [N, H, D] tensor of
 /// a varlen batch: a per-sequence (dynamic) length.
 static RankedTensorType varlenView(RankedTensorType packed) {
@@ -1302,12 +1313,12 @@ static bool isKeyRows(Value n, Value k, Value v) {
   return isRowsOf(n, k) && isRowsOf(n, v);
 }
 
-/// True when `v` is an offset as attn-tile's nest reads one:
-/// min(max(cu[at], floor), rows), `cu` a 1-D tensor defined outside
-/// `forall` (set when null), `floor` the constant 0 when null; sets `rows`
-/// when null, else it must be the same.
-static bool isOffset(Value v, Value at, Value floor, Value &rows, Value &cu,
-                     scf::ForallOp forall) {
+/// The read of cu[i] in `v` when `v` is an offset as attn-tile's nest
+/// reads one: min(max(cu[i], floor), rows), `cu` a 1-D tensor defined
+/// outside `forall` (set when null), `floor` the constant 0 when null;
+/// sets `rows` when null, else it must be the same. Null otherwise.
+static tensor::ExtractOp offsetRead(Value v, Value floor, Value &rows,
+                                    Value &cu, scf::ForallOp forall) {
   auto min = v ? v.getDefiningOp<arith::MinSIOp>() : arith::MinSIOp();
   auto max =
       min ? min.getLhs().getDefiningOp<arith::MaxSIOp>() : arith::MaxSIOp();
@@ -1315,30 +1326,36 @@ static bool isOffset(Value v, Value at, Value floor, Value &rows, Value &cu,
                   : arith::IndexCastOp();
   auto e = cast ? cast.getIn().getDefiningOp<tensor::ExtractOp>()
                 : tensor::ExtractOp();
-  if (!e || e.getIndices().size() != 1 || e.getIndices()[0] != at ||
+  if (!e || e.getIndices().size() != 1 ||
       (floor ? max.getRhs() != floor : !isConstantIntValue(max.getRhs(), 0)) ||
       (rows && min.getRhs() != rows) ||
       forall.getRegion().isAncestor(e.getTensor().getParentRegion()) ||
       (cu && e.getTensor() != cu))
-    return false;
+    return {};
   cu = e.getTensor();
   rows = min.getRhs();
-  return true;
+  return e;
 }
 
-/// `len` is end - start of sequence b: start = min(max(cu[b], 0), rows),
-/// end = min(max(cu[b + 1], start), rows); sets `rows` when null.
+/// `v` is sequence b's start: min(max(cu[b], 0), rows) (see offsetRead).
+static bool isStart(Value v, Value b, Value &rows, Value &cu,
+                    scf::ForallOp forall) {
+  tensor::ExtractOp e = offsetRead(v, Value(), rows, cu, forall);
+  return e && e.getIndices()[0] == b;
+}
+
+/// `len` is end - start of sequence b: its start (isStart) and end =
+/// min(max(cu[b + 1], start), rows).
 static bool isSequenceLength(Value len, Value b, Value cu, Value &rows,
                              scf::ForallOp forall) {
   auto sub = len ? len.getDefiningOp<arith::SubIOp>() : arith::SubIOp();
+  if (!sub || !isStart(sub.getRhs(), b, rows, cu, forall))
+    return false;
   tensor::ExtractOp end =
-      sub ? clampedElement(sub.getLhs()) : tensor::ExtractOp();
-  auto next = end && end.getIndices().size() == 1
-                  ? end.getIndices()[0].getDefiningOp<arith::AddIOp>()
+      offsetRead(sub.getLhs(), sub.getRhs(), rows, cu, forall);
+  auto next = end ? end.getIndices()[0].getDefiningOp<arith::AddIOp>()
                   : arith::AddIOp();
-  return next && next.getLhs() == b && isConstantIntValue(next.getRhs(), 1) &&
-         isOffset(sub.getRhs(), b, Value(), rows, cu, forall) &&
-         isOffset(sub.getLhs(), next, sub.getRhs(), rows, cu, forall);
+  return next && next.getLhs() == b && isConstantIntValue(next.getRhs(), 1);
 }
 
 /// A varlen nest's tiles (attn.varlen_sdpa): Q sliced from packed [Nq, Hq,
@@ -1347,14 +1364,8 @@ static bool isSequenceLength(Value len, Value b, Value cu, Value &rows,
 /// defined outside the nest. Sets the offsets, the views and `kvh`.
 static bool matchVarlenTiles(TiledAttention &t, Value b, Value h, Value &kvh) {
   Value kb = t.loop.getInductionVar(), q0 = t.step.getQueryOffset();
-  auto rank3 = [](Value a) {
-    auto type = a ? dyn_cast<RankedTensorType>(a.getType()) : nullptr;
-    return type && type.getRank() == 3 && !type.isDynamicDim(1) &&
-                   !type.isDynamicDim(2)
-               ? type
-               : nullptr;
-  };
-  auto qT = rank3(t.qSrc), kT = rank3(t.kSrc), vT = rank3(t.vSrc);
+  auto qT = staticHeadsType(t.qSrc, 3), kT = staticHeadsType(t.kSrc, 3),
+       vT = staticHeadsType(t.vSrc, 3);
   auto qSlice = t.step.getQuery().getDefiningOp<tensor::ExtractSliceOp>();
   auto kSlice = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
   auto vSlice = t.step.getValue().getDefiningOp<tensor::ExtractSliceOp>();
@@ -1374,8 +1385,8 @@ static bool matchVarlenTiles(TiledAttention &t, Value b, Value h, Value &kvh) {
   if (!qAdd || !kAdd || kAdd.getRhs() != kb || !from || from.getLhs() != q0 ||
       from.getRhs() != t.step.getQueryLength() ||
       dyn_cast<Value>(qOffs[1]) != h || t.step.getMask() ||
-      !isOffset(qAdd.getLhs(), b, Value(), numQ, cuQ, t.forall) ||
-      !isOffset(kAdd.getLhs(), b, Value(), numK, cuK, t.forall) ||
+      !isStart(qAdd.getLhs(), b, numQ, cuQ, t.forall) ||
+      !isStart(kAdd.getLhs(), b, numK, cuK, t.forall) ||
       !isConstantIntValue(qOffs[2], 0) || !isConstantIntValue(kOffs[2], 0) ||
       !isSequenceLength(t.step.getQueryLength(), b, cuQ, numQ, t.forall) ||
       !isSequenceLength(t.step.getKeyLength(), b, cuK, numK, t.forall) ||
@@ -1402,14 +1413,6 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   Value q = sourceTensor(t.step.getQuery(), forall),
         k = sourceTensor(t.step.getKey(), forall),
         v = sourceTensor(t.step.getValue(), forall);
-  // Batch and lengths may be dynamic; head counts and head dimensions not.
-  auto rank4 = [](Value a) {
-    auto type = a ? dyn_cast<RankedTensorType>(a.getType()) : nullptr;
-    return type && type.getRank() == 4 && !type.isDynamicDim(1) &&
-                   !type.isDynamicDim(3)
-               ? type
-               : nullptr;
-  };
   t.qSrc = q;
   t.kSrc = k;
   t.vSrc = v;
@@ -1419,9 +1422,9 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   Value kvh;
   bool varlen = matchVarlenTiles(t, b, h, kvh);
   if (!varlen) {
-    t.qType = rank4(q);
-    t.kType = rank4(k);
-    t.vType = rank4(v);
+    t.qType = staticHeadsType(q, 4);
+    t.kType = staticHeadsType(k, 4);
+    t.vType = staticHeadsType(v, 4);
     if (!t.qType || !t.kType || !t.vType)
       return failure();
     if (matchPagedKeys(t, b, kb, kvh)) {

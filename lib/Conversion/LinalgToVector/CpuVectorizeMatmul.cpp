@@ -427,9 +427,8 @@ bool isTileDot(linalg::GenericOp op) {
 }
 
 /// The dot-product kernel of isTileDot: blocks of r rows of A (r·N <= 16
-/// accumulators with AVX-512's 32 registers, r·N <= 8 with AVX2's 16:
-/// with 16 there, the accumulators spilled to the stack and a decode step
-/// ran 1.25x slower) hold vector<W> partial dot products with every row of
+/// accumulators with AVX-512's 32 registers, r·N <= 8 with AVX2's 16, where
+/// 16 spill to the stack) hold vector<W> partial dot products with every row of
 /// B over k, each reduced to its element of C at the end. A is read once,
 /// in W-wide loads; the few rows of B stay in the cache.
 struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
