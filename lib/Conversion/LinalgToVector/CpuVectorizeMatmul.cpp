@@ -22,6 +22,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "attn-cpu-vectorize-matmul"
@@ -68,6 +70,84 @@ void attn::cpu::forLoop(OpBuilder &b, Location loc, Value lb, Value ub,
                        body(nb, iv);
                        scf::YieldOp::create(nb, loc);
                      });
+}
+
+/// `v` as the next iteration of `loop` computes it: the pure arith ops
+/// between the loop's induction variable and `v` cloned with iv + step
+/// (which `map` holds for iv, and `moving` with every clone that depends
+/// on it); null when `v` depends on anything else computed in the loop (a
+/// load, say).
+static Value atNextIteration(OpBuilder &b, scf::ForOp loop, Value v,
+                             IRMapping &map, DenseSet<Value> &moving) {
+  if (Value mapped = map.lookupOrNull(v))
+    return mapped;
+  if (!loop.getBody()->getParent()->isAncestor(v.getParentRegion()))
+    return v;
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getNumRegions() != 0 || def->getNumResults() != 1 ||
+      def->getDialect()->getNamespace() != "arith" || !isPure(def))
+    return {};
+  bool moves = false;
+  for (Value operand : def->getOperands()) {
+    Value next = atNextIteration(b, loop, operand, map, moving);
+    if (!next)
+      return {};
+    moves |= moving.contains(next);
+  }
+  Value clone = b.clone(*def, map)->getResult(0);
+  if (moves)
+    moving.insert(clone);
+  return clone;
+}
+
+/// The tile of the next iteration of the innermost loop that reads `v`:
+/// when `v` is a memref.subview of static sizes whose offsets are index
+/// arithmetic of an enclosing scf.for's induction variable (and values
+/// from outside it), the same subview at the offsets of iv + step, each
+/// clamped to [0, dim - size] (in bounds wherever `v` is); else null.
+Value attn::cpu::nextIterationTile(OpBuilder &b, Location loc, Value v) {
+  auto sv = v.getDefiningOp<memref::SubViewOp>();
+  if (!sv || !sv.getSizes().empty())
+    return {};
+  for (auto loop = sv->getParentOfType<scf::ForOp>(); loop;
+       loop = loop->getParentOfType<scf::ForOp>()) {
+    Value iv = loop.getInductionVar();
+    IRMapping map;
+    Value nextIv = arith::AddIOp::create(b, loc, iv, loop.getStep());
+    map.map(iv, nextIv);
+    DenseSet<Value> moving{nextIv};
+    SmallVector<OpFoldResult> offsets = sv.getMixedOffsets();
+    bool moves = false;
+    for (auto [d, offset] : llvm::enumerate(offsets)) {
+      auto value = dyn_cast<Value>(offset);
+      Value next =
+          value ? atNextIteration(b, loop, value, map, moving) : Value();
+      if (!next || !moving.contains(next))
+        continue;
+      moves = true;
+      int64_t size = sv.getStaticSizes()[d];
+      Value dim = memref::DimOp::create(b, loc, sv.getSource(), d);
+      Value last = arith::SubIOp::create(b, loc, dim, constIndex(b, loc, size));
+      offsets[d] = arith::MaxSIOp::create(
+                       b, loc, arith::MinSIOp::create(b, loc, next, last),
+                       constIndex(b, loc, 0))
+                       .getResult();
+    }
+    if (moves)
+      return memref::SubViewOp::create(
+          b, loc, cast<MemRefType>(v.getType()), sv.getSource(), offsets,
+          sv.getMixedSizes(), sv.getMixedStrides());
+  }
+  return {};
+}
+
+/// A read prefetch of mem[indices] of low temporal locality (x86:
+/// prefetcht2): into the outer caches, not into L1, which holds the tile
+/// being computed on (locality 2 and 3 measured no faster, 3 slower).
+void attn::cpu::prefetchOuter(OpBuilder &b, Location loc, Value mem,
+                              ValueRange indices) {
+  memref::PrefetchOp::create(b, loc, mem, indices, b.getBoolAttr(false),
+                             b.getI32IntegerAttr(1), b.getBoolAttr(true));
 }
 
 /// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
@@ -269,6 +349,13 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     std::tie(rowsPerBlock, colsPerBlock) = blockShape(staticRows);
     Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
     Value nMain = roundDown(rewriter, loc, n, colsPerBlock * kWidth);
+    // One row block for all of C (a decode tile) reads B once: B's rows of
+    // the next iteration (when B is a loop's tile) are prefetched as these
+    // are read.
+    Value nextB = !pairs && !ShapedType::isDynamic(staticRows) &&
+                          staticRows <= rowsPerBlock
+                      ? nextIterationTile(rewriter, loc, b)
+                      : Value();
     Value zeroB = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(vB, rewriter.getZeroAttr(bElt)));
     Value zeroF = arith::ConstantOp::create(
@@ -332,6 +419,8 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
               if (bElt != f32 && !pairs)
                 v = arith::ExtFOp::create(lb, ll, vf32, v);
               bRow.push_back(v);
+              if (nextB)
+                prefetchOuter(lb, ll, nextB, {k, col});
             }
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
@@ -462,6 +551,11 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
     Value zeroS =
         arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
     int64_t kMain = kDim / kWidth * kWidth;
+    // A is read once: its rows of the next key block (when A is a loop's
+    // tile) are prefetched, a 64-byte line at a time, as these are
+    // computed on, so that memory streams under the arithmetic.
+    Value nextA = nextIterationTile(rewriter, loc, a);
+    int64_t lineElts = 512 / aElt.getIntOrFloatBitWidth();
 
     // Rows [i0, i0 + rows) of C.
     auto block = [&](OpBuilder &bb, Value i0, int64_t rows) {
@@ -471,6 +565,10 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
             r == 0
                 ? i0
                 : arith::AddIOp::create(bb, loc, i0, idx(bb, r)).getResult());
+      if (nextA)
+        for (Value row : rowIdx)
+          for (int64_t k = 0; k < kDim; k += lineElts)
+            prefetchOuter(bb, loc, nextA, {row, idx(bb, k)});
       // One k step of W lanes from k0 (masked past K when `tail`).
       auto step = [&](OpBuilder &lb, Value k0, ValueRange acc, bool tail) {
         Value mask;

@@ -32,6 +32,14 @@ Value roundDown(OpBuilder &b, Location loc, Value v, int64_t multiple);
 void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
              function_ref<void(OpBuilder &, Value)> body);
 
+/// The tile of the next iteration of the innermost loop that reads `v` (a
+/// static-size subview at offsets computed from an enclosing scf.for's
+/// induction variable), clamped in bounds; null when `v` is no such tile.
+Value nextIterationTile(OpBuilder &b, Location loc, Value v);
+
+/// A read prefetch of mem[indices] into the outer caches (not L1).
+void prefetchOuter(OpBuilder &b, Location loc, Value mem, ValueRange indices);
+
 /// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
 /// extended) inputs.
 bool isMulAddBody(linalg::GenericOp op);

@@ -1,0 +1,173 @@
+// attn-cpu-vectorize-matmul prefetches the next key block of a decode
+// step: the dot kernel (scores) and a P·V product whose C fits one register
+// block read their K or V tile once, so when that tile is a subview at
+// offsets computed from an enclosing scf.for's induction variable, the
+// kernels prefetch (locality 1: outer caches) the same subview at the next
+// iteration's offsets, clamped to [0, dim - size], a 64-byte line per
+// prefetch, as they compute on this one.
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul -split-input-file | FileCheck %s
+
+#map_a = affine_map<(j, d, i) -> (j, d)>
+#map_q = affine_map<(j, d, i) -> (i, d)>
+#map_s = affine_map<(j, d, i) -> (j, i)>
+#map_p = affine_map<(i, k, j) -> (k, i)>
+#map_v = affine_map<(i, k, j) -> (k, j)>
+#map_o = affine_map<(i, k, j) -> (i, j)>
+
+// A decode step over 32-key blocks of one KV head (D = 64, f32: 4 lines a
+// row). Scores: 2-key blocks prefetch their 2 rows of the next K block (8
+// lines); P·V (4 rows x 3 vectors): one prefetch of the next V block per
+// vector load, the masked tail's too.
+// CHECK-LABEL: func.func @decode_blocks
+// CHECK-SAME: (%[[K:[^:]+]]: memref<1x2x?x64xf32>, %[[V:[^:]+]]: memref<1x2x?x64xf32>
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %[[C32:c32[_0-9]*]]
+// CHECK: %[[JN:.*]] = arith.addi %[[J]], %[[C32]]
+// CHECK: %[[KT:.*]] = memref.dim %[[K]], %c2
+// CHECK: %[[KL:.*]] = arith.subi %[[KT]], %[[C32]]
+// CHECK: %[[KMIN:.*]] = arith.minsi %[[JN]], %[[KL]]
+// CHECK: %[[KOFF:.*]] = arith.maxsi %[[KMIN]], %c0
+// CHECK: %[[KN:.*]] = memref.subview %[[K]][0, 1, %[[KOFF]], 0] [1, 1, 32, 64]
+// CHECK: scf.for %[[R:.*]] = %c0 to %[[C32]] step %c2
+// CHECK: memref.prefetch %[[KN]][%[[R]], %c0], read, locality<1>, data
+// CHECK: memref.prefetch %[[KN]][%[[R]], %c16], read, locality<1>, data
+// CHECK: memref.prefetch %[[KN]][%[[R]], %c32], read, locality<1>, data
+// CHECK: memref.prefetch %[[KN]][%[[R]], %c48], read, locality<1>, data
+// CHECK-COUNT-4: memref.prefetch %[[KN]]
+// CHECK: vector.fma
+// CHECK: %[[VT:.*]] = memref.dim %[[V]], %c2
+// CHECK: %[[VN:.*]] = memref.subview %[[V]][0, 1, %{{.*}}, 0] [1, 1, 32, 64]
+// CHECK: scf.for %[[KK:.*]] = %c0 to %[[C32]] step %c1
+// CHECK-COUNT-3: memref.prefetch %[[VN]][%[[KK]], %{{.*}}], read, locality<1>, data
+// CHECK: vector.maskedload
+// CHECK: memref.prefetch %[[VN]]
+func.func @decode_blocks(%k: memref<1x2x?x64xf32>, %v: memref<1x2x?x64xf32>, %q: memref<4x64xf32>,
+                         %s: memref<32x4xf32>, %acc: memref<4x64xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  scf.for %j = %c0 to %n step %c32 {
+    %kb = memref.subview %k[0, 1, %j, 0] [1, 1, 32, 64] [1, 1, 1, 1] : memref<1x2x?x64xf32> to memref<32x64xf32, strided<[64, 1], offset: ?>>
+    %vb = memref.subview %v[0, 1, %j, 0] [1, 1, 32, 64] [1, 1, 1, 1] : memref<1x2x?x64xf32> to memref<32x64xf32, strided<[64, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%kb, %q : memref<32x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<32x4xf32>) {
+    ^bb0(%x: f32, %y: f32, %a: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %a, %m : f32
+      linalg.yield %r : f32
+    }
+    linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%s, %vb : memref<32x4xf32>, memref<32x64xf32, strided<[64, 1], offset: ?>>) outs(%acc : memref<4x64xf32>) {
+    ^bb0(%x: f32, %y: f32, %a: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %a, %m : f32
+      linalg.yield %r : f32
+    }
+  }
+  return
+}
+
+// -----
+
+#map_a = affine_map<(j, d, i) -> (j, d)>
+#map_q = affine_map<(j, d, i) -> (i, d)>
+#map_s = affine_map<(j, d, i) -> (j, i)>
+
+// A paged cache ([pages, 16, Hkv, D], bf16: 32 elements a line): the page
+// comes from the block table outside the head loop, the head offset is
+// arithmetic of the head loop's variable (every other head of 16): the
+// next tile is the rows of the same page at 2 (h + 1), clamped to 15.
+// CHECK-LABEL: func.func @paged_heads
+// CHECK-SAME: (%[[KC:[^:]+]]: memref<?x16x16x64xbf16>
+// CHECK: %[[PAGE:.*]] = arith.index_cast
+// CHECK: scf.for %[[H:.*]] = %c0 to %c8 step %c1
+// CHECK: %[[HN:.*]] = arith.addi %[[H]], %c1
+// CHECK: %[[OFF:.*]] = arith.muli %[[HN]], %c2
+// CHECK: %[[MIN:.*]] = arith.minsi %[[OFF]], %c15
+// CHECK: %[[CL:.*]] = arith.maxsi %[[MIN]], %c0
+// CHECK: %[[NEXT:.*]] = memref.subview %[[KC]][%[[PAGE]], 0, %[[CL]], 0] [1, 16, 1, 64]
+// CHECK: memref.prefetch %[[NEXT]][%{{.*}}, %c0], read, locality<1>, data
+// CHECK: memref.prefetch %[[NEXT]][%{{.*}}, %c32], read, locality<1>, data
+// CHECK-NOT: memref.prefetch %[[NEXT]][%{{.*}}, %c16]
+func.func @paged_heads(%kc: memref<?x16x16x64xbf16>, %table: memref<?xi32>, %q: memref<4x64xf32>,
+                       %s: memref<16x4xf32>, %j: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %id = memref.load %table[%j] : memref<?xi32>
+  %page = arith.index_cast %id : i32 to index
+  scf.for %h = %c0 to %c8 step %c1 {
+    %head = arith.muli %h, %c2 : index
+    %kb = memref.subview %kc[%page, 0, %head, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xbf16> to memref<16x64xbf16, strided<[1024, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%kb, %q : memref<16x64xbf16, strided<[1024, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
+    ^bb0(%x: bf16, %y: f32, %a: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %m = arith.mulf %xf, %y : f32
+      %r = arith.addf %a, %m : f32
+      linalg.yield %r : f32
+    }
+  }
+  return
+}
+
+// -----
+
+#map_a = affine_map<(j, d, i) -> (j, d)>
+#map_q = affine_map<(j, d, i) -> (i, d)>
+#map_s = affine_map<(j, d, i) -> (j, i)>
+#map_p = affine_map<(i, k, j) -> (k, i)>
+#map_v = affine_map<(i, k, j) -> (k, j)>
+#map_o = affine_map<(i, k, j) -> (i, j)>
+
+// No prefetch: a tile whose offset is loaded inside the loop (the next
+// one is not known before its load), a tile of a dynamic size (a last,
+// partial block), a tile that is no loop's, and the P·V of a prefill tile
+// (12 rows: two row blocks read V twice, from the cache).
+// (All four are rewritten into kernels: no linalg.generic is left.)
+// CHECK-LABEL: func.func @no_prefetch
+// CHECK-NOT: {{memref.prefetch|linalg.generic}}
+// CHECK: vector.fma
+// CHECK-NOT: {{memref.prefetch|linalg.generic}}
+// CHECK: return
+func.func @no_prefetch(%k: memref<?x64xf32>, %table: memref<?xindex>, %q: memref<4x64xf32>,
+                       %s: memref<16x4xf32>, %n: index, %kd: memref<?x64xf32>, %sd: memref<?x4xf32>,
+                       %p: memref<16x12xf32>, %acc: memref<12x64xf32>, %k16: memref<16x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %j = %c0 to %n step %c1 {
+    %row = memref.load %table[%j] : memref<?xindex>
+    %kb = memref.subview %k[%row, 0] [16, 64] [1, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[64, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%kb, %q : memref<16x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
+    ^bb0(%x: f32, %y: f32, %a: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %a, %m : f32
+      linalg.yield %r : f32
+    }
+    %rows = arith.subi %n, %j : index
+    %kp = memref.subview %kd[%j, 0] [%rows, 64] [1, 1] : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%kp, %q : memref<?x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%sd : memref<?x4xf32>) {
+    ^bb0(%x: f32, %y: f32, %a: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %a, %m : f32
+      linalg.yield %r : f32
+    }
+    %vb = memref.subview %k[%j, 0] [16, 64] [1, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[64, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%p, %vb : memref<16x12xf32>, memref<16x64xf32, strided<[64, 1], offset: ?>>) outs(%acc : memref<12x64xf32>) {
+    ^bb0(%x: f32, %y: f32, %a: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %a, %m : f32
+      linalg.yield %r : f32
+    }
+  }
+  linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%k16, %q : memref<16x64xf32>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %a: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
