@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -72,71 +73,155 @@ void attn::cpu::forLoop(OpBuilder &b, Location loc, Value lb, Value ub,
                      });
 }
 
-/// `v` as the next iteration of `loop` computes it: the pure arith ops
-/// between the loop's induction variable and `v` cloned with iv + step
-/// (which `map` holds for iv, and `moving` with every clone that depends
-/// on it); null when `v` depends on anything else computed in the loop (a
-/// load, say).
-static Value atNextIteration(OpBuilder &b, scf::ForOp loop, Value v,
-                             IRMapping &map, DenseSet<Value> &moving) {
-  if (Value mapped = map.lookupOrNull(v))
-    return mapped;
-  if (!loop.getBody()->getParent()->isAncestor(v.getParentRegion()))
-    return v;
-  Operation *def = v.getDefiningOp();
-  if (!def || def->getNumRegions() != 0 || def->getNumResults() != 1 ||
-      def->getDialect()->getNamespace() != "arith" || !isPure(def))
-    return {};
-  bool moves = false;
-  for (Value operand : def->getOperands()) {
-    Value next = atNextIteration(b, loop, operand, map, moving);
-    if (!next)
-      return {};
-    moves |= moving.contains(next);
-  }
-  Value clone = b.clone(*def, map)->getResult(0);
-  if (moves)
-    moving.insert(clone);
-  return clone;
-}
+namespace {
+/// A tile's offsets as another iteration of the loops around it computes
+/// them: the pure arith ops and loads between the loops' induction
+/// variables (mapped in `map` to their values there) and the offsets,
+/// cloned at the builder's point; values from outside `scope` as they are.
+struct OtherIteration {
+  OpBuilder &b;
+  Location loc;
+  scf::ForOp scope;
+  IRMapping map;
+  /// The clones that depend on a mapped induction variable.
+  DenseSet<Value> moving;
 
-/// The tile of the next iteration of the innermost loop that reads `v`:
-/// when `v` is a memref.subview of static sizes whose offsets are index
-/// arithmetic of an enclosing scf.for's induction variable (and values
-/// from outside it), the same subview at the offsets of iv + step, each
-/// clamped to [0, dim - size] (in bounds wherever `v` is); else null.
+  void set(Value iv, Value value) {
+    map.map(iv, value);
+    moving.insert(value);
+  }
+
+  /// A load of an invariant memref reads at its indices clamped to
+  /// [0, dim - 1] (the original load ran, so every dim is >= 1).
+  Value load(memref::LoadOp op) {
+    SmallVector<Value> indices;
+    for (auto [d, index] : llvm::enumerate(op.getIndices())) {
+      Value dim = memref::DimOp::create(b, loc, op.getMemRef(), d);
+      Value last =
+          arith::SubIOp::create(b, loc, dim, attn::cpu::constIndex(b, loc, 1));
+      indices.push_back(arith::MaxSIOp::create(
+          b, loc, arith::MinSIOp::create(b, loc, map.lookup(index), last),
+          attn::cpu::constIndex(b, loc, 0)));
+    }
+    return memref::LoadOp::create(b, loc, op.getMemRef(), indices);
+  }
+
+  /// `v` at that iteration; null when it depends on anything else computed
+  /// in `scope` (a store's result, a call, a region).
+  Value get(Value v) {
+    if (Value mapped = map.lookupOrNull(v))
+      return mapped;
+    if (!scope.getBodyRegion().isAncestor(v.getParentRegion()))
+      return v;
+    Operation *def = v.getDefiningOp();
+    auto loadOp = dyn_cast_if_present<memref::LoadOp>(def);
+    bool arith = def && def->getNumRegions() == 0 &&
+                 def->getNumResults() == 1 && isPure(def) &&
+                 def->getDialect()->getNamespace() == "arith";
+    if (!arith && !(loadOp && get(loadOp.getMemRef()) == loadOp.getMemRef()))
+      return {};
+    bool moves = false;
+    for (Value operand : def->getOperands()) {
+      Value other = get(operand);
+      if (!other)
+        return {};
+      map.map(operand, other);
+      moves |= moving.contains(other);
+    }
+    Value result = loadOp ? load(loadOp) : b.clone(*def, map)->getResult(0);
+    map.map(v, result);
+    if (moves)
+      moving.insert(result);
+    return result;
+  }
+
+  /// The offsets of `sv` at that iteration (`moved` when one differs);
+  /// nullopt when one cannot be computed.
+  std::optional<SmallVector<OpFoldResult>> offsets(memref::SubViewOp sv,
+                                                   bool &moved) {
+    SmallVector<OpFoldResult> offsets = sv.getMixedOffsets();
+    moved = false;
+    for (OpFoldResult &offset : offsets) {
+      auto value = dyn_cast<Value>(offset);
+      if (!value)
+        continue;
+      Value other = get(value);
+      if (!other)
+        return std::nullopt;
+      offset = other;
+      moved |= moving.contains(other);
+    }
+    return offsets;
+  }
+};
+} // namespace
+
+/// The tile the next iteration of the loops around `v` reads: when `v` is
+/// a memref.subview of static sizes whose offsets are pure index
+/// arithmetic and loads of the innermost enclosing scf.for's induction
+/// variable that they depend on (within the task: no further out than a
+/// parallel loop such as scf.forall), the same subview at iv + step or,
+/// past the loop's end, at the enclosing loop's next iteration with this
+/// one restarted (the next page of a paged cache after its last KV head);
+/// each offset clamped to [0, dim - size], in bounds wherever `v` is.
+/// Null when `v` is no such tile.
 Value attn::cpu::nextIterationTile(OpBuilder &b, Location loc, Value v) {
   auto sv = v.getDefiningOp<memref::SubViewOp>();
   if (!sv || !sv.getSizes().empty())
     return {};
-  for (auto loop = sv->getParentOfType<scf::ForOp>(); loop;
-       loop = loop->getParentOfType<scf::ForOp>()) {
+  SmallVector<scf::ForOp> loops;
+  for (Operation *p = sv->getParentOp();
+       p && !isa<FunctionOpInterface>(p) &&
+       !p->hasTrait<OpTrait::HasParallelRegion>();
+       p = p->getParentOp())
+    if (auto loop = dyn_cast<scf::ForOp>(p))
+      loops.push_back(loop);
+  for (auto [i, loop] : llvm::enumerate(loops)) {
     Value iv = loop.getInductionVar();
-    IRMapping map;
     Value nextIv = arith::AddIOp::create(b, loc, iv, loop.getStep());
-    map.map(iv, nextIv);
-    DenseSet<Value> moving{nextIv};
-    SmallVector<OpFoldResult> offsets = sv.getMixedOffsets();
-    bool moves = false;
-    for (auto [d, offset] : llvm::enumerate(offsets)) {
-      auto value = dyn_cast<Value>(offset);
-      Value next =
-          value ? atNextIteration(b, loop, value, map, moving) : Value();
-      if (!next || !moving.contains(next))
-        continue;
-      moves = true;
-      int64_t size = sv.getStaticSizes()[d];
-      Value dim = memref::DimOp::create(b, loc, sv.getSource(), d);
-      Value last = arith::SubIOp::create(b, loc, dim, constIndex(b, loc, size));
-      offsets[d] = arith::MaxSIOp::create(
-                       b, loc, arith::MinSIOp::create(b, loc, next, last),
-                       constIndex(b, loc, 0))
-                       .getResult();
+    OtherIteration inner{b, loc, loop, {}, {}};
+    inner.set(iv, nextIv);
+    bool moved;
+    std::optional<SmallVector<OpFoldResult>> next = inner.offsets(sv, moved);
+    if (!next || !moved)
+      continue;
+    if (i + 1 < loops.size()) {
+      scf::ForOp outer = loops[i + 1];
+      OtherIteration wrap{b, loc, outer, {}, {}};
+      wrap.set(outer.getInductionVar(),
+               arith::AddIOp::create(b, loc, outer.getInductionVar(),
+                                     outer.getStep()));
+      Value lb = wrap.get(loop.getLowerBound());
+      std::optional<SmallVector<OpFoldResult>> wrapped;
+      if (lb) {
+        wrap.set(iv, lb);
+        wrapped = wrap.offsets(sv, moved);
+      }
+      Value within = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                           nextIv, loop.getUpperBound());
+      // (Offsets that differ are values: static ones never move.)
+      for (auto [n, w] : llvm::zip(*next, wrapped ? *wrapped : *next))
+        if (n != w)
+          n = arith::SelectOp::create(b, loc, within, cast<Value>(n),
+                                      cast<Value>(w))
+                  .getResult();
     }
-    if (moves)
-      return memref::SubViewOp::create(
-          b, loc, cast<MemRefType>(v.getType()), sv.getSource(), offsets,
-          sv.getMixedSizes(), sv.getMixedStrides());
+    SmallVector<OpFoldResult> offsets = sv.getMixedOffsets();
+    for (auto [d, offset] : llvm::enumerate(*next)) {
+      if (offset == offsets[d])
+        continue;
+      Value dim = memref::DimOp::create(b, loc, sv.getSource(), d);
+      Value last = arith::SubIOp::create(
+          b, loc, dim, constIndex(b, loc, sv.getStaticSizes()[d]));
+      offsets[d] =
+          arith::MaxSIOp::create(
+              b, loc, arith::MinSIOp::create(b, loc, cast<Value>(offset), last),
+              constIndex(b, loc, 0))
+              .getResult();
+    }
+    return memref::SubViewOp::create(b, loc, cast<MemRefType>(v.getType()),
+                                     sv.getSource(), offsets,
+                                     sv.getMixedSizes(), sv.getMixedStrides());
   }
   return {};
 }

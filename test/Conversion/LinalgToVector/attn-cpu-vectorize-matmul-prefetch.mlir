@@ -71,40 +71,57 @@ func.func @decode_blocks(%k: memref<1x2x?x64xf32>, %v: memref<1x2x?x64xf32>, %q:
 #map_q = affine_map<(j, d, i) -> (i, d)>
 #map_s = affine_map<(j, d, i) -> (j, i)>
 
-// A paged cache ([pages, 16, Hkv, D], bf16: 32 elements a line): the page
-// comes from the block table outside the head loop, the head offset is
-// arithmetic of the head loop's variable (every other head of 16): the
-// next tile is the rows of the same page at 2 (h + 1), clamped to 15.
+// A paged cache ([pages, 16, Hkv, D], bf16: 32 elements a line), as the
+// paged decode nest reads it: a page loop (its page from the block table)
+// around a head loop (every other head of 16 here). The next tile is the
+// next head's rows of this page or, after the last head, the first head's
+// rows of the next page, read through the table at the next index
+// (clamped to the table) and clamped to the cache.
 // CHECK-LABEL: func.func @paged_heads
-// CHECK-SAME: (%[[KC:[^:]+]]: memref<?x16x16x64xbf16>
+// CHECK-SAME: (%[[KC:[^:]+]]: memref<?x16x16x64xbf16>, %[[TABLE:[^:]+]]: memref<?xi32>
+// CHECK: scf.for %[[J:.*]] = %c0 to
 // CHECK: %[[PAGE:.*]] = arith.index_cast
 // CHECK: scf.for %[[H:.*]] = %c0 to %c8 step %c1
 // CHECK: %[[HN:.*]] = arith.addi %[[H]], %c1
-// CHECK: %[[OFF:.*]] = arith.muli %[[HN]], %c2
-// CHECK: %[[MIN:.*]] = arith.minsi %[[OFF]], %c15
-// CHECK: %[[CL:.*]] = arith.maxsi %[[MIN]], %c0
-// CHECK: %[[NEXT:.*]] = memref.subview %[[KC]][%[[PAGE]], 0, %[[CL]], 0] [1, 16, 1, 64]
+// CHECK: %[[HEADN:.*]] = arith.muli %[[HN]], %c2
+// CHECK: %[[JN:.*]] = arith.addi %[[J]], %c1
+// CHECK: %[[TD:.*]] = memref.dim %[[TABLE]], %c0
+// CHECK: %[[TL:.*]] = arith.subi %[[TD]], %c1
+// CHECK: %[[TMIN:.*]] = arith.minsi %[[JN]], %[[TL]]
+// CHECK: %[[TI:.*]] = arith.maxsi %[[TMIN]], %c0
+// CHECK: %[[ID:.*]] = memref.load %[[TABLE]][%[[TI]]]
+// CHECK: %[[PAGEN:.*]] = arith.index_cast %[[ID]]
+// CHECK: %[[WITHIN:.*]] = arith.cmpi slt, %[[HN]], %c8
+// CHECK: %[[P:.*]] = arith.select %[[WITHIN]], %[[PAGE]], %[[PAGEN]]
+// CHECK: %[[HD:.*]] = arith.select %[[WITHIN]], %[[HEADN]], %c0
+// CHECK: %[[PMIN:.*]] = arith.minsi %[[P]],
+// CHECK: %[[PC:.*]] = arith.maxsi %[[PMIN]], %c0
+// CHECK: %[[HMIN:.*]] = arith.minsi %[[HD]], %c15
+// CHECK: %[[HC:.*]] = arith.maxsi %[[HMIN]], %c0
+// CHECK: %[[NEXT:.*]] = memref.subview %[[KC]][%[[PC]], 0, %[[HC]], 0] [1, 16, 1, 64]
 // CHECK: memref.prefetch %[[NEXT]][%{{.*}}, %c0], read, locality<1>, data
 // CHECK: memref.prefetch %[[NEXT]][%{{.*}}, %c32], read, locality<1>, data
 // CHECK-NOT: memref.prefetch %[[NEXT]][%{{.*}}, %c16]
 func.func @paged_heads(%kc: memref<?x16x16x64xbf16>, %table: memref<?xi32>, %q: memref<4x64xf32>,
-                       %s: memref<16x4xf32>, %j: index) {
+                       %s: memref<16x4xf32>, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
   %c8 = arith.constant 8 : index
-  %id = memref.load %table[%j] : memref<?xi32>
-  %page = arith.index_cast %id : i32 to index
-  scf.for %h = %c0 to %c8 step %c1 {
-    %head = arith.muli %h, %c2 : index
-    %kb = memref.subview %kc[%page, 0, %head, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xbf16> to memref<16x64xbf16, strided<[1024, 1], offset: ?>>
-    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
-        ins(%kb, %q : memref<16x64xbf16, strided<[1024, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
-    ^bb0(%x: bf16, %y: f32, %a: f32):
-      %xf = arith.extf %x : bf16 to f32
-      %m = arith.mulf %xf, %y : f32
-      %r = arith.addf %a, %m : f32
-      linalg.yield %r : f32
+  scf.for %j = %c0 to %n step %c1 {
+    %id = memref.load %table[%j] : memref<?xi32>
+    %page = arith.index_cast %id : i32 to index
+    scf.for %h = %c0 to %c8 step %c1 {
+      %head = arith.muli %h, %c2 : index
+      %kb = memref.subview %kc[%page, 0, %head, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xbf16> to memref<16x64xbf16, strided<[1024, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%kb, %q : memref<16x64xbf16, strided<[1024, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
+      ^bb0(%x: bf16, %y: f32, %a: f32):
+        %xf = arith.extf %x : bf16 to f32
+        %m = arith.mulf %xf, %y : f32
+        %r = arith.addf %a, %m : f32
+        linalg.yield %r : f32
+      }
     }
   }
   return
@@ -119,8 +136,9 @@ func.func @paged_heads(%kc: memref<?x16x16x64xbf16>, %table: memref<?xi32>, %q: 
 #map_v = affine_map<(i, k, j) -> (k, j)>
 #map_o = affine_map<(i, k, j) -> (i, j)>
 
-// No prefetch: a tile whose offset is loaded inside the loop (the next
-// one is not known before its load), a tile of a dynamic size (a last,
+// No prefetch: a tile whose offset is carried by the loop (an iter_arg:
+// the next one is not known before this iteration ends), a tile of a
+// dynamic size (a last,
 // partial block), a tile that is no loop's, and the P·V of a prefill tile
 // (12 rows: two row blocks read V twice, from the cache).
 // (All four are rewritten into kernels: no linalg.generic is left.)
@@ -129,13 +147,12 @@ func.func @paged_heads(%kc: memref<?x16x16x64xbf16>, %table: memref<?xi32>, %q: 
 // CHECK: vector.fma
 // CHECK-NOT: {{memref.prefetch|linalg.generic}}
 // CHECK: return
-func.func @no_prefetch(%k: memref<?x64xf32>, %table: memref<?xindex>, %q: memref<4x64xf32>,
+func.func @no_prefetch(%k: memref<?x64xf32>, %q: memref<4x64xf32>,
                        %s: memref<16x4xf32>, %n: index, %kd: memref<?x64xf32>, %sd: memref<?x4xf32>,
                        %p: memref<16x12xf32>, %acc: memref<12x64xf32>, %k16: memref<16x64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  scf.for %j = %c0 to %n step %c1 {
-    %row = memref.load %table[%j] : memref<?xindex>
+  %last = scf.for %j = %c0 to %n step %c1 iter_args(%row = %c0) -> (index) {
     %kb = memref.subview %k[%row, 0] [16, 64] [1, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[64, 1], offset: ?>>
     linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
         ins(%kb, %q : memref<16x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
@@ -161,6 +178,8 @@ func.func @no_prefetch(%k: memref<?x64xf32>, %table: memref<?xindex>, %q: memref
       %r = arith.addf %a, %m : f32
       linalg.yield %r : f32
     }
+    %after = arith.addi %row, %c1 : index
+    scf.yield %after : index
   }
   linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%k16, %q : memref<16x64xf32>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
