@@ -73,11 +73,18 @@ void attn::cpu::forLoop(OpBuilder &b, Location loc, Value lb, Value ub,
                      });
 }
 
+/// v clamped to [0, hi].
+static Value clampIndex(OpBuilder &b, Location loc, Value v, Value hi) {
+  return arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, v, hi),
+                                attn::cpu::constIndex(b, loc, 0));
+}
+
 namespace {
 /// A tile's offsets as another iteration of the loops around it computes
 /// them: the pure arith ops and loads between the loops' induction
 /// variables (mapped in `map` to their values there) and the offsets,
 /// cloned at the builder's point; values from outside `scope` as they are.
+/// (What a failed attempt cloned is left dead for the pattern driver.)
 struct OtherIteration {
   OpBuilder &b;
   Location loc;
@@ -97,11 +104,10 @@ struct OtherIteration {
     SmallVector<Value> indices;
     for (auto [d, index] : llvm::enumerate(op.getIndices())) {
       Value dim = memref::DimOp::create(b, loc, op.getMemRef(), d);
-      Value last =
-          arith::SubIOp::create(b, loc, dim, attn::cpu::constIndex(b, loc, 1));
-      indices.push_back(arith::MaxSIOp::create(
-          b, loc, arith::MinSIOp::create(b, loc, map.lookup(index), last),
-          attn::cpu::constIndex(b, loc, 0)));
+      indices.push_back(
+          clampIndex(b, loc, map.lookup(index),
+                     arith::SubIOp::create(b, loc, dim,
+                                           attn::cpu::constIndex(b, loc, 1))));
     }
     return memref::LoadOp::create(b, loc, op.getMemRef(), indices);
   }
@@ -117,7 +123,7 @@ struct OtherIteration {
     auto loadOp = dyn_cast_if_present<memref::LoadOp>(def);
     bool arith = def && def->getNumRegions() == 0 &&
                  def->getNumResults() == 1 && isPure(def) &&
-                 def->getDialect()->getNamespace() == "arith";
+                 isa<arith::ArithDialect>(def->getDialect());
     if (!arith && !(loadOp && get(loadOp.getMemRef()) == loadOp.getMemRef()))
       return {};
     bool moves = false;
@@ -135,12 +141,14 @@ struct OtherIteration {
     return result;
   }
 
-  /// The offsets of `sv` at that iteration (`moved` when one differs);
-  /// nullopt when one cannot be computed.
+  /// The offsets of `sv` at that iteration (`moved` when one moves);
+  /// nullopt when one cannot be computed or the source is not invariant.
   std::optional<SmallVector<OpFoldResult>> offsets(memref::SubViewOp sv,
                                                    bool &moved) {
-    SmallVector<OpFoldResult> offsets = sv.getMixedOffsets();
     moved = false;
+    if (get(sv.getSource()) != sv.getSource())
+      return std::nullopt;
+    SmallVector<OpFoldResult> offsets = sv.getMixedOffsets();
     for (OpFoldResult &offset : offsets) {
       auto value = dyn_cast<Value>(offset);
       if (!value)
@@ -156,18 +164,56 @@ struct OtherIteration {
 };
 } // namespace
 
+/// `next` (the offsets of loop `i`'s next iteration) past that loop's end:
+/// the enclosing loop's next iteration with loop `i` restarted, where it
+/// can be computed (signed loops), selected by iv + step < ub. Adds the
+/// offsets that move to `moving`.
+static void wrapToOuterLoop(OpBuilder &b, Location loc, memref::SubViewOp sv,
+                            ArrayRef<scf::ForOp> loops, size_t i, Value nextIv,
+                            SmallVector<OpFoldResult> &next,
+                            DenseSet<Value> &moving) {
+  scf::ForOp loop = loops[i];
+  if (i + 1 == loops.size() || loop.getUnsignedCmp())
+    return;
+  scf::ForOp outer = loops[i + 1];
+  OtherIteration wrap{b, loc, outer, {}, {}};
+  wrap.set(
+      outer.getInductionVar(),
+      arith::AddIOp::create(b, loc, outer.getInductionVar(), outer.getStep()));
+  Value lb = wrap.get(loop.getLowerBound());
+  bool moved;
+  std::optional<SmallVector<OpFoldResult>> wrapped;
+  if (lb) {
+    wrap.set(loop.getInductionVar(), lb);
+    wrapped = wrap.offsets(sv, moved);
+  }
+  if (!wrapped)
+    return;
+  Value within = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                       nextIv, loop.getUpperBound());
+  // (Offsets that differ are values: static ones never move.)
+  for (auto [n, w] : llvm::zip(next, *wrapped))
+    if (n != w) {
+      n = arith::SelectOp::create(b, loc, within, cast<Value>(n),
+                                  cast<Value>(w))
+              .getResult();
+      moving.insert(cast<Value>(n));
+    }
+}
+
 /// The tile the next iteration of the loops around `v` reads: when `v` is
-/// a memref.subview of static sizes whose offsets are pure index
-/// arithmetic and loads of the innermost enclosing scf.for's induction
-/// variable that they depend on (within the task: no further out than a
-/// parallel loop such as scf.forall), the same subview at iv + step or,
-/// past the loop's end, at the enclosing loop's next iteration with this
-/// one restarted (the next page of a paged cache after its last KV head);
-/// each offset clamped to [0, dim - size], in bounds wherever `v` is.
-/// Null when `v` is no such tile.
+/// a memref.subview of an invariant source with static sizes and unit
+/// strides whose offsets are pure index arithmetic and loads of the
+/// induction variable of the innermost enclosing scf.for they depend on
+/// (within the task: no further out than a parallel loop such as
+/// scf.forall), the same subview at iv + step or, past the loop's end, at
+/// the enclosing loop's next iteration with this one restarted (the next
+/// page of a paged cache after its last KV head); each offset that moves
+/// clamped to [0, dim - size], in bounds wherever `v` is. Null when `v`
+/// is no such tile.
 Value attn::cpu::nextIterationTile(OpBuilder &b, Location loc, Value v) {
   auto sv = v.getDefiningOp<memref::SubViewOp>();
-  if (!sv || !sv.getSizes().empty())
+  if (!sv || !sv.getSizes().empty() || !sv.hasUnitStride())
     return {};
   SmallVector<scf::ForOp> loops;
   for (Operation *p = sv->getParentOp();
@@ -185,39 +231,17 @@ Value attn::cpu::nextIterationTile(OpBuilder &b, Location loc, Value v) {
     std::optional<SmallVector<OpFoldResult>> next = inner.offsets(sv, moved);
     if (!next || !moved)
       continue;
-    if (i + 1 < loops.size()) {
-      scf::ForOp outer = loops[i + 1];
-      OtherIteration wrap{b, loc, outer, {}, {}};
-      wrap.set(outer.getInductionVar(),
-               arith::AddIOp::create(b, loc, outer.getInductionVar(),
-                                     outer.getStep()));
-      Value lb = wrap.get(loop.getLowerBound());
-      std::optional<SmallVector<OpFoldResult>> wrapped;
-      if (lb) {
-        wrap.set(iv, lb);
-        wrapped = wrap.offsets(sv, moved);
-      }
-      Value within = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                           nextIv, loop.getUpperBound());
-      // (Offsets that differ are values: static ones never move.)
-      for (auto [n, w] : llvm::zip(*next, wrapped ? *wrapped : *next))
-        if (n != w)
-          n = arith::SelectOp::create(b, loc, within, cast<Value>(n),
-                                      cast<Value>(w))
-                  .getResult();
-    }
+    wrapToOuterLoop(b, loc, sv, loops, i, nextIv, *next, inner.moving);
     SmallVector<OpFoldResult> offsets = sv.getMixedOffsets();
     for (auto [d, offset] : llvm::enumerate(*next)) {
-      if (offset == offsets[d])
+      auto value = dyn_cast<Value>(offset);
+      if (!value || !inner.moving.contains(value))
         continue;
       Value dim = memref::DimOp::create(b, loc, sv.getSource(), d);
-      Value last = arith::SubIOp::create(
-          b, loc, dim, constIndex(b, loc, sv.getStaticSizes()[d]));
-      offsets[d] =
-          arith::MaxSIOp::create(
-              b, loc, arith::MinSIOp::create(b, loc, cast<Value>(offset), last),
-              constIndex(b, loc, 0))
-              .getResult();
+      offsets[d] = clampIndex(
+          b, loc, value,
+          arith::SubIOp::create(b, loc, dim,
+                                constIndex(b, loc, sv.getStaticSizes()[d])));
     }
     return memref::SubViewOp::create(b, loc, cast<MemRefType>(v.getType()),
                                      sv.getSource(), offsets,

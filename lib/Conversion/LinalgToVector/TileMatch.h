@@ -32,9 +32,11 @@ Value roundDown(OpBuilder &b, Location loc, Value v, int64_t multiple);
 void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
              function_ref<void(OpBuilder &, Value)> body);
 
-/// The tile of the next iteration of the innermost loop that reads `v` (a
-/// static-size subview at offsets computed from an enclosing scf.for's
-/// induction variable), clamped in bounds; null when `v` is no such tile.
+/// The tile the next iteration of the loops around `v` reads (a unit-stride,
+/// static-size subview at offsets computed, through index arithmetic and
+/// loads such as a block table's, from the induction variable of an
+/// enclosing scf.for; past its end, the enclosing loop's next iteration),
+/// clamped in bounds; null when `v` is no such tile.
 Value nextIterationTile(OpBuilder &b, Location loc, Value v);
 
 /// A read prefetch of mem[indices] into the outer caches (not L1).

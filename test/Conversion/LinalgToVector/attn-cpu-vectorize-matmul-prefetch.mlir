@@ -137,8 +137,10 @@ func.func @paged_heads(%kc: memref<?x16x16x64xbf16>, %table: memref<?xi32>, %q: 
 #map_o = affine_map<(i, k, j) -> (i, j)>
 
 // No prefetch: a tile whose offset is carried by the loop (an iter_arg:
-// the next one is not known before this iteration ends), a tile of a
-// dynamic size (a last,
+// the next one is not known before this iteration ends), a tile of every
+// other row (stride 2: the clamp to dim - size would not bound it), a
+// tile of a loop outside the parallel task (scf.forall: its next
+// iteration is another task's), a tile of a dynamic size (a last,
 // partial block), a tile that is no loop's, and the P·V of a prefill tile
 // (12 rows: two row blocks read V twice, from the cache).
 // (All four are rewritten into kernels: no linalg.generic is left.)
@@ -178,6 +180,24 @@ func.func @no_prefetch(%k: memref<?x64xf32>, %q: memref<4x64xf32>,
       %r = arith.addf %a, %m : f32
       linalg.yield %r : f32
     }
+    %every = memref.subview %kd[%j, 0] [16, 64] [2, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[128, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%every, %q : memref<16x64xf32, strided<[128, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
+    ^bb0(%x: f32, %y: f32, %a: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %a, %m : f32
+      linalg.yield %r : f32
+    }
+    scf.forall (%t) in (2) {
+      %kt = memref.subview %kd[%j, 0] [16, 64] [1, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[64, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%kt, %q : memref<16x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
+      ^bb0(%x: f32, %y: f32, %a: f32):
+        %m = arith.mulf %x, %y : f32
+        %r = arith.addf %a, %m : f32
+        linalg.yield %r : f32
+      }
+    }
     %after = arith.addi %row, %c1 : index
     scf.yield %after : index
   }
@@ -187,6 +207,45 @@ func.func @no_prefetch(%k: memref<?x64xf32>, %q: memref<4x64xf32>,
     %m = arith.mulf %x, %y : f32
     %r = arith.addf %a, %m : f32
     linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+#map_a = affine_map<(j, d, i) -> (j, d)>
+#map_q = affine_map<(j, d, i) -> (i, d)>
+#map_s = affine_map<(j, d, i) -> (j, i)>
+
+// A loop whose lower bound the enclosing loop carries (an iter_arg): its
+// restart is not known, so past its end the next tile stays the clamped
+// iv + step (no select).
+// CHECK-LABEL: func.func @no_wrap
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %c64 step %c16
+// CHECK: %[[IN:.*]] = arith.addi %[[I]], %c16
+// CHECK-NOT: arith.select
+// CHECK: %[[MIN:.*]] = arith.minsi %[[IN]],
+// CHECK: %[[CL:.*]] = arith.maxsi %[[MIN]], %c0
+// CHECK: %[[NEXT:.*]] = memref.subview %arg0[%[[CL]], 0] [16, 64]
+// CHECK: memref.prefetch %[[NEXT]]
+func.func @no_wrap(%k: memref<?x64xf32>, %q: memref<4x64xf32>, %s: memref<16x4xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %end = scf.for %j = %c0 to %n step %c1 iter_args(%start = %c0) -> (index) {
+    scf.for %i = %start to %c64 step %c16 {
+      %kb = memref.subview %k[%i, 0] [16, 64] [1, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[64, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%kb, %q : memref<16x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
+      ^bb0(%x: f32, %y: f32, %a: f32):
+        %m = arith.mulf %x, %y : f32
+        %r = arith.addf %a, %m : f32
+        linalg.yield %r : f32
+      }
+    }
+    %next = arith.addi %start, %c1 : index
+    scf.yield %next : index
   }
   return
 }
