@@ -105,7 +105,7 @@ struct OtherIteration {
     for (auto [d, index] : llvm::enumerate(op.getIndices())) {
       Value dim = memref::DimOp::create(b, loc, op.getMemRef(), d);
       indices.push_back(
-          clampIndex(b, loc, map.lookup(index),
+          clampIndex(b, loc, map.lookupOrDefault(index),
                      arith::SubIOp::create(b, loc, dim,
                                            attn::cpu::constIndex(b, loc, 1))));
     }
@@ -126,26 +126,35 @@ struct OtherIteration {
                  isa<arith::ArithDialect>(def->getDialect());
     if (!arith && !(loadOp && get(loadOp.getMemRef()) == loadOp.getMemRef()))
       return {};
+    // Every operand's value there is in `map` (or is the operand itself).
     bool moves = false;
     for (Value operand : def->getOperands()) {
       Value other = get(operand);
       if (!other)
         return {};
-      map.map(operand, other);
       moves |= moving.contains(other);
     }
-    Value result = loadOp ? load(loadOp) : b.clone(*def, map)->getResult(0);
-    map.map(v, result);
+    Value result;
+    if (loadOp) {
+      result = load(loadOp);
+      map.map(v, result);
+    } else {
+      result = b.clone(*def, map)->getResult(0); // maps v to it
+    }
     if (moves)
       moving.insert(result);
     return result;
   }
 
-  /// The offsets of `sv` at that iteration (`moved` when one moves);
-  /// nullopt when one cannot be computed or the source is not invariant.
-  std::optional<SmallVector<OpFoldResult>> offsets(memref::SubViewOp sv,
-                                                   bool &moved) {
-    moved = false;
+  /// Whether `offset` (of `offsets`' result) moves at that iteration.
+  bool moves(OpFoldResult offset) const {
+    auto value = dyn_cast<Value>(offset);
+    return value && moving.contains(value);
+  }
+
+  /// The offsets of `sv` at that iteration; nullopt when one cannot be
+  /// computed or the source is not invariant.
+  std::optional<SmallVector<OpFoldResult>> offsets(memref::SubViewOp sv) {
     if (get(sv.getSource()) != sv.getSource())
       return std::nullopt;
     SmallVector<OpFoldResult> offsets = sv.getMixedOffsets();
@@ -157,7 +166,6 @@ struct OtherIteration {
       if (!other)
         return std::nullopt;
       offset = other;
-      moved |= moving.contains(other);
     }
     return offsets;
   }
@@ -181,12 +189,10 @@ static void wrapToOuterLoop(OpBuilder &b, Location loc, memref::SubViewOp sv,
       outer.getInductionVar(),
       arith::AddIOp::create(b, loc, outer.getInductionVar(), outer.getStep()));
   Value lb = wrap.get(loop.getLowerBound());
-  bool moved;
-  std::optional<SmallVector<OpFoldResult>> wrapped;
-  if (lb) {
-    wrap.set(loop.getInductionVar(), lb);
-    wrapped = wrap.offsets(sv, moved);
-  }
+  if (!lb)
+    return;
+  wrap.set(loop.getInductionVar(), lb);
+  std::optional<SmallVector<OpFoldResult>> wrapped = wrap.offsets(sv);
   if (!wrapped)
     return;
   Value within = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
@@ -211,7 +217,7 @@ static void wrapToOuterLoop(OpBuilder &b, Location loc, memref::SubViewOp sv,
 /// page of a paged cache after its last KV head); each offset that moves
 /// clamped to [0, dim - size], in bounds wherever `v` is. Null when `v`
 /// is no such tile.
-Value attn::cpu::nextIterationTile(OpBuilder &b, Location loc, Value v) {
+static Value nextIterationTile(OpBuilder &b, Location loc, Value v) {
   auto sv = v.getDefiningOp<memref::SubViewOp>();
   if (!sv || !sv.getSizes().empty() || !sv.hasUnitStride())
     return {};
@@ -227,21 +233,21 @@ Value attn::cpu::nextIterationTile(OpBuilder &b, Location loc, Value v) {
     Value nextIv = arith::AddIOp::create(b, loc, iv, loop.getStep());
     OtherIteration inner{b, loc, loop, {}, {}};
     inner.set(iv, nextIv);
-    bool moved;
-    std::optional<SmallVector<OpFoldResult>> next = inner.offsets(sv, moved);
-    if (!next || !moved)
+    std::optional<SmallVector<OpFoldResult>> next = inner.offsets(sv);
+    auto moves = [&](OpFoldResult o) { return inner.moves(o); };
+    if (!next || llvm::none_of(*next, moves))
       continue;
     wrapToOuterLoop(b, loc, sv, loops, i, nextIv, *next, inner.moving);
     SmallVector<OpFoldResult> offsets = sv.getMixedOffsets();
     for (auto [d, offset] : llvm::enumerate(*next)) {
-      auto value = dyn_cast<Value>(offset);
-      if (!value || !inner.moving.contains(value))
+      if (!inner.moves(offset))
         continue;
       Value dim = memref::DimOp::create(b, loc, sv.getSource(), d);
       offsets[d] = clampIndex(
-          b, loc, value,
-          arith::SubIOp::create(b, loc, dim,
-                                constIndex(b, loc, sv.getStaticSizes()[d])));
+          b, loc, cast<Value>(offset),
+          arith::SubIOp::create(
+              b, loc, dim,
+              attn::cpu::constIndex(b, loc, sv.getStaticSizes()[d])));
     }
     return memref::SubViewOp::create(b, loc, cast<MemRefType>(v.getType()),
                                      sv.getSource(), offsets,
@@ -250,11 +256,14 @@ Value attn::cpu::nextIterationTile(OpBuilder &b, Location loc, Value v) {
   return {};
 }
 
+/// The cache line the prefetches of the dot kernel step by (64 bytes).
+static constexpr int64_t kCacheLineBits = 512;
+
 /// A read prefetch of mem[indices] of low temporal locality (x86:
 /// prefetcht2): into the outer caches, not into L1, which holds the tile
 /// being computed on (locality 2 and 3 measured no faster, 3 slower).
-void attn::cpu::prefetchOuter(OpBuilder &b, Location loc, Value mem,
-                              ValueRange indices) {
+static void prefetchOuter(OpBuilder &b, Location loc, Value mem,
+                          ValueRange indices) {
   memref::PrefetchOp::create(b, loc, mem, indices, b.getBoolAttr(false),
                              b.getI32IntegerAttr(1), b.getBoolAttr(true));
 }
@@ -664,7 +673,7 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
     // tile) are prefetched, a 64-byte line at a time, as these are
     // computed on, so that memory streams under the arithmetic.
     Value nextA = nextIterationTile(rewriter, loc, a);
-    int64_t lineElts = 512 / aElt.getIntOrFloatBitWidth();
+    int64_t lineElts = kCacheLineBits / aElt.getIntOrFloatBitWidth();
 
     // Rows [i0, i0 + rows) of C.
     auto block = [&](OpBuilder &bb, Value i0, int64_t rows) {

@@ -32,16 +32,6 @@ Value roundDown(OpBuilder &b, Location loc, Value v, int64_t multiple);
 void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
              function_ref<void(OpBuilder &, Value)> body);
 
-/// The tile the next iteration of the loops around `v` reads (a unit-stride,
-/// static-size subview at offsets computed, through index arithmetic and
-/// loads such as a block table's, from the induction variable of an
-/// enclosing scf.for; past its end, the enclosing loop's next iteration),
-/// clamped in bounds; null when `v` is no such tile.
-Value nextIterationTile(OpBuilder &b, Location loc, Value v);
-
-/// A read prefetch of mem[indices] into the outer caches (not L1).
-void prefetchOuter(OpBuilder &b, Location loc, Value mem, ValueRange indices);
-
 /// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
 /// extended) inputs.
 bool isMulAddBody(linalg::GenericOp op);

@@ -75,21 +75,27 @@ func.func @decode_blocks(%k: memref<1x2x?x64xf32>, %v: memref<1x2x?x64xf32>, %q:
 // paged decode nest reads it: a page loop (its page from the block table)
 // around a head loop (every other head of 16 here). The next tile is the
 // next head's rows of this page or, after the last head, the first head's
-// rows of the next page, read through the table at the next index
-// (clamped to the table) and clamped to the cache.
+// rows of the next page, read through the table (row `seq` of a 2-D
+// table) at the next index, every index clamped to the table, the page
+// clamped to the cache.
 // CHECK-LABEL: func.func @paged_heads
-// CHECK-SAME: (%[[KC:[^:]+]]: memref<?x16x16x64xbf16>, %[[TABLE:[^:]+]]: memref<?xi32>
+// CHECK-SAME: (%[[KC:[^:]+]]: memref<?x16x16x64xbf16>, %[[TABLE:[^:]+]]: memref<?x?xi32>
+// CHECK-SAME: %[[SEQ:[^:]+]]: index
 // CHECK: scf.for %[[J:.*]] = %c0 to
 // CHECK: %[[PAGE:.*]] = arith.index_cast
 // CHECK: scf.for %[[H:.*]] = %c0 to %c8 step %c1
 // CHECK: %[[HN:.*]] = arith.addi %[[H]], %c1
 // CHECK: %[[HEADN:.*]] = arith.muli %[[HN]], %c2
 // CHECK: %[[JN:.*]] = arith.addi %[[J]], %c1
-// CHECK: %[[TD:.*]] = memref.dim %[[TABLE]], %c0
+// CHECK: %[[TD0:.*]] = memref.dim %[[TABLE]], %c0
+// CHECK: %[[TL0:.*]] = arith.subi %[[TD0]], %c1
+// CHECK: %[[SMIN:.*]] = arith.minsi %[[SEQ]], %[[TL0]]
+// CHECK: %[[SI:.*]] = arith.maxsi %[[SMIN]], %c0
+// CHECK: %[[TD:.*]] = memref.dim %[[TABLE]], %c1
 // CHECK: %[[TL:.*]] = arith.subi %[[TD]], %c1
 // CHECK: %[[TMIN:.*]] = arith.minsi %[[JN]], %[[TL]]
 // CHECK: %[[TI:.*]] = arith.maxsi %[[TMIN]], %c0
-// CHECK: %[[ID:.*]] = memref.load %[[TABLE]][%[[TI]]]
+// CHECK: %[[ID:.*]] = memref.load %[[TABLE]][%[[SI]], %[[TI]]]
 // CHECK: %[[PAGEN:.*]] = arith.index_cast %[[ID]]
 // CHECK: %[[WITHIN:.*]] = arith.cmpi slt, %[[HN]], %c8
 // CHECK: %[[P:.*]] = arith.select %[[WITHIN]], %[[PAGE]], %[[PAGEN]]
@@ -102,14 +108,14 @@ func.func @decode_blocks(%k: memref<1x2x?x64xf32>, %v: memref<1x2x?x64xf32>, %q:
 // CHECK: memref.prefetch %[[NEXT]][%{{.*}}, %c0], read, locality<1>, data
 // CHECK: memref.prefetch %[[NEXT]][%{{.*}}, %c32], read, locality<1>, data
 // CHECK-NOT: memref.prefetch %[[NEXT]][%{{.*}}, %c16]
-func.func @paged_heads(%kc: memref<?x16x16x64xbf16>, %table: memref<?xi32>, %q: memref<4x64xf32>,
-                       %s: memref<16x4xf32>, %n: index) {
+func.func @paged_heads(%kc: memref<?x16x16x64xbf16>, %table: memref<?x?xi32>, %seq: index,
+                       %q: memref<4x64xf32>, %s: memref<16x4xf32>, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
   %c8 = arith.constant 8 : index
   scf.for %j = %c0 to %n step %c1 {
-    %id = memref.load %table[%j] : memref<?xi32>
+    %id = memref.load %table[%seq, %j] : memref<?x?xi32>
     %page = arith.index_cast %id : i32 to index
     scf.for %h = %c0 to %c8 step %c1 {
       %head = arith.muli %h, %c2 : index
