@@ -15,7 +15,7 @@
 // THREE: scf.forall ({{.*}}) in (1, 2, 3)
 // PREFETCH: memref.subview %arg1
 // PREFETCH: memref.prefetch {{.*}} read, locality<1>, data
-// PREFETCH: vector.reduction
+// PREFETCH: vector.shuffle
 // PREFETCH: memref.subview %arg2
 // PREFETCH: memref.prefetch {{.*}} read, locality<1>, data
 // BAD: kv-splits must be in [0, 4096]

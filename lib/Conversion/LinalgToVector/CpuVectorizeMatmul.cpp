@@ -602,6 +602,112 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// The sums of up to W vector<W> accumulators (W a power of two) as the
+/// lanes of one vector<W>: lane i = the sum of accs[i]'s lanes (missing
+/// accumulators read as `zero`). A tree of log2(W) levels, each summing
+/// pairs of vectors (x, y) into one with two shuffles and an add, instead
+/// of a horizontal reduction (about 5 shuffles and adds) per accumulator:
+/// first pairs of lanes within each group of 4 (x86: vhaddps, within
+/// 128-bit lanes), then pairs of groups (vperm2f128, vshuff32x4). Every
+/// level keeps x's partial sums before y's within a group, so the inputs
+/// come out in their order.
+static Value transposeReduce(OpBuilder &b, Location loc, ArrayRef<Value> accs,
+                             Value zero) {
+  int64_t w = cast<VectorType>(zero.getType()).getDimSize(0);
+  int64_t group = std::min<int64_t>(w, 4);
+  SmallVector<Value> vs(accs);
+  vs.resize(w, zero);
+  // One level: units of `unit` lanes paired within each span of `span`
+  // lanes; lo takes the even units of x then of y, hi the odd ones
+  // (indices into x ++ y).
+  auto level = [&](int64_t unit, int64_t span) {
+    SmallVector<int64_t> lo, hi;
+    for (int64_t s = 0; s < w; s += span)
+      for (int64_t src : {int64_t(0), w})
+        for (int64_t u = 0; u < span; u += 2 * unit)
+          for (int64_t l = 0; l < unit; ++l) {
+            lo.push_back(src + s + u + l);
+            hi.push_back(src + s + u + unit + l);
+          }
+    SmallVector<Value> next;
+    for (size_t v = 0; v + 1 < vs.size(); v += 2)
+      next.push_back(arith::AddFOp::create(
+          b, loc, vector::ShuffleOp::create(b, loc, vs[v], vs[v + 1], lo),
+          vector::ShuffleOp::create(b, loc, vs[v], vs[v + 1], hi)));
+    vs = next;
+  };
+  for (int64_t g = 1; g < group; g *= 2)
+    level(1, group);
+  for (int64_t g = group; g < w; g *= 2)
+    level(group, w);
+  return vs[0];
+}
+
+/// C[rows[r], q] += the sum of acc[q · rows.size() + r]'s lanes, for q < n:
+/// with W a power of two, the sums of W accumulators at a time as one
+/// vector (transposeReduce) in the order of C's rows, added to C a row
+/// (n elements) at a time; else one horizontal reduction per accumulator.
+static void addDots(OpBuilder &b, Location loc, Value c, ArrayRef<Value> rows,
+                    int64_t n, ArrayRef<Value> acc) {
+  auto vt = cast<VectorType>(acc.front().getType());
+  int64_t w = vt.getDimSize(0), count = rows.size();
+  Type f32 = vt.getElementType();
+  auto idx = [&](int64_t v) { return attn::cpu::constIndex(b, loc, v); };
+  if (!llvm::isPowerOf2_64(w)) {
+    Value zeroS = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    for (int64_t q = 0; q < n; ++q)
+      for (int64_t r = 0; r < count; ++r) {
+        Value dot = vector::ReductionOp::create(
+            b, loc, vector::CombiningKind::ADD, acc[q * count + r], zeroS,
+            arith::FastMathFlags::reassoc);
+        SmallVector<Value, 2> at{rows[r], idx(q)};
+        Value old = memref::LoadOp::create(b, loc, c, at);
+        memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, dot),
+                                c, at);
+      }
+    return;
+  }
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(vt, b.getF32FloatAttr(0)));
+  SmallVector<Value> ordered, sums;
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t q = 0; q < n; ++q)
+      ordered.push_back(acc[q * count + r]);
+  for (int64_t l = 0; l < int64_t(ordered.size()); l += w)
+    sums.push_back(transposeReduce(
+        b, loc, ArrayRef<Value>(ordered).slice(l, std::min(w, count * n - l)),
+        zero));
+  auto rowT = VectorType::get({n}, f32);
+  for (int64_t r = 0; r < count; ++r) {
+    int64_t first = r * n;
+    Value dots;
+    if (first / w == (first + n - 1) / w) {
+      dots = vector::ExtractStridedSliceOp::create(
+          b, loc, sums[first / w], ArrayRef<int64_t>{first % w},
+          ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
+    } else {
+      SmallVector<Value> lanes;
+      for (int64_t l = first; l < first + n; ++l)
+        lanes.push_back(vector::ExtractOp::create(b, loc, sums[l / w], l % w));
+      dots = vector::FromElementsOp::create(b, loc, rowT, lanes);
+    }
+    if (attn::cpu::unitInnerStride(c)) {
+      SmallVector<Value, 2> at{rows[r], idx(0)};
+      Value old = vector::LoadOp::create(b, loc, rowT, c, at);
+      vector::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, dots),
+                              c, at);
+      continue;
+    }
+    for (int64_t q = 0; q < n; ++q) {
+      SmallVector<Value, 2> at{rows[r], idx(q)};
+      Value old = memref::LoadOp::create(b, loc, c, at);
+      Value dot = vector::ExtractOp::create(b, loc, dots, q);
+      memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, dot),
+                              c, at);
+    }
+  }
+}
+
 /// C[M, N] += A[M, K] · B[N, K] with f32 C and B, A and B contiguous in k,
 /// N and K static, N <= attn::kCpuDotMaxRows: the score tile of a decode step
 /// (few query rows).
@@ -666,8 +772,6 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
         DenseElementsAttr::get(vf32, rewriter.getF32FloatAttr(0)));
     Value zeroA = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(vA, rewriter.getZeroAttr(aElt)));
-    Value zeroS =
-        arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
     int64_t kMain = kDim / kWidth * kWidth;
     // A is read once: its rows of the next key block (when A is a loop's
     // tile) are prefetched, a 64-byte line at a time, as these are
@@ -727,16 +831,7 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
                   .getResults();
       if (kMain < kDim)
         acc = step(bb, idx(bb, kMain), acc, true);
-      for (int64_t q = 0; q < n; ++q)
-        for (int64_t r = 0; r < rows; ++r) {
-          Value dot = vector::ReductionOp::create(
-              bb, loc, vector::CombiningKind::ADD, acc[q * rows + r], zeroS,
-              arith::FastMathFlags::reassoc);
-          SmallVector<Value, 2> at{rowIdx[r], idx(bb, q)};
-          Value old = memref::LoadOp::create(bb, loc, c, at);
-          memref::StoreOp::create(
-              bb, loc, arith::AddFOp::create(bb, loc, old, dot), c, at);
-        }
+      addDots(bb, loc, c, rowIdx, n, acc);
     };
     Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
     forLoop(rewriter, loc, zero, mMain, rowsPerBlock,

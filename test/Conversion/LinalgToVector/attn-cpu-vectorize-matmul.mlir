@@ -144,7 +144,10 @@ func.func @generalized_matmul(%a: memref<32x48xf16>, %b: memref<48x40xf16>, %c: 
 // dot kernel. Blocks of 2 keys x 4 rows hold 8 vector accumulators over d
 // at W = 8 (AVX2's 16 registers; 4 keys x 4 rows, 16 accumulators, at W =
 // 16) (D = 20: two full steps and a masked tail of 4 at W = 8, one full
-// step and a masked tail at W = 16), each reduced into its score.
+// step and a masked tail at W = 16). The 8 accumulators reduce together:
+// pairs of lanes within 4-lane groups (vhaddps) twice, then the two groups
+// (vperm2f128), 8 sums in one vector, 4 (a key's scores) added to each
+// row of Sᵀ; no horizontal reduction per accumulator.
 // CHECK-LABEL: func.func @decode_scores
 // CHECK-NOT: linalg.generic
 // CHECK: scf.for {{.*}} step %c2
@@ -153,12 +156,31 @@ func.func @generalized_matmul(%a: memref<32x48xf16>, %b: memref<48x40xf16>, %c: 
 // CHECK-NOT: vector.fma
 // CHECK: vector.maskedload
 // CHECK-COUNT-8: vector.fma
-// CHECK: vector.reduction <add>
+// CHECK-NOT: vector.reduction
+// CHECK-COUNT-12: vector.shuffle {{.*}} [{{0, 2, 8, 10, 4, 6, 12, 14|1, 3, 9, 11, 5, 7, 13, 15}}]
+// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 8, 9, 10, 11]
+// CHECK: vector.shuffle {{.*}} [4, 5, 6, 7, 12, 13, 14, 15]
+// CHECK: %[[SUMS:.*]] = arith.addf {{.*}} : vector<8xf32>
+// CHECK: %[[K0:.*]] = vector.extract_strided_slice %[[SUMS]] {offsets = [0], sizes = [4], strides = [1]}
+// CHECK: %[[OLD0:.*]] = vector.load %{{.*}}[%[[J:.*]], %c0] : memref<?x4xf32>, vector<4xf32>
+// CHECK: %[[NEW0:.*]] = arith.addf %[[OLD0]], %[[K0]]
+// CHECK: vector.store %[[NEW0]], %{{.*}}[%[[J]], %c0]
+// CHECK: vector.extract_strided_slice %[[SUMS]] {offsets = [4], sizes = [4], strides = [1]}
+// CHECK-NOT: vector.reduction
+// CHECK: return
+// AVX-512: 16 accumulators, lanes paired within 4-lane groups twice, then
+// groups: even against odd (vshuff32x4), twice.
 // AVX512-LABEL: func.func @decode_scores
 // AVX512: scf.for {{.*}} step %c4
 // AVX512: scf.for {{.*}} step %c16
 // AVX512-COUNT-16: vector.fma
 // AVX512: vector.maskedload
+// AVX512-NOT: vector.reduction
+// AVX512-COUNT-3: vector.shuffle {{.*}} [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27]
+// AVX512: %[[SUMS16:.*]] = arith.addf {{.*}} : vector<16xf32>
+// AVX512-COUNT-4: vector.extract_strided_slice %[[SUMS16]]
+// AVX512-NOT: vector.reduction
+// AVX512: return
 // W16-LABEL: func.func @decode_scores
 // W16: vector.load {{.*}} vector<16xbf16>
 // W16: arith.extf {{.*}} vector<16xbf16> to vector<16xf32>
