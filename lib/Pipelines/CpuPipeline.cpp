@@ -67,6 +67,11 @@ static void addBufferization(OpPassManager &pm) {
   // After CSE, which can make two results one value.
   pm.addNestedPass<func::FuncOp>(createAttnCopyRepeatedResultsPass());
   buildBufferizationWithOutParams(pm);
+  // The tiles of a loop's body (a decode step's score tile, per key block)
+  // are allocated once before the loop, not once per iteration; they stay
+  // inside the parallel task (scf.forall is an allocation scope).
+  pm.addNestedPass<func::FuncOp>(
+      bufferization::createBufferLoopHoistingPass());
   bufferization::buildBufferDeallocationPipeline(pm);
 }
 
