@@ -78,7 +78,10 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     weights, a few keys' vectors at a time in registers (read times the
     plain scale, which the logits then leave out): over the scores in
     f32, or rounded to bf16 in pair form (`Pp`). Only the accumulator's update
-    (`acc·alpha + P·V`) stays a linalg op on the whole tile.
+    (`acc·alpha + P·V`) stays a linalg op on the whole tile. A static f32
+    tile of fewer than W rows (a decode tile's packed heads) runs fused on
+    vectors of the widest power of two of at least 4 rows that divides
+    them (4 packed heads: vector<4xf32>).
 
     With `amx` too, a fused pair-form step whose query tile has a multiple
     of 16 rows, whose key block is a multiple of 32 and whose head

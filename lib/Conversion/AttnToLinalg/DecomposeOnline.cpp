@@ -318,6 +318,22 @@ static bool takesPairs(OnlineStepOp op, bool dot) {
          k.getDimSize(1) % 2 == 0;
 }
 
+/// The rows a vector of the fused row softmax holds: `width`, or, for f32
+/// products of a static tile of fewer rows, the widest narrower power of
+/// two of at least 4 lanes that divides them (a decode tile of 4 packed
+/// heads at width 8 or 16: 4), so that such a tile's softmax is vector
+/// code too (its exp inline, not a vector-library call per 8 scores, its
+/// passes fused).
+static int64_t rowVectorWidth(OnlineStepOp op, bool pairs, int64_t width) {
+  int64_t rows = op.getQuery().getType().getDimSize(0);
+  if (pairs || ShapedType::isDynamic(rows) || rows < 1 || rows >= width)
+    return width;
+  for (int64_t w = width / 2; w >= 4; w /= 2)
+    if (rows % w == 0 && llvm::isPowerOf2_64(w))
+      return w;
+  return width;
+}
+
 /// How a step's softmax runs: fused on vectors of `width` rows (and the
 /// form its P takes) when the score tile is static and its rows a multiple
 /// of the width; primitive by primitive
@@ -406,7 +422,8 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     LinalgBuilder in{rewriter, loc, rewriter.getContext()};
     LinalgTileOps ops(in);
     ops.pairs = pairs;
-    std::optional<PForm> fused = fusedForm(op, pairs, amx, width);
+    int64_t rowWidth = rowVectorWidth(op, pairs, width);
+    std::optional<PForm> fused = fusedForm(op, pairs, amx, rowWidth);
     // Fused, the plain scale is applied where the scores are read.
     ScoreForm logitForm = fused ? form.withoutPlainFactor() : form;
     ops.q0 = op.getQueryOffset();
@@ -466,9 +483,9 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
       rewriter.replaceOp(op, ValueRange{next.m[0], next.l[0], next.acc[0]});
       return success();
     }
-    FusedRows f = cpu::fuseRowSoftmax(rewriter, loc, logits[0],
-                                      form.plainFactor(), form.exponent(),
-                                      op.getMax(), op.getSum(), *fused, width);
+    FusedRows f = cpu::fuseRowSoftmax(
+        rewriter, loc, logits[0], form.plainFactor(), form.exponent(),
+        op.getMax(), op.getSum(), *fused, rowWidth);
     ops.pForm = *fused;
     Tile acc =
         accumulateStep(ops, {op.getAcc()}, {{f.m}, {f.l}, {f.alpha}, {f.p}});

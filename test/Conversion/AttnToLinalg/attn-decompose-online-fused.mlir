@@ -92,11 +92,39 @@ func.func @bf16_fused(%q: tensor<1x1x32x32xbf16>, %k: tensor<1x1x32x32xbf16>, %v
 
 // -----
 
-// 24 query rows are not a multiple of 16: one linalg op per primitive.
+// 24 query rows, more than 16 and not a multiple: one linalg op per
+// primitive.
 // CHECK-LABEL: func.func @rows_not_multiple
 // CHECK-NOT: vector.transfer_read
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
 func.func @rows_not_multiple(%q: tensor<1x1x24x16xf32>, %k: tensor<1x1x32x16xf32>, %v: tensor<1x1x32x16xf32>) -> tensor<1x1x24x16xf32> {
   %o = attn.sdpa %q, %k, %v : tensor<1x1x24x16xf32>, tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32> -> tensor<1x1x24x16xf32>
   return %o : tensor<1x1x24x16xf32>
+}
+
+// -----
+
+// A decode tile, 4 query heads packed on one KV head (4 rows, fewer than a
+// vector of 16): fused on vectors of 4 rows (the widest power of two of at
+// least 4 lanes that divides them), its exp inline on vector<4xf32>.
+// CHECK-LABEL: func.func @decode_rows
+// CHECK: scf.for {{.*}} to %c4 step %c4
+// CHECK: vector.transfer_read {{.*}} : tensor<32x4xf32>, vector<8x4xf32>
+// CHECK: math.exp {{.*}} : vector<4xf32>
+// CHECK-COUNT-8: math.exp {{.*}} : vector<4xf32>
+func.func @decode_rows(%q: tensor<1x4x1x16xf32>, %k: tensor<1x1x32x16xf32>, %v: tensor<1x1x32x16xf32>) -> tensor<1x4x1x16xf32> {
+  %o = attn.sdpa %q, %k, %v : tensor<1x4x1x16xf32>, tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32> -> tensor<1x4x1x16xf32>
+  return %o : tensor<1x4x1x16xf32>
+}
+
+// -----
+
+// 2 packed rows: no vector of at least 4 rows divides them: one linalg op
+// per primitive.
+// CHECK-LABEL: func.func @decode_two_rows
+// CHECK-NOT: vector.transfer_read
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+func.func @decode_two_rows(%q: tensor<1x2x1x16xf32>, %k: tensor<1x1x32x16xf32>, %v: tensor<1x1x32x16xf32>) -> tensor<1x2x1x16xf32> {
+  %o = attn.sdpa %q, %k, %v : tensor<1x2x1x16xf32>, tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32> -> tensor<1x2x1x16xf32>
+  return %o : tensor<1x2x1x16xf32>
 }
