@@ -389,6 +389,35 @@ bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
   return isMulAddBody(op);
 }
 
+/// The op just before `op` when it scales the rows of `c` in place,
+/// C[i, j] *= alpha[i] (an online step's acc · alpha before acc += P·V),
+/// with alpha its only input; null otherwise. The matmul can apply it as
+/// it loads C, one pass over the accumulator instead of two.
+static linalg::GenericOp rowScaleBefore(Operation *op, Value c) {
+  auto scale = dyn_cast_or_null<linalg::GenericOp>(op->getPrevNode());
+  if (!scale || !scale.hasPureBufferSemantics() ||
+      scale.getNumDpsInputs() != 1 || scale.getNumDpsInits() != 1 ||
+      scale.getDpsInits()[0] != c || scale.getNumLoops() != 2 ||
+      scale.getNumParallelLoops() != 2)
+    return {};
+  MLIRContext *ctx = op->getContext();
+  SmallVector<AffineMap> maps = scale.getIndexingMapsArray();
+  Value alpha = scale.getDpsInputs()[0];
+  auto alphaT = dyn_cast<MemRefType>(alpha.getType());
+  if (!alphaT || !alphaT.getElementType().isF32() ||
+      maps[0] != AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx) ||
+      !maps[1].isIdentity())
+    return {};
+  Block &body = scale.getRegion().front();
+  auto mul = body.getTerminator()->getOperand(0).getDefiningOp<arith::MulFOp>();
+  if (!mul || mul->getBlock() != &body || body.getOperations().size() != 2)
+    return {};
+  Value x = body.getArgument(0), acc = body.getArgument(1);
+  bool operands = (mul.getLhs() == x && mul.getRhs() == acc) ||
+                  (mul.getLhs() == acc && mul.getRhs() == x);
+  return operands ? scale : linalg::GenericOp();
+}
+
 struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
   TileMatmulToVector(MLIRContext *ctx, int64_t width, int64_t rows,
                      int64_t cols, bool bf16Dot)
@@ -448,6 +477,10 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
           c = op.getDpsInits()[0];
     Type f32 = rewriter.getF32Type();
     Type bElt = cast<MemRefType>(b.getType()).getElementType();
+    // acc · alpha just before acc += P·V: applied as C is loaded (looked
+    // up before this pattern inserts anything before `op`).
+    linalg::GenericOp scale = rowScaleBefore(op, c);
+    Value alpha = scale ? scale.getDpsInputs()[0] : Value();
     // Pairs: B [K2, N, 2] read as [K2, 2N], W columns (2W bf16) a load.
     int64_t lanes = pairs ? 2 * kWidth : kWidth;
     if (pairs)
@@ -508,16 +541,27 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
                    : arith::AddIOp::create(bb, loc, j0, idx(bb, q * kWidth))
                          .getResult());
       SmallVector<Value> acc;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t q = 0; q < cols; ++q)
-          acc.push_back(
+      for (int64_t r = 0; r < rows; ++r) {
+        Value rowScale =
+            alpha ? vector::BroadcastOp::create(
+                        bb, loc, vf32,
+                        memref::LoadOp::create(bb, loc, alpha, rowIdx[r]))
+                        .getResult()
+                  : Value();
+        for (int64_t q = 0; q < cols; ++q) {
+          Value v =
               masked ? vector::MaskedLoadOp::create(
                            bb, loc, vf32, c, ValueRange{rowIdx[r], colIdx[q]},
                            mask, zeroF)
                            .getResult()
                      : vector::LoadOp::create(bb, loc, vf32, c,
                                               ValueRange{rowIdx[r], colIdx[q]})
-                           .getResult());
+                           .getResult();
+          acc.push_back(
+              rowScale ? arith::MulFOp::create(bb, loc, v, rowScale).getResult()
+                       : v);
+        }
+      }
       auto loop = scf::ForOp::create(
           bb, loc, zero, kDim, one, acc,
           [&](OpBuilder &lb, Location ll, Value k, ValueRange iter) {
@@ -598,6 +642,8 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
       });
     });
     rewriter.eraseOp(op);
+    if (scale)
+      rewriter.eraseOp(scale);
     return success();
   }
 };

@@ -257,3 +257,101 @@ func.func @empty_tiles(%a: memref<0x8xf32>, %b: memref<8x16xf32>, %c: memref<0x1
   }
   return
 }
+
+// -----
+
+#map_row = affine_map<(i, j) -> (i)>
+#map_id = affine_map<(i, j) -> (i, j)>
+#map_pt = affine_map<(i, k, j) -> (k, i)>
+#map_v = affine_map<(i, k, j) -> (k, j)>
+#map_o = affine_map<(i, k, j) -> (i, j)>
+
+// An online step's acc · alpha just before acc += P·V (Pᵀ stored): the
+// matmul scales each row of C by alpha as it loads it (one pass over the
+// accumulator, not two) and the scaling op goes. Not fused: a scaling op
+// separated from the matmul by another op, one that adds, one of another
+// buffer.
+// CHECK-LABEL: func.func @rescale_fused
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for
+// CHECK: %[[A:.*]] = memref.load %arg0[%{{.*}}] : memref<12xf32>
+// CHECK: %[[AB:.*]] = vector.broadcast %[[A]] : f32 to vector<8xf32>
+// CHECK: %[[C:.*]] = vector.load %arg3[{{.*}}] : memref<12x16xf32>, vector<8xf32>
+// CHECK: arith.mulf %[[C]], %[[AB]] : vector<8xf32>
+// CHECK: vector.fma
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @rescale_fused(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %v: memref<32x16xf32>, %acc: memref<12x16xf32>) {
+  linalg.generic {indexing_maps = [#map_row, #map_id], iterator_types = ["parallel", "parallel"]}
+      ins(%alpha : memref<12xf32>) outs(%acc : memref<12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %o, %a : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @rescale_not_fused
+// CHECK: linalg.generic
+// CHECK: memref.store
+// CHECK: linalg.generic
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK: linalg.generic
+// CHECK: outs(%arg4 : memref<12x16xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @rescale_not_fused(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %v: memref<32x16xf32>, %acc: memref<12x16xf32>, %other: memref<12x16xf32>, %x: f32) {
+  %c0 = arith.constant 0 : index
+  linalg.generic {indexing_maps = [#map_row, #map_id], iterator_types = ["parallel", "parallel"]}
+      ins(%alpha : memref<12xf32>) outs(%acc : memref<12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %o, %a : f32
+    linalg.yield %m : f32
+  }
+  memref.store %x, %alpha[%c0] : memref<12xf32>
+  linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
+  ^bb0(%x0: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x0, %y : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#map_row, #map_id], iterator_types = ["parallel", "parallel"]}
+      ins(%alpha : memref<12xf32>) outs(%acc : memref<12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.addf %o, %a : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
+  ^bb0(%x0: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x0, %y : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#map_row, #map_id], iterator_types = ["parallel", "parallel"]}
+      ins(%alpha : memref<12xf32>) outs(%other : memref<12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %o, %a : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
+  ^bb0(%x0: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x0, %y : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
