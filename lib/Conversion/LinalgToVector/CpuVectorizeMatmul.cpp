@@ -25,6 +25,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "attn-cpu-vectorize-matmul"
@@ -389,11 +390,24 @@ bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
   return isMulAddBody(op);
 }
 
-/// The op just before `op` when it scales the rows of `c` in place,
-/// C[i, j] *= alpha[i] (an online step's acc · alpha before acc += P·V),
-/// with alpha its only input; null otherwise. The matmul can apply it as
-/// it loads C, one pass over the accumulator instead of two.
-static linalg::GenericOp rowScaleBefore(Operation *op, Value c) {
+/// The buffer `v` views (through subviews, reshapes, casts).
+static Value rootBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// The op just before the matmul `op` when it scales the rows of its C
+/// in place, C[i, j] *= alpha[i] (an online step's acc · alpha before
+/// acc += P·V), with alpha its only input, and the matmul's A and B are
+/// not views of C's buffer (they would read C scaled); null otherwise.
+/// The matmul can apply it as it loads C: one pass over the accumulator
+/// instead of two.
+static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
+  Value root = rootBuffer(c);
+  for (Value in : op.getDpsInputs())
+    if (rootBuffer(in) == root)
+      return {};
   auto scale = dyn_cast_or_null<linalg::GenericOp>(op->getPrevNode());
   if (!scale || !scale.hasPureBufferSemantics() ||
       scale.getNumDpsInputs() != 1 || scale.getNumDpsInits() != 1 ||

@@ -355,3 +355,32 @@ func.func @rescale_not_fused(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %v: 
   }
   return
 }
+
+// A matmul reading a view of its C's buffer (here B, rows 12..44 of the
+// buffer whose rows 0..12 are C) keeps the scaling op: folded into the
+// loads of C, B would be read unscaled where it overlaps.
+// CHECK-LABEL: func.func @rescale_aliasing
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%[[C:.*]] : memref<12x16xf32, strided<[16, 1]>>)
+// CHECK: scf.for
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @rescale_aliasing(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %buf: memref<44x16xf32>) {
+  %acc = memref.subview %buf[0, 0] [12, 16] [1, 1] : memref<44x16xf32> to memref<12x16xf32, strided<[16, 1]>>
+  %v = memref.subview %buf[12, 0] [32, 16] [1, 1] : memref<44x16xf32> to memref<32x16xf32, strided<[16, 1], offset: 192>>
+  linalg.generic {indexing_maps = [#map_row, #map_id], iterator_types = ["parallel", "parallel"]}
+      ins(%alpha : memref<12xf32>) outs(%acc : memref<12x16xf32, strided<[16, 1]>>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %o, %a : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<32x12xf32>, memref<32x16xf32, strided<[16, 1], offset: 192>>) outs(%acc : memref<12x16xf32, strided<[16, 1]>>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
