@@ -400,9 +400,9 @@ static Value rootBuffer(Value v) {
 /// The op just before the matmul `op` when it scales the rows of its C
 /// in place, C[i, j] *= alpha[i] (an online step's acc · alpha before
 /// acc += P·V), with alpha its only input, and the matmul's A and B are
-/// not views of C's buffer (they would read C scaled); null otherwise.
-/// The matmul can apply it as it loads C: one pass over the accumulator
-/// instead of two.
+/// not views of C's buffer (folded, they would read C unscaled); null
+/// otherwise. The matmul can apply it as it loads C: one pass over the
+/// accumulator instead of two.
 static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
   Value root = rootBuffer(c);
   for (Value in : op.getDpsInputs())
