@@ -68,8 +68,9 @@ static void addBufferization(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createAttnCopyRepeatedResultsPass());
   buildBufferizationWithOutParams(pm);
   // The tiles of a loop's body (a decode step's score tile, per key block)
-  // are allocated once before the loop, not once per iteration; they stay
-  // inside the parallel task (scf.forall is an allocation scope).
+  // are allocated once before the loop, not once per iteration. The pass
+  // hoists out of scf.for nests but not out of scf.forall, so they stay in
+  // the parallel task (attn-cpu-pipeline-decode.mlir, HOIST).
   pm.addNestedPass<func::FuncOp>(
       bufferization::createBufferLoopHoistingPass());
   bufferization::buildBufferDeallocationPipeline(pm);

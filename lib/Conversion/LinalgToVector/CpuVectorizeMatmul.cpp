@@ -404,10 +404,6 @@ static Value rootBuffer(Value v) {
 /// otherwise. The matmul can apply it as it loads C: one pass over the
 /// accumulator instead of two.
 static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
-  Value root = rootBuffer(c);
-  for (Value in : op.getDpsInputs())
-    if (rootBuffer(in) == root)
-      return {};
   auto scale = dyn_cast_or_null<linalg::GenericOp>(op->getPrevNode());
   if (!scale || !scale.hasPureBufferSemantics() ||
       scale.getNumDpsInputs() != 1 || scale.getNumDpsInits() != 1 ||
@@ -429,6 +425,10 @@ static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
   Value x = body.getArgument(0), acc = body.getArgument(1);
   bool operands = (mul.getLhs() == x && mul.getRhs() == acc) ||
                   (mul.getLhs() == acc && mul.getRhs() == x);
+  Value root = rootBuffer(c);
+  for (Value in : op.getDpsInputs())
+    if (rootBuffer(in) == root)
+      return {};
   return operands ? scale : linalg::GenericOp();
 }
 
@@ -667,8 +667,9 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
 /// accumulators read as `zero`). A tree of log2(W) levels, each summing
 /// pairs of vectors (x, y) into one with two shuffles and an add, instead
 /// of a horizontal reduction (about 5 shuffles and adds) per accumulator:
-/// first pairs of lanes within each group of 4 (x86: vhaddps, within
-/// 128-bit lanes), then pairs of groups (vperm2f128, vshuff32x4). Every
+/// first pairs of lanes within each group of 4 (128-bit lanes: LLVM
+/// emitted vhaddps for them on the AVX2 host), then pairs of groups
+/// (vperm2f128 at W = 8). Every
 /// level keeps x's partial sums before y's within a group, so the inputs
 /// come out in their order.
 static Value transposeReduce(OpBuilder &b, Location loc, ArrayRef<Value> accs,
@@ -733,11 +734,11 @@ static void addDots(OpBuilder &b, Location loc, Value c, ArrayRef<Value> rows,
   for (int64_t r = 0; r < count; ++r)
     for (int64_t q = 0; q < n; ++q)
       ordered.push_back(acc[q * count + r]);
-  for (int64_t l = 0; l < int64_t(ordered.size()); l += w)
+  for (int64_t l = 0, e = ordered.size(); l < e; l += w)
     sums.push_back(transposeReduce(
-        b, loc, ArrayRef<Value>(ordered).slice(l, std::min(w, count * n - l)),
-        zero));
+        b, loc, ArrayRef<Value>(ordered).slice(l, std::min(w, e - l)), zero));
   auto rowT = VectorType::get({n}, f32);
+  bool contiguous = attn::cpu::unitInnerStride(c);
   for (int64_t r = 0; r < count; ++r) {
     int64_t first = r * n;
     Value dots;
@@ -751,7 +752,7 @@ static void addDots(OpBuilder &b, Location loc, Value c, ArrayRef<Value> rows,
         lanes.push_back(vector::ExtractOp::create(b, loc, sums[l / w], l % w));
       dots = vector::FromElementsOp::create(b, loc, rowT, lanes);
     }
-    if (attn::cpu::unitInnerStride(c)) {
+    if (contiguous) {
       SmallVector<Value, 2> at{rows[r], idx(0)};
       Value old = vector::LoadOp::create(b, loc, rowT, c, at);
       vector::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, dots),
