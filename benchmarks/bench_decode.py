@@ -15,14 +15,18 @@ run and interleaved round by round (medians of `--iters` calls per round):
 - PyTorch's CPU `scaled_dot_product_attention(..., enable_gqa=True)` on the
   same shapes, where torch is importable (`make bench-decode` installs it
   into a virtual environment); skipped, saying so, otherwise;
-- the read bandwidth numpy reaches on this host, measured in every round
-  next to the kernels (a sum over 512 MiB on every core): this shared host
-  reads at 22 to 30 GB/s from one minute to the next, so each row's % is
-  against the median of the rates measured in its own rounds.
+- the host's read bandwidth, measured in every round next to the kernels
+  by `attn-run --read-bandwidth 512` (every core streaming its slice of a
+  512 MiB buffer on huge pages): this shared 2-core host reads at 34 to
+  70 GB/s from one minute to the next, so each row's % is against the
+  median of the rates measured in its own rounds. (Until 2026-12-04 the
+  reference was numpy's sum split over the cores, which cannot read faster
+  than about 35 GB/s here, bound by its arithmetic: the % figures of
+  earlier runs are against that, and overstate.)
 
-Every buffer is on transparent huge pages (attn-run's allocator and
-numpy's both advise them): on 4 KiB pages this 2-core host reads about
-half as fast (TLB misses; 15 against 27-30 GB/s for the same numpy sum).
+Every buffer is on transparent huge pages (attn-run's allocator advises
+them, and numpy's, which backs PyTorch's tensors here): on 4 KiB pages
+this 2-core host reads about half as fast (TLB misses).
 
 Then a paged, varlen batch: B = 16 sequences of 1k to 32k keys (seeded
 uniform lengths) in a paged cache of 16-key blocks in vLLM's layout
@@ -137,7 +141,7 @@ def paged_rows(args, bindir, tmp, dtypes, torch):
         peer = torch_paged_peer(torch, lengths, dtype) if torch else None
         times = {"on": [], "torch": [], "bw": []}
         for _ in range(args.rounds):
-            times["bw"].append(read_bandwidth(iters=3))
+            times["bw"].append(read_bandwidth(bindir))
             times["on"].append(bench_artifact(bindir, so, args.iters, dims, inputs)[0])
             if peer:
                 times["torch"].append(1e3 * median_time(peer, args.iters))
@@ -170,9 +174,10 @@ def main():
         sys.exit("--dtypes takes f32 and bf16; --iters and --rounds must be >= 1")
     torch, torch_note = import_torch()
     model, feats, cores = cpu_features()
-    bw = read_bandwidth()
+    bw = read_bandwidth(bindir)
     lines = [f"Host: {model}, {cores} cores, features: {', '.join(feats) or 'none of note'}",
-             f"Read bandwidth at the start (numpy sum of 512 MiB, {cores} threads): {bw:.1f} GB/s; "
+             f"Read bandwidth at the start (attn-run --read-bandwidth 512, {cores} threads): "
+             f"{bw:.1f} GB/s; "
              "each row's 'bw' is the median of the rates measured in its rounds",
              torch_note, "",
              "| dtype | Tk | KV MiB | attn_mlir ms | GB/s | bw GB/s | % of bw | without decode "
@@ -191,7 +196,7 @@ def main():
                 step = torch_step(torch, tk, dtype) if torch else None
                 times = {"on": [], "off": [], "torch": [], "bw": []}
                 for _ in range(args.rounds):
-                    times["bw"].append(read_bandwidth(iters=3))
+                    times["bw"].append(read_bandwidth(bindir))
                     for v, so in arts.items():
                         times[v].append(bench_artifact(bindir, so, args.iters, dims)[0])
                     if step:

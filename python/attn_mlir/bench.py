@@ -7,7 +7,6 @@ import platform
 import re
 import subprocess
 import tempfile
-import threading
 import time
 
 import numpy as np
@@ -94,21 +93,17 @@ def kernel_features(so):
     return m.group(1).decode().split() if m else []
 
 
-def read_bandwidth(mib=512, threads=None, iters=5):
-    """The read bandwidth (GB/s) numpy reaches on this host: the median of
-    `iters` sums of a `mib` MiB f32 array, split over `threads` threads
-    (default: every core; numpy's sum releases the GIL)."""
-    threads = threads or os.cpu_count() or 1
-    a = np.ones(mib * (1 << 20) // 4, dtype=np.float32)
-    parts = np.array_split(a, threads)
-
-    def once():
-        workers = [threading.Thread(target=np.sum, args=(p,)) for p in parts]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-    return a.nbytes / median_time(once, iters) / 1e9
+def read_bandwidth(bindir, mib=512):
+    """This host's memory read bandwidth in GB/s, as `attn-run
+    --read-bandwidth` measures it: the median of 5 reads of a `mib` MiB
+    buffer on huge pages by as many threads as the kernels use, with
+    independent loads in flight. (numpy's sum, split over threads, is no
+    such reference: on the 2-core AVX2 host it reads at most about 35 GB/s
+    however fast the memory is, bound by its own arithmetic, while this
+    read 34 to 70 GB/s there as the neighbours' load came and went.)"""
+    out = subprocess.run([os.path.join(bindir, "attn-run"), "--read-bandwidth", str(mib)],
+                         check=True, capture_output=True, text=True).stdout
+    return float(re.search(r"read bandwidth: ([0-9.]+) GB/s", out).group(1))
 
 
 def import_torch():

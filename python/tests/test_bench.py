@@ -12,3 +12,12 @@ def test_bench_writes_plot_and_table(tmp_path):
     assert (tmp_path / "b.png").stat().st_size > 1000
     table = (tmp_path / "b.md").read_text()
     assert table.count("\n") == 4 and "| 128 |" in table
+
+
+def test_read_bandwidth_is_attn_runs_measurement():
+    from attn_mlir._tools import tools
+    from attn_mlir.bench import read_bandwidth
+    gbs = read_bandwidth(tools(), mib=8)
+    assert 0.1 < gbs < 10000
+    with pytest.raises(subprocess.CalledProcessError):
+        read_bandwidth(tools(), mib=0)

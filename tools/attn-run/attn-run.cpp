@@ -16,12 +16,14 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <sched.h>
 #include <set>
 #include <spawn.h>
 #include <string>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace attn::rt;
@@ -31,6 +33,7 @@ static const char *kUsage =
 reference and benchmark it
 
 usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
+       attn-run --read-bandwidth MIB
 
   --entry NAME          entry point to run (default: the first one)
   --input NAME=FILE     read input NAME from a .npy file (f32, f16, bf16 as
@@ -75,6 +78,16 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
   --list                print the entries of the artifact (CUDA: their
                         scratch buffers and kernel launches, in order) and
                         exit
+  --read-bandwidth MIB  measure this host's memory read bandwidth and exit
+                        (no artifact): a buffer of MIB MiB (1 to half the
+                        machine's memory) on transparent huge pages, as
+                        attn-run allocates tensors, read by as many threads
+                        as the kernels use (OMP_NUM_THREADS, else every
+                        core this process may run on), each its own slice
+                        with 8 loads in flight; prints the median GB/s of 5
+                        reads, and the slowest and fastest. Use a buffer
+                        several times the last-level cache (512 MiB): the
+                        reference a decode step's GB/s is compared with
   -h, --help            this help
 
 Tolerance (--check): f32 max abs error <= 1e-4; f16/bf16 <= 2x the error of
@@ -173,6 +186,7 @@ struct Options {
   DimSizes dims; ///< --dim NAME=N
   uint64_t seed = 0;
   long bench = 0;
+  uint64_t readBandwidthMiB = 0; ///< --read-bandwidth: measure, run nothing
 };
 
 /// `text` split into words at blanks; '...' and "..." group words.
@@ -243,8 +257,8 @@ static Error parseOption(int argc, char **argv, int &i,
                          std::set<std::string> &seen, Options &o) {
   std::string a = argv[i], key = a.substr(0, a.find('=')), v;
   static const std::set<std::string> valued = {
-      "--entry", "--input",  "--seed",         "--output-dir",
-      "--bench", "--device", "--compile-flags", "--dim"};
+      "--entry",  "--input",         "--seed", "--output-dir",    "--bench",
+      "--device", "--compile-flags", "--dim",  "--read-bandwidth"};
   if (!valued.count(key)) {
     if ((a == "--check" || a == "--list") && !seen.insert(a).second)
       return {a + " given twice"};
@@ -279,6 +293,14 @@ static Error parseOption(int argc, char **argv, int &i,
     if (Error e = parseUnsigned(key, v, 100000, n); e || n < 1)
       return {"--bench expects a count in [1, 100000], found '" + v + "'"};
     o.bench = static_cast<long>(n);
+  } else if (key == "--read-bandwidth") {
+    uint64_t half = uint64_t(sysconf(_SC_PHYS_PAGES)) *
+                        uint64_t(sysconf(_SC_PAGESIZE)) / 2 >>
+                    20;
+    if (Error e = parseUnsigned(key, v, UINT64_MAX, n); e || n < 1 || n > half)
+      return {"--read-bandwidth expects MiB in [1, " + std::to_string(half) +
+              "] (half this machine's memory), found '" + v + "'"};
+    o.readBandwidthMiB = n;
   } else if (key == "--device") {
     if (v.empty())
       return {"--device expects cpu, cuda or cuda:N, found ''"};
@@ -319,6 +341,12 @@ static Error parseArgs(int argc, char **argv, Options &o, bool &done) {
               a + "')"};
     }
   }
+  if (o.readBandwidthMiB)
+    return seen.size() > 1 || !o.artifactPath.empty() ||
+                   !o.inputFiles.empty() || !o.dims.empty()
+               ? Error{"--read-bandwidth measures the host and runs nothing: "
+                       "it takes no artifact and no other option"}
+               : Error{};
   if (o.artifactPath.empty())
     return {"no artifact given (see --help)"};
   if (o.list && (o.check || o.bench || !o.outputDir.empty() ||
@@ -657,6 +685,86 @@ static Error run(const Options &o, const Artifact &art, double rssStart,
   return {};
 }
 
+/// The threads a kernel runs on: OMP_NUM_THREADS when it is a positive
+/// count (as the OpenMP runtime reads it), else the CPUs this process may
+/// run on.
+static unsigned kernelThreads() {
+  if (const char *env = std::getenv("OMP_NUM_THREADS")) {
+    char *end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (end != env && *end == 0 && n > 0 && n <= 4096)
+      return static_cast<unsigned>(n);
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// XOR of `n` words, 16 at a time into independent accumulators (no
+/// dependence between the loads, so the core streams the data as fast as
+/// memory delivers it).
+static uint64_t readWords(const uint64_t *p, size_t n) {
+  typedef uint64_t Words __attribute__((vector_size(32), aligned(8)));
+  Words acc[4] = {};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 4; ++j)
+      acc[j] ^= *reinterpret_cast<const Words *>(p + i + 4 * j);
+  uint64_t all = 0;
+  for (; i < n; ++i)
+    all ^= p[i];
+  for (const Words &a : acc)
+    for (int j = 0; j < 4; ++j)
+      all ^= a[j];
+  return all;
+}
+
+static volatile uint64_t gReadSink;
+
+/// --read-bandwidth: 5 timed reads of a `mib` MiB buffer (on huge pages,
+/// first touched by the threads that read it), each thread its slice.
+static void readBandwidth(uint64_t mib) {
+  unsigned threads = kernelThreads();
+  size_t words = mib << 17, slice = (words + threads - 1) / threads;
+  TensorBytes bytes(words * 8); // zeroed here, rewritten by the readers
+  uint64_t *buf = reinterpret_cast<uint64_t *>(bytes.data());
+  auto sliceOf = [&](unsigned t) {
+    size_t lo = std::min(words, t * slice);
+    return std::make_pair(buf + lo, std::min(words, lo + slice) - lo);
+  };
+  std::vector<uint64_t> sink(threads);
+  auto onEveryThread = [&](auto fn) {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] { fn(t); });
+    for (std::thread &th : pool)
+      th.join();
+  };
+  onEveryThread([&](unsigned t) {
+    auto [p, n] = sliceOf(t);
+    for (size_t i = 0; i < n; ++i)
+      p[i] = i * 0x9e3779b97f4a7c15ull + t;
+  });
+  std::vector<double> rates;
+  for (int round = 0; round < 5; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    onEveryThread([&](unsigned t) {
+      auto [p, n] = sliceOf(t);
+      sink[t] ^= readWords(p, n);
+    });
+    std::chrono::duration<double> s = std::chrono::steady_clock::now() - t0;
+    rates.push_back(double(words) * 8 / s.count() / 1e9);
+  }
+  std::sort(rates.begin(), rates.end());
+  for (uint64_t v : sink) // the reads must happen: their XOR is kept
+    gReadSink = gReadSink ^ v;
+  std::printf("read bandwidth: %.1f GB/s (median of 5 reads of %llu MiB by "
+              "%u thread%s; slowest %.1f, fastest %.1f)\n",
+              rates[2], static_cast<unsigned long long>(mib), threads,
+              threads == 1 ? "" : "s", rates.front(), rates.back());
+}
+
 int main(int argc, char **argv) {
   double rssStart = procStatusMiB("VmRSS");
   Options options;
@@ -665,6 +773,10 @@ int main(int argc, char **argv) {
     return fail(e.message);
   if (done)
     return 0;
+  if (options.readBandwidthMiB) {
+    readBandwidth(options.readBandwidthMiB);
+    return 0;
+  }
   std::unique_ptr<Artifact> art;
   if (Error e = loadArtifact(options, art))
     return fail(e.message);
