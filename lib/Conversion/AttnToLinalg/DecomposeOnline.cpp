@@ -319,35 +319,35 @@ static bool takesPairs(OnlineStepOp op, bool dot) {
 }
 
 /// The rows a vector of the fused row softmax holds: `width`, or, for f32
-/// products of a static tile of fewer rows, the widest narrower power of
-/// two of at least 4 lanes that divides them (a decode tile of 4 packed
-/// heads at width 8 or 16: 4), so that such a tile's softmax is vector
-/// code too (its exp inline, not a vector-library call per 8 scores, its
-/// passes fused).
+/// products of a static tile of fewer rows, the widest power of two that
+/// divides them (a decode tile of 4 packed heads: 4; of one head: 1), the
+/// vector's other lanes holding further keys' rows (4 rows at width 8: 2
+/// keys a vector), so that such a tile's softmax is vector code too, on
+/// whole vectors (its exp inline, not a vector-library call per 8 scores,
+/// its passes fused).
 static int64_t rowVectorWidth(OnlineStepOp op, bool pairs, int64_t width) {
   int64_t rows = op.getQuery().getType().getDimSize(0);
-  if (pairs || ShapedType::isDynamic(rows) || rows < 1 || rows >= width)
+  if (pairs || ShapedType::isDynamic(rows) || rows < 1 || rows >= width ||
+      !llvm::isPowerOf2_64(width))
     return width;
-  for (int64_t w = width / 2; w >= 4; w /= 2)
-    if (rows % w == 0 && llvm::isPowerOf2_64(w))
-      return w;
-  return width;
+  return int64_t(1) << llvm::countr_zero(uint64_t(rows));
 }
 
 /// How a step's softmax runs: fused on vectors of `width` rows (and the
-/// form its P takes) when the score tile is static and its rows a multiple
-/// of the width; primitive by primitive
+/// form its P takes) when the score tile is static, its rows a multiple
+/// of the width and its keys of the keys a vector of `lanes` holds;
+/// primitive by primitive
 /// otherwise (std::nullopt). A pair-form step takes the AMX operand form
 /// (RowPairs) when `amx` and its tiles are whole AMX tiles: rows a
 /// multiple of 16, the key block and D of 32, Dv of 16 (what
 /// attn-cpu-vectorize-matmul's AMX kernel takes).
 static std::optional<PForm> fusedForm(OnlineStepOp op, bool pairs, bool amx,
-                                      int64_t width) {
+                                      int64_t width, int64_t lanes) {
   RankedTensorType q = op.getQuery().getType(), k = op.getKey().getType(),
                    v = op.getValue().getType();
   int64_t rows = q.getDimSize(0), keys = k.getDimSize(0);
   if (width < 1 || ShapedType::isDynamic(rows) || rows % width ||
-      ShapedType::isDynamic(keys))
+      ShapedType::isDynamic(keys) || keys % (lanes / width))
     return std::nullopt;
   if (!pairs)
     return PForm::Scores;
@@ -423,7 +423,8 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     LinalgTileOps ops(in);
     ops.pairs = pairs;
     int64_t rowWidth = rowVectorWidth(op, pairs, width);
-    std::optional<PForm> fused = fusedForm(op, pairs, amx, rowWidth);
+    int64_t lanes = std::max(rowWidth, width);
+    std::optional<PForm> fused = fusedForm(op, pairs, amx, rowWidth, lanes);
     // Fused, the plain scale is applied where the scores are read.
     ScoreForm logitForm = fused ? form.withoutPlainFactor() : form;
     ops.q0 = op.getQueryOffset();
@@ -485,7 +486,7 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     }
     FusedRows f = cpu::fuseRowSoftmax(
         rewriter, loc, logits[0], form.plainFactor(), form.exponent(),
-        op.getMax(), op.getSum(), *fused, rowWidth);
+        op.getMax(), op.getSum(), *fused, rowWidth, lanes);
     ops.pForm = *fused;
     Tile acc =
         accumulateStep(ops, {op.getAcc()}, {{f.m}, {f.l}, {f.alpha}, {f.p}});

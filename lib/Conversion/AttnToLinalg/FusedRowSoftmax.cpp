@@ -1,11 +1,12 @@
 //===- FusedRowSoftmax.cpp - the CPU's row softmax on vectors ---*- C++ -*-===//
 //
 // rowSoftmaxStep (OnlineSoftmax.h) run on vectors of W rows, one row a
-// lane: per vector of rows, one loop over the keys reduces the row
-// maximum, a second exponentiates, sums and writes the weights (f32 over
-// the scores, bf16 pairs, or bf16 row-major in keys with the pair words
-// transposed in registers), a chunk of keys at a time so that a chunk's
-// vectors stay in registers.
+// lane (a tile of fewer rows than the vector has lanes: the lanes hold
+// several keys' W rows): per vector of rows, one loop over the keys
+// reduces the row maximum, a second exponentiates, sums and writes the
+// weights (f32 over the scores, bf16 pairs, or bf16 row-major in keys with
+// the pair words transposed in registers), a chunk of keys at a time so
+// that a chunk's vectors stay in registers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,21 +37,24 @@ struct RowsSite {
   double factor; // the plain scale, applied where a logit is read
   PForm form;
   int64_t width; // rows per vector
+  int64_t lanes; // the vector's lanes: width, or width · keys it holds
   int64_t chunk; // keys per iteration of the loops over the keys
 };
 
 Value writeRowWeights(OpBuilder &b, Location loc, ArrayRef<Value> p, Value dest,
-                      Value i0, Value j0, PForm form);
+                      Value i0, Value j0, PForm form, int64_t rows);
 
 /// The per-row half of a step (rowSoftmaxStep) on vectors of W rows, one
 /// row a lane: a per-row tile is one vector, a score tile the logits'
 /// tensor [KV, M], which every reduction and map runs over in a loop of
 /// `chunk` keys at a time (a chunk's vectors reduced as trees of
 /// independent ops), so no more than a chunk of keys is live in
-/// registers. mapScores writes its results as the weights (in the form
-/// P·V takes) and keeps their sum, which rowSum then returns: P is made,
-/// summed and written in one pass. The logits and the accumulator stay
-/// with LinalgTileOps.
+/// registers. With more lanes than rows (L = W · F), a vector holds F
+/// keys' W rows, a per-row vector each row's value in all F groups of
+/// lanes, and the reductions over the keys end by combining the groups.
+/// mapScores writes its results as the weights (in the form P·V takes) and
+/// keeps their sum, which rowSum then returns: P is made, summed and written in
+/// one pass. The logits and the accumulator stay with LinalgTileOps.
 class VectorRowsTileOps : public TileOps {
 public:
   VectorRowsTileOps(OpBuilder &b, Location loc, const RowsSite &site)
@@ -73,10 +77,11 @@ public:
           for (Value s : readChunk(lb, ll, inPlace ? iter[1] : from, j0))
             p.push_back(fn(lb, ll, ValueRange{s, rows[0]}));
           Value sum = add(lb, ll, iter[0], tree(lb, ll, p, add));
-          return SmallVector<Value>{
-              sum, writeRowWeights(lb, ll, p, iter[1], site.i0, j0, site.form)};
+          return SmallVector<Value>{sum,
+                                    writeRowWeights(lb, ll, p, iter[1], site.i0,
+                                                    j0, site.form, site.width)};
         });
-    sums[loop.getResult(1)] = loop.getResult(0);
+    sums[loop.getResult(1)] = acrossKeys(loop.getResult(0), add);
     return {loop.getResult(1)};
   }
   Tile rowMax(const Tile &scores) override {
@@ -87,7 +92,7 @@ public:
                            Tile s = readChunk(lb, ll, scores[0], j0);
                            return {max(lb, ll, iter[0], tree(lb, ll, s, max))};
                          });
-    return {loop.getResult(0)};
+    return {acrossKeys(loop.getResult(0), max)};
   }
   Tile rowSum(const Tile &p, const Tile &init) override {
     auto it = sums.find(p[0]);
@@ -123,6 +128,17 @@ private:
   static Value add(OpBuilder &b, Location loc, Value x, Value y) {
     return arith::AddFOp::create(b, loc, x, y, arith::FastMathFlags::reassoc);
   }
+  /// `v` with each group of W lanes combined by `op` with the others: the
+  /// rows' reductions over the keys the groups hold, in every group.
+  Value acrossKeys(Value v, Value (*op)(OpBuilder &, Location, Value, Value)) {
+    for (int64_t s = site.width; s < site.lanes; s *= 2) {
+      SmallVector<int64_t> swap;
+      for (int64_t i = 0; i < site.lanes; ++i)
+        swap.push_back(i ^ s);
+      v = op(b, loc, v, vector::ShuffleOp::create(b, loc, v, v, swap));
+    }
+    return v;
+  }
   /// scf.for over the keys of `logits` [KV, M], `chunk` at a time.
   scf::ForOp overKeys(Value logits, ValueRange init, ChunkFn body) {
     auto idx = [&](int64_t v) -> Value {
@@ -135,16 +151,20 @@ private:
           scf::YieldOp::create(lb, ll, body(lb, ll, j0, iter));
         });
   }
-  /// The vectors of keys [j0, j0 + chunk) of this vector of rows, times
-  /// the plain scale.
+  /// The vectors of keys [j0, j0 + chunk) of this vector of rows (L / W
+  /// keys a vector), times the plain scale.
   Tile readChunk(OpBuilder &lb, Location ll, Value logits, Value j0) {
     Type f32 = lb.getF32Type();
     Value zero = createF32Constant(lb, ll, 0.0);
     Value all = vector::TransferReadOp::create(
         lb, ll, VectorType::get({site.chunk, site.width}, f32), logits,
         ValueRange{j0, site.i0}, zero, ArrayRef<bool>{true, true});
+    int64_t vectors = site.chunk * site.width / site.lanes;
+    if (site.lanes != site.width)
+      all = vector::ShapeCastOp::create(
+          lb, ll, VectorType::get({vectors, site.lanes}, f32), all);
     Tile out;
-    for (int64_t j = 0; j < site.chunk; ++j) {
+    for (int64_t j = 0; j < vectors; ++j) {
       Value s = vector::ExtractOp::create(lb, ll, all, ArrayRef<int64_t>{j});
       if (site.factor != 1.0)
         s = arith::MulFOp::create(lb, ll, s,
@@ -213,11 +233,12 @@ Value stackRows(OpBuilder &b, Location loc, ArrayRef<Value> rows,
 
 /// Writes the weights `p` (the vectors of keys [j0, j0 + n) of rows
 /// [i0, i0 + W)) into `dest` in `form`, as one n-D vector: Scores [KV, M]
-/// f32; Pairs [KV/2, 2M] bf16 (two keys' vectors rounded and
-/// interleaved); RowPairs [M, KV/2W, 2W] bf16 (those words transposed per
-/// W x W block; W = 16, n a multiple of 2W).
+/// f32 (each vector L / `rows` keys' `rows` rows); Pairs [KV/2, 2M] bf16
+/// (two keys' vectors rounded and interleaved); RowPairs [M, KV/2W, 2W]
+/// bf16 (those words transposed per W x W block; W = 16, n a multiple of
+/// 2W).
 Value writeRowWeights(OpBuilder &b, Location loc, ArrayRef<Value> p, Value dest,
-                      Value i0, Value j0, PForm form) {
+                      Value i0, Value j0, PForm form, int64_t rows) {
   auto idx = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
@@ -228,8 +249,13 @@ Value writeRowWeights(OpBuilder &b, Location loc, ArrayRef<Value> p, Value dest,
   };
   int64_t w = cast<VectorType>(p.front().getType()).getNumElements();
   int64_t n = p.size();
-  if (form == PForm::Scores)
-    return write(stackRows(b, loc, p, {n, w}), {j0, i0});
+  if (form == PForm::Scores) {
+    Value all = stackRows(b, loc, p, {n, w});
+    if (rows != w)
+      all = vector::ShapeCastOp::create(
+          b, loc, VectorType::get({n * w / rows, rows}, b.getF32Type()), all);
+    return write(all, {j0, i0});
+  }
   auto half = VectorType::get({w}, b.getBF16Type());
   SmallVector<Value> pairs; // per pair of keys, vector<2W x bf16>
   for (int64_t j = 0; j + 1 < n; j += 2)
@@ -258,15 +284,16 @@ Value writeRowWeights(OpBuilder &b, Location loc, ArrayRef<Value> p, Value dest,
 }
 
 /// Keys per iteration of the loops over a tile of `kv` keys: enough
-/// independent vectors to hide latencies, few enough to stay in
-/// registers; a whole 2W x W block of pairs for RowPairs.
-int64_t keyChunk(int64_t kv, PForm form, int64_t width) {
+/// independent vectors to hide latencies (up to 8 of them, each
+/// `perVector` keys), few enough to stay in registers; a whole 2W x W
+/// block of pairs for RowPairs.
+int64_t keyChunk(int64_t kv, PForm form, int64_t width, int64_t perVector) {
   if (form == PForm::RowPairs)
     return 2 * width;
   for (int64_t c : {8, 4, 2})
-    if (kv % c == 0)
-      return c;
-  return 1;
+    if (kv % (c * perVector) == 0)
+      return c * perVector;
+  return perVector;
 }
 
 } // namespace
@@ -274,7 +301,8 @@ int64_t keyChunk(int64_t kv, PForm form, int64_t width) {
 FusedRows mlir::attn::cpu::fuseRowSoftmax(OpBuilder &b, Location loc,
                                           Value logits, double factor,
                                           Exponent e, Value m, Value l,
-                                          PForm form, int64_t width) {
+                                          PForm form, int64_t width,
+                                          int64_t lanes) {
   auto type = cast<RankedTensorType>(logits.getType());
   int64_t kv = type.getDimSize(0), rows = type.getDimSize(1);
   Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
@@ -290,30 +318,46 @@ FusedRows mlir::attn::cpu::fuseRowSoftmax(OpBuilder &b, Location loc,
                     ? logits
                     : tensor::EmptyOp::create(b, loc, pShape, bf16).getResult();
   Value alphaInit = tensor::EmptyOp::create(b, loc, {rows}, f32);
+  assert((lanes == width || form == PForm::Scores) && lanes % width == 0 &&
+         kv % (lanes / width) == 0 && "keys of several rows: Scores only");
   auto vf32 = VectorType::get({width}, f32);
   Value zero = createF32Constant(b, loc, 0.0);
-  int64_t chunk = keyChunk(kv, form, width);
+  int64_t chunk = keyChunk(kv, form, width, lanes / width);
+  // A per-row vector of W lanes in every group of W lanes of L, and back.
+  SmallVector<int64_t> spread;
+  for (int64_t i = 0; i < lanes; ++i)
+    spread.push_back(i % width);
+  auto toLanes = [&](OpBuilder &lb, Location ll, Value v) -> Value {
+    return lanes == width ? v : vector::ShuffleOp::create(lb, ll, v, v, spread);
+  };
+  auto toRows = [&](OpBuilder &lb, Location ll, Value v) -> Value {
+    return lanes == width ? v
+                          : vector::ExtractStridedSliceOp::create(
+                                lb, ll, v, ArrayRef<int64_t>{0},
+                                ArrayRef<int64_t>{width}, ArrayRef<int64_t>{1});
+  };
   auto loop = scf::ForOp::create(
       b, loc, idx(0), idx(rows), idx(width), ValueRange{m, l, alphaInit, pInit},
       [&](OpBuilder &lb, Location ll, Value i0, ValueRange iter) {
         auto read = [&](Value t, ValueRange at) -> Value {
-          return vector::TransferReadOp::create(lb, ll, vf32, t, at, zero,
-                                                ArrayRef<bool>{true});
+          return toLanes(lb, ll,
+                         vector::TransferReadOp::create(
+                             lb, ll, vf32, t, at, zero, ArrayRef<bool>{true}));
         };
         // Scores form: the logits of these rows are still in the weights'
         // tensor (each vector of rows writes only its own columns).
         Value src = form == PForm::Scores ? iter[3] : logits;
         Value mOld = read(iter[0], {i0});
-        VectorRowsTileOps vt(lb, ll,
-                             {i0, mOld, iter[3], factor, form, width, chunk});
+        VectorRowsTileOps vt(
+            lb, ll, {i0, mOld, iter[3], factor, form, width, lanes, chunk});
         RowSoftmax r =
             rowSoftmaxStep(vt, e, {src}, {mOld}, {read(iter[1], {i0})});
         SmallVector<Value> next;
         for (auto [k, v] :
              llvm::enumerate(SmallVector<Value>{r.m[0], r.l[0], r.alpha[0]}))
-          next.push_back(vector::TransferWriteOp::create(lb, ll, v, iter[k],
-                                                         ValueRange{i0},
-                                                         ArrayRef<bool>{true})
+          next.push_back(vector::TransferWriteOp::create(
+                             lb, ll, toRows(lb, ll, v), iter[k], ValueRange{i0},
+                             ArrayRef<bool>{true})
                              .getResult());
         next.push_back(r.p[0]);
         scf::YieldOp::create(lb, ll, next);

@@ -28,15 +28,18 @@ struct FusedRows {
   Value m, l, alpha, p;
 };
 
-/// rowSoftmaxStep on the transposed logits [KV, M] W rows at a time: per
-/// vector of rows, a loop over the keys reduces the row maximum and a
-/// second exponentiates, sums and writes the weights in `form` (Scores:
-/// over the logits), each logit read times `factor` (the plain scale left
-/// out of the logits). Two passes over the tile instead of one per
-/// primitive; the accumulator's half stays with the tile layout.
+/// rowSoftmaxStep on the transposed logits [KV, M] W = `width` rows at a
+/// time: per vector of rows, a loop over the keys reduces the row maximum
+/// and a second exponentiates, sums and writes the weights in `form`
+/// (Scores: over the logits), each logit read times `factor` (the plain
+/// scale left out of the logits). Two passes over the tile instead of one
+/// per primitive; the accumulator's half stays with the tile layout. The
+/// vectors have `lanes` lanes: W, or, in the Scores form, a multiple L of
+/// W that is a power of two (a decode tile of few rows), each vector
+/// then L / W keys' rows (KV a multiple of L / W).
 FusedRows fuseRowSoftmax(OpBuilder &b, Location loc, Value logits,
                          double factor, Exponent e, Value m, Value l,
-                         PForm form, int64_t width);
+                         PForm form, int64_t width, int64_t lanes);
 
 } // namespace cpu
 } // namespace attn

@@ -514,6 +514,18 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     std::tie(rowsPerBlock, colsPerBlock) = blockShape(staticRows);
     Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
     Value nMain = roundDown(rewriter, loc, n, colsPerBlock * kWidth);
+    // Static columns that would leave one vector after the full blocks (a
+    // 4-row decode tile's P·V, 16 vectors in blocks of 3): that block's
+    // accumulators, one per row, make a chain of dependent FMAs each, at
+    // half the rate; the last cols + 1 vectors go as two blocks instead.
+    SmallVector<int64_t> tailCols;
+    int64_t staticN = cast<MemRefType>(c.getType()).getDimSize(1);
+    if (!ShapedType::isDynamic(staticN) && staticN % kWidth == 0 &&
+        colsPerBlock >= 3 && staticN / kWidth > colsPerBlock &&
+        staticN / kWidth % colsPerBlock == 1) {
+      tailCols = {(colsPerBlock + 2) / 2, (colsPerBlock + 1) / 2};
+      nMain = idx(rewriter, staticN - (colsPerBlock + 1) * kWidth);
+    }
     // One row block for all of C (a decode tile) reads B once: B's rows of
     // the next iteration (when B is a loop's tile) are prefetched as these
     // are read.
@@ -635,9 +647,16 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
                         block(cb, i0, j0, rowsPerBlock, colsPerBlock,
                               /*masked=*/false);
                       });
-              forLoop(bb, loc, nMain, n, kWidth, [&](OpBuilder &cb, Value j0) {
-                block(cb, i0, j0, rowsPerBlock, 1, /*masked=*/true);
-              });
+              int64_t j = staticN - (colsPerBlock + 1) * kWidth;
+              for (int64_t cols : tailCols) {
+                block(bb, i0, idx(bb, j), rowsPerBlock, cols, /*masked=*/false);
+                j += cols * kWidth;
+              }
+              if (tailCols.empty())
+                forLoop(bb, loc, nMain, n, kWidth,
+                        [&](OpBuilder &cb, Value j0) {
+                          block(cb, i0, j0, rowsPerBlock, 1, /*masked=*/true);
+                        });
             });
     // The rows left: of a static C, one block of all of them (B streams
     // once for them, not once per row); else one row at a time. Full-width

@@ -105,13 +105,27 @@ func.func @rows_not_multiple(%q: tensor<1x1x24x16xf32>, %k: tensor<1x1x32x16xf32
 // -----
 
 // A decode tile, 4 query heads packed on one KV head (4 rows, fewer than a
-// vector of 16): fused on vectors of 4 rows (the widest power of two of at
-// least 4 lanes that divides them), its exp inline on vector<4xf32>.
+// vector of 16): fused on vectors of 16 lanes that hold 4 keys' 4 rows
+// each (the widest power of two that divides the rows), per-row values
+// repeated in every group of 4 lanes, the maximum and the sum over the
+// keys ending with the groups combined (lanes swapped by 4, then by 8),
+// the exp inline on whole vectors.
 // CHECK-LABEL: func.func @decode_rows
 // CHECK: scf.for {{.*}} to %c4 step %c4
-// CHECK: vector.transfer_read {{.*}} : tensor<32x4xf32>, vector<8x4xf32>
-// CHECK: math.exp {{.*}} : vector<4xf32>
-// CHECK-COUNT-8: math.exp {{.*}} : vector<4xf32>
+// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3] : vector<4xf32>, vector<4xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<32x4xf32>, vector<32x4xf32>
+// CHECK: vector.shape_cast {{.*}} : vector<32x4xf32> to vector<8x16xf32>
+// CHECK: arith.maxnumf
+// CHECK: vector.shuffle {{.*}} [4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11] : vector<16xf32>, vector<16xf32>
+// CHECK-NEXT: arith.maxnumf
+// CHECK-NEXT: vector.shuffle {{.*}} [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7] : vector<16xf32>, vector<16xf32>
+// CHECK-NEXT: arith.maxnumf
+// CHECK: math.exp {{.*}} : vector<16xf32>
+// CHECK-COUNT-8: math.exp {{.*}} : vector<16xf32>
+// CHECK: vector.shape_cast {{.*}} : vector<8x16xf32> to vector<32x4xf32>
+// CHECK: vector.shuffle {{.*}} [4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11]
+// CHECK-NEXT: arith.addf
+// CHECK: vector.extract_strided_slice {{.*}} {offsets = [0], sizes = [4], strides = [1]} : vector<16xf32> to vector<4xf32>
 func.func @decode_rows(%q: tensor<1x4x1x16xf32>, %k: tensor<1x1x32x16xf32>, %v: tensor<1x1x32x16xf32>) -> tensor<1x4x1x16xf32> {
   %o = attn.sdpa %q, %k, %v : tensor<1x4x1x16xf32>, tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32> -> tensor<1x4x1x16xf32>
   return %o : tensor<1x4x1x16xf32>
@@ -119,12 +133,44 @@ func.func @decode_rows(%q: tensor<1x4x1x16xf32>, %k: tensor<1x1x32x16xf32>, %v: 
 
 // -----
 
-// 2 packed rows: no vector of at least 4 rows divides them: one linalg op
-// per primitive.
+// 2 packed rows: vectors of 8 keys' 2 rows.
 // CHECK-LABEL: func.func @decode_two_rows
-// CHECK-NOT: vector.transfer_read
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+// CHECK: scf.for {{.*}} to %c2 step %c2
+// CHECK: vector.transfer_read {{.*}} : tensor<32x2xf32>, vector<32x2xf32>
+// CHECK: vector.shape_cast {{.*}} : vector<32x2xf32> to vector<4x16xf32>
+// CHECK: math.exp {{.*}} : vector<16xf32>
+// CHECK-COUNT-4: math.exp {{.*}} : vector<16xf32>
+// CHECK: vector.shape_cast {{.*}} : vector<4x16xf32> to vector<32x2xf32>
 func.func @decode_two_rows(%q: tensor<1x2x1x16xf32>, %k: tensor<1x1x32x16xf32>, %v: tensor<1x1x32x16xf32>) -> tensor<1x2x1x16xf32> {
   %o = attn.sdpa %q, %k, %v : tensor<1x2x1x16xf32>, tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32> -> tensor<1x2x1x16xf32>
   return %o : tensor<1x2x1x16xf32>
+}
+
+// -----
+
+// One row (a decode step of one head per KV head): 16 keys a vector, the
+// sums over them a tree of 4 lane swaps.
+// CHECK-LABEL: func.func @decode_one_row
+// CHECK: vector.transfer_read {{.*}} : tensor<32x1xf32>, vector<32x1xf32>
+// CHECK: vector.shape_cast {{.*}} : vector<32x1xf32> to vector<2x16xf32>
+// CHECK: vector.shuffle {{.*}} [1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14]
+// CHECK: vector.shuffle {{.*}} [2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13]
+// CHECK: vector.shuffle {{.*}} [4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11]
+// CHECK: vector.shuffle {{.*}} [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7]
+// CHECK-COUNT-2: math.exp {{.*}} : vector<16xf32>
+func.func @decode_one_row(%q: tensor<1x1x1x16xf32>, %k: tensor<1x1x32x16xf32>, %v: tensor<1x1x32x16xf32>) -> tensor<1x1x1x16xf32> {
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x1x16xf32>, tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32> -> tensor<1x1x1x16xf32>
+  return %o : tensor<1x1x1x16xf32>
+}
+
+// -----
+
+// One row over 24 keys: not a multiple of the 16 keys a vector would
+// hold: one linalg op per primitive.
+// CHECK-LABEL: func.func @decode_keys_not_multiple
+// CHECK-NOT: vector.transfer_read
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+func.func @decode_keys_not_multiple(%q: tensor<1x1x1x16xf32>, %k: tensor<1x1x24x16xf32>, %v: tensor<1x1x24x16xf32>) -> tensor<1x1x1x16xf32> {
+  %o = attn.sdpa %q, %k, %v : tensor<1x1x1x16xf32>, tensor<1x1x24x16xf32>, tensor<1x1x24x16xf32> -> tensor<1x1x1x16xf32>
+  return %o : tensor<1x1x1x16xf32>
 }

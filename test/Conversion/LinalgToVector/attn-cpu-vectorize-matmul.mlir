@@ -206,13 +206,25 @@ func.func @decode_scores(%k: memref<?x20xbf16>, %q: memref<4x20xf32>, %s: memref
 
 // The P·V product of a decode tile: 4 static rows, fewer than a block's 6:
 // one block of all 4 rows, so that V streams once, with as many vectors
-// per row as the block's 12 accumulators allow (4 x 3 at W = 8). With
-// rows=4 cols=1 (W16) the tile fills the configured block: 4 x 1.
+// per row as the block's 12 accumulators allow (4 x 3 at W = 8); its 16
+// vectors of columns as 4 blocks of 3 and 2 of 2, not 5 of 3 and one of
+// 1 (whose 4 accumulators would each be a chain of dependent FMAs, at half
+// the rate), none masked (the masked code after them is the loop over the
+// rows left, which runs no iteration here). With rows=4 cols=1 (W16) the tile fills the
+// configured block: 4 x 1.
 // CHECK-LABEL: func.func @decode_pv
+// CHECK-NOT: vector.maskedload
 // CHECK: scf.for {{.*}} step %c4
-// CHECK: scf.for {{.*}} step %c24
+// CHECK: scf.for %{{.*}} = %c0 to %c96 step %c24
 // CHECK: scf.for
 // CHECK-COUNT-12: vector.fma
+// CHECK: vector.load %{{.*}}[%{{.*}}, %c96] : memref<4x128xf32>, vector<8xf32>
+// CHECK: scf.for
+// CHECK-COUNT-8: vector.fma
+// CHECK: vector.load %{{.*}}[%{{.*}}, %c112] : memref<4x128xf32>, vector<8xf32>
+// CHECK: scf.for
+// CHECK-COUNT-8: vector.fma
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<4x128xf32>, vector<8xf32>
 // AVX-512 (W = 16, 32 registers): 16 accumulators, 4 x 4.
 // AVX512-LABEL: func.func @decode_pv
 // AVX512: scf.for {{.*}} step %c4
