@@ -84,10 +84,12 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
                         attn-run allocates tensors, read by as many threads
                         as the kernels use (OMP_NUM_THREADS, else every
                         core this process may run on), each its own slice
-                        with 8 loads in flight; prints the median GB/s of 5
-                        reads, and the slowest and fastest. Use a buffer
-                        several times the last-level cache (512 MiB): the
-                        reference a decode step's GB/s is compared with
+                        into 4 independent 32-byte accumulators; prints the
+                        median GB/s of 5 reads (each timed with its threads'
+                        start and join), and the slowest and fastest. Use a
+                        buffer several times the last-level cache (512 MiB
+                        on a host of 32 MiB): the reference a decode step's
+                        GB/s is compared with
   -h, --help            this help
 
 Tolerance (--check): f32 max abs error <= 1e-4; f16/bf16 <= 2x the error of
@@ -722,8 +724,9 @@ static uint64_t readWords(const uint64_t *p, size_t n) {
 
 static volatile uint64_t gReadSink;
 
-/// --read-bandwidth: 5 timed reads of a `mib` MiB buffer (on huge pages,
-/// first touched by the threads that read it), each thread its slice.
+/// --read-bandwidth: 5 timed reads of a `mib` MiB buffer (on huge pages;
+/// zeroed by this thread, then written by the threads that read it), each
+/// thread its slice.
 static void readBandwidth(uint64_t mib) {
   unsigned threads = kernelThreads();
   size_t words = mib << 17, slice = (words + threads - 1) / threads;

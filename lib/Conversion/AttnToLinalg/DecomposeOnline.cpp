@@ -335,7 +335,8 @@ static int64_t rowVectorWidth(OnlineStepOp op, bool pairs, int64_t width) {
 
 /// How a step's softmax runs: fused on vectors of `width` rows (and the
 /// form its P takes) when the score tile is static, its rows a multiple
-/// of the width and its keys of the keys a vector of `lanes` holds;
+/// of the width and its keys a multiple of lanes / width (the keys a
+/// vector holds);
 /// primitive by primitive
 /// otherwise (std::nullopt). A pair-form step takes the AMX operand form
 /// (RowPairs) when `amx` and its tiles are whole AMX tiles: rows a

@@ -32,7 +32,7 @@ namespace {
 /// weights.
 struct RowsSite {
   Value i0;      // the first of the W rows
-  Value like;    // a vector of W f32 (constants take its type)
+  Value like;    // a vector of L f32 (constants take its type)
   Value pDest;   // the weights' tensor (Scores: the logits' own)
   double factor; // the plain scale, applied where a logit is read
   PForm form;
@@ -319,7 +319,8 @@ FusedRows mlir::attn::cpu::fuseRowSoftmax(OpBuilder &b, Location loc,
                     : tensor::EmptyOp::create(b, loc, pShape, bf16).getResult();
   Value alphaInit = tensor::EmptyOp::create(b, loc, {rows}, f32);
   assert((lanes == width || form == PForm::Scores) && lanes % width == 0 &&
-         kv % (lanes / width) == 0 && "keys of several rows: Scores only");
+         llvm::isPowerOf2_64(lanes / width) && kv % (lanes / width) == 0 &&
+         "keys of several rows: Scores only, a power of two of them");
   auto vf32 = VectorType::get({width}, f32);
   Value zero = createF32Constant(b, loc, 0.0);
   int64_t chunk = keyChunk(kv, form, width, lanes / width);

@@ -519,12 +519,14 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     // accumulators, one per row, make a chain of dependent FMAs each, at
     // half the rate; the last cols + 1 vectors go as two blocks instead.
     SmallVector<int64_t> tailCols;
-    int64_t staticN = cast<MemRefType>(c.getType()).getDimSize(1);
+    int64_t staticN = cast<MemRefType>(c.getType()).getDimSize(1),
+            tailStart = 0;
     if (!ShapedType::isDynamic(staticN) && staticN % kWidth == 0 &&
         colsPerBlock >= 3 && staticN / kWidth > colsPerBlock &&
         staticN / kWidth % colsPerBlock == 1) {
       tailCols = {(colsPerBlock + 2) / 2, (colsPerBlock + 1) / 2};
-      nMain = idx(rewriter, staticN - (colsPerBlock + 1) * kWidth);
+      tailStart = staticN - (colsPerBlock + 1) * kWidth;
+      nMain = idx(rewriter, tailStart);
     }
     // One row block for all of C (a decode tile) reads B once: B's rows of
     // the next iteration (when B is a loop's tile) are prefetched as these
@@ -647,7 +649,7 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
                         block(cb, i0, j0, rowsPerBlock, colsPerBlock,
                               /*masked=*/false);
                       });
-              int64_t j = staticN - (colsPerBlock + 1) * kWidth;
+              int64_t j = tailStart;
               for (int64_t cols : tailCols) {
                 block(bb, i0, idx(bb, j), rowsPerBlock, cols, /*masked=*/false);
                 j += cols * kWidth;
