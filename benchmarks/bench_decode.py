@@ -176,7 +176,7 @@ def main():
     model, feats, cores = cpu_features()
     bw = read_bandwidth(bindir)
     lines = [f"Host: {model}, {cores} cores, features: {', '.join(feats) or 'none of note'}",
-             f"Read bandwidth at the start (attn-run --read-bandwidth 512, {cores} threads): "
+             "Read bandwidth at the start (attn-run --read-bandwidth 512, the kernels' threads): "
              f"{bw:.1f} GB/s; "
              "each row's 'bw' is the median of the rates measured in its rounds",
              torch_note, "",

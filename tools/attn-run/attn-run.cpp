@@ -724,14 +724,13 @@ static uint64_t readWords(const uint64_t *p, size_t n) {
 
 static volatile uint64_t gReadSink;
 
-/// --read-bandwidth: 5 timed reads of a `mib` MiB buffer (on huge pages;
-/// zeroed by this thread, then written by the threads that read it), each
-/// thread its slice.
+/// --read-bandwidth: 5 timed reads of a `mib` MiB buffer (on huge pages,
+/// first written by the threads that read it), each thread its slice.
 static void readBandwidth(uint64_t mib) {
   unsigned threads = kernelThreads();
   size_t words = mib << 17, slice = (words + threads - 1) / threads;
-  TensorBytes bytes(words * 8); // zeroed here, rewritten by the readers
-  uint64_t *buf = reinterpret_cast<uint64_t *>(bytes.data());
+  TensorAllocator<uint8_t> allocator;
+  uint64_t *buf = reinterpret_cast<uint64_t *>(allocator.allocate(words * 8));
   auto sliceOf = [&](unsigned t) {
     size_t lo = std::min(words, t * slice);
     return std::make_pair(buf + lo, std::min(words, lo + slice) - lo);
@@ -759,6 +758,7 @@ static void readBandwidth(uint64_t mib) {
     std::chrono::duration<double> s = std::chrono::steady_clock::now() - t0;
     rates.push_back(double(words) * 8 / s.count() / 1e9);
   }
+  allocator.deallocate(reinterpret_cast<uint8_t *>(buf), words * 8);
   std::sort(rates.begin(), rates.end());
   for (uint64_t v : sink) // the reads must happen: their XOR is kept
     gReadSink = gReadSink ^ v;

@@ -336,12 +336,10 @@ static int64_t rowVectorWidth(OnlineStepOp op, bool pairs, int64_t width) {
 /// How a step's softmax runs: fused on vectors of `width` rows (and the
 /// form its P takes) when the score tile is static, its rows a multiple
 /// of the width and its keys a multiple of lanes / width (the keys a
-/// vector holds);
-/// primitive by primitive
-/// otherwise (std::nullopt). A pair-form step takes the AMX operand form
-/// (RowPairs) when `amx` and its tiles are whole AMX tiles: rows a
-/// multiple of 16, the key block and D of 32, Dv of 16 (what
-/// attn-cpu-vectorize-matmul's AMX kernel takes).
+/// vector holds); primitive by primitive otherwise (std::nullopt). A pair-form
+/// step takes the AMX operand form (RowPairs) when `amx` and its tiles are
+/// whole AMX tiles: rows a multiple of 16, the key block and D of 32, Dv of 16
+/// (what attn-cpu-vectorize-matmul's AMX kernel takes).
 static std::optional<PForm> fusedForm(OnlineStepOp op, bool pairs, bool amx,
                                       int64_t width, int64_t lanes) {
   RankedTensorType q = op.getQuery().getType(), k = op.getKey().getType(),
@@ -423,9 +421,10 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     LinalgBuilder in{rewriter, loc, rewriter.getContext()};
     LinalgTileOps ops(in);
     ops.pairs = pairs;
+    // Vectors of `width` lanes, each `rowWidth` rows of width / rowWidth
+    // keys.
     int64_t rowWidth = rowVectorWidth(op, pairs, width);
-    int64_t lanes = std::max(rowWidth, width);
-    std::optional<PForm> fused = fusedForm(op, pairs, amx, rowWidth, lanes);
+    std::optional<PForm> fused = fusedForm(op, pairs, amx, rowWidth, width);
     // Fused, the plain scale is applied where the scores are read.
     ScoreForm logitForm = fused ? form.withoutPlainFactor() : form;
     ops.q0 = op.getQueryOffset();
@@ -487,7 +486,7 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     }
     FusedRows f = cpu::fuseRowSoftmax(
         rewriter, loc, logits[0], form.plainFactor(), form.exponent(),
-        op.getMax(), op.getSum(), *fused, rowWidth, lanes);
+        op.getMax(), op.getSum(), *fused, rowWidth, width);
     ops.pForm = *fused;
     Tile acc =
         accumulateStep(ops, {op.getAcc()}, {{f.m}, {f.l}, {f.alpha}, {f.p}});

@@ -19,13 +19,13 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "attn-cpu-vectorize-matmul"
@@ -390,13 +390,6 @@ bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
   return isMulAddBody(op);
 }
 
-/// The buffer `v` views (through subviews, reshapes, casts).
-static Value rootBuffer(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
-
 /// The op just before the matmul `op` when it scales the rows of its C
 /// in place, C[i, j] *= alpha[i] (an online step's acc · alpha before
 /// acc += P·V), with alpha its only input, and the matmul's A and B are
@@ -423,13 +416,17 @@ static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
   if (!mul || mul->getBlock() != &body || body.getOperations().size() != 2)
     return {};
   Value x = body.getArgument(0), acc = body.getArgument(1);
-  bool operands = (mul.getLhs() == x && mul.getRhs() == acc) ||
-                  (mul.getLhs() == acc && mul.getRhs() == x);
-  Value root = rootBuffer(c);
+  if ((mul.getLhs() != x || mul.getRhs() != acc) &&
+      (mul.getLhs() != acc || mul.getRhs() != x))
+    return {};
+  // The buffers under the views (subviews, reshapes, casts).
+  auto root = [](Value v) {
+    return memref::skipViewLikeOps(cast<MemrefValue>(v));
+  };
   for (Value in : op.getDpsInputs())
-    if (rootBuffer(in) == root)
+    if (root(in) == root(c))
       return {};
-  return operands ? scale : linalg::GenericOp();
+  return scale;
 }
 
 struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
