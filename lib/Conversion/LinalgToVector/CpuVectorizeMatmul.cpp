@@ -269,6 +269,58 @@ static void prefetchOuter(OpBuilder &b, Location loc, Value mem,
                              b.getI32IntegerAttr(1), b.getBoolAttr(true));
 }
 
+/// The 2W bf16 elements of `v` (vector<2W x bf16>) as two vector<W x f32>:
+/// the even ones and the odd ones. A bf16 is the top half of its f32, so
+/// the even ones are each 32-bit word shifted left by 16 and the odd ones
+/// the word with its low half cleared: one load, a shift and a mask for 2W
+/// elements, where extending W at a time takes a zero-extending load and a
+/// shift per W (the extension's shuffles compete with the FMAs for the
+/// vector ports).
+static std::pair<Value, Value> splitBF16(OpBuilder &b, Location loc, Value v,
+                                         int64_t w) {
+  auto vi32 = VectorType::get({w}, b.getI32Type());
+  auto vf32 = VectorType::get({w}, b.getF32Type());
+  Value words = vector::BitCastOp::create(b, loc, vi32, v);
+  auto splat = [&](int64_t c) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vi32, b.getI32IntegerAttr(c)));
+  };
+  Value even = arith::ShLIOp::create(b, loc, words, splat(16));
+  Value odd = arith::AndIOp::create(b, loc, words,
+                                    splat(static_cast<int32_t>(0xffff0000u)));
+  return {vector::BitCastOp::create(b, loc, vf32, even),
+          vector::BitCastOp::create(b, loc, vf32, odd)};
+}
+
+/// Two vector<W x f32> holding 2W consecutive elements (lo, hi) as their
+/// even and odd elements (the order splitBF16 gives), and back.
+static std::pair<Value, Value> deinterleave(OpBuilder &b, Location loc,
+                                            Value lo, Value hi, int64_t w) {
+  SmallVector<int64_t> even, odd;
+  for (int64_t i = 0; i < w; ++i) {
+    even.push_back(2 * i);
+    odd.push_back(2 * i + 1);
+  }
+  return {vector::ShuffleOp::create(b, loc, lo, hi, even),
+          vector::ShuffleOp::create(b, loc, lo, hi, odd)};
+}
+static std::pair<Value, Value> interleave(OpBuilder &b, Location loc,
+                                          Value even, Value odd, int64_t w) {
+  SmallVector<int64_t> lo, hi;
+  for (int64_t i = 0; i < w; ++i) {
+    (i < w / 2 ? lo : hi).push_back(i);
+    (i < w / 2 ? lo : hi).push_back(w + i);
+  }
+  return {vector::ShuffleOp::create(b, loc, even, odd, lo),
+          vector::ShuffleOp::create(b, loc, even, odd, hi)};
+}
+
+/// The fewest keys (K of a P·V) over which a bf16 B is split
+/// (TileMatmulToVector): a bf16 decode step over 128 keys, 4 rows, 1 thread,
+/// W = 8: 1.229-1.244 ms against 1.258-1.317 extended; a paged step of 16
+/// keys: 1.63-1.95 against 1.51-1.69.
+static constexpr int64_t kMinSplitKeys = 64;
+
 /// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
 /// extended) inputs.
 bool attn::cpu::isMulAddBody(linalg::GenericOp op) {
@@ -509,6 +561,15 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     int64_t staticRows = cast<MemRefType>(c.getType()).getDimSize(0);
     int64_t rowsPerBlock, colsPerBlock;
     std::tie(rowsPerBlock, colsPerBlock) = blockShape(staticRows);
+    // bf16 B (a decode tile's V) over a static K of at least
+    // kMinSplitKeys: a block's vectors in pairs, each pair from one load of
+    // 2W elements split into its even and odd elements (splitBF16), an odd
+    // one left extended as before; the pairs' accumulators hold C's columns
+    // in that order from the load of C to the store (4 shuffles a pair and
+    // row each way: not paid back over the 16 keys of a paged step).
+    int64_t staticK = cast<MemRefType>(a.getType()).getDimSize(aT ? 0 : 1);
+    bool splitB = bElt.isBF16() && !pairs && !ShapedType::isDynamic(staticK) &&
+                  staticK >= kMinSplitKeys;
     Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
     Value nMain = roundDown(rewriter, loc, n, colsPerBlock * kWidth);
     // Static columns that would leave one vector after the full blocks (a
@@ -565,6 +626,7 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
             q == 0 ? j0
                    : arith::AddIOp::create(bb, loc, j0, idx(bb, q * kWidth))
                          .getResult());
+      int64_t paired = splitB && !masked ? cols & ~int64_t(1) : 0;
       SmallVector<Value> acc;
       for (int64_t r = 0; r < rows; ++r) {
         Value rowScale =
@@ -586,12 +648,25 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
               rowScale ? arith::MulFOp::create(bb, loc, v, rowScale).getResult()
                        : v);
         }
+        for (int64_t q = 0; q < paired; q += 2)
+          std::tie(acc[r * cols + q], acc[r * cols + q + 1]) = deinterleave(
+              bb, loc, acc[r * cols + q], acc[r * cols + q + 1], kWidth);
       }
       auto loop = scf::ForOp::create(
           bb, loc, zero, kDim, one, acc,
           [&](OpBuilder &lb, Location ll, Value k, ValueRange iter) {
             SmallVector<Value> bRow;
-            for (int64_t q = 0; q < cols; ++q) {
+            for (int64_t q = 0; q < paired; q += 2) {
+              Value v = vector::LoadOp::create(
+                  lb, ll, VectorType::get({2 * kWidth}, bElt), b,
+                  ValueRange{k, colIdx[q]});
+              auto [even, odd] = splitBF16(lb, ll, v, kWidth);
+              bRow.append({even, odd});
+              if (nextB)
+                for (int64_t h = 0; h < 2; ++h)
+                  prefetchOuter(lb, ll, nextB, {k, colIdx[q + h]});
+            }
+            for (int64_t q = paired; q < cols; ++q) {
               Value col =
                   pairs ? arith::MulIOp::create(lb, ll, colIdx[q], idx(lb, 2))
                               .getResult()
@@ -626,9 +701,14 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
             }
             scf::YieldOp::create(lb, ll, next);
           });
+      SmallVector<Value> out = loop.getResults();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t q = 0; q < paired; q += 2)
+          std::tie(out[r * cols + q], out[r * cols + q + 1]) = interleave(
+              bb, loc, out[r * cols + q], out[r * cols + q + 1], kWidth);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t q = 0; q < cols; ++q) {
-          Value v = loop.getResult(r * cols + q);
+          Value v = out[r * cols + q];
           if (masked)
             vector::MaskedStoreOp::create(
                 bb, loc, c, ValueRange{rowIdx[r], colIdx[q]}, mask, v);

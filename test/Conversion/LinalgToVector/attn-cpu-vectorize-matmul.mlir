@@ -211,15 +211,26 @@ func.func @decode_scores(%k: memref<?x20xbf16>, %q: memref<4x20xf32>, %s: memref
 // 1 (whose 4 accumulators would each be a chain of dependent FMAs, at half
 // the rate), none masked (the masked code after them is the loop over the
 // rows left, which runs no iteration here). With rows=4 cols=1 (W16) the tile fills the
-// configured block: 4 x 1.
+// configured block: 4 x 1. V is bf16 over 128 static keys: a block's first
+// two vectors come from one load of 16 bf16 split into its even and odd
+// elements (a shift and a mask), the third is extended; each row's pair of
+// accumulators is deinterleaved after C's load and interleaved back before
+// its store.
 // CHECK-LABEL: func.func @decode_pv
 // CHECK-NOT: vector.maskedload
 // CHECK: scf.for {{.*}} step %c4
 // CHECK: scf.for %{{.*}} = %c0 to %c96 step %c24
+// CHECK-COUNT-4: vector.shuffle %{{.*}} [1, 3, 5, 7, 9, 11, 13, 15]
 // CHECK: scf.for
+// CHECK: vector.load %{{.*}} : memref<128x128xbf16>, vector<16xbf16>
+// CHECK: arith.shli
+// CHECK: arith.andi
+// CHECK: vector.load %{{.*}} : memref<128x128xbf16>, vector<8xbf16>
 // CHECK-COUNT-12: vector.fma
+// CHECK-COUNT-4: vector.shuffle %{{.*}} [4, 12, 5, 13, 6, 14, 7, 15]
 // CHECK: vector.load %{{.*}}[%{{.*}}, %c96] : memref<4x128xf32>, vector<8xf32>
 // CHECK: scf.for
+// CHECK: vector.load %{{.*}} : memref<128x128xbf16>, vector<16xbf16>
 // CHECK-COUNT-8: vector.fma
 // CHECK: vector.load %{{.*}}[%{{.*}}, %c112] : memref<4x128xf32>, vector<8xf32>
 // CHECK: scf.for
@@ -240,6 +251,44 @@ func.func @decode_pv(%p: memref<128x4xf32>, %v: memref<128x128xbf16>, %acc: memr
   linalg.generic {indexing_maps = [#map_p, #map_v, #map_o],
                   iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%p, %v : memref<128x4xf32>, memref<128x128xbf16>) outs(%acc : memref<4x128xf32>) {
+  ^bb0(%x: f32, %y: bf16, %a: f32):
+    %yf = arith.extf %y : bf16 to f32
+    %m = arith.mulf %x, %yf : f32
+    %r = arith.addf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// bf16 V over fewer than 64 keys (a paged step's 16) or a dynamic number:
+// extended a vector at a time, not split (the deinterleave and interleave
+// of the accumulators would cost more than the split saves).
+// CHECK-LABEL: func.func @decode_pv_few_keys
+// CHECK-NOT: vector<16xbf16>
+// CHECK-NOT: arith.andi
+// CHECK: return
+// CHECK-LABEL: func.func @decode_pv_dynamic_keys
+// CHECK-NOT: vector<16xbf16>
+// CHECK-NOT: arith.andi
+// CHECK: return
+func.func @decode_pv_few_keys(%p: memref<16x4xf32>, %v: memref<16x128xbf16>, %acc: memref<4x128xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<16x4xf32>, memref<16x128xbf16>) outs(%acc : memref<4x128xf32>) {
+  ^bb0(%x: f32, %y: bf16, %a: f32):
+    %yf = arith.extf %y : bf16 to f32
+    %m = arith.mulf %x, %yf : f32
+    %r = arith.addf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+func.func @decode_pv_dynamic_keys(%p: memref<?x4xf32>, %v: memref<?x128xbf16>, %acc: memref<4x128xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<?x4xf32>, memref<?x128xbf16>) outs(%acc : memref<4x128xf32>) {
   ^bb0(%x: f32, %y: bf16, %a: f32):
     %yf = arith.extf %y : bf16 to f32
     %m = arith.mulf %x, %yf : f32
