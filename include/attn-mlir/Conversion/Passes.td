@@ -79,9 +79,12 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     plain scale, which the logits then leave out): over the scores in
     f32, or rounded to bf16 in pair form (`Pp`). Only the accumulator's update
     (`acc·alpha + P·V`) stays a linalg op on the whole tile. A static f32
-    tile of fewer than W rows (a decode tile's packed heads) runs fused on
-    vectors of the widest power of two of at least 4 rows that divides
-    them (4 packed heads: vector<4xf32>).
+    tile of fewer than W rows (a decode tile's packed heads) runs fused
+    too, on whole vectors of W lanes each holding the rows of W / R keys
+    (R: the widest power of two dividing the rows; 4 packed heads at W = 8:
+    2 keys a vector, one head: 8), the maximum and sum over the keys
+    ending with lane swaps that combine the groups; its key block must be a
+    multiple of W / R (else the primitive path).
 
     With `amx` too, a fused pair-form step whose query tile has a multiple
     of 16 rows, whose key block is a multiple of 32 and whose head
@@ -128,7 +131,12 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
     registers of AVX2; AVX-512 machines use W = 16. A C of fewer static
     rows than `rows` (the P·V product of a decode tile) takes blocks of all
     its rows, so that B streams once, with as many vectors per row as the
-    block's accumulators allow (16 at W >= 16).
+    block's accumulators allow (16 at W >= 16). A bf16 B over a static K of
+    64 or more (a decode step's V) is read in pairs of vectors: one load of
+    2W elements split into its even elements (each 32-bit word shifted left
+    by 16) and its odd ones (the word's low half cleared), the pair's
+    accumulators holding C's columns in that order between C's load and
+    store (an odd last vector of a block is extended as before).
 
     `C[M, N] += A[M, K] · B[N, K]` with A and B contiguous in k, N <= 8 and
     K static (the transposed score tile `Sᵀ = K · Q` of a decode tile of at

@@ -572,19 +572,28 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
                   staticK >= kMinSplitKeys;
     Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
     Value nMain = roundDown(rewriter, loc, n, colsPerBlock * kWidth);
-    // Static columns that would leave one vector after the full blocks (a
-    // 4-row decode tile's P·V, 16 vectors in blocks of 3): that block's
-    // accumulators, one per row, make a chain of dependent FMAs each, at
-    // half the rate; the last cols + 1 vectors go as two blocks instead.
+    // Static columns of whole vectors that the full blocks do not cover:
+    // the vectors left as unmasked blocks of their own, not as masked
+    // blocks of one vector, whose accumulators (one per row) each make a
+    // chain of dependent FMAs, at half the rate. Two or more left (a 4-row
+    // decode tile's P·V at D = 64: 8 vectors in blocks of 3 leave 2; one
+    // row at D = 128: 16 in blocks of 12 leave 4): one block of them. One
+    // left after blocks of 3 or more (4 rows at D = 128: 16 in blocks of
+    // 3): the last cols + 1 vectors as two blocks.
     SmallVector<int64_t> tailCols;
     int64_t staticN = cast<MemRefType>(c.getType()).getDimSize(1),
             tailStart = 0;
-    if (!ShapedType::isDynamic(staticN) && staticN % kWidth == 0 &&
-        colsPerBlock >= 3 && staticN / kWidth > colsPerBlock &&
-        staticN / kWidth % colsPerBlock == 1) {
-      tailCols = {(colsPerBlock + 2) / 2, (colsPerBlock + 1) / 2};
-      tailStart = staticN - (colsPerBlock + 1) * kWidth;
-      nMain = idx(rewriter, tailStart);
+    if (!ShapedType::isDynamic(staticN) && staticN % kWidth == 0) {
+      int64_t vectors = staticN / kWidth, left = vectors % colsPerBlock;
+      if (left == 1 && colsPerBlock >= 3 && vectors > colsPerBlock)
+        tailCols = {(colsPerBlock + 2) / 2, (colsPerBlock + 1) / 2};
+      else if (left >= 2)
+        tailCols = {left};
+      for (int64_t cols : tailCols)
+        tailStart += cols;
+      tailStart = staticN - tailStart * kWidth;
+      if (!tailCols.empty())
+        nMain = idx(rewriter, tailStart);
     }
     // One row block for all of C (a decode tile) reads B once: B's rows of
     // the next iteration (when B is a loop's tile) are prefetched as these

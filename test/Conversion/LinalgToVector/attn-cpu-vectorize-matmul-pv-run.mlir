@@ -3,9 +3,10 @@
 // one load of 2W bf16 split into even and odd elements, the accumulators
 // in that order between C's load (scaled by alpha, the rescale the kernel
 // folds) and its store. C[4, 64] = alpha · C + Pᵀ[64, 4]ᵀ · V[64, 64]:
-// at W = 8, blocks of 3 vectors (a pair and one extended) and masked
-// single vectors for the 16 columns left; at W = 16, one block of 2 pairs;
-// at W = 4, blocks of 3 (a pair and one). Small integers and halves: every
+// at W = 8, 2 blocks of 3 vectors (a pair and one extended) and a block
+// of the 2 left (a pair); at W = 16, one block of 2 pairs; at W = 4,
+// 4 blocks of 3 (a pair and one) and, for the one vector left, the last
+// 4 as two blocks of 2 (pairs). Small integers and halves: every
 // summation order gives the exact result (computed in Python).
 // RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=8" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
 // RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s

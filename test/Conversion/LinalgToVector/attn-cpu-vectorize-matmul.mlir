@@ -262,6 +262,52 @@ func.func @decode_pv(%p: memref<128x4xf32>, %v: memref<128x128xbf16>, %acc: memr
 
 // -----
 
+// f32 P·V of a 4-row decode tile at D = 64: 8 vectors of columns, 2 blocks
+// of 3 and one block of the 2 left (8 accumulators), not two masked blocks
+// of one vector; one row at D = 128: a block of 12 vectors and one of the 4
+// left. No masked loads before the last block's stores (the masked code
+// after them is the loop over the rows left, which runs no iteration).
+// CHECK-LABEL: func.func @decode_pv_d64
+// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c24
+// CHECK-COUNT-12: vector.fma
+// CHECK: vector.load %{{.*}}[%{{.*}}, %c48] : memref<4x64xf32>, vector<8xf32>
+// CHECK: scf.for
+// CHECK-COUNT-8: vector.fma
+// CHECK-NOT: vector.maskedload
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c56] : memref<4x64xf32>, vector<8xf32>
+// CHECK-LABEL: func.func @decode_pv_one_row
+// CHECK: scf.for %{{.*}} = %c0 to %c96 step %c96
+// CHECK-COUNT-12: vector.fma
+// CHECK: vector.load %{{.*}}[%{{.*}}, %c96] : memref<1x128xf32>, vector<8xf32>
+// CHECK: scf.for
+// CHECK-COUNT-4: vector.fma
+// CHECK-NOT: vector.maskedload
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c120] : memref<1x128xf32>, vector<8xf32>
+func.func @decode_pv_d64(%p: memref<128x4xf32>, %v: memref<128x64xf32>, %acc: memref<4x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<128x4xf32>, memref<128x64xf32>) outs(%acc : memref<4x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %a: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+func.func @decode_pv_one_row(%p: memref<128x1xf32>, %v: memref<128x128xf32>, %acc: memref<1x128xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<128x1xf32>, memref<128x128xf32>) outs(%acc : memref<1x128xf32>) {
+  ^bb0(%x: f32, %y: f32, %a: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // bf16 V over fewer than 64 keys (a paged step's 16) or a dynamic number:
 // extended a vector at a time, not split (the deinterleave and interleave
 // of the accumulators would cost more than the split saves).
