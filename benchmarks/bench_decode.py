@@ -17,7 +17,7 @@ run and interleaved round by round (medians of `--iters` calls per round):
   into a virtual environment); skipped, saying so, otherwise;
 - the host's read bandwidth, measured in every round next to the kernels
   by `attn-run --read-bandwidth 512` (every core streaming its slice of a
-  512 MiB buffer on huge pages): this shared 2-core host read at 31 to
+  512 MiB buffer on huge pages): this shared 2-core host read at 16 to
   59 GB/s from one minute to the next, so each row's % is against the
   median of the rates measured in its own rounds. (Before d9e0a6b the
   reference was numpy's sum split over the cores, which cannot read faster

@@ -100,7 +100,7 @@ def read_bandwidth(bindir, mib=512):
     independent loads in flight. (numpy's sum, split over threads, is no
     such reference: on the 2-core AVX2 host it reads at most about 35 GB/s
     however fast the memory is, bound by its own arithmetic, while this
-    read 31 to 59 GB/s there as the neighbours' load came and went.)"""
+    read 16 to 59 GB/s there as the neighbours' load came and went.)"""
     out = subprocess.run([os.path.join(bindir, "attn-run"), "--read-bandwidth", str(mib)],
                          check=True, capture_output=True, text=True).stdout
     return float(re.search(r"read bandwidth: ([0-9.]+) GB/s", out).group(1))

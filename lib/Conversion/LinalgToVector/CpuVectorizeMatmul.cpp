@@ -28,6 +28,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <numeric>
+
 #define DEBUG_TYPE "attn-cpu-vectorize-matmul"
 
 namespace mlir {
@@ -589,9 +591,9 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
         tailCols = {(colsPerBlock + 2) / 2, (colsPerBlock + 1) / 2};
       else if (left >= 2)
         tailCols = {left};
-      for (int64_t cols : tailCols)
-        tailStart += cols;
-      tailStart = staticN - tailStart * kWidth;
+      tailStart = staticN - std::accumulate(tailCols.begin(), tailCols.end(),
+                                            int64_t(0)) *
+                                kWidth;
       if (!tailCols.empty())
         nMain = idx(rewriter, tailStart);
     }
