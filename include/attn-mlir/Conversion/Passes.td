@@ -38,7 +38,9 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
   let description = [{
     `attn.online_step` becomes the transposed score tile `Sᵀ = K · Qᵀ`
     (`Qᵀ` in f32, times the scale when it is at most 1, built once before the
-    key loop), the logits (softcap, ALiBi, mask; the causal/window predicate
+    key loop; a query that is a row window of a 2-D tensor invariant in
+    more loops, as the tiles of a paged decode task are, is that window of
+    the tensor's form, built once before them), the logits (softcap, ALiBi, mask; the causal/window predicate
     only on blocks that cross its boundary, decided per block at run time)
     and the recurrence, each update written into the storage of the state
     it replaces so that bufferization keeps the loop in place. A query tile

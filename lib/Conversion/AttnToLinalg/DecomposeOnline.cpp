@@ -271,30 +271,53 @@ private:
   }
 };
 
-/// Qᵀ [D, M] (or Q [M, D] unless `transposed`) in f32 times `scale`:
-/// scores are computed transposed, Sᵀ = K_blk · Qᵀ (see LinalgTileOps),
-/// one multiply per element of Q instead of one per score. Built before
-/// the outermost loop that `query` is invariant in, so that it happens
-/// once per query tile.
-/// The outermost loop around `op` that its query tile is invariant in (or
-/// `op` itself): where the query's per-tile forms are built.
-static Operation *queryTileAnchor(OnlineStepOp op) {
-  Operation *anchor = op;
-  Value query = op.getQuery();
+/// The outermost loop around `user` that `value` is invariant in (or
+/// `user` itself): where the query's per-tile forms are built.
+static Operation *invariantAnchor(Operation *user, Value value) {
+  Operation *anchor = user;
   while (auto loop = anchor->getParentOfType<scf::ForOp>()) {
-    if (loop->isAncestor(query.getParentBlock()->getParentOp()))
+    if (loop->isAncestor(value.getParentBlock()->getParentOp()))
       break;
     anchor = loop;
   }
   return anchor;
 }
 
+static Operation *queryTileAnchor(OnlineStepOp op) {
+  return invariantAnchor(op, op.getQuery());
+}
+
+/// Qᵀ [D, M] (or Q [M, D] unless `transposed`) in f32 times `scale`:
+/// scores are computed transposed, Sᵀ = K_blk · Qᵀ (see LinalgTileOps),
+/// one multiply per element of Q instead of one per score. Built before
+/// the outermost loop that `query` is invariant in, so that it happens
+/// once per query tile. A query that is a row window of a 2-D tensor
+/// invariant in more loops (the tiles of a paged decode task, stepped
+/// per cache block: sliceAllGroupsQuery in attn-tile) is the same window
+/// of that tensor's form, built once before those loops.
 static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
                            double scale, bool transposed) {
   OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(queryTileAnchor(op));
   LinalgBuilder bld{rewriter, op.getLoc(), rewriter.getContext()};
-  return f32Tile(bld, op.getQuery(), transposed, scale);
+  auto window = op.getQuery().getDefiningOp<tensor::ExtractSliceOp>();
+  if (!window || window.getSourceType().getRank() != 2 ||
+      window.getType().getRank() != 2 || !window.hasUnitStride() ||
+      invariantAnchor(op, window.getSource()) == queryTileAnchor(op)) {
+    rewriter.setInsertionPoint(queryTileAnchor(op));
+    return f32Tile(bld, op.getQuery(), transposed, scale);
+  }
+  rewriter.setInsertionPoint(invariantAnchor(op, window.getSource()));
+  Value whole = f32Tile(bld, window.getSource(), transposed, scale);
+  SmallVector<OpFoldResult> offsets = window.getMixedOffsets(),
+                            sizes = window.getMixedSizes();
+  if (transposed) {
+    std::swap(offsets[0], offsets[1]);
+    std::swap(sizes[0], sizes[1]);
+  }
+  rewriter.setInsertionPoint(queryTileAnchor(op));
+  return tensor::ExtractSliceOp::create(
+      rewriter, op.getLoc(), whole, offsets, sizes,
+      SmallVector<OpFoldResult>(2, rewriter.getIndexAttr(1)));
 }
 
 /// Q [M, D] unscaled in pairs of its head dimension, Qp[D/2, M, 2], built

@@ -276,3 +276,32 @@ func.func @packed_decode(%q: tensor<1x4x2x16xf32>, %k: tensor<1x2x40x16xf32>)
       -> tensor<1x4x2x16xf32>
   return %o : tensor<1x4x2x16xf32>
 }
+
+// -----
+
+// A paged GQA-4 decode over 2 KV heads (attn-tile's all-groups tasks: per
+// cache block, an scf.for over the 2 tiles of 4 packed heads): every
+// tile's query is a row window of the task's query rows [8, 64], so Q is
+// widened to f32 and scaled (1/sqrt(64)) once per task, before the key
+// loop, and each step reads its window [4, 64] of that.
+// CHECK-LABEL: func.func @paged_all_groups
+// CHECK: scf.forall
+// CHECK: %[[QF:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<8x64xbf16>) outs(%{{.*}} : tensor<8x64xf32>)
+// CHECK: arith.extf
+// CHECK: arith.mulf %{{.*}}, %cst{{.*}} : f32
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-NOT: tensor<8x64xbf16>
+// CHECK: tensor.extract_slice %[[QF]][%{{.*}}, 0] [4, 64] [1, 1] : tensor<8x64xf32> to tensor<4x64xf32>
+// CHECK-NOT: tensor<4x64xbf16>
+// CHECK: scf.forall
+// SPLIT-LABEL: func.func @paged_all_groups
+func.func @paged_all_groups(%q: tensor<?x8x1x64xbf16>,
+    %kc: tensor<?x16x2x64xbf16>, %vc: tensor<?x16x2x64xbf16>,
+    %bt: tensor<?x?xi32>, %sl: tensor<?xi32>) -> tensor<?x8x1x64xbf16> {
+  %o = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl)
+      {causal = #attn.causal<bottom_right>}
+      : tensor<?x8x1x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>,
+        tensor<?x?xi32>, tensor<?xi32> -> tensor<?x8x1x64xbf16>
+  return %o : tensor<?x8x1x64xbf16>
+}

@@ -12,7 +12,8 @@
 // all-groups tasks. A block's rows hold both KV heads, so each task (b, 1,
 // split) reads them whole: per key block, an scf.for over the 2 tiles of
 // 4 packed heads steps rows [4g, 4g + 4) of the carried state (every
-// tile's rows, [8] and [8, 64]); the partials [B, 1, S, 8(, 64)] are
+// tile's rows, [8] and [8, 64]) and of the task's query rows, sliced
+// once before the key loop ([8, 64]); the partials [B, 1, S, 8(, 64)] are
 // merged per tile by the forall over (b, 2, 1). Each sequence's split is
 // of its own length; the block's cache block is read once for both tiles.
 // CHECK-LABEL: func.func @decode
@@ -28,6 +29,8 @@
 // CHECK: %[[LEN:.*]] = arith.index_cast %[[LEN32]] : i32 to index
 // CHECK: %[[LENCAP:.*]] = arith.minsi %[[LEN]], %[[CAP]]
 // CHECK: %[[TK:.*]] = arith.maxsi %[[LENCAP]], %c0
+// CHECK: %[[QB:.*]] = tensor.extract_slice %{{.*}}[%[[B]], %c0, %c0, 0] [1, 8, 1, 64] [1, 1, 1, 1] : tensor<?x8x1x64xf32> to tensor<8x1x64xf32>
+// CHECK: %[[QROWS:.*]] = tensor.collapse_shape %[[QB]] {{\[}}[0, 1], [2]] : tensor<8x1x64xf32> into tensor<8x64xf32>
 // CHECK: scf.for %[[KB:.*]] = %{{.*}} to %{{.*}} step %c16 iter_args({{.*}}) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>)
 // CHECK: %[[SLOT:.*]] = arith.divui %[[KB]], %c16
 // CHECK: %[[ID32:.*]] = tensor.extract %{{.*}}[%[[B]], %[[SLOT]]] : tensor<?x?xi32>
@@ -36,12 +39,13 @@
 // CHECK: %[[IDCAP:.*]] = arith.minsi %[[ID]], %[[LAST]]
 // CHECK: %[[PAGE:.*]] = arith.maxsi %[[IDCAP]], %c0
 // CHECK: scf.for %[[G:.*]] = %c0 to %c2 step %c1 iter_args(%[[M:.*]] = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
-// CHECK: tensor.collapse_shape
+// CHECK-NOT: tensor.collapse_shape
 // CHECK: %[[R0:.*]] = arith.muli %[[G]], %c4
+// CHECK: %[[QG:.*]] = tensor.extract_slice %[[QROWS]][%[[R0]], 0] [4, 64] [1, 1] : tensor<8x64xf32> to tensor<4x64xf32>
 // CHECK-NEXT: %[[MG:.*]] = tensor.extract_slice %[[M]][%[[R0]]] [4] [1] : tensor<8xf32> to tensor<4xf32>
 // CHECK: %[[ROW:.*]] = arith.remui %[[KB]], %c16
 // CHECK: tensor.extract_slice %{{.*}}[%[[PAGE]], %[[ROW]], %{{.*}}, 0] [1, 16, 1, 64] [1, 1, 1, 1] : tensor<?x16x2x64xf32> to tensor<16x64xf32>
-// CHECK: %[[NM:.*]], %{{.*}}, %{{.*}} = attn.online_step {{.*}} state(%[[MG]], {{.*}} lengths(%c1, %[[TK]]) {causal = #attn.causal<bottom_right>, packed_heads = 4 : i64
+// CHECK: %[[NM:.*]], %{{.*}}, %{{.*}} = attn.online_step %[[QG]], {{.*}} state(%[[MG]], {{.*}} lengths(%c1, %[[TK]]) {causal = #attn.causal<bottom_right>, packed_heads = 4 : i64
 // CHECK: tensor.insert_slice %[[NM]] into %[[M]][%[[R0]]] [4] [1] : tensor<4xf32> into tensor<8xf32>
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, 1)
 // CHECK: attn.online_merge

@@ -454,13 +454,36 @@ struct QueryBlocks {
   OpFoldResult first, count, rows;
 };
 
-/// The query tile of rows [q0, q0 + qs) of `heads` heads from h: its KV
-/// head, last row, Q slice ([heads·qs, D], head-major), ALiBi slope and
-/// key length (`keyLength` when given: a paged tile of a batch element
-/// whose length is read already).
-static QueryTile sliceQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
-                                Value b, Value h, Value q0, OpFoldResult qs,
-                                int64_t heads, Value keyLength = {}) {
+/// The query rows of `heads` heads from h at positions [q0, q0 + qs) of
+/// batch element b: [qs, D], or [heads·qs, D] in rows (head, position).
+static Value sliceQueryRows(LinalgBuilder &bld, const SdpaTiling &t, Value b,
+                            Value h, Value q0, OpFoldResult qs, int64_t heads) {
+  OpBuilder &rb = bld.b;
+  Location loc = bld.loc;
+  OpFoldResult zeroA = rb.getIndexAttr(0), oneA = rb.getIndexAttr(1),
+               dA = rb.getIndexAttr(t.d), hA = rb.getIndexAttr(heads);
+  SmallVector<OpFoldResult> strides(4, oneA);
+  if (heads == 1)
+    return tensor::ExtractSliceOp::create(
+        rb, loc, bld.type({qs, dA}, t.elt), t.query,
+        ArrayRef<OpFoldResult>{b, h, q0, zeroA},
+        ArrayRef<OpFoldResult>{oneA, oneA, qs, dA}, strides);
+  // [heads, qs, D] collapsed to rows (head, position).
+  Value slice = tensor::ExtractSliceOp::create(
+      rb, loc, bld.type({hA, qs, dA}, t.elt), t.query,
+      ArrayRef<OpFoldResult>{b, h, q0, zeroA},
+      ArrayRef<OpFoldResult>{oneA, hA, qs, dA}, strides);
+  return tensor::CollapseShapeOp::create(
+      rb, loc, slice, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+}
+
+/// The query tile of rows [q0, q0 + qs) of `heads` heads from h without
+/// its Q slice: its KV head, last row, ALiBi slope and key length
+/// (`keyLength` when given: a paged tile of a batch element whose length
+/// is read already).
+static QueryTile queryTileAt(LinalgBuilder &bld, const SdpaTiling &t, Value b,
+                             Value h, Value q0, OpFoldResult qs, int64_t heads,
+                             Value keyLength = {}) {
   OpBuilder &rb = bld.b;
   Location loc = bld.loc;
   QueryTile qt;
@@ -485,25 +508,17 @@ static QueryTile sliceQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
     qt.keyLength = arith::MaxSIOp::create(
         rb, loc, bld.idx(0), arith::MinSIOp::create(rb, loc, len, qt.keyLength));
   }
-  OpFoldResult zeroA = rb.getIndexAttr(0), oneA = rb.getIndexAttr(1),
-               dA = rb.getIndexAttr(t.d), hA = rb.getIndexAttr(heads);
-  SmallVector<OpFoldResult> strides(4, oneA);
-  if (heads == 1) {
-    qt.query = tensor::ExtractSliceOp::create(
-        rb, loc, bld.type({qs, dA}, t.elt), t.query,
-        ArrayRef<OpFoldResult>{b, h, q0, zeroA},
-        ArrayRef<OpFoldResult>{oneA, oneA, qs, dA}, strides);
-  } else {
-    // [heads, qs, D] collapsed to rows (head, position).
-    Value slice = tensor::ExtractSliceOp::create(
-        rb, loc, bld.type({hA, qs, dA}, t.elt), t.query,
-        ArrayRef<OpFoldResult>{b, h, q0, zeroA},
-        ArrayRef<OpFoldResult>{oneA, hA, qs, dA}, strides);
-    qt.query = tensor::CollapseShapeOp::create(
-        rb, loc, slice, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  }
   if (Value alibi = t.alibi)
     qt.slope = tensor::ExtractOp::create(rb, loc, alibi, ValueRange{h});
+  return qt;
+}
+
+/// queryTileAt with its Q slice ([heads·qs, D], head-major).
+static QueryTile sliceQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
+                                Value b, Value h, Value q0, OpFoldResult qs,
+                                int64_t heads, Value keyLength = {}) {
+  QueryTile qt = queryTileAt(bld, t, b, h, q0, qs, heads, keyLength);
+  qt.query = sliceQueryRows(bld, t, b, h, q0, qs, heads);
   return qt;
 }
 
@@ -863,10 +878,11 @@ static std::pair<Value, Value> splitRange(LinalgBuilder &bld,
 
 /// One key block of every tile of an all-groups task: an scf.for over the
 /// `tiles` tiles of batch element b (P heads each, rows [g·M, (g+1)·M) of
-/// the carried state), each tile's step on its rows, inserted back.
+/// the carried state and of `allRows`, the task's query rows), each
+/// tile's step on its rows, inserted back.
 static void allGroupsStep(OpBuilder &nb, Location nl, const SdpaTiling &t,
-                          const QueryTile &first, int64_t tiles, Value kb,
-                          OpFoldResult ks, ValueRange iter) {
+                          const QueryTile &first, Value allRows, int64_t tiles,
+                          Value kb, OpFoldResult ks, ValueRange iter) {
   LinalgBuilder in{nb, nl, nb.getContext()};
   int64_t heads = first.heads, m = heads * *getConstantIntValue(first.qs);
   Value page = pagedBlock(in, *t.paged, first, kb);
@@ -874,10 +890,14 @@ static void allGroupsStep(OpBuilder &nb, Location nl, const SdpaTiling &t,
       nb, nl, in.idx(0), in.idx(tiles), in.idx(1), iter,
       [&](OpBuilder &ob, Location ol, Value g, ValueRange st) {
         LinalgBuilder gb{ob, ol, ob.getContext()};
-        Value h = arith::MulIOp::create(ob, ol, g, gb.idx(heads));
-        QueryTile qt = sliceQueryTile(gb, t, first.b, h, first.q0, first.qs,
-                                      heads, first.keyLength);
         Value r0 = arith::MulIOp::create(ob, ol, g, gb.idx(m));
+        Value h = arith::MulIOp::create(ob, ol, g, gb.idx(heads));
+        QueryTile qt = queryTileAt(gb, t, first.b, h, first.q0, first.qs, heads,
+                                   first.keyLength);
+        qt.query = tensor::ExtractSliceOp::create(
+            ob, ol, allRows, ArrayRef<OpFoldResult>{r0, ob.getIndexAttr(0)},
+            ArrayRef<OpFoldResult>{ob.getIndexAttr(m), ob.getIndexAttr(t.d)},
+            ArrayRef<OpFoldResult>{ob.getIndexAttr(1), ob.getIndexAttr(1)});
         SmallVector<Value> rowsOf;
         auto window = [&](Value v) {
           auto vT = cast<RankedTensorType>(v.getType());
@@ -944,15 +964,20 @@ static TiledSdpa buildAllGroupsNest(RewriterBase &rewriter,
     OpBuilder::InsertionGuard inner(rewriter);
     rewriter.setInsertionPointToStart(split.getBody());
     SmallVector<Value> ivs = llvm::to_vector(split.getInductionVars());
-    QueryTile first = sliceQueryTile(bld, t, ivs[0], bld.idx(0), bld.idx(0),
-                                     rewriter.getIndexAttr(rows), heads);
+    QueryTile first = queryTileAt(bld, t, ivs[0], bld.idx(0), bld.idx(0),
+                                  rewriter.getIndexAttr(rows), heads);
     auto [lo, hi] = tileKeyRange(bld, t, first);
     auto [from, to] = splitRange(bld, t, lo, hi, ivs[2], bld.val(splits));
     SmallVector<Value> init{bld.filled({all}, kNegInf), bld.filled({all}, 0.0),
                             bld.filled({all, dvA}, 0.0)};
+    // Every tile's query rows [tiles·M, D], sliced once per task: each
+    // step's query is a window of them, so that attn-decompose-online
+    // widens and scales them once per task, not once per cache block.
+    Value allRows = sliceQueryRows(bld, t, ivs[0], bld.idx(0), bld.idx(0),
+                                   rewriter.getIndexAttr(rows), t.hq);
     auto body = [&](OpBuilder &nb, Location nl, Value kb, OpFoldResult ks,
                     ValueRange iter) {
-      allGroupsStep(nb, nl, t, first, tiles, kb, ks, iter);
+      allGroupsStep(nb, nl, t, first, allRows, tiles, kb, ks, iter);
     };
     // Forced splits may hold more than kChunkKeys keys.
     scf::ForOp loop =
