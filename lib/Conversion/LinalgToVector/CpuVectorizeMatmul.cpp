@@ -5,10 +5,12 @@
 // shape C[M, N] += A[M, K] · B[K, N] (loops (i, k, j), B and C contiguous in
 // j). Each becomes a register-blocked loop nest: a rows x (cols·W) block of
 // C stays in vector<W x f32> accumulators across the whole k loop, fed by
-// one row of B (cols vector loads) and `rows` broadcasts of A per step.
-// Columns that do not fill a block use masked W-wide blocks; the rows that
+// one row of B (cols vector loads) and `rows` broadcasts of A per step
+// (MatmulBlocks). Static columns that do not fill a block take unmasked
+// blocks of their own, dynamic ones masked W-wide blocks; the rows that
 // do not fill one, one block of all of them (one-row blocks when C's rows
-// are dynamic). f16/bf16 operands are extended to f32 on load.
+// are dynamic). f16/bf16 operands are extended to f32 on load, or (bf16 B
+// over 64 keys or more) split from one load per pair of vectors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -294,29 +296,6 @@ static std::pair<Value, Value> splitBF16(OpBuilder &b, Location loc, Value v,
           vector::BitCastOp::create(b, loc, vf32, odd)};
 }
 
-/// Two vector<W x f32> holding 2W consecutive elements (lo, hi) as their
-/// even and odd elements (the order splitBF16 gives), and back.
-static std::pair<Value, Value> deinterleave(OpBuilder &b, Location loc,
-                                            Value lo, Value hi, int64_t w) {
-  SmallVector<int64_t> even, odd;
-  for (int64_t i = 0; i < w; ++i) {
-    even.push_back(2 * i);
-    odd.push_back(2 * i + 1);
-  }
-  return {vector::ShuffleOp::create(b, loc, lo, hi, even),
-          vector::ShuffleOp::create(b, loc, lo, hi, odd)};
-}
-static std::pair<Value, Value> interleave(OpBuilder &b, Location loc,
-                                          Value even, Value odd, int64_t w) {
-  SmallVector<int64_t> lo, hi;
-  for (int64_t i = 0; i < w; ++i) {
-    (i < w / 2 ? lo : hi).push_back(i);
-    (i < w / 2 ? lo : hi).push_back(w + i);
-  }
-  return {vector::ShuffleOp::create(b, loc, even, odd, lo),
-          vector::ShuffleOp::create(b, loc, even, odd, hi)};
-}
-
 /// The fewest keys (K of a P·V) over which a bf16 B is split
 /// (TileMatmulToVector): a bf16 decode step over 128 keys, 4 rows, 1 thread,
 /// W = 8: 1.229-1.244 ms against 1.258-1.317 extended; a paged step of 16
@@ -483,6 +462,221 @@ static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
   return scale;
 }
 
+/// The register blocks of one tile matmul C = alpha · C + A · B (A read
+/// as A[k, i] when `aT`; B in pairs [K2, 2N] of bf16 for vdpbf16ps when
+/// `pairs`; alpha, C's row scale, null when there is none). A block keeps
+/// rows x cols vectors of C in vector<W x f32> accumulators across the
+/// whole k loop, fed per k by one row of B (cols loads) and `rows`
+/// broadcasts of A.
+struct MatmulBlocks {
+  Location loc;
+  int64_t w;
+  Value a, b, c, alpha, n, kDim;
+  bool aT, pairs;
+  /// bf16 B read a pair of vectors at a time (splitBF16).
+  bool splitB;
+  /// B's next tile to prefetch (null: none).
+  Value nextB;
+
+  Type f32() const { return Float32Type::get(loc->getContext()); }
+  Type bElt() const { return cast<MemRefType>(b.getType()).getElementType(); }
+  VectorType vf32(int64_t lanes) const {
+    return VectorType::get({lanes}, f32());
+  }
+  Value idx(OpBuilder &bb, int64_t v) const { return constIndex(bb, loc, v); }
+
+  /// A[row, k] (A[k, row] when `aT`) in f32 in every lane.
+  Value broadcastScalar(OpBuilder &bb, Value k, Value row) const {
+    Value s = memref::LoadOp::create(
+        bb, loc, a, aT ? ValueRange{k, row} : ValueRange{row, k});
+    if (s.getType() != f32())
+      s = arith::ExtFOp::create(bb, loc, f32(), s);
+    return vector::BroadcastOp::create(bb, loc, vf32(w), s);
+  }
+  /// The bf16 pair A[row, k, 0:2] (A[k, row, 0:2] when `aT`) in every
+  /// 32-bit lane of a vector<2W x bf16>.
+  Value broadcastPair(OpBuilder &bb, Value k, Value row) const {
+    Value zero = idx(bb, 0);
+    Value pair = vector::LoadOp::create(
+        bb, loc, VectorType::get({2}, bb.getBF16Type()), a,
+        aT ? ValueRange{k, row, zero} : ValueRange{row, k, zero});
+    Type i32 = bb.getI32Type();
+    Value word =
+        vector::BitCastOp::create(bb, loc, VectorType::get({1}, i32), pair);
+    Value words =
+        vector::BroadcastOp::create(bb, loc, VectorType::get({w}, i32), word);
+    return vector::BitCastOp::create(
+        bb, loc, VectorType::get({2 * w}, bb.getBF16Type()), words);
+  }
+
+  /// Row `row` of C at `col`, `lanes` wide (masked by `mask` when given),
+  /// times the row's alpha.
+  Value loadC(OpBuilder &bb, Value row, Value col, int64_t lanes,
+              Value mask) const {
+    Value v = mask ? vector::MaskedLoadOp::create(
+                         bb, loc, vf32(lanes), c, ValueRange{row, col}, mask,
+                         arith::ConstantOp::create(
+                             bb, loc,
+                             DenseElementsAttr::get(vf32(lanes),
+                                                    bb.getF32FloatAttr(0))))
+                         .getResult()
+                   : vector::LoadOp::create(bb, loc, vf32(lanes), c,
+                                            ValueRange{row, col})
+                         .getResult();
+    if (!alpha)
+      return v;
+    Value s = vector::BroadcastOp::create(
+        bb, loc, vf32(lanes), memref::LoadOp::create(bb, loc, alpha, row));
+    return arith::MulFOp::create(bb, loc, v, s);
+  }
+
+  /// The vectors of B's row k at `cols` (masked by `bMask` when given):
+  /// the first `paired` of them in pairs split from one load of 2W bf16
+  /// (even, odd), the others one load each, extended to f32 (bf16 pairs:
+  /// as loaded, 2W bf16).
+  SmallVector<Value> loadB(OpBuilder &lb, Value k, ArrayRef<Value> cols,
+                           int64_t paired, Value bMask) const {
+    SmallVector<Value> row;
+    for (int64_t q = 0; q < paired; q += 2) {
+      Value v = vector::LoadOp::create(
+          lb, loc, VectorType::get({2 * w}, bElt()), b, ValueRange{k, cols[q]});
+      auto [even, odd] = splitBF16(lb, loc, v, w);
+      row.append({even, odd});
+      if (nextB)
+        for (int64_t h = 0; h < 2; ++h)
+          prefetchOuter(lb, loc, nextB, {k, cols[q + h]});
+    }
+    auto vB = VectorType::get({pairs ? 2 * w : w}, bElt());
+    for (int64_t q = paired; q < int64_t(cols.size()); ++q) {
+      Value col =
+          pairs
+              ? arith::MulIOp::create(lb, loc, cols[q], idx(lb, 2)).getResult()
+              : cols[q];
+      Value v =
+          bMask ? vector::MaskedLoadOp::create(
+                      lb, loc, vB, b, ValueRange{k, col}, bMask,
+                      arith::ConstantOp::create(
+                          lb, loc,
+                          DenseElementsAttr::get(vB, lb.getZeroAttr(bElt()))))
+                      .getResult()
+                : vector::LoadOp::create(lb, loc, vB, b, ValueRange{k, col})
+                      .getResult();
+      if (bElt() != f32() && !pairs)
+        v = arith::ExtFOp::create(lb, loc, vf32(w), v);
+      row.push_back(v);
+      if (nextB)
+        prefetchOuter(lb, loc, nextB, {k, col});
+    }
+    return row;
+  }
+
+  /// The k loop of a block: acc[r·cols + q] += A[r, k] · bRow[q].
+  SmallVector<Value> kLoop(OpBuilder &bb, ArrayRef<Value> rowIdx,
+                           ArrayRef<Value> colIdx, int64_t paired, Value bMask,
+                           ValueRange acc) const {
+    int64_t cols = colIdx.size();
+    auto loop = scf::ForOp::create(
+        bb, loc, idx(bb, 0), kDim, idx(bb, 1), acc,
+        [&](OpBuilder &lb, Location, Value k, ValueRange iter) {
+          SmallVector<Value> bRow = loadB(lb, k, colIdx, paired, bMask);
+          SmallVector<Value> next;
+          for (auto [r, row] : llvm::enumerate(rowIdx)) {
+            Value bcast =
+                pairs ? broadcastPair(lb, k, row) : broadcastScalar(lb, k, row);
+            for (int64_t q = 0; q < cols; ++q)
+              next.push_back(
+                  pairs ? x86vector::DotBF16Op::create(lb, loc, vf32(w),
+                                                       iter[r * cols + q],
+                                                       bcast, bRow[q])
+                              .getResult()
+                        : vector::FMAOp::create(lb, loc, bcast, bRow[q],
+                                                iter[r * cols + q])
+                              .getResult());
+          }
+          scf::YieldOp::create(lb, loc, next);
+        });
+    return loop.getResults();
+  }
+
+  /// One register block: `rows` rows of C from i0, `cols` vectors from j0;
+  /// with `masked`, a single vector limited to the columns left before n.
+  /// With splitB (unmasked), the block's first cols & ~1 vectors go in
+  /// pairs: C's 2W columns loaded at once and deinterleaved into the
+  /// accumulators of the even and the odd columns (the order splitBF16
+  /// gives B's), interleaved back for the store.
+  void emit(OpBuilder &bb, Value i0, Value j0, int64_t rows, int64_t cols,
+            bool masked) const {
+    Value mask, bMask;
+    if (masked) {
+      Value left = arith::SubIOp::create(bb, loc, n, j0);
+      auto maskOf = [&](int64_t lanes, Value count) -> Value {
+        return vector::CreateMaskOp::create(
+            bb, loc, VectorType::get({lanes}, bb.getI1Type()),
+            ValueRange{count});
+      };
+      mask = maskOf(w, left);
+      bMask = pairs ? maskOf(2 * w,
+                             arith::MulIOp::create(bb, loc, left, idx(bb, 2)))
+                    : mask;
+    }
+    SmallVector<Value> rowIdx, colIdx;
+    for (int64_t r = 0; r < rows; ++r)
+      rowIdx.push_back(r == 0 ? i0
+                              : arith::AddIOp::create(bb, loc, i0, idx(bb, r)));
+    for (int64_t q = 0; q < cols; ++q)
+      colIdx.push_back(
+          q == 0 ? j0 : arith::AddIOp::create(bb, loc, j0, idx(bb, q * w)));
+    int64_t paired = splitB && !masked ? cols & ~int64_t(1) : 0;
+    SmallVector<Value> acc;
+    for (Value row : rowIdx) {
+      for (int64_t q = 0; q < paired; q += 2) {
+        auto split = vector::DeinterleaveOp::create(
+            bb, loc, loadC(bb, row, colIdx[q], 2 * w, Value()));
+        acc.append({split.getRes1(), split.getRes2()});
+      }
+      for (int64_t q = paired; q < cols; ++q)
+        acc.push_back(loadC(bb, row, colIdx[q], w, mask));
+    }
+    SmallVector<Value> out = kLoop(bb, rowIdx, colIdx, paired, bMask, acc);
+    for (auto [r, row] : llvm::enumerate(rowIdx)) {
+      for (int64_t q = 0; q < paired; q += 2) {
+        Value v = vector::InterleaveOp::create(bb, loc, out[r * cols + q],
+                                               out[r * cols + q + 1]);
+        vector::StoreOp::create(bb, loc, v, c, ValueRange{row, colIdx[q]});
+      }
+      for (int64_t q = paired; q < cols; ++q) {
+        Value v = out[r * cols + q];
+        if (masked)
+          vector::MaskedStoreOp::create(bb, loc, c, ValueRange{row, colIdx[q]},
+                                        mask, v);
+        else
+          vector::StoreOp::create(bb, loc, v, c, ValueRange{row, colIdx[q]});
+      }
+    }
+  }
+};
+
+/// The blocks of vectors that the full blocks of `colsPerBlock` vectors
+/// leave of a static C of `staticN` columns, W a vector, as unmasked
+/// blocks of their own rather than masked blocks of one vector, whose
+/// accumulators (one per row) each make a chain of dependent FMAs, at
+/// half the rate. Two or more left (a 4-row decode tile's P·V at D = 64:
+/// 8 vectors in blocks of 3 leave 2; one row at D = 128: 16 in blocks of
+/// 12 leave 4): one block of them. One left after blocks of 3 or more (4
+/// rows at D = 128: 16 in blocks of 3): the last cols + 1 vectors as two
+/// blocks. None for a dynamic N or one not of whole vectors.
+static SmallVector<int64_t> leftoverBlocks(int64_t staticN, int64_t w,
+                                           int64_t colsPerBlock) {
+  if (ShapedType::isDynamic(staticN) || staticN % w != 0)
+    return {};
+  int64_t vectors = staticN / w, left = vectors % colsPerBlock;
+  if (left == 1 && colsPerBlock >= 3 && vectors > colsPerBlock)
+    return {(colsPerBlock + 2) / 2, (colsPerBlock + 1) / 2};
+  if (left >= 2)
+    return {left};
+  return {};
+}
+
 struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
   TileMatmulToVector(MLIRContext *ctx, int64_t width, int64_t rows,
                      int64_t cols, bool bf16Dot)
@@ -504,34 +698,6 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     return {cRows, std::max<int64_t>(1, accumulators / cRows)};
   }
 
-  /// A[row, k] (A[k, row] when `aT`) in f32 in every lane.
-  Value broadcastScalar(OpBuilder &b, Location loc, Value a, Value k, Value row,
-                        bool aT) const {
-    Value s = memref::LoadOp::create(
-        b, loc, a, aT ? ValueRange{k, row} : ValueRange{row, k});
-    Type f32 = b.getF32Type();
-    if (s.getType() != f32)
-      s = arith::ExtFOp::create(b, loc, f32, s);
-    return vector::BroadcastOp::create(b, loc, VectorType::get({kWidth}, f32),
-                                       s);
-  }
-  /// The bf16 pair A[row, k, 0:2] (A[k, row, 0:2] when `aT`) in every
-  /// 32-bit lane of a vector<2W x bf16>.
-  Value broadcastPair(OpBuilder &b, Location loc, Value a, Value k, Value row,
-                      bool aT) const {
-    Value zero = constIndex(b, loc, 0);
-    Value pair = vector::LoadOp::create(
-        b, loc, VectorType::get({2}, b.getBF16Type()), a,
-        aT ? ValueRange{k, row, zero} : ValueRange{row, k, zero});
-    Type i32 = b.getI32Type();
-    Value word =
-        vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
-    Value words = vector::BroadcastOp::create(
-        b, loc, VectorType::get({kWidth}, i32), word);
-    return vector::BitCastOp::create(
-        b, loc, VectorType::get({2 * kWidth}, b.getBF16Type()), words);
-  }
-
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
     bool aT = false, pairs = false;
@@ -540,63 +706,24 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     Location loc = op.getLoc();
     Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1],
           c = op.getDpsInits()[0];
-    Type f32 = rewriter.getF32Type();
-    Type bElt = cast<MemRefType>(b.getType()).getElementType();
     // acc · alpha just before acc += P·V: applied as C is loaded (looked
     // up before this pattern inserts anything before `op`).
     linalg::GenericOp scale = rowScaleBefore(op, c);
-    Value alpha = scale ? scale.getDpsInputs()[0] : Value();
     // Pairs: B [K2, N, 2] read as [K2, 2N], W columns (2W bf16) a load.
-    int64_t lanes = pairs ? 2 * kWidth : kWidth;
     if (pairs)
       b = collapsePairs(rewriter, loc, b);
-    auto vf32 = VectorType::get({kWidth}, f32);
-    auto vB = VectorType::get({lanes}, bElt);
-    auto vMask = VectorType::get({kWidth}, rewriter.getI1Type());
-    auto vBMask = VectorType::get({lanes}, rewriter.getI1Type());
-
-    auto idx = [&](OpBuilder &bb, int64_t v) { return constIndex(bb, loc, v); };
-    Value zero = idx(rewriter, 0), one = idx(rewriter, 1);
-    Value m = memref::DimOp::create(rewriter, loc, c, 0);
-    Value n = memref::DimOp::create(rewriter, loc, c, 1);
-    Value kDim = memref::DimOp::create(rewriter, loc, a, aT ? 0 : 1);
-    int64_t staticRows = cast<MemRefType>(c.getType()).getDimSize(0);
+    auto cType = cast<MemRefType>(c.getType());
+    int64_t staticRows = cType.getDimSize(0),
+            staticK = cast<MemRefType>(a.getType()).getDimSize(aT ? 0 : 1);
     int64_t rowsPerBlock, colsPerBlock;
     std::tie(rowsPerBlock, colsPerBlock) = blockShape(staticRows);
     // bf16 B (a decode tile's V) over a static K of at least
-    // kMinSplitKeys: a block's vectors in pairs, each pair from one load of
-    // 2W elements split into its even and odd elements (splitBF16), an odd
-    // one left extended as before; the pairs' accumulators hold C's columns
-    // in that order from the load of C to the store (4 shuffles a pair and
-    // row each way: not paid back over the 16 keys of a paged step).
-    int64_t staticK = cast<MemRefType>(a.getType()).getDimSize(aT ? 0 : 1);
-    bool splitB = bElt.isBF16() && !pairs && !ShapedType::isDynamic(staticK) &&
+    // kMinSplitKeys: a block's vectors in pairs split from one load (4
+    // shuffles a pair and row each way to keep C's columns in that order:
+    // not paid back over the 16 keys of a paged step).
+    bool splitB = cast<MemRefType>(b.getType()).getElementType().isBF16() &&
+                  !pairs && !ShapedType::isDynamic(staticK) &&
                   staticK >= kMinSplitKeys;
-    Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
-    Value nMain = roundDown(rewriter, loc, n, colsPerBlock * kWidth);
-    // Static columns of whole vectors that the full blocks do not cover:
-    // the vectors left as unmasked blocks of their own, not as masked
-    // blocks of one vector, whose accumulators (one per row) each make a
-    // chain of dependent FMAs, at half the rate. Two or more left (a 4-row
-    // decode tile's P·V at D = 64: 8 vectors in blocks of 3 leave 2; one
-    // row at D = 128: 16 in blocks of 12 leave 4): one block of them. One
-    // left after blocks of 3 or more (4 rows at D = 128: 16 in blocks of
-    // 3): the last cols + 1 vectors as two blocks.
-    SmallVector<int64_t> tailCols;
-    int64_t staticN = cast<MemRefType>(c.getType()).getDimSize(1),
-            tailStart = 0;
-    if (!ShapedType::isDynamic(staticN) && staticN % kWidth == 0) {
-      int64_t vectors = staticN / kWidth, left = vectors % colsPerBlock;
-      if (left == 1 && colsPerBlock >= 3 && vectors > colsPerBlock)
-        tailCols = {(colsPerBlock + 2) / 2, (colsPerBlock + 1) / 2};
-      else if (left >= 2)
-        tailCols = {left};
-      tailStart = staticN - std::accumulate(tailCols.begin(), tailCols.end(),
-                                            int64_t(0)) *
-                                kWidth;
-      if (!tailCols.empty())
-        nMain = idx(rewriter, tailStart);
-    }
     // One row block for all of C (a decode tile) reads B once: B's rows of
     // the next iteration (when B is a loop's tile) are prefetched as these
     // are read.
@@ -604,150 +731,51 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
                           staticRows <= rowsPerBlock
                       ? nextIterationTile(rewriter, loc, b)
                       : Value();
-    Value zeroB = arith::ConstantOp::create(
-        rewriter, loc, DenseElementsAttr::get(vB, rewriter.getZeroAttr(bElt)));
-    Value zeroF = arith::ConstantOp::create(
-        rewriter, loc,
-        DenseElementsAttr::get(vf32, rewriter.getF32FloatAttr(0)));
+    MatmulBlocks blocks{loc,
+                        kWidth,
+                        a,
+                        b,
+                        c,
+                        scale ? scale.getDpsInputs()[0] : Value(),
+                        memref::DimOp::create(rewriter, loc, c, 1),
+                        memref::DimOp::create(rewriter, loc, a, aT ? 0 : 1),
+                        aT,
+                        pairs,
+                        splitB,
+                        nextB};
+    Value zero = blocks.idx(rewriter, 0), n = blocks.n;
+    Value m = memref::DimOp::create(rewriter, loc, c, 0);
+    Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
+    Value nMain = roundDown(rewriter, loc, n, colsPerBlock * kWidth);
+    SmallVector<int64_t> tailCols =
+        leftoverBlocks(cType.getDimSize(1), kWidth, colsPerBlock);
+    int64_t tailStart =
+        cType.getDimSize(1) -
+        std::accumulate(tailCols.begin(), tailCols.end(), int64_t(0)) * kWidth;
+    if (!tailCols.empty())
+      nMain = blocks.idx(rewriter, tailStart);
 
-    // One register block: `rows` rows of C from i0, `cols` vectors from j0;
-    // with `masked`, a single vector limited to the columns left before n.
-    auto block = [&](OpBuilder &bb, Value i0, Value j0, int64_t rows,
-                     int64_t cols, bool masked) {
-      Value mask, bMask;
-      if (masked) {
-        Value left = arith::SubIOp::create(bb, loc, n, j0);
-        mask = vector::CreateMaskOp::create(bb, loc, vMask, ValueRange{left});
-        bMask = pairs ? vector::CreateMaskOp::create(
-                            bb, loc, vBMask,
-                            ValueRange{
-                                arith::MulIOp::create(bb, loc, left, idx(bb, 2))
-                                    .getResult()})
-                            .getResult()
-                      : mask;
-      }
-      SmallVector<Value> rowIdx, colIdx;
-      for (int64_t r = 0; r < rows; ++r)
-        rowIdx.push_back(
-            r == 0
-                ? i0
-                : arith::AddIOp::create(bb, loc, i0, idx(bb, r)).getResult());
-      for (int64_t q = 0; q < cols; ++q)
-        colIdx.push_back(
-            q == 0 ? j0
-                   : arith::AddIOp::create(bb, loc, j0, idx(bb, q * kWidth))
-                         .getResult());
-      int64_t paired = splitB && !masked ? cols & ~int64_t(1) : 0;
-      SmallVector<Value> acc;
-      for (int64_t r = 0; r < rows; ++r) {
-        Value rowScale =
-            alpha ? vector::BroadcastOp::create(
-                        bb, loc, vf32,
-                        memref::LoadOp::create(bb, loc, alpha, rowIdx[r]))
-                        .getResult()
-                  : Value();
-        for (int64_t q = 0; q < cols; ++q) {
-          Value v =
-              masked ? vector::MaskedLoadOp::create(
-                           bb, loc, vf32, c, ValueRange{rowIdx[r], colIdx[q]},
-                           mask, zeroF)
-                           .getResult()
-                     : vector::LoadOp::create(bb, loc, vf32, c,
-                                              ValueRange{rowIdx[r], colIdx[q]})
-                           .getResult();
-          acc.push_back(
-              rowScale ? arith::MulFOp::create(bb, loc, v, rowScale).getResult()
-                       : v);
-        }
-        for (int64_t q = 0; q < paired; q += 2)
-          std::tie(acc[r * cols + q], acc[r * cols + q + 1]) = deinterleave(
-              bb, loc, acc[r * cols + q], acc[r * cols + q + 1], kWidth);
-      }
-      auto loop = scf::ForOp::create(
-          bb, loc, zero, kDim, one, acc,
-          [&](OpBuilder &lb, Location ll, Value k, ValueRange iter) {
-            SmallVector<Value> bRow;
-            for (int64_t q = 0; q < paired; q += 2) {
-              Value v = vector::LoadOp::create(
-                  lb, ll, VectorType::get({2 * kWidth}, bElt), b,
-                  ValueRange{k, colIdx[q]});
-              auto [even, odd] = splitBF16(lb, ll, v, kWidth);
-              bRow.append({even, odd});
-              if (nextB)
-                for (int64_t h = 0; h < 2; ++h)
-                  prefetchOuter(lb, ll, nextB, {k, colIdx[q + h]});
-            }
-            for (int64_t q = paired; q < cols; ++q) {
-              Value col =
-                  pairs ? arith::MulIOp::create(lb, ll, colIdx[q], idx(lb, 2))
-                              .getResult()
-                        : colIdx[q];
-              Value v =
-                  masked ? vector::MaskedLoadOp::create(
-                               lb, ll, vB, b, ValueRange{k, col}, bMask, zeroB)
-                               .getResult()
-                         : vector::LoadOp::create(lb, ll, vB, b,
-                                                  ValueRange{k, col})
-                               .getResult();
-              if (bElt != f32 && !pairs)
-                v = arith::ExtFOp::create(lb, ll, vf32, v);
-              bRow.push_back(v);
-              if (nextB)
-                prefetchOuter(lb, ll, nextB, {k, col});
-            }
-            SmallVector<Value> next;
-            for (int64_t r = 0; r < rows; ++r) {
-              Value bcast = pairs
-                                ? broadcastPair(lb, ll, a, k, rowIdx[r], aT)
-                                : broadcastScalar(lb, ll, a, k, rowIdx[r], aT);
-              for (int64_t q = 0; q < cols; ++q)
-                next.push_back(
-                    pairs ? x86vector::DotBF16Op::create(lb, ll, vf32,
-                                                         iter[r * cols + q],
-                                                         bcast, bRow[q])
-                                .getResult()
-                          : vector::FMAOp::create(lb, ll, bcast, bRow[q],
-                                                  iter[r * cols + q])
-                                .getResult());
-            }
-            scf::YieldOp::create(lb, ll, next);
-          });
-      SmallVector<Value> out = loop.getResults();
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t q = 0; q < paired; q += 2)
-          std::tie(out[r * cols + q], out[r * cols + q + 1]) = interleave(
-              bb, loc, out[r * cols + q], out[r * cols + q + 1], kWidth);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t q = 0; q < cols; ++q) {
-          Value v = out[r * cols + q];
-          if (masked)
-            vector::MaskedStoreOp::create(
-                bb, loc, c, ValueRange{rowIdx[r], colIdx[q]}, mask, v);
-          else
-            vector::StoreOp::create(bb, loc, v, c,
-                                    ValueRange{rowIdx[r], colIdx[q]});
-        }
-    };
-
-    // Full row blocks: rows x (cols·W) blocks, then masked rows x W blocks.
-    forLoop(rewriter, loc, zero, mMain, rowsPerBlock,
-            [&](OpBuilder &bb, Value i0) {
-              forLoop(bb, loc, zero, nMain, colsPerBlock * kWidth,
-                      [&](OpBuilder &cb, Value j0) {
-                        block(cb, i0, j0, rowsPerBlock, colsPerBlock,
-                              /*masked=*/false);
-                      });
-              int64_t j = tailStart;
-              for (int64_t cols : tailCols) {
-                block(bb, i0, idx(bb, j), rowsPerBlock, cols, /*masked=*/false);
-                j += cols * kWidth;
-              }
-              if (tailCols.empty())
-                forLoop(bb, loc, nMain, n, kWidth,
-                        [&](OpBuilder &cb, Value j0) {
-                          block(cb, i0, j0, rowsPerBlock, 1, /*masked=*/true);
-                        });
+    // Full row blocks: rows x (cols·W) blocks, then the leftover vectors'
+    // blocks, or masked rows x W blocks.
+    forLoop(
+        rewriter, loc, zero, mMain, rowsPerBlock, [&](OpBuilder &bb, Value i0) {
+          forLoop(bb, loc, zero, nMain, colsPerBlock * kWidth,
+                  [&](OpBuilder &cb, Value j0) {
+                    blocks.emit(cb, i0, j0, rowsPerBlock, colsPerBlock,
+                                /*masked=*/false);
+                  });
+          int64_t j = tailStart;
+          for (int64_t cols : tailCols) {
+            blocks.emit(bb, i0, blocks.idx(bb, j), rowsPerBlock, cols,
+                        /*masked=*/false);
+            j += cols * kWidth;
+          }
+          if (tailCols.empty())
+            forLoop(bb, loc, nMain, n, kWidth, [&](OpBuilder &cb, Value j0) {
+              blocks.emit(cb, i0, j0, rowsPerBlock, 1,
+                          /*masked=*/true);
             });
+        });
     // The rows left: of a static C, one block of all of them (B streams
     // once for them, not once per row); else one row at a time. Full-width
     // blocks, then a masked tail.
@@ -758,10 +786,10 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     forLoop(rewriter, loc, mMain, m, left, [&](OpBuilder &bb, Value i) {
       forLoop(bb, loc, zero, nOne, kCols * kWidth,
               [&](OpBuilder &cb, Value j0) {
-                block(cb, i, j0, left, kCols, /*masked=*/false);
+                blocks.emit(cb, i, j0, left, kCols, /*masked=*/false);
               });
       forLoop(bb, loc, nOne, n, kWidth, [&](OpBuilder &cb, Value j0) {
-        block(cb, i, j0, left, 1, /*masked=*/true);
+        blocks.emit(cb, i, j0, left, 1, /*masked=*/true);
       });
     });
     rewriter.eraseOp(op);

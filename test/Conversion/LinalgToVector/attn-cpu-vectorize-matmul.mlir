@@ -214,28 +214,30 @@ func.func @decode_scores(%k: memref<?x20xbf16>, %q: memref<4x20xf32>, %s: memref
 // configured block: 4 x 1. V is bf16 over 128 static keys: a block's first
 // two vectors come from one load of 16 bf16 split into its even and odd
 // elements (a shift and a mask), the third is extended; each row's pair of
-// accumulators is deinterleaved after C's load and interleaved back before
-// its store.
+// accumulators is C's 16 columns loaded at once and deinterleaved, and
+// interleaved back for one store.
 // CHECK-LABEL: func.func @decode_pv
 // CHECK-NOT: vector.maskedload
 // CHECK: scf.for {{.*}} step %c4
 // CHECK: scf.for %{{.*}} = %c0 to %c96 step %c24
-// CHECK-COUNT-4: vector.shuffle %{{.*}} [1, 3, 5, 7, 9, 11, 13, 15]
+// CHECK: vector.load %{{.*}} : memref<4x128xf32>, vector<16xf32>
+// CHECK-COUNT-4: vector.deinterleave %{{.*}} : vector<16xf32> -> vector<8xf32>
 // CHECK: scf.for
 // CHECK: vector.load %{{.*}} : memref<128x128xbf16>, vector<16xbf16>
 // CHECK: arith.shli
 // CHECK: arith.andi
 // CHECK: vector.load %{{.*}} : memref<128x128xbf16>, vector<8xbf16>
 // CHECK-COUNT-12: vector.fma
-// CHECK-COUNT-4: vector.shuffle %{{.*}} [4, 12, 5, 13, 6, 14, 7, 15]
-// CHECK: vector.load %{{.*}}[%{{.*}}, %c96] : memref<4x128xf32>, vector<8xf32>
+// CHECK-COUNT-4: vector.interleave %{{.*}}, %{{.*}} : vector<8xf32> -> vector<16xf32>
+// CHECK: vector.store %{{.*}} : memref<4x128xf32>, vector<16xf32>
+// CHECK: vector.load %{{.*}}[%{{.*}}, %c96] : memref<4x128xf32>, vector<16xf32>
 // CHECK: scf.for
 // CHECK: vector.load %{{.*}} : memref<128x128xbf16>, vector<16xbf16>
 // CHECK-COUNT-8: vector.fma
-// CHECK: vector.load %{{.*}}[%{{.*}}, %c112] : memref<4x128xf32>, vector<8xf32>
+// CHECK: vector.load %{{.*}}[%{{.*}}, %c112] : memref<4x128xf32>, vector<16xf32>
 // CHECK: scf.for
 // CHECK-COUNT-8: vector.fma
-// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<4x128xf32>, vector<8xf32>
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c112] : memref<4x128xf32>, vector<16xf32>
 // AVX-512 (W = 16, 32 registers): 16 accumulators, 4 x 4.
 // AVX512-LABEL: func.func @decode_pv
 // AVX512: scf.for {{.*}} step %c4
@@ -381,9 +383,9 @@ func.func @empty_tiles(%a: memref<0x8xf32>, %b: memref<8x16xf32>, %c: memref<0x1
 // CHECK-LABEL: func.func @rescale_fused
 // CHECK-NOT: linalg.generic
 // CHECK: scf.for
+// CHECK: %[[C:.*]] = vector.load %arg3[{{.*}}] : memref<12x16xf32>, vector<8xf32>
 // CHECK: %[[A:.*]] = memref.load %arg0[%{{.*}}] : memref<12xf32>
 // CHECK: %[[AB:.*]] = vector.broadcast %[[A]] : f32 to vector<8xf32>
-// CHECK: %[[C:.*]] = vector.load %arg3[{{.*}}] : memref<12x16xf32>, vector<8xf32>
 // CHECK: arith.mulf %[[C]], %[[AB]] : vector<8xf32>
 // CHECK: vector.fma
 // CHECK-NOT: linalg.generic
