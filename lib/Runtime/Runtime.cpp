@@ -1242,6 +1242,7 @@ struct InputGenerator::State {
 InputGenerator::InputGenerator(uint64_t seed)
     : state_(std::make_unique<State>(seed)) {}
 InputGenerator::~InputGenerator() = default;
+double InputGenerator::normal() { return state_->normal(); }
 
 Tensor InputGenerator::make(const ArgInfo &a, const EntryInfo &entry) {
   const OpInfo &op = entry.op;

@@ -37,8 +37,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 
-#include <random>
-
 using namespace mlir;
 using namespace mlir::attn;
 namespace cl = llvm::cl;
@@ -101,8 +99,7 @@ static int runOnlyLaunch(ModuleOp module) {
   module->walk([&](gpu::LaunchOp l) { launch = l; });
   if (!launch)
     return fail("no gpu.launch in the input");
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
+  rt::InputGenerator random(seed);
   std::vector<std::vector<uint8_t>> buffers;
   std::vector<EmulatedBuffer> views;
   auto func = launch->getParentOfType<func::FuncOp>();
@@ -119,7 +116,7 @@ static int runOnlyLaunch(ModuleOp module) {
                      SmallVector<int64_t>(mt.getShape()), elt};
     for (int64_t i = 0; i < mt.getNumElements(); ++i)
       if (!elt.isInteger(1))
-        storeFloat(elt, normal(rng), v.base + i * size);
+        storeFloat(elt, random.normal(), v.base + i * size);
     views.push_back(v);
   }
   std::string error;

@@ -366,6 +366,8 @@ public:
   ~InputGenerator();
   /// Argument `arg` of `entry` (a static instance).
   Tensor make(const ArgInfo &arg, const EntryInfo &entry);
+  /// The stream's next standard normal value.
+  double normal();
 
 private:
   struct State;
