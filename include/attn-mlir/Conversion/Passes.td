@@ -86,7 +86,13 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     (R: the widest power of two dividing the rows; 4 packed heads at W = 8:
     2 keys a vector, one head: 8), the maximum and sum over the keys
     ending with lane swaps that combine the groups; its key block must be a
-    multiple of W / R (else the primitive path).
+    multiple of W / R (else the primitive path). The scores of a decode
+    tile on bf16 keys whose head dimension is a multiple of 2W take the
+    split form of `attn-cpu-vectorize-matmul`'s dot kernel: Q in f32 with
+    each 2W columns' W even ones first, then the W odd ones (built once
+    per query tile, like the scaled Q), and
+    `Sᵀ[j, i] = sum over (c, p, w) of K[j, c, w, p] · Q[i, c, p, w]`, K and
+    Q viewed as `[., D/2W, W, 2]` and `[., D/2W, 2, W]`.
 
     With `amx` too, a fused pair-form step whose query tile has a multiple
     of 16 rows, whose key block is a multiple of 32 and whose head
@@ -105,8 +111,9 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
            "With bf16-dot: P·V of whole 16-row tiles with P row-major in "
            "keys, the operand layout of AMX tile products">,
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
-           "f32 lanes per vector of the fused row softmax (8: AVX2, 16: "
-           "AVX-512); 0 keeps one linalg op per primitive">
+           "f32 lanes per vector of the fused row softmax and of the "
+           "split scores on bf16 keys (8: AVX2, 16: AVX-512); 0 keeps one "
+           "linalg op per primitive">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::vector::VectorDialect",
@@ -144,8 +151,12 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
     K static (the transposed score tile `Sᵀ = K · Q` of a decode tile of at
     most 8 query rows) becomes a dot kernel: blocks of 16 / N rows of A
     keep W-wide partial dot products with every row of B over k (the tail
-    of k masked), each reduced into its element of C at the end. Runs
-    after bufferization, before `convert-linalg-to-loops`.
+    of k masked), each reduced into its element of C at the end. The
+    split form of `attn-decompose-online`'s scores on bf16 keys, at the
+    same W, reads 2W elements of a row of A in one load split into its even
+    and odd elements against B's matching W columns, in a step loop marked
+    for LLVM not to unroll. Runs after bufferization, before
+    `convert-linalg-to-loops`.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
@@ -170,7 +181,8 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
                            "::mlir::x86vector::X86VectorDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def AttnExpandShapeToReinterpretCastPass

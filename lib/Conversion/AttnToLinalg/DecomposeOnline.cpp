@@ -55,6 +55,23 @@ Value splitPairs(LinalgBuilder &in, Value x, unsigned pairDim) {
   return tensor::ExpandShapeOp::create(in.b, in.loc, type, x, groups, split);
 }
 
+/// The view of a 2-D tile `x` [N, D] (D a static multiple of a·b) as
+/// [N, D / (a·b), a, b].
+Value splitColumns(LinalgBuilder &in, Value x, int64_t a, int64_t b) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, x);
+  int64_t d = *getConstantIntValue(sizes[1]);
+  SmallVector<OpFoldResult> split{sizes[0], in.b.getIndexAttr(d / (a * b)),
+                                  in.b.getIndexAttr(a), in.b.getIndexAttr(b)};
+  SmallVector<int64_t> shape;
+  for (OpFoldResult s : split)
+    shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
+  auto type = RankedTensorType::get(
+      shape, cast<RankedTensorType>(x.getType()).getElementType());
+  return tensor::ExpandShapeOp::create(
+      in.b, in.loc, type, x, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}},
+      split);
+}
+
 /// The pair-interleaved (VNNI) copy of a 2-D tile `x` in `elt`: with the
 /// pairs along dimension `pairDim` (of static, even size 2·J2) and N the
 /// other dimension, Xp[j2, n, t] = x[2·j2 + t, n] (pairDim 0) or
@@ -100,6 +117,24 @@ Value widenToF32(LinalgBuilder &in, Value x) {
   if (cast<RankedTensorType>(x.getType()).getElementType().isF32())
     return x;
   return f32Tile(in, x, /*transposed=*/false, std::nullopt);
+}
+
+/// Q [M, D] in f32 times `scale`, its columns in the order in which the
+/// dot kernel splits bf16 keys (attn-cpu-vectorize-matmul): each block of
+/// 2W columns as its W even columns, then its W odd ones. [M, D].
+Value f32SplitTile(LinalgBuilder &in, Value x, double scale, int64_t w) {
+  Value pairs = splitColumns(in, x, w, 2);
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, pairs);
+  Value split = in.generic(
+      in.empty({sizes[0], sizes[1], sizes[3], sizes[2]}, in.b.getF32Type()),
+      ValueRange{pairs}, {in.map(4, {0, 1, 3, 2}), in.map(4, {0, 1, 2, 3})},
+      {kPar, kPar, kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+        Value v = castFloat(bb, bl, a[0], bb.getF32Type());
+        Value c = arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(scale));
+        return arith::MulFOp::create(bb, bl, v, c).getResult();
+      });
+  return tensor::CollapseShapeOp::create(
+      in.b, in.loc, split, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
 }
 
 /// out + x · y in f32 (a[0], a[1], a[2] = x, y, out): the body of every
@@ -295,19 +330,25 @@ static Operation *queryTileAnchor(OnlineStepOp op) {
 /// invariant in more loops (the tiles of a paged decode task, stepped
 /// per cache block: sliceAllGroupsQuery in attn-tile) is the same window
 /// of that tensor's form, built once before those loops.
+/// With `splitWidth` W (a decode tile's scores on bf16 keys), Q [M, D] in
+/// the dot kernel's split order (f32SplitTile).
 static Value buildScaledQT(RewriterBase &rewriter, OnlineStepOp op,
-                           double scale, bool transposed) {
+                           double scale, bool transposed, int64_t splitWidth) {
   OpBuilder::InsertionGuard guard(rewriter);
   LinalgBuilder bld{rewriter, op.getLoc(), rewriter.getContext()};
+  auto form = [&](Value x) {
+    return splitWidth ? f32SplitTile(bld, x, scale, splitWidth)
+                      : f32Tile(bld, x, transposed, scale);
+  };
   auto window = op.getQuery().getDefiningOp<tensor::ExtractSliceOp>();
   if (!window || window.getSourceType().getRank() != 2 ||
       window.getType().getRank() != 2 || !window.hasUnitStride() ||
       invariantAnchor(op, window.getSource()) == queryTileAnchor(op)) {
     rewriter.setInsertionPoint(queryTileAnchor(op));
-    return f32Tile(bld, op.getQuery(), transposed, scale);
+    return form(op.getQuery());
   }
   rewriter.setInsertionPoint(invariantAnchor(op, window.getSource()));
-  Value whole = f32Tile(bld, window.getSource(), transposed, scale);
+  Value whole = form(window.getSource());
   SmallVector<OpFoldResult> offsets = window.getMixedOffsets(),
                             sizes = window.getMixedSizes();
   if (transposed) {
@@ -406,6 +447,40 @@ template <typename OpT> Exponent exponentOf(OpT op) {
   return {op.getExponentScale().convertToDouble(), /*base2=*/false};
 }
 
+/// W when a decode tile's scores (`dotForm`, keys kept as they are) read
+/// bf16 keys of a static head dimension of whole blocks of 2W elements:
+/// the dot kernel then splits each block of a key into its even and odd
+/// elements (one load, a shift and a mask, where extending takes two
+/// widening loads and two shifts) against Q in that order; 0 otherwise.
+static int64_t splitKeyWidth(OnlineStepOp op, bool dotForm, int64_t width) {
+  RankedTensorType k = op.getKey().getType();
+  if (!dotForm || width < 1 || !k.getElementType().isBF16() ||
+      k.isDynamicDim(1) || k.getDimSize(1) % (2 * width) != 0)
+    return 0;
+  return width;
+}
+
+/// Sᵀ[j, i] = zeros + sum_d K[j, d] · Qᵀ[d, i] (the dot form: K[j, d] ·
+/// Q[i, d]), loops (j, d, i); `qT` is Q itself in the dot form. With
+/// `splitWidth` W, Q in split order: Sᵀ[j, i] = sum over (c, p, w) of
+/// K[j, c, w, p] · Q[i, c, p, w], K and Q viewed as [., D / 2W, W, 2] and
+/// [., D / 2W, 2, W]; loops (j, i, c, p, w).
+static Value scoreTile(LinalgBuilder &in, Value zeros, Value key, Value qT,
+                       bool dot, int64_t splitWidth) {
+  if (splitWidth)
+    return in.generic(
+        zeros,
+        ValueRange{splitColumns(in, key, splitWidth, 2),
+                   splitColumns(in, qT, 2, splitWidth)},
+        {in.map(5, {0, 2, 4, 3}), in.map(5, {1, 2, 3, 4}), in.map(5, {0, 1})},
+        {kPar, kPar, kRed, kRed, kRed}, mulAddF32);
+  return in.generic(zeros, ValueRange{key, qT},
+                    {in.map(3, {0, 1}),
+                     dot ? in.map(3, {2, 1}) : in.map(3, {1, 2}),
+                     in.map(3, {0, 2})},
+                    {kPar, kRed, kPar}, mulAddF32);
+}
+
 /// attn.online_step -> Sᵀ = K · Qᵀ, the logits (the visibility predicate
 /// only on blocks that cross its boundary, decided at run time), and the
 /// recurrence, each update in the storage of the state it replaces.
@@ -437,10 +512,13 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // scores or goes to the exponent (exponentScale). Bf16 pairs keep Q
     // exact: the scale applies to the f32 scores.
     ScoreForm form{spec, !pairs && scoreScale(spec) <= 1.0, /*base2=*/false};
-    Value qT =
-        pairs ? buildPairedQ(rewriter, op)
-              : buildScaledQT(rewriter, op,
-                              form.scaleFolded ? scoreScale(spec) : 1.0, !dot);
+    // A decode tile's scores on bf16 keys: each 2W keys' elements split
+    // into even and odd ones by the dot kernel, Q in that order.
+    int64_t splitWidth = splitKeyWidth(op, dot && !pairs && !widen, width);
+    Value qT = pairs ? buildPairedQ(rewriter, op)
+                     : buildScaledQT(rewriter, op,
+                                     form.scaleFolded ? scoreScale(spec) : 1.0,
+                                     !dot, splitWidth);
     LinalgBuilder in{rewriter, loc, rewriter.getContext()};
     LinalgTileOps ops(in);
     ops.pairs = pairs;
@@ -467,16 +545,10 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // The query positions the rows span: R of them when heads are packed.
     OpFoldResult positions =
         ops.packedHeads > 1 ? rewriter.getIndexAttr(ops.rowsPerHead) : qs;
-    // Sᵀ[j, i] = sum_d K[j, d] · Qᵀ[d, i] (the dot form: K[j, d] · Q[i, d]);
-    // loops (j, d, i). `qT` is Q itself in the dot form.
     Value zeros = in.filled({ks, qs}, 0.0);
     Value s = pairs ? pairMatmul(in, zeros, splitPairs(in, op.getKey(), 1), qT,
                                  /*aPairsFirst=*/false)
-                    : in.generic(zeros, ValueRange{key, qT},
-                                 {in.map(3, {0, 1}),
-                                  dot ? in.map(3, {2, 1}) : in.map(3, {1, 2}),
-                                  in.map(3, {0, 2})},
-                                 {kPar, kRed, kPar}, mulAddF32);
+                    : scoreTile(in, zeros, key, qT, dot, splitWidth);
     auto last = [&](Value first, OpFoldResult size) {
       return arith::SubIOp::create(
           rewriter, loc,

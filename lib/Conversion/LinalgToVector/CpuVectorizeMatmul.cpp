@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
@@ -338,6 +339,15 @@ bool attn::cpu::isPairBuffer(Value v, bool rowsToo) {
   return !rowsToo || strides[1] == 2;
 }
 
+/// The map of `n` loops to the loop dimensions `dims`.
+static AffineMap dimsMap(MLIRContext *ctx, unsigned n,
+                         ArrayRef<unsigned> dims) {
+  SmallVector<AffineExpr> e;
+  for (unsigned d : dims)
+    e.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(n, 0, e, ctx);
+}
+
 /// The pair-form matmul of attn-decompose-online (bf16-dot): loops
 /// (i, k2, j, t), C[i, j] += A · B[k2, j, t] with f32 C, bf16 A and B,
 /// A read as A[i, k2, t] or (`aTransposed`) A[k2, i, t].
@@ -346,12 +356,8 @@ bool attn::cpu::isPairMatmul(linalg::GenericOp op, bool &aTransposed) {
       op.getNumDpsInits() != 1 || op.getNumLoops() != 4 ||
       op.getNumReductionLoops() != 2)
     return false;
-  MLIRContext *ctx = op.getContext();
   auto map = [&](ArrayRef<unsigned> dims) {
-    SmallVector<AffineExpr> e;
-    for (unsigned d : dims)
-      e.push_back(getAffineDimExpr(d, ctx));
-    return AffineMap::get(4, 0, e, ctx);
+    return dimsMap(op.getContext(), 4, dims);
   };
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   auto iters = op.getIteratorTypesArray();
@@ -937,11 +943,81 @@ bool isTileDot(linalg::GenericOp op) {
   return isMulAddBody(op);
 }
 
+/// attn-decompose-online's decode scores on bf16 keys in split form
+/// (scoreTile): C[j, i] += A[j, c, w, p] · B[i, c, p, w], loops (j, i, c,
+/// p, w), f32 C [N, M] with a static M <= attn::kCpuDotMaxRows, bf16 A
+/// [N, C, W, 2] and f32 B [M, C, 2, W] (Q with each 2W columns' even ones
+/// first), both collapsible to [., D], W = `width`.
+bool isSplitTileDot(linalg::GenericOp op, int64_t width) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 5)
+    return false;
+  auto map = [&](ArrayRef<unsigned> dims) {
+    return dimsMap(op.getContext(), 5, dims);
+  };
+  using utils::IteratorType;
+  IteratorType par = IteratorType::parallel, red = IteratorType::reduction;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (op.getIteratorTypesArray() !=
+          SmallVector<IteratorType>{par, par, red, red, red} ||
+      maps[0] != map({0, 2, 4, 3}) || maps[1] != map({1, 2, 3, 4}) ||
+      maps[2] != map({0, 1}))
+    return false;
+  auto aT = cast<MemRefType>(op.getDpsInputs()[0].getType()),
+       bT = cast<MemRefType>(op.getDpsInputs()[1].getType()),
+       cT = cast<MemRefType>(op.getDpsInits()[0].getType());
+  SmallVector<ReassociationIndices> flat{{0}, {1, 2, 3}};
+  return aT.getElementType().isBF16() && bT.getElementType().isF32() &&
+         cT.getElementType().isF32() && aT.getDimSize(2) == width &&
+         aT.getDimSize(3) == 2 && bT.getDimSize(2) == 2 &&
+         bT.getDimSize(3) == width && !aT.isDynamicDim(1) &&
+         !ShapedType::isDynamic(cT.getDimSize(1)) && cT.getDimSize(1) >= 1 &&
+         cT.getDimSize(1) <= attn::kCpuDotMaxRows &&
+         memref::CollapseShapeOp::isGuaranteedCollapsible(aT, flat) &&
+         memref::CollapseShapeOp::isGuaranteedCollapsible(bT, flat) &&
+         isMulAddBody(op);
+}
+
+/// Marks `loop` for LLVM not to unroll (scf-to-cf and the LLVM conversion
+/// carry a `loop_annotation` attribute to the loop's back edge). Fully
+/// unrolled, the split dot's k loop (D / 2W steps) leaves Q's vectors
+/// invariant in the loop over key blocks: LLVM hoists all of them (64 at
+/// D = 128, 4 rows, W = 8) and spills them to the stack, a copy per call
+/// that a paged step of 16 keys does not pay back (1-thread A/B: 2% slower
+/// than the unsplit kernel instead of faster).
+static void disableUnroll(scf::ForOp loop) {
+  MLIRContext *ctx = loop.getContext();
+  auto unroll = LLVM::LoopUnrollAttr::get(
+      ctx, /*disable=*/BoolAttr::get(ctx, true), /*count=*/{},
+      /*runtimeDisable=*/{}, /*full=*/{}, /*followupUnrolled=*/{},
+      /*followupRemainder=*/{}, /*followupAll=*/{});
+  loop->setAttr("loop_annotation",
+                LLVM::LoopAnnotationAttr::get(
+                    ctx, /*disableNonforced=*/{}, /*vectorize=*/{},
+                    /*interleave=*/{}, unroll, /*unrollAndJam=*/{},
+                    /*licm=*/{}, /*distribute=*/{}, /*pipeline=*/{},
+                    /*peeled=*/{}, /*unswitch=*/{}, /*mustProgress=*/{},
+                    /*isVectorized=*/{}, /*startLoc=*/{}, /*endLoc=*/{},
+                    /*parallelAccesses=*/{}));
+}
+
+/// A split dot's operand [., C, a, b] as [., D]: the source of its
+/// expand_shape, or collapsed.
+static Value flattenSplit(OpBuilder &b, Location loc, Value v) {
+  if (auto expand = v.getDefiningOp<memref::ExpandShapeOp>())
+    return expand.getSrc();
+  return memref::CollapseShapeOp::create(
+      b, loc, v, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
+}
+
 /// The dot-product kernel of isTileDot: blocks of r rows of A (r·N <= 16
 /// accumulators with AVX-512's 32 registers, r·N <= 8 with AVX2's 16, where
 /// 16 spill to the stack) hold vector<W> partial dot products with every row of
 /// B over k, each reduced to its element of C at the end. A is read once,
-/// in W-wide loads; the few rows of B stay in the cache.
+/// in W-wide loads; the few rows of B stay in the cache. In split form
+/// (isSplitTileDot), 2W elements of a row of A a step: one load split into
+/// its even and odd elements (splitBF16), each multiplied by the matching
+/// W columns of B.
 struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
   TileDotToVector(MLIRContext *ctx, int64_t width)
       : OpRewritePattern(ctx), kWidth(width) {}
@@ -949,11 +1025,16 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!isTileDot(op))
+    bool split = isSplitTileDot(op, kWidth);
+    if (!split && !isTileDot(op))
       return rewriter.notifyMatchFailure(op, "not a tile dot");
     Location loc = op.getLoc();
     Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1],
           c = op.getDpsInits()[0];
+    if (split) {
+      a = flattenSplit(rewriter, loc, a);
+      b = flattenSplit(rewriter, loc, b);
+    }
     Type f32 = rewriter.getF32Type();
     Type aElt = cast<MemRefType>(a.getType()).getElementType();
     int64_t n = cast<MemRefType>(c.getType()).getDimSize(1);
@@ -970,7 +1051,7 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
         DenseElementsAttr::get(vf32, rewriter.getF32FloatAttr(0)));
     Value zeroA = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(vA, rewriter.getZeroAttr(aElt)));
-    int64_t kMain = kDim / kWidth * kWidth;
+    int64_t kStep = split ? 2 * kWidth : kWidth, kMain = kDim / kStep * kStep;
     // A is read once: its rows of the next key block (when A is a loop's
     // tile) are prefetched, a 64-byte line at a time, as these are
     // computed on, so that memory streams under the arithmetic.
@@ -1004,8 +1085,17 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
                                                ValueRange{row, k0})
                             .getResult();
         };
-        SmallVector<Value> aRows, next;
+        SmallVector<Value> aRows, aOdd, next;
         for (Value row : rowIdx) {
+          if (split) {
+            Value v = vector::LoadOp::create(
+                lb, loc, VectorType::get({2 * kWidth}, aElt), a,
+                ValueRange{row, k0});
+            auto [even, odd] = splitBF16(lb, loc, v, kWidth);
+            aRows.push_back(even);
+            aOdd.push_back(odd);
+            continue;
+          }
           Value v = load(a, row, vA, zeroA);
           if (aElt != f32)
             v = arith::ExtFOp::create(lb, loc, vf32, v);
@@ -1013,20 +1103,35 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
         }
         for (int64_t q = 0; q < n; ++q) {
           Value bRow = load(b, idx(lb, q), vf32, zeroF);
-          for (int64_t r = 0; r < rows; ++r)
-            next.push_back(vector::FMAOp::create(lb, loc, aRows[r], bRow,
-                                                 acc[q * rows + r]));
+          Value bOdd =
+              split ? vector::LoadOp::create(
+                          lb, loc, vf32, b,
+                          ValueRange{idx(lb, q),
+                                     arith::AddIOp::create(lb, loc, k0,
+                                                           idx(lb, kWidth))})
+                          .getResult()
+                    : Value();
+          for (int64_t r = 0; r < rows; ++r) {
+            Value sum = vector::FMAOp::create(lb, loc, aRows[r], bRow,
+                                              acc[q * rows + r]);
+            if (split)
+              sum = vector::FMAOp::create(lb, loc, aOdd[r], bOdd, sum);
+            next.push_back(sum);
+          }
         }
         return next;
       };
       SmallVector<Value> acc(rows * n, zeroF);
-      if (kMain > 0)
-        acc = scf::ForOp::create(
-                  bb, loc, zero, idx(bb, kMain), idx(bb, kWidth), acc,
-                  [&](OpBuilder &lb, Location, Value k0, ValueRange iter) {
-                    scf::YieldOp::create(lb, loc, step(lb, k0, iter, false));
-                  })
-                  .getResults();
+      if (kMain > 0) {
+        auto loop = scf::ForOp::create(
+            bb, loc, zero, idx(bb, kMain), idx(bb, kStep), acc,
+            [&](OpBuilder &lb, Location, Value k0, ValueRange iter) {
+              scf::YieldOp::create(lb, loc, step(lb, k0, iter, false));
+            });
+        if (split)
+          disableUnroll(loop);
+        acc = loop.getResults();
+      }
       if (kMain < kDim)
         acc = step(bb, idx(bb, kMain), acc, true);
       addDots(bb, loc, c, rowIdx, n, acc);

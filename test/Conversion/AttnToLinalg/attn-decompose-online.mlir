@@ -2,6 +2,7 @@
 // layout of the shared online-softmax algorithm), checked through attn-tile.
 // RUN: attn-opt %s --attn-tile="q-block=32 kv-block=16 split-partial-blocks=false" --attn-decompose-online -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: attn-opt %s --attn-tile="q-block=32 kv-block=16" --attn-decompose-online -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SPLIT
+// RUN: attn-opt %s --attn-tile="q-block=32 kv-block=16" --attn-decompose-online="vector-width=8" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=W8
 // SPLIT-NOT: attn.
 
 // GQA (group 4), top-left causal with a left window of 16, Tq = Tk = 100:
@@ -268,6 +269,9 @@ func.func @standalone(%q: tensor<8x16xf16>, %k: tensor<4x16xf16>,
 // CHECK: %[[R:.*]] = arith.remui %[[I]], %c2 : index
 // CHECK: arith.index_cast %[[R]] : index to i64
 // SPLIT-LABEL: func.func @packed_decode
+// f32 keys are not split, whatever the vector width (no contraction over (c, p, w)).
+// W8-LABEL: func.func @packed_decode
+// W8-NOT: "reduction", "reduction", "reduction"
 // SPLIT: arith.remui
 func.func @packed_decode(%q: tensor<1x4x2x16xf32>, %k: tensor<1x2x40x16xf32>)
     -> tensor<1x4x2x16xf32> {
@@ -295,6 +299,25 @@ func.func @packed_decode(%q: tensor<1x4x2x16xf32>, %k: tensor<1x2x40x16xf32>)
 // CHECK: tensor.extract_slice %[[QF]][%{{.*}}, 0] [4, 64] [1, 1] : tensor<8x64xf32> to tensor<4x64xf32>
 // CHECK-NOT: tensor<4x64xbf16>
 // CHECK: scf.forall
+// With vector-width=8, the scores on bf16 keys in the dot kernel's split
+// order: Q's f32 form has each 16 columns' 8 even ones first, then the 8
+// odd ones ([8, 4, 8, 2] -> [8, 4, 2, 8], built once per task), and each
+// step contracts K viewed as [16, 4, 8, 2] with its window viewed as
+// [4, 4, 2, 8] over (c, p, w).
+// W8-DAG: #[[$EVEN_ODD:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3, d2)>
+// W8-DAG: #[[$K5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d4, d3)>
+// W8-DAG: #[[$Q5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d1, d2, d3, d4)>
+// W8-DAG: #[[$S5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1)>
+// W8-LABEL: func.func @paged_all_groups
+// W8: %[[QP:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2, 3]] output_shape [8, 4, 8, 2] : tensor<8x64xbf16> into tensor<8x4x8x2xbf16>
+// W8: %[[QS4:.*]] = linalg.generic {indexing_maps = [#[[$EVEN_ODD]], #{{.*}}], {{.*}} ins(%[[QP]] : tensor<8x4x8x2xbf16>) outs(%{{.*}} : tensor<8x4x2x8xf32>)
+// W8: %[[QS:.*]] = tensor.collapse_shape %[[QS4]] {{\[\[}}0], [1, 2, 3]] : tensor<8x4x2x8xf32> into tensor<8x64xf32>
+// W8: scf.for
+// W8: scf.for
+// W8: %[[QW:.*]] = tensor.extract_slice %[[QS]][%{{.*}}, 0] [4, 64] [1, 1] : tensor<8x64xf32> to tensor<4x64xf32>
+// W8: %[[K4:.*]] = tensor.expand_shape %{{.*}} output_shape [16, 4, 8, 2] : tensor<16x64xbf16> into tensor<16x4x8x2xbf16>
+// W8: %[[Q4:.*]] = tensor.expand_shape %[[QW]] {{.*}} output_shape [4, 4, 2, 8] : tensor<4x64xf32> into tensor<4x4x2x8xf32>
+// W8: linalg.generic {indexing_maps = [#[[$K5]], #[[$Q5]], #[[$S5]]], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[K4]], %[[Q4]] : tensor<16x4x8x2xbf16>, tensor<4x4x2x8xf32>) outs(%{{.*}} : tensor<16x4xf32>)
 // SPLIT-LABEL: func.func @paged_all_groups
 func.func @paged_all_groups(%q: tensor<?x8x1x64xbf16>,
     %kc: tensor<?x16x2x64xbf16>, %vc: tensor<?x16x2x64xbf16>,

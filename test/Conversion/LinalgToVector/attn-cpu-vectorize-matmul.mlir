@@ -493,3 +493,49 @@ func.func @rescale_aliasing(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %buf:
   }
   return
 }
+
+// -----
+
+// A decode tile's scores on bf16 keys in attn-decompose-online's split
+// form (4 query rows, D = 64, a dynamic number of keys): the dot kernel
+// reads K and Q through the views' sources ([?, 64] and [4, 64]), each
+// step 16 bf16 of a key in one load, split into even elements (shifted
+// left by 16) and odd ones (low half cleared), multiplied by Q's columns
+// [k0, k0 + 8) and [k0 + 8, k0 + 16); blocks of 2 keys (8 accumulators at
+// W = 8). The step loop is marked not to be unrolled (fully unrolled,
+// LLVM hoists Q's 32 vectors out of the loop over keys and spills them).
+// At W = 16 the form (W = 8) is not the kernel's: left to the loop
+// lowering.
+// CHECK-DAG: #[[$UNROLL:.*]] = #llvm.loop_unroll<disable = true>
+// CHECK-DAG: #[[$NOUNROLL:.*]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
+// CHECK-LABEL: func.func @decode_scores_split
+// CHECK: scf.for %{{.*}} step %c2
+// CHECK: scf.for %[[K0:.*]] = %c0 to %c64 step %c16
+// CHECK: vector.load %{{.*}}[%{{.*}}, %[[K0]]] : memref<?x64xbf16>, vector<16xbf16>
+// CHECK: arith.shli
+// CHECK: arith.andi
+// CHECK: vector.load %{{.*}}[%c0, %[[K0]]] : memref<4x64xf32>, vector<8xf32>
+// CHECK: %[[HI:.*]] = arith.addi %[[K0]], %c8
+// CHECK: vector.load %{{.*}}[%c0, %[[HI]]] : memref<4x64xf32>, vector<8xf32>
+// CHECK-COUNT-4: vector.fma
+// CHECK: } {loop_annotation = #[[$NOUNROLL]]}
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// AVX512-LABEL: func.func @decode_scores_split
+// AVX512: linalg.generic
+func.func @decode_scores_split(%k: memref<?x64xbf16>, %q: memref<4x64xf32>, %s: memref<?x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %k, %c0 : memref<?x64xbf16>
+  %k4 = memref.expand_shape %k [[0], [1, 2, 3]] output_shape [%n, 4, 8, 2] : memref<?x64xbf16> into memref<?x4x8x2xbf16>
+  %q4 = memref.expand_shape %q [[0], [1, 2, 3]] output_shape [4, 4, 2, 8] : memref<4x64xf32> into memref<4x4x2x8xf32>
+  linalg.generic {indexing_maps = [affine_map<(j, i, c, p, w) -> (j, c, w, p)>, affine_map<(j, i, c, p, w) -> (i, c, p, w)>, affine_map<(j, i, c, p, w) -> (j, i)>],
+                  iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%k4, %q4 : memref<?x4x8x2xbf16>, memref<4x4x2x8xf32>) outs(%s : memref<?x4xf32>) {
+  ^bb0(%x: bf16, %y: f32, %a: f32):
+    %xf = arith.extf %x : bf16 to f32
+    %m = arith.mulf %xf, %y : f32
+    %r = arith.addf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
