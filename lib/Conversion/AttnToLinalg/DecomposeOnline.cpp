@@ -328,7 +328,7 @@ static Operation *queryTileAnchor(OnlineStepOp op) {
 /// the outermost loop that `query` is invariant in, so that it happens
 /// once per query tile. A query that is a row window of a 2-D tensor
 /// invariant in more loops (the tiles of a paged decode task, stepped
-/// per cache block: sliceAllGroupsQuery in attn-tile) is the same window
+/// per cache block: attn-tile's buildAllGroupsNest) is the same window
 /// of that tensor's form, built once before those loops.
 /// With `splitWidth` W (a decode tile's scores on bf16 keys), Q [M, D] in
 /// the dot kernel's split order (f32SplitTile).
@@ -512,7 +512,7 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // scores or goes to the exponent (exponentScale). Bf16 pairs keep Q
     // exact: the scale applies to the f32 scores.
     ScoreForm form{spec, !pairs && scoreScale(spec) <= 1.0, /*base2=*/false};
-    // A decode tile's scores on bf16 keys: each 2W keys' elements split
+    // A decode tile's scores on bf16 keys: each 2W elements of a key split
     // into even and odd ones by the dot kernel, Q in that order.
     int64_t splitWidth = splitKeyWidth(op, dot && !pairs && !widen, width);
     Value qT = pairs ? buildPairedQ(rewriter, op)
