@@ -35,6 +35,17 @@ using mlir::attn::cpu::PForm;
 
 namespace {
 
+/// `x` expanded to the sizes `split` by `groups`.
+Value expandView(LinalgBuilder &in, Value x, ArrayRef<OpFoldResult> split,
+                 ArrayRef<ReassociationIndices> groups) {
+  SmallVector<int64_t> shape;
+  for (OpFoldResult s : split)
+    shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
+  auto type = RankedTensorType::get(
+      shape, cast<RankedTensorType>(x.getType()).getElementType());
+  return tensor::ExpandShapeOp::create(in.b, in.loc, type, x, groups, split);
+}
+
 /// The view of a 2-D tile `x` with its dimension `pairDim` (static, even)
 /// split into (pairs, 2): [J2, 2, N] or [N, J2, 2].
 Value splitPairs(LinalgBuilder &in, Value x, unsigned pairDim) {
@@ -44,15 +55,10 @@ Value splitPairs(LinalgBuilder &in, Value x, unsigned pairDim) {
   SmallVector<OpFoldResult> split = pairDim == 0
                                         ? SmallVector<OpFoldResult>{j2, two, n}
                                         : SmallVector<OpFoldResult>{n, j2, two};
-  SmallVector<ReassociationIndices> groups =
-      pairDim == 0 ? SmallVector<ReassociationIndices>{{0, 1}, {2}}
-                   : SmallVector<ReassociationIndices>{{0}, {1, 2}};
-  SmallVector<int64_t> shape;
-  for (OpFoldResult s : split)
-    shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
-  auto type = RankedTensorType::get(
-      shape, cast<RankedTensorType>(x.getType()).getElementType());
-  return tensor::ExpandShapeOp::create(in.b, in.loc, type, x, groups, split);
+  return expandView(in, x, split,
+                    pairDim == 0
+                        ? SmallVector<ReassociationIndices>{{0, 1}, {2}}
+                        : SmallVector<ReassociationIndices>{{0}, {1, 2}});
 }
 
 /// The view of a 2-D tile `x` [N, D] (D a static multiple of a·b) as
@@ -62,14 +68,8 @@ Value splitColumns(LinalgBuilder &in, Value x, int64_t a, int64_t b) {
   int64_t d = *getConstantIntValue(sizes[1]);
   SmallVector<OpFoldResult> split{sizes[0], in.b.getIndexAttr(d / (a * b)),
                                   in.b.getIndexAttr(a), in.b.getIndexAttr(b)};
-  SmallVector<int64_t> shape;
-  for (OpFoldResult s : split)
-    shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
-  auto type = RankedTensorType::get(
-      shape, cast<RankedTensorType>(x.getType()).getElementType());
-  return tensor::ExpandShapeOp::create(
-      in.b, in.loc, type, x, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}},
-      split);
+  return expandView(in, x, split,
+                    SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
 }
 
 /// The pair-interleaved (VNNI) copy of a 2-D tile `x` in `elt`: with the

@@ -38,10 +38,7 @@ using utils::IteratorType;
 
 /// Maps (d0..d{n-1}) -> (d[i] for i in dims).
 AffineMap projMap(MLIRContext *ctx, unsigned n, ArrayRef<unsigned> dims) {
-  SmallVector<AffineExpr> exprs;
-  for (unsigned d : dims)
-    exprs.push_back(getAffineDimExpr(d, ctx));
-  return AffineMap::get(n, 0, exprs, ctx);
+  return AffineMap::getMultiDimMapWithTargets(n, dims, ctx);
 }
 
 /// A tensor.empty of the sizes of `like` (constants, or tensor.dim where

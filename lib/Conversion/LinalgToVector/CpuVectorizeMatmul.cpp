@@ -339,15 +339,6 @@ bool attn::cpu::isPairBuffer(Value v, bool rowsToo) {
   return !rowsToo || strides[1] == 2;
 }
 
-/// The map of `n` loops to the loop dimensions `dims`.
-static AffineMap dimsMap(MLIRContext *ctx, unsigned n,
-                         ArrayRef<unsigned> dims) {
-  SmallVector<AffineExpr> e;
-  for (unsigned d : dims)
-    e.push_back(getAffineDimExpr(d, ctx));
-  return AffineMap::get(n, 0, e, ctx);
-}
-
 /// The pair-form matmul of attn-decompose-online (bf16-dot): loops
 /// (i, k2, j, t), C[i, j] += A · B[k2, j, t] with f32 C, bf16 A and B,
 /// A read as A[i, k2, t] or (`aTransposed`) A[k2, i, t].
@@ -357,7 +348,7 @@ bool attn::cpu::isPairMatmul(linalg::GenericOp op, bool &aTransposed) {
       op.getNumReductionLoops() != 2)
     return false;
   auto map = [&](ArrayRef<unsigned> dims) {
-    return dimsMap(op.getContext(), 4, dims);
+    return AffineMap::getMultiDimMapWithTargets(4, dims, op.getContext());
   };
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   auto iters = op.getIteratorTypesArray();
@@ -516,9 +507,9 @@ struct MatmulBlocks {
   }
 
   /// Row `row` of C at `col`, `lanes` wide (masked by `mask` when given),
-  /// times the row's alpha.
-  Value loadC(OpBuilder &bb, Value row, Value col, int64_t lanes,
-              Value mask) const {
+  /// times `rowAlpha` (the row's alpha; null: none).
+  Value loadC(OpBuilder &bb, Value row, Value col, int64_t lanes, Value mask,
+              Value rowAlpha) const {
     Value v = mask ? vector::MaskedLoadOp::create(
                          bb, loc, vf32(lanes), c, ValueRange{row, col}, mask,
                          arith::ConstantOp::create(
@@ -529,10 +520,9 @@ struct MatmulBlocks {
                    : vector::LoadOp::create(bb, loc, vf32(lanes), c,
                                             ValueRange{row, col})
                          .getResult();
-    if (!alpha)
+    if (!rowAlpha)
       return v;
-    Value s = vector::BroadcastOp::create(
-        bb, loc, vf32(lanes), memref::LoadOp::create(bb, loc, alpha, row));
+    Value s = vector::BroadcastOp::create(bb, loc, vf32(lanes), rowAlpha);
     return arith::MulFOp::create(bb, loc, v, s);
   }
 
@@ -635,13 +625,16 @@ struct MatmulBlocks {
     int64_t paired = splitB && !masked ? cols & ~int64_t(1) : 0;
     SmallVector<Value> acc;
     for (Value row : rowIdx) {
+      Value rowAlpha =
+          alpha ? memref::LoadOp::create(bb, loc, alpha, row).getResult()
+                : Value();
       for (int64_t q = 0; q < paired; q += 2) {
         auto split = vector::DeinterleaveOp::create(
-            bb, loc, loadC(bb, row, colIdx[q], 2 * w, Value()));
+            bb, loc, loadC(bb, row, colIdx[q], 2 * w, Value(), rowAlpha));
         acc.append({split.getRes1(), split.getRes2()});
       }
       for (int64_t q = paired; q < cols; ++q)
-        acc.push_back(loadC(bb, row, colIdx[q], w, mask));
+        acc.push_back(loadC(bb, row, colIdx[q], w, mask, rowAlpha));
     }
     SmallVector<Value> out = kLoop(bb, rowIdx, colIdx, paired, bMask, acc);
     for (auto [r, row] : llvm::enumerate(rowIdx)) {
@@ -953,7 +946,7 @@ bool isSplitTileDot(linalg::GenericOp op, int64_t width) {
       op.getNumDpsInits() != 1 || op.getNumLoops() != 5)
     return false;
   auto map = [&](ArrayRef<unsigned> dims) {
-    return dimsMap(op.getContext(), 5, dims);
+    return AffineMap::getMultiDimMapWithTargets(5, dims, op.getContext());
   };
   using utils::IteratorType;
   IteratorType par = IteratorType::parallel, red = IteratorType::reduction;
@@ -971,8 +964,8 @@ bool isSplitTileDot(linalg::GenericOp op, int64_t width) {
          cT.getElementType().isF32() && aT.getDimSize(2) == width &&
          aT.getDimSize(3) == 2 && bT.getDimSize(2) == 2 &&
          bT.getDimSize(3) == width && !aT.isDynamicDim(1) &&
-         !ShapedType::isDynamic(cT.getDimSize(1)) && cT.getDimSize(1) >= 1 &&
-         cT.getDimSize(1) <= attn::kCpuDotMaxRows &&
+         !bT.isDynamicDim(1) && !ShapedType::isDynamic(cT.getDimSize(1)) &&
+         cT.getDimSize(1) >= 1 && cT.getDimSize(1) <= attn::kCpuDotMaxRows &&
          memref::CollapseShapeOp::isGuaranteedCollapsible(aT, flat) &&
          memref::CollapseShapeOp::isGuaranteedCollapsible(bT, flat) &&
          isMulAddBody(op);

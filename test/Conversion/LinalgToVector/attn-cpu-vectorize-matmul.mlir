@@ -383,8 +383,8 @@ func.func @empty_tiles(%a: memref<0x8xf32>, %b: memref<8x16xf32>, %c: memref<0x1
 // CHECK-LABEL: func.func @rescale_fused
 // CHECK-NOT: linalg.generic
 // CHECK: scf.for
-// CHECK: %[[C:.*]] = vector.load %arg3[{{.*}}] : memref<12x16xf32>, vector<8xf32>
 // CHECK: %[[A:.*]] = memref.load %arg0[%{{.*}}] : memref<12xf32>
+// CHECK: %[[C:.*]] = vector.load %arg3[{{.*}}] : memref<12x16xf32>, vector<8xf32>
 // CHECK: %[[AB:.*]] = vector.broadcast %[[A]] : f32 to vector<8xf32>
 // CHECK: arith.mulf %[[C]], %[[AB]] : vector<8xf32>
 // CHECK: vector.fma

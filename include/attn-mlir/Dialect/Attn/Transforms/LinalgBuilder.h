@@ -56,10 +56,7 @@ struct LinalgBuilder {
         .getResult(0);
   }
   AffineMap map(unsigned n, ArrayRef<unsigned> dims) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned d : dims)
-      exprs.push_back(getAffineDimExpr(d, ctx));
-    return AffineMap::get(n, 0, exprs, ctx);
+    return AffineMap::getMultiDimMapWithTargets(n, dims, ctx);
   }
   /// One linalg.generic with a single result.
   Value generic(Value init, ValueRange ins, ArrayRef<AffineMap> maps,
