@@ -34,10 +34,25 @@ def compile_artifact(bindir, tmp, name, src, flags):
     return so, time.perf_counter() - t0
 
 
+# Seconds to wait before each measurement. A BLAS or OpenMP pool keeps
+# its worker threads spinning after a call (OpenBLAS about 2^28 cycles,
+# ~0.1 s): a measurement started at once shares the cores with them. On
+# the 2-core AVX2 host, attn-run's T=1024 D=64 f32 kernel took 18.8-26.7 ms
+# right after numpy_sdpa and 14.1-14.3 ms half a second later.
+SETTLE_S = 0.3
+
+
+def settle():
+    """Lets the previous measurement's worker threads go idle."""
+    time.sleep(SETTLE_S)
+
+
 def bench_artifact(bindir, so, iters, dims=(), inputs=()):
     """Times a compiled artifact with attn-run (`dims`: (name, size) of its
     dynamic dimensions, `inputs`: (name, .npy path) of inputs read from
-    files): (median ms, MiB of peak memory beyond the inputs and outputs)."""
+    files), on settled cores: (median ms, MiB of peak memory beyond the
+    inputs and outputs)."""
+    settle()
     cmd = [os.path.join(bindir, "attn-run"), so, "--bench", str(iters)]
     for name, size in dims:
         cmd += ["--dim", f"{name}={size}"]
@@ -100,7 +115,9 @@ def read_bandwidth(bindir, mib=512):
     independent loads in flight. (numpy's sum, split over threads, is no
     such reference: on the 2-core AVX2 host it reads at most about 35 GB/s
     however fast the memory is, bound by its own arithmetic, while this
-    read 16 to 59 GB/s there as the neighbours' load came and went.)"""
+    read 16 to 59 GB/s there as the neighbours' load came and went.)
+    Measured on settled cores, like the kernels."""
+    settle()
     out = subprocess.run([os.path.join(bindir, "attn-run"), "--read-bandwidth", str(mib)],
                          check=True, capture_output=True, text=True).stdout
     return float(re.search(r"read bandwidth: ([0-9.]+) GB/s", out).group(1))
@@ -118,7 +135,9 @@ def import_torch():
 
 
 def median_time(fn, iters):
-    """Median wall time of `iters` calls after one warm-up call."""
+    """Median wall time of `iters` calls after one warm-up call, on
+    settled cores."""
+    settle()
     fn()
     times = []
     for _ in range(iters):
