@@ -4,7 +4,9 @@
 // offsets computed from an enclosing scf.for's induction variable, the
 // kernels prefetch (locality 1: outer caches) the same subview at the next
 // iteration's offsets, clamped to [0, dim - size], a 64-byte line per
-// prefetch, as they compute on this one.
+// prefetch, as they compute on this one. When the tile's rows are apart
+// (a paged cache's KV head) and the step has a partner tile (the V of its
+// K), the scores prefetch that V tile and P·V the next iteration's K tile.
 // RUN: attn-opt %s --attn-cpu-vectorize-matmul -split-input-file | FileCheck %s
 
 #map_a = affine_map<(j, d, i) -> (j, d)>
@@ -252,6 +254,67 @@ func.func @no_wrap(%k: memref<?x64xf32>, %q: memref<4x64xf32>, %s: memref<16x4xf
     }
     %next = arith.addi %start, %c1 : index
     scf.yield %next : index
+  }
+  return
+}
+
+// -----
+
+#map_a = affine_map<(j, d, i) -> (j, d)>
+#map_q = affine_map<(j, d, i) -> (i, d)>
+#map_s = affine_map<(j, d, i) -> (j, i)>
+#map_p = affine_map<(i, k, j) -> (k, i)>
+#map_v = affine_map<(i, k, j) -> (k, j)>
+#map_o = affine_map<(i, k, j) -> (i, j)>
+
+// A paged step ([pages, 16, Hkv, D] caches, f32, D = 64): its K and V
+// tiles' rows are Hkv·D apart, so the scores prefetch this step's V tile
+// (its rows of each 2-key block) and P·V the next step's K tile (the next
+// head's rows of this page, or the next page's first head): no tile of
+// the V cache at another iteration. (@decode_blocks, whose rows follow
+// each other, keeps each tile's next iteration.)
+// CHECK-LABEL: func.func @paged_step
+// CHECK-SAME: (%[[KC:[^:]+]]: memref<?x16x16x64xf32>, %[[VC:[^:]+]]: memref<?x16x16x64xf32>
+// CHECK: %[[KB:.*]] = memref.subview %[[KC]][%[[PAGE:.*]], 0, %[[H:.*]], 0] [1, 16, 1, 64]
+// CHECK: %[[VB:.*]] = memref.subview %[[VC]][%[[PAGE]], 0, %[[H]], 0] [1, 16, 1, 64]
+// CHECK-NOT: memref.subview %[[VC]]
+// CHECK: scf.for %[[R:.*]] = %c0 to %c16 step %c2
+// CHECK-COUNT-4: memref.prefetch %[[VB]][%[[R]], %{{.*}}], read, locality<1>, data
+// CHECK-COUNT-4: memref.prefetch %[[VB]][%{{.*}}, %{{.*}}], read, locality<1>, data
+// CHECK: vector.load %[[KB]]
+// CHECK-NOT: memref.subview %[[VC]]
+// CHECK: %[[KN:.*]] = memref.subview %[[KC]][%{{.*}}, 0, %{{.*}}, 0] [1, 16, 1, 64]
+// CHECK: scf.for %[[KK:.*]] = %c0 to %c16 step %c1
+// CHECK: vector.load %[[VB]][%[[KK]], %{{.*}}]
+// CHECK-NEXT: memref.prefetch %[[KN]][%[[KK]], %{{.*}}], read, locality<1>, data
+// CHECK-NOT: memref.subview %[[VC]]
+// CHECK: return
+func.func @paged_step(%kc: memref<?x16x16x64xf32>, %vc: memref<?x16x16x64xf32>, %table: memref<?xi32>,
+                      %q: memref<4x64xf32>, %s: memref<16x4xf32>, %acc: memref<4x64xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.for %j = %c0 to %n step %c1 {
+    %id = memref.load %table[%j] : memref<?xi32>
+    %page = arith.index_cast %id : i32 to index
+    scf.for %h = %c0 to %c16 step %c1 {
+      %kb = memref.subview %kc[%page, 0, %h, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32> to memref<16x64xf32, strided<[1024, 1], offset: ?>>
+      %vb = memref.subview %vc[%page, 0, %h, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32> to memref<16x64xf32, strided<[1024, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%kb, %q : memref<16x64xf32, strided<[1024, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
+      ^bb0(%x: f32, %y: f32, %a: f32):
+        %m = arith.mulf %x, %y : f32
+        %r = arith.addf %a, %m : f32
+        linalg.yield %r : f32
+      }
+      linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%s, %vb : memref<16x4xf32>, memref<16x64xf32, strided<[1024, 1], offset: ?>>) outs(%acc : memref<4x64xf32>) {
+      ^bb0(%x: f32, %y: f32, %a: f32):
+        %m = arith.mulf %x, %y : f32
+        %r = arith.addf %a, %m : f32
+        linalg.yield %r : f32
+      }
+    }
   }
   return
 }
