@@ -322,7 +322,7 @@ static bool rowsContiguous(Value v) {
 /// each kernel fetching what the next one reads, half a step ahead. Paged
 /// bf16 decode (B = 16, 272568 keys, 2 threads, AVX2 host): 53.5-59.4 ms
 /// against 56.9-63.0 with the next iteration's own tile (6 rounds); on a
-/// dense cache the partner's lines made f32 decode over 128k keys 7-14%
+/// dense cache the partner's lines made f32 decode over 128k keys 6-15%
 /// slower.
 static Value tileToPrefetch(OpBuilder &b, Location loc, Value v,
                             Operation *op) {
