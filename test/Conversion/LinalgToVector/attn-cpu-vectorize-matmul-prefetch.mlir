@@ -19,7 +19,10 @@
 // A decode step over 32-key blocks of one KV head (D = 64, f32: 4 lines a
 // row). Scores: 2-key blocks prefetch their 2 rows of the next K block (8
 // lines); P·V (4 rows x 3 vectors): one prefetch of the next V block per
-// vector load, the masked tail's too.
+// vector load, the masked tail's too, in memory order: the line at the
+// fraction of the product done before the load (c0 · 32 + (k · 3 + slot)
+// · 8 of 32 x 64 elements, times the tile's 128 lines), not the load's own
+// (k, column).
 // CHECK-LABEL: func.func @decode_blocks
 // CHECK-SAME: (%[[K:[^:]+]]: memref<1x2x?x64xf32>, %[[V:[^:]+]]: memref<1x2x?x64xf32>
 // CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %[[C32:c32[_0-9]*]]
@@ -38,8 +41,21 @@
 // CHECK: vector.fma
 // CHECK: %[[VT:.*]] = memref.dim %[[V]], %c2
 // CHECK: %[[VN:.*]] = memref.subview %[[V]][0, 1, %{{.*}}, 0] [1, 1, 32, 64]
+// CHECK: scf.for %[[C0:.*]] = %c0 to %c48 step %c24
 // CHECK: scf.for %[[KK:.*]] = %c0 to %[[C32]] step %c1
-// CHECK-COUNT-3: memref.prefetch %[[VN]][%[[KK]], %{{.*}}], read, locality<1>, data
+// CHECK: vector.load
+// CHECK: %[[CK:.*]] = arith.muli %[[C0]], %[[C32]]
+// CHECK: %[[KS:.*]] = arith.muli %[[KK]], %c3
+// CHECK: %[[KW:.*]] = arith.muli %[[KS]], %c8
+// CHECK: %[[DONE:.*]] = arith.addi %[[CK]], %[[KW]]
+// CHECK: %[[SCALED:.*]] = arith.muli %[[DONE]], %c128
+// CHECK: %[[LINE:.*]] = arith.divui %[[SCALED]], %c2048
+// CHECK: %[[ROWQ:.*]] = arith.divui %[[LINE]], %c4
+// CHECK: %[[ROW:.*]] = arith.minui %[[ROWQ]], %c31
+// CHECK: %[[LC:.*]] = arith.remui %[[LINE]], %c4
+// CHECK: %[[COL:.*]] = arith.muli %[[LC]], %c16
+// CHECK: memref.prefetch %[[VN]][%[[ROW]], %[[COL]]], read, locality<1>, data
+// CHECK-COUNT-2: memref.prefetch %[[VN]]
 // CHECK: vector.maskedload
 // CHECK: memref.prefetch %[[VN]]
 func.func @decode_blocks(%k: memref<1x2x?x64xf32>, %v: memref<1x2x?x64xf32>, %q: memref<4x64xf32>,
