@@ -556,8 +556,8 @@ struct MatmulBlocks {
   /// line at the fraction of the tile's columns x keys done before this
   /// load): the column blocks' order, 128 rows apart at each load, kept the
   /// step's reads from streaming under its arithmetic (f32 decode over 32k
-  /// and 128k keys, 2 threads, AVX2 host: 10.1-10.7 and 38.3-44.3 ms
-  /// against 12.8-13.4 and 49.0-51.7, bf16 unchanged). Otherwise (rows
+  /// and 128k keys, 2 threads, AVX2 host: 10.1-10.7 and 34.4-40.1 ms
+  /// against 12.3-13.0 and 48.0-49.8, bf16 unchanged). Otherwise (rows
   /// apart: a paged cache's K tile; memory order was 2% slower there) the
   /// same (k, col) of nextB.
   void prefetchNext(OpBuilder &lb, Value k, Value col, Value c0, int64_t slot,
