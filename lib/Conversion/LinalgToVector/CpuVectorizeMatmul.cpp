@@ -312,30 +312,6 @@ static bool rowsContiguous(Value v) {
          strides[1] == 1 && strides[0] == type.getDimSize(1);
 }
 
-/// The tile whose lines a kernel `op` that reads the tile `v` once
-/// prefetches as it computes (null: none). Rows of `v` one after the other
-/// (a dense cache's key block): the same tile at the next iteration
-/// (nextIterationTile). Rows apart (a paged cache block's rows of one KV
-/// head, D elements Hkv·D apart) with a partner tile: the partner when it
-/// is read after `op` (the scores' K tile: this step's V), its next
-/// iteration's when it was read before (P·V's V tile: the next step's K),
-/// each kernel fetching what the next one reads, half a step ahead. Paged
-/// bf16 decode (B = 16, 272568 keys, 2 threads, AVX2 host): 53.5-59.4 ms
-/// against 56.9-63.0 with the next iteration's own tile (6 rounds); on a
-/// dense cache the partner's lines made f32 decode over 128k keys 6-15%
-/// slower.
-static Value tileToPrefetch(OpBuilder &b, Location loc, Value v,
-                            Operation *op) {
-  memref::SubViewOp partner = partnerTile(v);
-  if (!partner || rowsContiguous(v))
-    return nextIterationTile(b, loc, v);
-  if (usedInBlock(partner, op, /*after=*/true))
-    return partner;
-  if (usedInBlock(partner, op, /*after=*/false))
-    return nextIterationTile(b, loc, partner);
-  return nextIterationTile(b, loc, v);
-}
-
 /// The cache line the prefetches of the dot kernel step by (64 bytes).
 static constexpr int64_t kCacheLineBits = 512;
 
@@ -346,6 +322,121 @@ static void prefetchOuter(OpBuilder &b, Location loc, Value mem,
                           ValueRange indices) {
   memref::PrefetchOp::create(b, loc, mem, indices, b.getBoolAttr(false),
                              b.getI32IntegerAttr(1), b.getBoolAttr(true));
+}
+
+/// The next cache block of a paged step's tile, in memory order: `v` is a
+/// cache block's rows of one KV head (a subview [1, BS, 1, D] at [page, 0,
+/// head, 0] of a cache [pages, BS, Hkv, D]) in a loop of Hkv static steps
+/// over the heads (`inner`), itself in a loop over the blocks whose next
+/// iteration reads another page. Each step owns the step's share of the
+/// next block, BS·D contiguous elements from h·BS·D (h: the step's index),
+/// so that the steps of one block fetch the whole next one, in order.
+struct NextBlock {
+  Value cache, page, piece;
+  int64_t heads, dim;
+
+  /// Prefetches the element `flat` of this step's share (of the tile's
+  /// shape, row-major).
+  void prefetch(OpBuilder &b, Location loc, Value flat) const {
+    auto c = [&](int64_t v) { return attn::cpu::constIndex(b, loc, v); };
+    Value f = arith::AddIOp::create(b, loc, piece, flat);
+    Value key = arith::DivUIOp::create(b, loc, f, c(heads * dim));
+    Value head = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, f, c(dim)), c(heads));
+    Value d = arith::RemUIOp::create(b, loc, f, c(dim));
+    prefetchOuter(b, loc, cache, {page, key, head, d});
+  }
+};
+
+/// `v`'s NextBlock, when `v` is such a tile (see NextBlock).
+static std::optional<NextBlock> nextBlockOf(OpBuilder &b, Location loc,
+                                            Value v) {
+  auto sv = v.getDefiningOp<memref::SubViewOp>();
+  auto inner =
+      dyn_cast_if_present<scf::ForOp>(sv ? sv->getParentOp() : nullptr);
+  if (!sv || !inner || !sv.hasUnitStride() ||
+      sv.getSourceType().getRank() != 4 || !sv.getSizes().empty())
+    return std::nullopt;
+  ArrayRef<int64_t> shape = sv.getSourceType().getShape();
+  ArrayRef<int64_t> sizes = sv.getStaticSizes();
+  std::optional<APInt> steps = inner.getStaticTripCount();
+  auto outer = dyn_cast<scf::ForOp>(inner->getParentOp());
+  // (Whole rows of a whole block: the subview, in bounds, starts at key 0
+  // and column 0.)
+  if (!outer || !steps || ShapedType::isDynamic(shape[1]) ||
+      ShapedType::isDynamic(shape[2]) || ShapedType::isDynamic(shape[3]) ||
+      sizes[1] != shape[1] || sizes[2] != 1 || sizes[3] != shape[3] ||
+      steps->getSExtValue() != shape[2])
+    return std::nullopt;
+  // The page at the block loop's next iteration, this step's head kept.
+  OtherIteration at{b, loc, outer, {}, {}};
+  at.set(
+      outer.getInductionVar(),
+      arith::AddIOp::create(b, loc, outer.getInductionVar(), outer.getStep()));
+  at.map.map(inner.getInductionVar(), inner.getInductionVar());
+  std::optional<SmallVector<OpFoldResult>> next = at.offsets(sv);
+  if (!next || !at.moves((*next)[0]))
+    return std::nullopt;
+  auto c = [&](int64_t x) { return attn::cpu::constIndex(b, loc, x); };
+  Value pages = memref::DimOp::create(b, loc, sv.getSource(), 0);
+  Value page = clampIndex(b, loc, cast<Value>((*next)[0]),
+                          arith::SubIOp::create(b, loc, pages, c(1)));
+  Value h = arith::DivUIOp::create(
+      b, loc,
+      arith::SubIOp::create(b, loc, inner.getInductionVar(),
+                            inner.getLowerBound()),
+      inner.getStep());
+  Value piece = arith::MulIOp::create(b, loc, h, c(shape[1] * shape[3]));
+  return NextBlock{sv.getSource(), page, piece, shape[2], shape[3]};
+}
+
+/// What a kernel that reads a tile once prefetches as it computes: the
+/// element (row, col) of `tile`, or of this step's share of the next cache
+/// block (`block`); nothing when neither is set.
+struct PrefetchTarget {
+  Value tile;
+  std::optional<NextBlock> block;
+
+  explicit operator bool() const { return tile || block; }
+  void emit(OpBuilder &b, Location loc, Value row, Value col,
+            int64_t cols) const {
+    if (!block)
+      return prefetchOuter(b, loc, tile, {row, col});
+    block->prefetch(b, loc,
+                    arith::AddIOp::create(
+                        b, loc,
+                        arith::MulIOp::create(
+                            b, loc, row, attn::cpu::constIndex(b, loc, cols)),
+                        col));
+  }
+};
+
+/// What a kernel `op` that reads the tile `v` once prefetches as it
+/// computes. Rows of `v` one after the other (a dense cache's key block):
+/// the same tile at the next iteration (nextIterationTile). Rows apart (a
+/// paged cache block's rows of one KV head, D elements Hkv·D apart): the
+/// next cache block in memory order (NextBlock), each head step its share;
+/// failing that, with a partner tile (its step's V for a K tile, and
+/// back): the partner when it is read after `op` (the scores' K tile: this
+/// step's V), its next iteration's when it was read before (P·V's V tile:
+/// the next step's K). Paged bf16 decode (B = 16, 272568 keys, 2 threads,
+/// AVX2 host): the next block 53.0-57.7 ms against 54.7-60.7 with the
+/// partner (6 rounds; f32 105.6-111.1 against 115.8-125.3), the partner
+/// 53.5-59.4 against 56.9-63.0 with the next iteration's own tile (6
+/// rounds); on a dense cache the partner's lines made f32 decode over 128k
+/// keys 6-15% slower.
+static PrefetchTarget tileToPrefetch(OpBuilder &b, Location loc, Value v,
+                                     Operation *op) {
+  if (rowsContiguous(v))
+    return {nextIterationTile(b, loc, v), std::nullopt};
+  if (std::optional<NextBlock> block = nextBlockOf(b, loc, v))
+    return {Value(), block};
+  memref::SubViewOp partner = partnerTile(v);
+  if (partner && usedInBlock(partner, op, /*after=*/true))
+    return {partner, std::nullopt};
+  if (partner && usedInBlock(partner, op, /*after=*/false))
+    return {nextIterationTile(b, loc, partner), std::nullopt};
+  return {nextIterationTile(b, loc, v), std::nullopt};
 }
 
 /// The 2W bf16 elements of `v` (vector<2W x bf16>) as two vector<W x f32>:
@@ -546,8 +637,8 @@ struct MatmulBlocks {
   bool aT, pairs;
   /// bf16 B read a pair of vectors at a time (splitBF16).
   bool splitB;
-  /// The tile to prefetch as B is read (tileToPrefetch; null: none).
-  Value nextB;
+  /// What to prefetch as B is read (tileToPrefetch; may be empty).
+  PrefetchTarget nextB;
 
   /// The prefetch that goes with B's load at (k, col), the vector `slot` of
   /// a block whose columns start at c0 (`slots` vectors). A static nextB of
@@ -562,12 +653,11 @@ struct MatmulBlocks {
   /// same (k, col) of nextB.
   void prefetchNext(OpBuilder &lb, Value k, Value col, Value c0, int64_t slot,
                     int64_t slots) const {
-    auto t = cast<MemRefType>(nextB.getType());
+    auto bType = cast<MemRefType>(b.getType());
+    if (nextB.block || !bType.hasStaticShape() || !rowsContiguous(nextB.tile))
+      return nextB.emit(lb, loc, k, col, bType.getDimSize(1));
+    auto t = cast<MemRefType>(nextB.tile.getType());
     int64_t rows = t.getDimSize(0), n = t.getDimSize(1);
-    if (!t.hasStaticShape() || !rowsContiguous(nextB)) {
-      prefetchOuter(lb, loc, nextB, {k, col});
-      return;
-    }
     int64_t lineElts =
         kCacheLineBits / t.getElementType().getIntOrFloatBitWidth();
     int64_t perRow = llvm::divideCeil(n, lineElts), lines = rows * perRow;
@@ -589,7 +679,7 @@ struct MatmulBlocks {
     Value lineCol = arith::MulIOp::create(
         lb, loc, arith::RemUIOp::create(lb, loc, line, idx(lb, perRow)),
         idx(lb, lineElts));
-    prefetchOuter(lb, loc, nextB, {row, lineCol});
+    prefetchOuter(lb, loc, nextB.tile, {row, lineCol});
   }
 
   Type f32() const { return Float32Type::get(loc->getContext()); }
@@ -843,10 +933,10 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     // One row block for all of C (a decode tile) reads B once: the rows of
     // the tile read next (tileToPrefetch: B's at the next iteration, or on
     // a paged cache the next step's K) are prefetched as B's are read.
-    Value nextB = !pairs && !ShapedType::isDynamic(staticRows) &&
-                          staticRows <= rowsPerBlock
-                      ? tileToPrefetch(rewriter, loc, b, op)
-                      : Value();
+    PrefetchTarget nextB = !pairs && !ShapedType::isDynamic(staticRows) &&
+                                   staticRows <= rowsPerBlock
+                               ? tileToPrefetch(rewriter, loc, b, op)
+                               : PrefetchTarget();
     MatmulBlocks blocks{loc,
                         kWidth,
                         a,
@@ -1166,7 +1256,7 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
     // at the next key block, or on a paged cache this step's V) are
     // prefetched, a 64-byte line at a time, as A's are computed on, so
     // that memory streams under the arithmetic.
-    Value nextA = tileToPrefetch(rewriter, loc, a, op);
+    PrefetchTarget nextA = tileToPrefetch(rewriter, loc, a, op);
     int64_t lineElts = kCacheLineBits / aElt.getIntOrFloatBitWidth();
 
     // Rows [i0, i0 + rows) of C.
@@ -1180,7 +1270,7 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
       if (nextA)
         for (Value row : rowIdx)
           for (int64_t k = 0; k < kDim; k += lineElts)
-            prefetchOuter(bb, loc, nextA, {row, idx(bb, k)});
+            nextA.emit(bb, loc, row, idx(bb, k), kDim);
       // One k step of W lanes from k0 (masked past K when `tail`).
       auto step = [&](OpBuilder &lb, Value k0, ValueRange acc, bool tail) {
         Value mask;

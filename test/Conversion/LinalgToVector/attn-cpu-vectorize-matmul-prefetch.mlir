@@ -283,12 +283,14 @@ func.func @no_wrap(%k: memref<?x64xf32>, %q: memref<4x64xf32>, %s: memref<16x4xf
 #map_v = affine_map<(i, k, j) -> (k, j)>
 #map_o = affine_map<(i, k, j) -> (i, j)>
 
-// A paged step ([pages, 16, Hkv, D] caches, f32, D = 64): its K and V
-// tiles' rows are Hkv·D apart, so the scores prefetch this step's V tile
-// (its rows of each 2-key block) and P·V the next step's K tile (the next
-// head's rows of this page, or the next page's first head): no tile of
-// the V cache at another iteration. (@decode_blocks, whose rows follow
-// each other, keeps each tile's next iteration.)
+// A paged step ([pages, 16, Hkv, D] caches, f32, D = 64) over every
+// other head: its K and V tiles' rows are Hkv·D apart and its steps do not
+// cover a block (no NextBlock, see @paged_block), so the scores prefetch
+// this step's V tile (its rows of each 2-key block) and P·V the next
+// step's K tile (the next head's rows of this page, or the next page's
+// first head): no tile of the V cache at another iteration.
+// (@decode_blocks, whose rows follow each other, keeps each tile's next
+// iteration.)
 // CHECK-LABEL: func.func @paged_step
 // CHECK-SAME: (%[[KC:[^:]+]]: memref<?x16x16x64xf32>, %[[VC:[^:]+]]: memref<?x16x16x64xf32>
 // CHECK: %[[KB:.*]] = memref.subview %[[KC]][%[[PAGE:.*]], 0, %[[H:.*]], 0] [1, 16, 1, 64]
@@ -306,6 +308,85 @@ func.func @no_wrap(%k: memref<?x64xf32>, %q: memref<4x64xf32>, %s: memref<16x4xf
 // CHECK-NOT: memref.subview %[[VC]]
 // CHECK: return
 func.func @paged_step(%kc: memref<?x16x16x64xf32>, %vc: memref<?x16x16x64xf32>, %table: memref<?xi32>,
+                      %q: memref<4x64xf32>, %s: memref<16x4xf32>, %acc: memref<4x64xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  scf.for %j = %c0 to %n step %c1 {
+    %id = memref.load %table[%j] : memref<?xi32>
+    %page = arith.index_cast %id : i32 to index
+    scf.for %h = %c0 to %c8 step %c1 {
+      %head = arith.muli %h, %c2 : index
+      %kb = memref.subview %kc[%page, 0, %head, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32> to memref<16x64xf32, strided<[1024, 1], offset: ?>>
+      %vb = memref.subview %vc[%page, 0, %head, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32> to memref<16x64xf32, strided<[1024, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%kb, %q : memref<16x64xf32, strided<[1024, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
+      ^bb0(%x: f32, %y: f32, %a: f32):
+        %m = arith.mulf %x, %y : f32
+        %r = arith.addf %a, %m : f32
+        linalg.yield %r : f32
+      }
+      linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%s, %vb : memref<16x4xf32>, memref<16x64xf32, strided<[1024, 1], offset: ?>>) outs(%acc : memref<4x64xf32>) {
+      ^bb0(%x: f32, %y: f32, %a: f32):
+        %m = arith.mulf %x, %y : f32
+        %r = arith.addf %a, %m : f32
+        linalg.yield %r : f32
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+#map_a = affine_map<(j, d, i) -> (j, d)>
+#map_q = affine_map<(j, d, i) -> (i, d)>
+#map_s = affine_map<(j, d, i) -> (j, i)>
+#map_p = affine_map<(i, k, j) -> (k, i)>
+#map_v = affine_map<(i, k, j) -> (k, j)>
+#map_o = affine_map<(i, k, j) -> (i, j)>
+
+// The paged step of the decode nest: a static loop over all 16 heads of a
+// block inside the loop over blocks. Each step prefetches its share of the
+// next block in memory order: head step h the elements [h·16·64, (h + 1)·
+// 16·64) of the next page (read through the table at the next index,
+// clamped), element f at [page, f / (16·64), (f / 64) mod 16, f mod 64];
+// the scores in the K cache, P·V in the V cache, at the position (row,
+// column) of their own load. No tile at another iteration.
+// CHECK-LABEL: func.func @paged_block
+// CHECK-SAME: (%[[KC:[^:]+]]: memref<?x16x16x64xf32>, %[[VC:[^:]+]]: memref<?x16x16x64xf32>, %[[TABLE:[^:]+]]: memref<?xi32>
+// CHECK: scf.for %[[J:.*]] = %c0 to
+// CHECK: scf.for %[[H:.*]] = %c0 to %c16 step %c1
+// CHECK: %[[JN:.*]] = arith.addi %[[J]], %c1
+// CHECK: %[[TD:.*]] = memref.dim %[[TABLE]], %c0
+// CHECK: %[[TL:.*]] = arith.subi %[[TD]], %c1
+// CHECK: %[[TMIN:.*]] = arith.minsi %[[JN]], %[[TL]]
+// CHECK: %[[TI:.*]] = arith.maxsi %[[TMIN]], %c0
+// CHECK: %[[ID:.*]] = memref.load %[[TABLE]][%[[TI]]]
+// CHECK: %[[PN:.*]] = arith.index_cast %[[ID]]
+// CHECK: %[[PAGES:.*]] = memref.dim %[[KC]], %c0
+// CHECK: %[[PL:.*]] = arith.subi %[[PAGES]], %c1
+// CHECK: %[[PMIN:.*]] = arith.minsi %[[PN]], %[[PL]]
+// CHECK: %[[PAGE:.*]] = arith.maxsi %[[PMIN]], %c0
+// CHECK: %[[PIECE:.*]] = arith.muli %[[H]], %c1024
+// CHECK: scf.for %[[R:.*]] = %c0 to %c16 step %c2
+// CHECK: %[[RD:.*]] = arith.muli %[[R]], %c64
+// CHECK: %[[F:.*]] = arith.addi %[[PIECE]], %[[RD]]
+// CHECK: %[[KEY:.*]] = arith.divui %[[F]], %c1024
+// CHECK: %[[HQ:.*]] = arith.divui %[[F]], %c64
+// CHECK: %[[HEAD:.*]] = arith.remui %[[HQ]], %c16
+// CHECK: %[[D:.*]] = arith.remui %[[F]], %c64
+// CHECK: memref.prefetch %[[KC]][%[[PAGE]], %[[KEY]], %[[HEAD]], %[[D]]], read, locality<1>, data
+// CHECK-COUNT-7: memref.prefetch %[[KC]][%[[PAGE]], %{{.*}}, %{{.*}}, %{{.*}}], read, locality<1>, data
+// CHECK: %[[VPAGES:.*]] = memref.dim %[[VC]], %c0
+// CHECK: %[[VPAGE:.*]] = arith.maxsi %{{.*}}, %c0
+// CHECK: scf.for %[[KK:.*]] = %c0 to %c16 step %c1
+// CHECK: memref.prefetch %[[VC]][%[[VPAGE]], %{{.*}}, %{{.*}}, %{{.*}}], read, locality<1>, data
+// CHECK-NOT: memref.subview
+// CHECK: return
+func.func @paged_block(%kc: memref<?x16x16x64xf32>, %vc: memref<?x16x16x64xf32>, %table: memref<?xi32>,
                       %q: memref<4x64xf32>, %s: memref<16x4xf32>, %acc: memref<4x64xf32>, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
