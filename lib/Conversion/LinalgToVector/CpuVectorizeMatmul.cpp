@@ -302,14 +302,9 @@ static bool usedInBlock(Value v, Operation *op, bool after) {
   return false;
 }
 
-/// Whether each row of the rank-2 memref `v` follows the one before it.
+/// Whether each row of the 2-D tile `v` follows the one before it.
 static bool rowsContiguous(Value v) {
-  auto type = cast<MemRefType>(v.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  return type.getRank() == 2 &&
-         succeeded(type.getStridesAndOffset(strides, offset)) &&
-         strides[1] == 1 && strides[0] == type.getDimSize(1);
+  return cast<MemRefType>(v.getType()).areTrailingDimsContiguous(2);
 }
 
 /// The cache line the prefetches of the dot kernel step by (64 bytes).
