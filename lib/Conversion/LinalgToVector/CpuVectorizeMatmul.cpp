@@ -327,19 +327,17 @@ static void prefetchOuter(OpBuilder &b, Location loc, Value mem,
 /// next block, BS·D contiguous elements from h·BS·D (h: the step's index),
 /// so that the steps of one block fetch the whole next one, in order.
 struct NextBlock {
-  Value cache, page, piece;
-  int64_t heads, dim;
+  /// The cache as one dimension, and the first element of this step's
+  /// share of the next block in it.
+  Value flatCache, start;
 
   /// Prefetches the element `flat` of this step's share (of the tile's
-  /// shape, row-major).
+  /// shape, row-major): the share is contiguous, so its element `flat` is
+  /// start + flat of the flattened cache (no division into the cache's
+  /// four indices, which cost each prefetch a handful of integer ops).
   void prefetch(OpBuilder &b, Location loc, Value flat) const {
-    auto c = [&](int64_t v) { return attn::cpu::constIndex(b, loc, v); };
-    Value f = arith::AddIOp::create(b, loc, piece, flat);
-    Value key = arith::DivUIOp::create(b, loc, f, c(heads * dim));
-    Value head = arith::RemUIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, f, c(dim)), c(heads));
-    Value d = arith::RemUIOp::create(b, loc, f, c(dim));
-    prefetchOuter(b, loc, cache, {page, key, head, d});
+    prefetchOuter(b, loc, flatCache,
+                  {arith::AddIOp::create(b, loc, start, flat)});
   }
 };
 
@@ -350,7 +348,9 @@ static std::optional<NextBlock> nextBlockOf(OpBuilder &b, Location loc,
   auto inner =
       dyn_cast_if_present<scf::ForOp>(sv ? sv->getParentOp() : nullptr);
   if (!sv || !inner || !sv.hasUnitStride() ||
-      sv.getSourceType().getRank() != 4 || !sv.getSizes().empty())
+      sv.getSourceType().getRank() != 4 ||
+      !sv.getSourceType().areTrailingDimsContiguous(4) ||
+      !sv.getSizes().empty())
     return std::nullopt;
   ArrayRef<int64_t> shape = sv.getSourceType().getShape();
   ArrayRef<int64_t> sizes = sv.getStaticSizes();
@@ -381,8 +381,13 @@ static std::optional<NextBlock> nextBlockOf(OpBuilder &b, Location loc,
       arith::SubIOp::create(b, loc, inner.getInductionVar(),
                             inner.getLowerBound()),
       inner.getStep());
-  Value piece = arith::MulIOp::create(b, loc, h, c(shape[1] * shape[3]));
-  return NextBlock{sv.getSource(), page, piece, shape[2], shape[3]};
+  int64_t blockElts = shape[1] * shape[2] * shape[3];
+  Value start = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, page, c(blockElts)),
+      arith::MulIOp::create(b, loc, h, c(shape[1] * shape[3])));
+  Value flat = memref::CollapseShapeOp::create(
+      b, loc, sv.getSource(), SmallVector<ReassociationIndices>{{0, 1, 2, 3}});
+  return NextBlock{flat, start};
 }
 
 /// What a kernel that reads a tile once prefetches as it computes: the

@@ -352,7 +352,8 @@ func.func @paged_step(%kc: memref<?x16x16x64xf32>, %vc: memref<?x16x16x64xf32>, 
 // block inside the loop over blocks. Each step prefetches its share of the
 // next block in memory order: head step h the elements [h·16·64, (h + 1)·
 // 16·64) of the next page (read through the table at the next index,
-// clamped), element f at [page, f / (16·64), (f / 64) mod 16, f mod 64];
+// clamped), element f at page·16·16·64 + h·16·64 + f of the flattened
+// cache (the share is contiguous);
 // the scores in the K cache, P·V in the V cache, at the position (row,
 // column) of their own load. No tile at another iteration.
 // CHECK-LABEL: func.func @paged_block
@@ -370,20 +371,21 @@ func.func @paged_step(%kc: memref<?x16x16x64xf32>, %vc: memref<?x16x16x64xf32>, 
 // CHECK: %[[PL:.*]] = arith.subi %[[PAGES]], %c1
 // CHECK: %[[PMIN:.*]] = arith.minsi %[[PN]], %[[PL]]
 // CHECK: %[[PAGE:.*]] = arith.maxsi %[[PMIN]], %c0
+// CHECK: %[[BASE:.*]] = arith.muli %[[PAGE]], %c16384
 // CHECK: %[[PIECE:.*]] = arith.muli %[[H]], %c1024
+// CHECK: %[[START:.*]] = arith.addi %[[BASE]], %[[PIECE]]
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[KC]] {{\[}}[0, 1, 2, 3]] : memref<?x16x16x64xf32> into memref<?xf32>
 // CHECK: scf.for %[[R:.*]] = %c0 to %c16 step %c2
 // CHECK: %[[RD:.*]] = arith.muli %[[R]], %c64
-// CHECK: %[[F:.*]] = arith.addi %[[PIECE]], %[[RD]]
-// CHECK: %[[KEY:.*]] = arith.divui %[[F]], %c1024
-// CHECK: %[[HQ:.*]] = arith.divui %[[F]], %c64
-// CHECK: %[[HEAD:.*]] = arith.remui %[[HQ]], %c16
-// CHECK: %[[D:.*]] = arith.remui %[[F]], %c64
-// CHECK: memref.prefetch %[[KC]][%[[PAGE]], %[[KEY]], %[[HEAD]], %[[D]]], read, locality<1>, data
-// CHECK-COUNT-7: memref.prefetch %[[KC]][%[[PAGE]], %{{.*}}, %{{.*}}, %{{.*}}], read, locality<1>, data
+// CHECK: %[[F:.*]] = arith.addi %[[START]], %[[RD]]
+// CHECK: memref.prefetch %[[FLAT]][%[[F]]], read, locality<1>, data : memref<?xf32>
+// CHECK-COUNT-7: memref.prefetch %[[FLAT]][%{{.*}}], read, locality<1>, data
 // CHECK: %[[VPAGES:.*]] = memref.dim %[[VC]], %c0
 // CHECK: %[[VPAGE:.*]] = arith.maxsi %{{.*}}, %c0
+// CHECK: %[[VBASE:.*]] = arith.muli %[[VPAGE]], %c16384
+// CHECK: %[[VFLAT:.*]] = memref.collapse_shape %[[VC]] {{\[}}[0, 1, 2, 3]]
 // CHECK: scf.for %[[KK:.*]] = %c0 to %c16 step %c1
-// CHECK: memref.prefetch %[[VC]][%[[VPAGE]], %{{.*}}, %{{.*}}, %{{.*}}], read, locality<1>, data
+// CHECK: memref.prefetch %[[VFLAT]][%{{.*}}], read, locality<1>, data : memref<?xf32>
 // CHECK-NOT: memref.subview
 // CHECK: return
 func.func @paged_block(%kc: memref<?x16x16x64xf32>, %vc: memref<?x16x16x64xf32>, %table: memref<?xi32>,
