@@ -417,3 +417,53 @@ func.func @paged_block(%kc: memref<?x16x16x64xf32>, %vc: memref<?x16x16x64xf32>,
   }
   return
 }
+
+// -----
+
+#map_a = affine_map<(j, d, i) -> (j, d)>
+#map_q = affine_map<(j, d, i) -> (i, d)>
+#map_s = affine_map<(j, d, i) -> (j, i)>
+#map_p = affine_map<(i, k, j) -> (k, i)>
+#map_v = affine_map<(i, k, j) -> (k, j)>
+#map_o = affine_map<(i, k, j) -> (i, j)>
+
+// @paged_block on caches whose rows are apart (a key row every 2048
+// elements, 1024 of them used): a step's share of the next block is not
+// contiguous there, so no NextBlock (no flattened cache); the partner rule
+// stays (the scores prefetch this step's V tile).
+// CHECK-LABEL: func.func @paged_block_strided
+// CHECK-SAME: (%[[KC:[^:]+]]: memref<?x16x16x64xf32, strided<[32768, 2048, 64, 1]>>, %[[VC:[^:]+]]: memref<?x16x16x64xf32, strided<[32768, 2048, 64, 1]>>
+// CHECK-NOT: memref.collapse_shape
+// CHECK: %[[VB:.*]] = memref.subview %[[VC]]
+// CHECK: memref.prefetch %[[VB]][
+// CHECK-NOT: memref.collapse_shape
+// CHECK: return
+func.func @paged_block_strided(%kc: memref<?x16x16x64xf32, strided<[32768, 2048, 64, 1]>>, %vc: memref<?x16x16x64xf32, strided<[32768, 2048, 64, 1]>>, %table: memref<?xi32>,
+                      %q: memref<4x64xf32>, %s: memref<16x4xf32>, %acc: memref<4x64xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.for %j = %c0 to %n step %c1 {
+    %id = memref.load %table[%j] : memref<?xi32>
+    %page = arith.index_cast %id : i32 to index
+    scf.for %h = %c0 to %c16 step %c1 {
+      %kb = memref.subview %kc[%page, 0, %h, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32, strided<[32768, 2048, 64, 1]>> to memref<16x64xf32, strided<[2048, 1], offset: ?>>
+      %vb = memref.subview %vc[%page, 0, %h, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32, strided<[32768, 2048, 64, 1]>> to memref<16x64xf32, strided<[2048, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%kb, %q : memref<16x64xf32, strided<[2048, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
+      ^bb0(%x: f32, %y: f32, %a: f32):
+        %m = arith.mulf %x, %y : f32
+        %r = arith.addf %a, %m : f32
+        linalg.yield %r : f32
+      }
+      linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%s, %vb : memref<16x4xf32>, memref<16x64xf32, strided<[2048, 1], offset: ?>>) outs(%acc : memref<4x64xf32>) {
+      ^bb0(%x: f32, %y: f32, %a: f32):
+        %m = arith.mulf %x, %y : f32
+        %r = arith.addf %a, %m : f32
+        linalg.yield %r : f32
+      }
+    }
+  }
+  return
+}
