@@ -91,16 +91,37 @@ Value buildPairs(LinalgBuilder &in, Value x, unsigned pairDim, Type elt) {
       });
 }
 
+/// An f32 tile [rows, cols] for the register-blocked kernels to read: when
+/// its rows would be a multiple of 256 bytes apart, the rows of a larger
+/// buffer, 64 bytes longer each. A kernel reads a column block of such a
+/// tile row after row (P·V's B, the scores' Qᵀ), or six rows at once (its
+/// A); rows 256·n bytes apart fall in a few of L1's 64 sets (a 16-column
+/// block of 128 rows 512 bytes apart: 8 sets, 64 lines for 128), so each
+/// pass over the block misses L1 again. benchmarks/probes/panel_probe.c:
+/// the P·V block with its A 288 or 320 bytes a row instead of 256, 5.77
+/// against 5.30 G vector FMAs/s (V fresh from L3), 6.10 against 5.80 (V in
+/// L2).
+Value paddedF32Tile(LinalgBuilder &in, ArrayRef<OpFoldResult> sizes) {
+  Type f32 = in.b.getF32Type();
+  std::optional<int64_t> cols = getConstantIntValue(sizes[1]);
+  if (!cols || (*cols * 4) % 256 != 0)
+    return in.empty(sizes, f32);
+  Value whole = in.empty({sizes[0], in.b.getIndexAttr(*cols + 16)}, f32);
+  return tensor::ExtractSliceOp::create(
+      in.b, in.loc, whole, SmallVector<OpFoldResult>(2, in.b.getIndexAttr(0)),
+      sizes, SmallVector<OpFoldResult>(2, in.b.getIndexAttr(1)));
+}
+
 /// The 2-D tile `x` in f32, transposed when `transposed`, times `scale`
-/// when it is given: one linalg.generic copy.
+/// when it is given: one linalg.generic copy (into paddedF32Tile).
 Value f32Tile(LinalgBuilder &in, Value x, bool transposed,
               std::optional<double> scale) {
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, x);
   Type f32 = in.b.getF32Type();
   return in.generic(
-      in.empty(transposed ? SmallVector<OpFoldResult>{sizes[1], sizes[0]}
-                          : sizes,
-               f32),
+      paddedF32Tile(in, transposed
+                            ? SmallVector<OpFoldResult>{sizes[1], sizes[0]}
+                            : sizes),
       ValueRange{x},
       {transposed ? in.map(2, {1, 0}) : in.map(2, {0, 1}), in.map(2, {0, 1})},
       {kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
@@ -545,7 +566,10 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // The query positions the rows span: R of them when heads are packed.
     OpFoldResult positions =
         ops.packedHeads > 1 ? rewriter.getIndexAttr(ops.rowsPerHead) : qs;
-    Value zeros = in.filled({ks, qs}, 0.0);
+    Value zeros = linalg::FillOp::create(rewriter, loc,
+                                         createF32Constant(rewriter, loc, 0.0),
+                                         paddedF32Tile(in, {ks, qs}))
+                      .getResult(0);
     Value s = pairs ? pairMatmul(in, zeros, splitPairs(in, op.getKey(), 1), qT,
                                  /*aPairsFirst=*/false)
                     : scoreTile(in, zeros, key, qT, dot, splitWidth);
