@@ -18,6 +18,7 @@
 //
 //   clang -O3 -mavx2 -mfma benchmarks/probes/panel_probe.c -o /tmp/probe
 //   /tmp/probe --peak; for m in 0 1 2 3; do /tmp/probe $m 64; done
+//   /tmp/probe 0 64 80   (A's rows 80 floats apart instead of 64)
 //
 // Not part of make check; results-peers.md gives what it measured.
 
@@ -27,7 +28,11 @@
 #include <string.h>
 #include <time.h>
 
-enum { K = 128, N = 128, M = 60, LDA = 64 };
+enum { K = 128, N = 128, M = 60 };
+
+// Row stride of the unpacked A in floats (64: the compiler's Pᵀ before
+// attn-decompose-online padded it; 80: since).
+static int LDA = 64;
 
 static double now(void) {
   struct timespec t;
@@ -95,11 +100,15 @@ int main(int argc, char **argv) {
     printf("peak: %.2f G vector FMAs/s\n", peak() / 1e9);
     return 0;
   }
-  if (argc != 3 || atoi(argv[1]) < 0 || atoi(argv[1]) > 3 || atoi(argv[2]) < 1) {
-    fprintf(stderr, "usage: %s --peak | %s LAYOUT(0-3) TILES(>=1)\n", argv[0],
-            argv[0]);
+  if (argc < 3 || argc > 4 || atoi(argv[1]) < 0 || atoi(argv[1]) > 3 ||
+      atoi(argv[2]) < 1 || (argc == 4 && atoi(argv[3]) < 64)) {
+    fprintf(stderr,
+            "usage: %s --peak | %s LAYOUT(0-3) TILES(>=1) [A_STRIDE(>=64)]\n",
+            argv[0], argv[0]);
     return 2;
   }
+  if (argc == 4)
+    LDA = atoi(argv[3]);
   int layout = atoi(argv[1]), tiles = atoi(argv[2]);
   size_t tile = (size_t)K * N;
   float *A = aligned_alloc(64, K * LDA * 4), *C = aligned_alloc(64, M * N * 4);
