@@ -116,6 +116,7 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
            "linalg op per primitive">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::x86vector::X86VectorDialect",
                            "::mlir::linalg::LinalgDialect",

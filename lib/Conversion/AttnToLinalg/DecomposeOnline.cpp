@@ -14,6 +14,7 @@
 #include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -100,13 +101,24 @@ Value buildPairs(LinalgBuilder &in, Value x, unsigned pairDim, Type elt) {
 /// pass over the block misses L1 again. benchmarks/probes/panel_probe.c:
 /// the P·V block with its A 288 or 320 bytes a row instead of 256, 5.77
 /// against 5.30 G vector FMAs/s (V fresh from L3), 6.10 against 5.80 (V in
-/// L2).
+/// L2). The larger buffer is a bufferization.alloc_tensor, not a
+/// tensor.empty: CSE merges equal tensor.empty ops (a Qᵀ [128, 64 + 16]
+/// and a score tile [128, 80] alike), and one-shot bufferization then gives
+/// one of the two writers a new, unpadded buffer.
 Value paddedF32Tile(LinalgBuilder &in, ArrayRef<OpFoldResult> sizes) {
   Type f32 = in.b.getF32Type();
   std::optional<int64_t> cols = getConstantIntValue(sizes[1]);
   if (!cols || (*cols * 4) % 256 != 0)
     return in.empty(sizes, f32);
-  Value whole = in.empty({sizes[0], in.b.getIndexAttr(*cols + 16)}, f32);
+  std::optional<int64_t> rows = getConstantIntValue(sizes[0]);
+  SmallVector<Value> dynamic;
+  if (!rows)
+    dynamic.push_back(getValueOrCreateConstantIndexOp(in.b, in.loc, sizes[0]));
+  Value whole = bufferization::AllocTensorOp::create(
+      in.b, in.loc,
+      RankedTensorType::get({rows.value_or(ShapedType::kDynamic), *cols + 16},
+                            f32),
+      dynamic);
   return tensor::ExtractSliceOp::create(
       in.b, in.loc, whole, SmallVector<OpFoldResult>(2, in.b.getIndexAttr(0)),
       sizes, SmallVector<OpFoldResult>(2, in.b.getIndexAttr(1)));
