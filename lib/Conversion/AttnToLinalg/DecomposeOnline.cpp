@@ -92,6 +92,12 @@ Value buildPairs(LinalgBuilder &in, Value x, unsigned pairDim, Type elt) {
       });
 }
 
+/// Row strides (bytes) that paddedF32Tile avoids: multiples of this.
+static constexpr int64_t kConflictingRowBytes = 256;
+/// The columns paddedF32Tile adds to such a row (64 bytes: rows stay
+/// aligned for 16-lane vectors).
+static constexpr int64_t kRowPadding = 16;
+
 /// An f32 tile [rows, cols] for the register-blocked kernels to read: when
 /// its rows would be a multiple of 256 bytes apart, the rows of a larger
 /// buffer, 64 bytes longer each. A kernel reads a column block of such a
@@ -108,7 +114,7 @@ Value buildPairs(LinalgBuilder &in, Value x, unsigned pairDim, Type elt) {
 Value paddedF32Tile(LinalgBuilder &in, ArrayRef<OpFoldResult> sizes) {
   Type f32 = in.b.getF32Type();
   std::optional<int64_t> cols = getConstantIntValue(sizes[1]);
-  if (!cols || (*cols * 4) % 256 != 0)
+  if (!cols || (*cols * 4) % kConflictingRowBytes != 0)
     return in.empty(sizes, f32);
   std::optional<int64_t> rows = getConstantIntValue(sizes[0]);
   SmallVector<Value> dynamic;
@@ -116,8 +122,8 @@ Value paddedF32Tile(LinalgBuilder &in, ArrayRef<OpFoldResult> sizes) {
     dynamic.push_back(getValueOrCreateConstantIndexOp(in.b, in.loc, sizes[0]));
   Value whole = bufferization::AllocTensorOp::create(
       in.b, in.loc,
-      RankedTensorType::get({rows.value_or(ShapedType::kDynamic), *cols + 16},
-                            f32),
+      RankedTensorType::get(
+          {rows.value_or(ShapedType::kDynamic), *cols + kRowPadding}, f32),
       dynamic);
   return tensor::ExtractSliceOp::create(
       in.b, in.loc, whole, SmallVector<OpFoldResult>(2, in.b.getIndexAttr(0)),
@@ -578,10 +584,7 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // The query positions the rows span: R of them when heads are packed.
     OpFoldResult positions =
         ops.packedHeads > 1 ? rewriter.getIndexAttr(ops.rowsPerHead) : qs;
-    Value zeros = linalg::FillOp::create(rewriter, loc,
-                                         createF32Constant(rewriter, loc, 0.0),
-                                         paddedF32Tile(in, {ks, qs}))
-                      .getResult(0);
+    Value zeros = in.fill(paddedF32Tile(in, {ks, qs}), 0.0);
     Value s = pairs ? pairMatmul(in, zeros, splitPairs(in, op.getKey(), 1), qT,
                                  /*aPairsFirst=*/false)
                     : scoreTile(in, zeros, key, qT, dot, splitWidth);

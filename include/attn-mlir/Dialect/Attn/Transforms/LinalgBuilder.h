@@ -51,9 +51,12 @@ struct LinalgBuilder {
   Value empty(ArrayRef<OpFoldResult> sizes, Type elt) {
     return tensor::EmptyOp::create(b, loc, sizes, elt);
   }
+  /// `init` (an f32 tensor) filled with v.
+  Value fill(Value init, double v) {
+    return linalg::FillOp::create(b, loc, f32(v), init).getResult(0);
+  }
   Value filled(ArrayRef<OpFoldResult> sizes, double v) {
-    return linalg::FillOp::create(b, loc, f32(v), empty(sizes, b.getF32Type()))
-        .getResult(0);
+    return fill(empty(sizes, b.getF32Type()), v);
   }
   AffineMap map(unsigned n, ArrayRef<unsigned> dims) {
     return AffineMap::getMultiDimMapWithTargets(n, dims, ctx);
