@@ -952,52 +952,54 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     Value zero = blocks.idx(rewriter, 0), n = blocks.n;
     Value m = memref::DimOp::create(rewriter, loc, c, 0);
     Value mMain = roundDown(rewriter, loc, m, rowsPerBlock);
-    Value nMain = roundDown(rewriter, loc, n, colsPerBlock * kWidth);
-    SmallVector<int64_t> tailCols =
-        leftoverBlocks(cType.getDimSize(1), kWidth, colsPerBlock);
-    int64_t tailStart =
-        cType.getDimSize(1) -
-        std::accumulate(tailCols.begin(), tailCols.end(), int64_t(0)) * kWidth;
-    if (!tailCols.empty())
-      nMain = blocks.idx(rewriter, tailStart);
-
-    // Full row blocks: rows x (cols·W) blocks, then the leftover vectors'
-    // blocks, or masked rows x W blocks.
-    forLoop(
-        rewriter, loc, zero, mMain, rowsPerBlock, [&](OpBuilder &bb, Value i0) {
-          forLoop(bb, loc, zero, nMain, colsPerBlock * kWidth,
-                  [&](OpBuilder &cb, Value j0) {
-                    blocks.emit(cb, i0, j0, rowsPerBlock, colsPerBlock,
-                                /*masked=*/false);
-                  });
-          int64_t j = tailStart;
-          for (int64_t cols : tailCols) {
-            blocks.emit(bb, i0, blocks.idx(bb, j), rowsPerBlock, cols,
-                        /*masked=*/false);
-            j += cols * kWidth;
-          }
-          if (tailCols.empty())
-            forLoop(bb, loc, nMain, n, kWidth, [&](OpBuilder &cb, Value j0) {
-              blocks.emit(cb, i0, j0, rowsPerBlock, 1,
-                          /*masked=*/true);
-            });
-        });
-    // The rows left: of a static C, one block of all of them (B streams
-    // once for them, not once per row); else one row at a time. Full-width
-    // blocks, then a masked tail.
-    int64_t left = ShapedType::isDynamic(staticRows)
-                       ? 1
-                       : std::max<int64_t>(1, staticRows % rowsPerBlock);
-    Value nOne = roundDown(rewriter, loc, n, kCols * kWidth);
-    forLoop(rewriter, loc, mMain, m, left, [&](OpBuilder &bb, Value i) {
-      forLoop(bb, loc, zero, nOne, kCols * kWidth,
-              [&](OpBuilder &cb, Value j0) {
-                blocks.emit(cb, i, j0, left, kCols, /*masked=*/false);
-              });
-      forLoop(bb, loc, nOne, n, kWidth, [&](OpBuilder &cb, Value j0) {
-        blocks.emit(cb, i, j0, left, 1, /*masked=*/true);
+    int64_t staticN = cType.getDimSize(1);
+    // The rows from `begin` to `end`, `rows` at a time: rows x (cols·W)
+    // blocks, then the leftover vectors' blocks, or masked rows x W blocks.
+    auto emitRows = [&](Value begin, Value end, int64_t rows, int64_t cols) {
+      SmallVector<int64_t> tailCols = leftoverBlocks(staticN, kWidth, cols);
+      int64_t tailStart =
+          staticN -
+          std::accumulate(tailCols.begin(), tailCols.end(), int64_t(0)) *
+              kWidth;
+      Value nMain = tailCols.empty()
+                        ? roundDown(rewriter, loc, n, cols * kWidth)
+                        : blocks.idx(rewriter, tailStart);
+      forLoop(rewriter, loc, begin, end, rows, [&](OpBuilder &bb, Value i0) {
+        forLoop(bb, loc, zero, nMain, cols * kWidth,
+                [&](OpBuilder &cb, Value j0) {
+                  blocks.emit(cb, i0, j0, rows, cols, /*masked=*/false);
+                });
+        int64_t j = tailStart;
+        for (int64_t tail : tailCols) {
+          blocks.emit(bb, i0, blocks.idx(bb, j), rows, tail,
+                      /*masked=*/false);
+          j += tail * kWidth;
+        }
+        if (tailCols.empty())
+          forLoop(bb, loc, nMain, n, kWidth, [&](OpBuilder &cb, Value j0) {
+            blocks.emit(cb, i0, j0, rows, 1, /*masked=*/true);
+          });
       });
-    });
+    };
+    emitRows(zero, mMain, rowsPerBlock, colsPerBlock);
+    // The rows left: of a static C, one block of all of them (B streams
+    // once for them, not once per row), as many vectors wide as the
+    // accumulators allow (blockShape; capped by a static N): the 2 key
+    // rows that 6-row blocks leave of a 128-key score tile took 2 x 2
+    // vectors, 4 accumulators, each a chain of dependent FMAs at half the
+    // rate. A dynamic C's, one row at a time.
+    bool noneLeft =
+        !ShapedType::isDynamic(staticRows) && staticRows % rowsPerBlock == 0;
+    if (!noneLeft) {
+      int64_t left =
+          ShapedType::isDynamic(staticRows) ? 1 : staticRows % rowsPerBlock;
+      int64_t leftCols = kCols;
+      if (!ShapedType::isDynamic(staticN))
+        leftCols =
+            std::clamp<int64_t>(staticN / kWidth, int64_t(1),
+                                std::max(kCols, blockShape(left).second));
+      emitRows(mMain, m, left, leftCols);
+    }
     rewriter.eraseOp(op);
     if (scale)
       rewriter.eraseOp(scale);

@@ -17,9 +17,10 @@
 
 // Static 64 x 64 += 64 x 32 · 32 x 64 in f32 with the default 6 x (2·8)
 // blocks: 60 rows in 6-row blocks (12 accumulators, fed by 2 loads of B and
-// 6 broadcasts of A per k), then one block of the 4 rows left (8
-// accumulators: B streams once for them, not once per row); no column
-// remainder.
+// 6 broadcasts of A per k), then the 4 rows left in blocks as wide as
+// the accumulators allow (4 x 3 vectors, then one 4 x 2 block for the 2
+// vectors left: B streams once for them, not once per row, and no block
+// has fewer than 8 chains of FMAs); no column remainder.
 // CHECK-LABEL: func.func @f32_static
 // CHECK-SAME: (%[[A:[a-z0-9_]+]]: memref<64x32xf32>, %[[B:[a-z0-9_]+]]: memref<32x64xf32>, %[[C:[a-z0-9_]+]]: memref<64x64xf32>)
 // CHECK-NOT: linalg.generic
@@ -37,11 +38,17 @@
 // CHECK: vector.create_mask
 // CHECK: vector.maskedload
 // CHECK: scf.for %[[R:[a-z0-9_]+]] = %c60 to %c64 step %c4
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c32 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for %[[RJ:[a-z0-9_]+]] = %c0 to %c48 step %c24
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c32 step %c1 iter_args({{.*}}) -> ({{(vector<8xf32>, ){11}vector<8xf32>}})
+// CHECK-COUNT-12: vector.fma
+// CHECK: scf.yield
+// CHECK: vector.store %{{.*}}, %[[C]][%[[R]], %[[RJ]]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c32 step %c1 iter_args({{.*}}) -> ({{(vector<8xf32>, ){7}vector<8xf32>}})
 // CHECK-COUNT-8: vector.fma
 // CHECK: scf.yield
-// CHECK: vector.store %{{.*}}, %[[C]][%[[R]], %{{.*}}]
+// CHECK: vector.store %{{.*}}, %[[C]][%[[R]], %c48]
+// CHECK-NOT: vector.fma
+// CHECK: return
 // W16-LABEL: func.func @f32_static
 // W16: scf.for %{{.*}} step %c4
 // W16: vector.load {{.*}} vector<16xf32>
