@@ -208,22 +208,26 @@ def AttnExpandShapeToReinterpretCastPass
 
 def AttnCpuApproximateMathPass : Pass<"attn-cpu-approximate-math"> {
   let summary = "Inline polynomial approximations of the softmax's math "
-                "functions (exp, tanh) on the CPU";
+                "functions (exp, exp2, tanh) on the CPU";
   let description = [{
-    Rewrites `math.exp` and `math.tanh` on vectors (those of the fused row
-    softmax of attn-decompose-online: the exponent of every score and
-    softcap's tanh) into arith ops. Left to LLVM they become calls of
+    Rewrites `math.exp`, `math.exp2` and `math.tanh` on vectors (those of
+    the fused row softmax of attn-decompose-online: the exponent of every
+    score and softcap's tanh) into arith ops. Left to LLVM they become calls of
     libmvec's vector functions per 8 lanes; inline, they run at the full
     vector width and fuse with the code around them. Scalar math (in the
     loops of unfused tiles) is left to LLVM, which vectorizes those loops
     with libmvec: inline polynomials there multiplied compile times.
 
-    `exp(x)`: the argument clamped (NaN kept), `n = roundeven(x·log2 e)`,
-    `r = x - n·ln 2` in two FMAs (Cody-Waite), `e^r` by its degree-6
-    Taylor polynomial (1.2e-7 relative), times `2^n`: `vscalefps`
+    `exp2(y)`: the argument clamped (NaN kept), `n = roundeven(y)`,
+    `f = y - n` (exact), `2^f` by a degree-5 polynomial (7.5e-8 relative,
+    2.3e-7 evaluated in f32), times `2^n`: `vscalefps`
     (`x86vector.avx512.mask.scalef`) on 16-lane vectors with `avx512`,
-    else the exponent field of `2^(n-1)` times `2·e^r` (results below
-    about 2^-125 flush to 0). `exp(-inf) = 0`, `exp(+inf) = +inf`,
+    else the exponent field of `2^(n-1)` times `2·2^f` (results below
+    about 2^-125 flush to 0). `exp(x)` is `exp2(x·log2 e)`: the rounding
+    of `x·log2 e` makes the relative error grow with |x| (1.1e-6 on
+    [-20, 0], 3.8e-6 at -80), where the softmax's weights are negligible;
+    3 FMA-unit ops fewer than a Cody-Waite reduction and a degree-6
+    polynomial. `exp(-inf) = 0`, `exp(+inf) = +inf`,
     `exp(NaN) = NaN`. `tanh` takes MLIR's polynomial approximation (f16 and
     bf16 operands computed in f32). Other math ops (the per-row `log` of
     the LSE) are left as they are.

@@ -1,23 +1,24 @@
-// attn-cpu-approximate-math: exp of f32 vectors as an inline Cody-Waite
-// reduction and a degree-6 polynomial times 2^n (vscalefps on 16-lane
-// vectors with avx512, else the exponent field of 2^(n-1) times 2·e^r);
+// attn-cpu-approximate-math: exp of f32 vectors as 2^(x · log2 e), exp2
+// as 2^y: a degree-5 polynomial of y's fraction times 2^n (vscalefps on
+// 16-lane vectors with avx512, else the exponent field of 2^(n-1) times
+// 2·2^f);
 // tanh of vectors as MLIR's approximation; scalars and other ops untouched.
 // RUN: attn-opt %s --attn-cpu-approximate-math | FileCheck %s
 // RUN: attn-opt %s --attn-cpu-approximate-math=avx512 | FileCheck %s --check-prefix=AVX512
 
-// A vector<8xf32>: the clamp to [-87, 89] keeps NaN (select of an ordered
-// compare), Cody-Waite reduction, 6 FMAs of the polynomial, the exponent
-// field of 2^(n-1).
+// A vector<8xf32>: y = x · log2 e, the clamp to [-126, 128] keeps NaN
+// (select of an ordered compare), f = y - roundeven(y) exactly, 5 FMAs of
+// the polynomial of 2^f, the exponent field of 2^(n-1).
 // CHECK-LABEL: func.func @exp_vector8
-// CHECK: %[[LT:.*]] = arith.cmpf olt, %{{.*}}, %[[LO:.*]] : vector<8xf32>
-// CHECK: %[[X1:.*]] = arith.select %[[LT]], %[[LO]], %{{.*}} : vector<8xi1>, vector<8xf32>
+// CHECK: %[[Y:.*]] = arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK: %[[LT:.*]] = arith.cmpf olt, %[[Y]], %[[LO:.*]] : vector<8xf32>
+// CHECK: %[[X1:.*]] = arith.select %[[LT]], %[[LO]], %[[Y]] : vector<8xi1>, vector<8xf32>
 // CHECK: %[[GT:.*]] = arith.cmpf ogt, %[[X1]], %{{.*}} : vector<8xf32>
 // CHECK: %[[X:.*]] = arith.select %[[GT]]
-// CHECK: %[[T:.*]] = arith.mulf %[[X]], %{{.*}} : vector<8xf32>
-// CHECK: %[[N:.*]] = math.roundeven %[[T]] : vector<8xf32>
-// CHECK: %[[R1:.*]] = math.fma %[[N]], %{{.*}}, %[[X]] : vector<8xf32>
-// CHECK: %[[R:.*]] = math.fma %[[N]], %{{.*}}, %[[R1]] : vector<8xf32>
-// CHECK-COUNT-6: math.fma %{{.*}}, %[[R]], %{{.*}} : vector<8xf32>
+// CHECK: %[[N:.*]] = math.roundeven %[[X]] : vector<8xf32>
+// CHECK: %[[F:.*]] = arith.subf %[[X]], %[[N]] : vector<8xf32>
+// CHECK-COUNT-5: math.fma %{{.*}}, %[[F]], %{{.*}} : vector<8xf32>
+// CHECK-NOT: math.fma
 // CHECK: %[[K:.*]] = arith.fptosi %[[N]] : vector<8xf32> to vector<8xi32>
 // CHECK: %[[E:.*]] = arith.addi %[[K]], %{{.*}} : vector<8xi32>
 // CHECK: %[[BITS:.*]] = arith.shli %[[E]], %{{.*}} : vector<8xi32>
@@ -44,6 +45,24 @@ func.func @exp_vector8(%x: vector<8xf32>) -> vector<8xf32> {
 // AVX512-NOT: arith.bitcast
 func.func @exp_vector(%x: vector<16xf32>) -> vector<16xf32> {
   %e = math.exp %x : vector<16xf32>
+  return %e : vector<16xf32>
+}
+
+// exp2 takes the same path without the multiply by log2 e; with avx512 a
+// 16-lane one takes vscalefps.
+// CHECK-LABEL: func.func @exp2_vector
+// CHECK-NOT: arith.mulf %{{.*}}, %cst
+// CHECK: %[[N2:.*]] = math.roundeven %{{.*}} : vector<16xf32>
+// CHECK: arith.subf %{{.*}}, %[[N2]] : vector<16xf32>
+// CHECK-COUNT-5: math.fma
+// CHECK: arith.bitcast %{{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK-NOT: math.exp2
+// AVX512-LABEL: func.func @exp2_vector
+// AVX512: %[[N2:.*]] = math.roundeven %{{.*}} : vector<16xf32>
+// AVX512: x86vector.avx512.mask.scalef %[[P2:.*]], %[[N2]], %[[P2]], %{{.*}}, %{{.*}} : vector<16xf32>
+// AVX512-NOT: math.exp2
+func.func @exp2_vector(%x: vector<16xf32>) -> vector<16xf32> {
+  %e = math.exp2 %x : vector<16xf32>
   return %e : vector<16xf32>
 }
 
