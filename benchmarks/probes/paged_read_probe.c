@@ -28,6 +28,22 @@ static double now(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
+// Head h's 16 rows of a block (D floats, H·D apart), summed into s0, s1.
+static void readHead(const float *block, int h, __m256 *s0, __m256 *s1) {
+  for (int r = 0; r < BS; r++)
+    for (int c = 0; c < D; c += 16) {
+      const float *p = block + r * H * D + h * D + c;
+      *s0 = _mm256_add_ps(*s0, _mm256_load_ps(p));
+      *s1 = _mm256_add_ps(*s1, _mm256_load_ps(p + 8));
+    }
+}
+
+// Head step h's share of the next block: BS·D floats from h·BS·D.
+static void prefetchShare(const float *next, int h) {
+  for (int l = 0; l < BS * D; l += 16)
+    _mm_prefetch((const char *)(next + h * BS * D + l), _MM_HINT_T2);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: %s PATTERN(0|1) PF(0|1) [shuffled]\n", argv[0]);
@@ -71,24 +87,12 @@ int main(int argc, char **argv) {
                     *nv = V + (long)tb[b + 1 < seqblocks ? b + 1 : b] * BLK;
         if (pattern == 0) { // head-major (kernel order)
           for (int h = 0; h < H; h++) {
-            for (int r = 0; r < BS; r++)
-              for (int c = 0; c < D; c += 16) {
-                const float *p = k + r * H * D + h * D + c;
-                s0 = _mm256_add_ps(s0, _mm256_load_ps(p));
-                s1 = _mm256_add_ps(s1, _mm256_load_ps(p + 8));
-              }
+            readHead(k, h, &s0, &s1);
             if (pf)
-              for (int l = 0; l < BS * D; l += 16)
-                _mm_prefetch((const char *)(nk + h * BS * D + l), _MM_HINT_T2);
-            for (int r = 0; r < BS; r++)
-              for (int c = 0; c < D; c += 16) {
-                const float *p = v + r * H * D + h * D + c;
-                s0 = _mm256_add_ps(s0, _mm256_load_ps(p));
-                s1 = _mm256_add_ps(s1, _mm256_load_ps(p + 8));
-              }
+              prefetchShare(nk, h);
+            readHead(v, h, &s0, &s1);
             if (pf)
-              for (int l = 0; l < BS * D; l += 16)
-                _mm_prefetch((const char *)(nv + h * BS * D + l), _MM_HINT_T2);
+              prefetchShare(nv, h);
           }
         } else { // address order
           for (int i = 0; i < BLK; i += 16) {
