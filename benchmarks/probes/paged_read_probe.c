@@ -54,14 +54,14 @@ int main(int argc, char **argv) {
   int seqblocks = pages / 2;
   float *K = aligned_alloc(4096, pages * BLK * 4),
         *V = aligned_alloc(4096, pages * BLK * 4);
-  for (long i = 0; i < pages * BLK; i++) {
-    K[i] = 1e-6f * (i & 7);
-    V[i] = K[i];
-  }
   int *bt = malloc(pages * 4);
   if (!K || !V || !bt) {
     fprintf(stderr, "out of memory (2.1 GiB of cache needed)\n");
     return 1;
+  }
+  for (long i = 0; i < pages * BLK; i++) {
+    K[i] = 1e-6f * (i & 7);
+    V[i] = K[i];
   }
   for (int i = 0; i < pages; i++)
     bt[i] = i;

@@ -904,6 +904,24 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     return {cRows, std::max<int64_t>(1, accumulators / cRows)};
   }
 
+  /// Vectors per row of the blocks of the `rows` rows that full row
+  /// blocks leave (a static N of `staticN` columns): as many as the
+  /// accumulators allow (blockShape) while rows x cols accumulators, a row
+  /// of B and a broadcast fit the vector registers (16 with AVX2, 32 with
+  /// AVX-512), split evenly over N's vectors. The 2 key rows that 6-row
+  /// blocks leave of a 128-key score tile took 2 x 2 blocks (4
+  /// accumulators: dependent FMA chains at half the FMA rate); 2 x 6
+  /// spilled 14 registers a k step; 2 x 4 (N = 8 vectors) does neither.
+  int64_t leftoverCols(int64_t rows, int64_t staticN) const {
+    if (ShapedType::isDynamic(staticN) || staticN < kWidth)
+      return kCols;
+    int64_t registers = kWidth >= 16 ? 32 : 16;
+    int64_t most = std::max<int64_t>(
+        1, std::min(blockShape(rows).second, (registers - 1) / (rows + 1)));
+    int64_t vectors = staticN / kWidth;
+    return llvm::divideCeil(vectors, llvm::divideCeil(vectors, most));
+  }
+
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
     bool aT = false, pairs = false;
@@ -975,7 +993,9 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
                       /*masked=*/false);
           j += tail * kWidth;
         }
-        if (tailCols.empty())
+        bool wholeBlocks =
+            !ShapedType::isDynamic(staticN) && staticN % (cols * kWidth) == 0;
+        if (tailCols.empty() && !wholeBlocks)
           forLoop(bb, loc, nMain, n, kWidth, [&](OpBuilder &cb, Value j0) {
             blocks.emit(cb, i0, j0, rows, 1, /*masked=*/true);
           });
@@ -983,22 +1003,14 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     };
     emitRows(zero, mMain, rowsPerBlock, colsPerBlock);
     // The rows left: of a static C, one block of all of them (B streams
-    // once for them, not once per row), as many vectors wide as the
-    // accumulators allow (blockShape; capped by a static N): the 2 key
-    // rows that 6-row blocks leave of a 128-key score tile took 2 x 2
-    // vectors, 4 accumulators, each a chain of dependent FMAs at half the
-    // rate. A dynamic C's, one row at a time.
+    // once for them, not once per row), as wide as leftoverCols allows; a
+    // dynamic C's, one row at a time.
     bool noneLeft =
         !ShapedType::isDynamic(staticRows) && staticRows % rowsPerBlock == 0;
     if (!noneLeft) {
       int64_t left =
           ShapedType::isDynamic(staticRows) ? 1 : staticRows % rowsPerBlock;
-      int64_t leftCols = kCols;
-      if (!ShapedType::isDynamic(staticN))
-        leftCols =
-            std::clamp<int64_t>(staticN / kWidth, int64_t(1),
-                                std::max(kCols, blockShape(left).second));
-      emitRows(mMain, m, left, leftCols);
+      emitRows(mMain, m, left, leftoverCols(left, staticN));
     }
     rewriter.eraseOp(op);
     if (scale)
