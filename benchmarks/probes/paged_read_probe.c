@@ -44,6 +44,18 @@ static void prefetchShare(const float *next, int h) {
     _mm_prefetch((const char *)(next + h * BS * D + l), _MM_HINT_T2);
 }
 
+// A whole block in address order, summed into s0, s1; with `next`, each
+// head step's share of the next block prefetched as its share is read.
+static void readBlock(const float *block, const float *next, __m256 *s0,
+                      __m256 *s1) {
+  for (int i = 0; i < BLK; i += 16) {
+    *s0 = _mm256_add_ps(*s0, _mm256_load_ps(block + i));
+    *s1 = _mm256_add_ps(*s1, _mm256_load_ps(block + i + 8));
+    if (next && i % (BS * D) == 0)
+      prefetchShare(next, i / (BS * D));
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: %s PATTERN(0|1) PF(0|1) [shuffled]\n", argv[0]);
@@ -95,20 +107,8 @@ int main(int argc, char **argv) {
               prefetchShare(nv, h);
           }
         } else { // address order
-          for (int i = 0; i < BLK; i += 16) {
-            s0 = _mm256_add_ps(s0, _mm256_load_ps(k + i));
-            s1 = _mm256_add_ps(s1, _mm256_load_ps(k + i + 8));
-            if (pf && (i % (BS * D)) == 0)
-              for (int l = 0; l < BS * D; l += 16)
-                _mm_prefetch((const char *)(nk + i + l), _MM_HINT_T2);
-          }
-          for (int i = 0; i < BLK; i += 16) {
-            s0 = _mm256_add_ps(s0, _mm256_load_ps(v + i));
-            s1 = _mm256_add_ps(s1, _mm256_load_ps(v + i + 8));
-            if (pf && (i % (BS * D)) == 0)
-              for (int l = 0; l < BS * D; l += 16)
-                _mm_prefetch((const char *)(nv + i + l), _MM_HINT_T2);
-          }
+          readBlock(k, pf ? nk : NULL, &s0, &s1);
+          readBlock(v, pf ? nv : NULL, &s0, &s1);
         }
       }
       __m256 s = _mm256_add_ps(s0, s1);

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <type_traits>
 
@@ -154,9 +155,9 @@ template <typename OpT> struct ExpPolynomial : OpRewritePattern<OpT> {
     if (!e)
       return rewriter.notifyMatchFailure(op, "not a vector of f32");
     Value y = op.getOperand();
-    if (std::is_same_v<OpT, math::ExpOp>)
+    if constexpr (std::is_same_v<OpT, math::ExpOp>)
       y = arith::MulFOp::create(rewriter, op.getLoc(), y,
-                                e->cst(1.4426950408889634));
+                                e->cst(llvm::numbers::log2e));
     rewriter.replaceOp(op, exp2Polynomial(*e, y));
     return success();
   }

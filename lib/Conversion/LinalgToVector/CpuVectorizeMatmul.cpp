@@ -893,33 +893,35 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
 
   /// (rows, vectors per row) of a register block for a C of `cRows` rows:
   /// the configured kRows x kCols, or, for fewer static rows (a decode
-  /// tile's P·V), all of them, so that B streams once, not once per row,
-  /// with as many vectors per row as the block's accumulators allow (16
-  /// with AVX-512's 32 registers: 4 x 4 for a 4-row tile).
+  /// tile's P·V, the rows full blocks leave), all of them, so that B
+  /// streams once, not once per row, with as many vectors per row as the
+  /// block's accumulators allow (16 with AVX-512's 32 registers: 4 x 4 for
+  /// a 4-row tile) while they, a row of B (kept in registers once two rows
+  /// use it; one row's loads fold into its FMAs) and a broadcast fit the
+  /// vector registers (16 with AVX2). On AVX2, 2 x 6 spilled 4 registers
+  /// a k step and 3 x 4 two (llc -mcpu=znver3); 2 x 5 and 3 x 3 do not.
   std::pair<int64_t, int64_t> blockShape(int64_t cRows) const {
     if (ShapedType::isDynamic(cRows) || cRows < 1 || cRows >= kRows)
       return {kRows, kCols};
     int64_t accumulators =
         std::max<int64_t>(kRows * kCols, kWidth >= 16 ? 16 : 0);
-    return {cRows, std::max<int64_t>(1, accumulators / cRows)};
+    int64_t cols = accumulators / cRows;
+    if (cRows > 1)
+      cols = std::min(cols, ((kWidth >= 16 ? 32 : 16) - 1) / (cRows + 1));
+    return {cRows, std::max<int64_t>(1, cols)};
   }
 
   /// Vectors per row of the blocks of the `rows` rows that full row
-  /// blocks leave (a static N of `staticN` columns): as many as the
-  /// accumulators allow (blockShape) while rows x cols accumulators, a row
-  /// of B and a broadcast fit the vector registers (16 with AVX2, 32 with
-  /// AVX-512), split evenly over N's vectors. The 2 key rows that 6-row
-  /// blocks leave of a 128-key score tile took 2 x 2 blocks (4
-  /// accumulators: dependent FMA chains at half the FMA rate); 2 x 6
-  /// spilled 14 registers a k step; 2 x 4 (N = 8 vectors) does neither.
+  /// blocks leave, for a static N of `staticN` columns: blockShape's,
+  /// split evenly over N's vectors. The 2 key rows that 6-row blocks leave
+  /// of a 128-key score tile took 2 x 2 blocks (4 accumulators: dependent
+  /// FMA chains at half the FMA rate); now 2 x 4 twice.
   int64_t leftoverCols(int64_t rows, int64_t staticN) const {
     if (ShapedType::isDynamic(staticN) || staticN < kWidth)
       return kCols;
-    int64_t registers = kWidth >= 16 ? 32 : 16;
-    int64_t most = std::max<int64_t>(
-        1, std::min(blockShape(rows).second, (registers - 1) / (rows + 1)));
     int64_t vectors = staticN / kWidth;
-    return llvm::divideCeil(vectors, llvm::divideCeil(vectors, most));
+    return llvm::divideCeil(
+        vectors, llvm::divideCeil(vectors, blockShape(rows).second));
   }
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
@@ -975,6 +977,10 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     // blocks, then the leftover vectors' blocks, or masked rows x W blocks.
     auto emitRows = [&](Value begin, Value end, int64_t rows, int64_t cols) {
       SmallVector<int64_t> tailCols = leftoverBlocks(staticN, kWidth, cols);
+      // A masked tail only where N may not be whole blocks and vectors.
+      bool maskedTail =
+          tailCols.empty() &&
+          (ShapedType::isDynamic(staticN) || staticN % (cols * kWidth) != 0);
       int64_t tailStart =
           staticN -
           std::accumulate(tailCols.begin(), tailCols.end(), int64_t(0)) *
@@ -993,9 +999,7 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
                       /*masked=*/false);
           j += tail * kWidth;
         }
-        bool wholeBlocks =
-            !ShapedType::isDynamic(staticN) && staticN % (cols * kWidth) == 0;
-        if (tailCols.empty() && !wholeBlocks)
+        if (maskedTail)
           forLoop(bb, loc, nMain, n, kWidth, [&](OpBuilder &cb, Value j0) {
             blocks.emit(cb, i0, j0, rows, 1, /*masked=*/true);
           });

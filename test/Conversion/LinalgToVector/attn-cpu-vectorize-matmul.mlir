@@ -96,6 +96,28 @@ func.func @two_rows_left(%a: memref<128x32xf32>, %b: memref<32x64xf32>, %c: memr
 
 // -----
 
+// A 2-row tile (a decode step's P·V with 2 query rows): 2 x 5-vector
+// blocks (10 accumulators, 5 vectors of B and a broadcast: 16 registers
+// with AVX2), not the 2 x 6 that 12 accumulators would allow (19
+// registers: spilled in the k loop).
+// CHECK-LABEL: func.func @two_row_tile
+// CHECK: scf.for %{{.*}} = %c0 to %c80 step %c40
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c64 step %c1 iter_args({{.*}}) -> ({{(vector<8xf32>, ){9}vector<8xf32>}})
+// CHECK-COUNT-10: vector.fma
+func.func @two_row_tile(%p: memref<64x2xf32>, %v: memref<64x128xf32>, %c: memref<2x128xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<64x2xf32>, memref<64x128xf32>) outs(%c : memref<2x128xf32>) {
+  ^bb0(%x: f32, %y: f32, %a: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 #map_at = affine_map<(i, k, j) -> (k, i)>
 #map_b = affine_map<(i, k, j) -> (k, j)>
 #map_c = affine_map<(i, k, j) -> (i, j)>
