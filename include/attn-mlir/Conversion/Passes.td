@@ -224,7 +224,10 @@ def AttnCpuApproximateMathPass : Pass<"attn-cpu-approximate-math"> {
     integral y), times `2^n`: `vscalefps`
     (`x86vector.avx512.mask.scalef`) on 16-lane vectors with `avx512`,
     else the exponent field of `2^(n-1)` times `2·2^f` (results below
-    about 2^-125 flush to 0). `exp(x)` is `exp2(x·log2 e)`: the rounding
+    about 2^-125 flush to 0); there `n` and the field both come from one
+    add, `s = y + 1.5·2^23 + 126` (an f32 in [2^23, 2^24) is an integer:
+    `n = s - (1.5·2^23 + 126)`, the field `bits(s) << 23`), in place of a
+    round and a conversion. `exp(x)` is `exp2(x·log2 e)`: the rounding
     of `x·log2 e` makes the relative error grow with |x| (9.8e-7 on
     [-20, 0], 3.8e-6 at -80), where the softmax's weights are negligible;
     3 FMA-unit ops fewer than a Cody-Waite reduction and a degree-6

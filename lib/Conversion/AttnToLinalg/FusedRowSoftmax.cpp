@@ -121,9 +121,15 @@ private:
   /// The sum of the weights each mapScores wrote, by the weights' tensor.
   llvm::DenseMap<Value, Value> sums;
 
+  /// x > y ? x : y: one vmaxps/vmaxps-zmm (maxnumf's NaN handling took
+  /// a compare and a blend more per vector). A NaN among the scores may
+  /// or may not reach the maximum; the row's output is NaN either way
+  /// (its weight exp(NaN - m) is NaN), and the step's combination with
+  /// the running maximum (maxnumf) keeps m itself a number.
   static Value max(OpBuilder &b, Location loc, Value x, Value y) {
-    return arith::MaxNumFOp::create(b, loc, x, y,
-                                    arith::FastMathFlags::reassoc);
+    Value greater =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, y);
+    return arith::SelectOp::create(b, loc, greater, x, y);
   }
   static Value add(OpBuilder &b, Location loc, Value x, Value y) {
     return arith::AddFOp::create(b, loc, x, y, arith::FastMathFlags::reassoc);

@@ -9,7 +9,8 @@
 // 512-bit vectors with `avx512` (y in [-150, 128]: denormals and overflow
 // exact), else 2·2^f times the exponent field of 2^(n-1), (n + 126) << 23
 // (y in [-126, 128], n - 1 in [-127, 127]; results below about 2^-125
-// flush to 0, which the softmax never needs: its row sum is at least 1).
+// flush to 0, which the softmax never needs: its row sum is at least 1),
+// n and that field both read off one f32 add (shiftedExponent).
 // exp(x) = exp2(x·log2 e). So exp(-inf) = 0, exp(+inf) = +inf and
 // exp(NaN) = NaN on both.
 //
@@ -78,37 +79,40 @@ struct ExpBuilder {
       p = fma(p, r, cst(factor * c));
     return p;
   }
-  /// The factor the polynomial carries for times2ToThe: 2 on the
-  /// exponent-field path (it scales by 2^(n-1)).
-  double polynomialFactor() const { return scalef ? 1.0 : 2.0; }
-  /// p · 2^n for an integral n (p times polynomialFactor()): vscalefps,
-  /// or the exponent field of 2^(n-1), (n + 126) << 23, for n - 1 in
-  /// [-127, 127] (n = -126 gives 0).
-  Value times2ToThe(Value p, Value n) const {
-    if (scalef) {
-      Value allLanes = arith::ConstantOp::create(
-          rewriter, loc, rewriter.getI16IntegerAttr(-1));
-      Value currentRounding = arith::ConstantOp::create(
-          rewriter, loc, rewriter.getI32IntegerAttr(4));
-      // The op's operands go to llvm.x86.avx512.mask.scalef.ps.512 in
-      // order: (a, b, passthrough, mask, rounding), a · 2^floor(b).
-      return x86vector::MaskScaleFOp::create(rewriter, loc, vec, p, n, p,
-                                             allLanes, currentRounding);
-    }
+  /// p · 2^n for an integral n: vscalefps.
+  Value scaleF(Value p, Value n) const {
+    Value allLanes = arith::ConstantOp::create(rewriter, loc,
+                                               rewriter.getI16IntegerAttr(-1));
+    Value currentRounding =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(4));
+    // The op's operands go to llvm.x86.avx512.mask.scalef.ps.512 in
+    // order: (a, b, passthrough, mask, rounding), a · 2^floor(b).
+    return x86vector::MaskScaleFOp::create(rewriter, loc, vec, p, n, p,
+                                           allLanes, currentRounding);
+  }
+  /// p · 2^(n-1) for `shifted`, shiftedExponent's sum of y: its bits
+  /// shifted left by 23 are the exponent field (n + 126) << 23 (n - 1 in
+  /// [-127, 127]; n = -126 gives 0).
+  Value times2ToTheShifted(Value p, Value shifted) const {
     VectorType i32 = VectorType::get(vec.getShape(), rewriter.getI32Type());
-    auto icst = [&](int64_t v) -> Value {
-      return arith::ConstantOp::create(
-          rewriter, loc,
-          DenseElementsAttr::get(i32, rewriter.getI32IntegerAttr(v)));
-    };
-    Value k = arith::FPToSIOp::create(rewriter, loc, i32, n);
     Value bits = arith::ShLIOp::create(
-        rewriter, loc, arith::AddIOp::create(rewriter, loc, k, icst(126)),
-        icst(23));
+        rewriter, loc, arith::BitcastOp::create(rewriter, loc, i32, shifted),
+        arith::ConstantOp::create(
+            rewriter, loc,
+            DenseElementsAttr::get(i32, rewriter.getI32IntegerAttr(23))));
     return arith::MulFOp::create(
         rewriter, loc, p, arith::BitcastOp::create(rewriter, loc, vec, bits));
   }
 };
+
+/// 1.5 · 2^23 + 126: y + this, for y in [-126, 128], lies in [2^23, 2^24),
+/// where an f32 is an integer (ulp 1), so the add rounds y to the nearest
+/// integer n, ties to even (roundeven's n, in the default rounding mode),
+/// and leaves n + 126 + 2^22 in the low 23 bits: the sum minus this
+/// constant is n exactly, and its bits shifted left by 23 drop the rest
+/// to leave (n + 126) << 23. One add where roundeven and the conversion
+/// to an integer took one op each, both on fewer of the vector ports.
+static constexpr double kShiftedExponent = 12582912.0 + 126.0;
 
 /// The ExpBuilder of a math op on f32 vectors; nullopt for other types.
 static std::optional<ExpBuilder>
@@ -133,9 +137,18 @@ static constexpr double kExp2Coefficients[] = {
 /// times 2^n.
 static Value exp2Polynomial(const ExpBuilder &e, Value y) {
   y = e.clamp(y, e.scalef ? -150.0 : -126.0, 128.0);
-  Value n = math::RoundEvenOp::create(e.rewriter, e.loc, y);
+  if (e.scalef) {
+    Value n = math::RoundEvenOp::create(e.rewriter, e.loc, y);
+    Value f = arith::SubFOp::create(e.rewriter, e.loc, y, n);
+    return e.scaleF(e.horner(kExp2Coefficients, f, 1.0), n);
+  }
+  Value shifted =
+      arith::AddFOp::create(e.rewriter, e.loc, y, e.cst(kShiftedExponent));
+  Value n = arith::SubFOp::create(e.rewriter, e.loc, shifted,
+                                  e.cst(kShiftedExponent));
   Value f = arith::SubFOp::create(e.rewriter, e.loc, y, n);
-  return e.times2ToThe(e.horner(kExp2Coefficients, f, e.polynomialFactor()), n);
+  // 2 · 2^f: the exponent field is 2^(n-1)'s.
+  return e.times2ToTheShifted(e.horner(kExp2Coefficients, f, 2.0), shifted);
 }
 
 /// exp2 of f32 vectors, and exp as 2^(x · log2 e): the rounding of

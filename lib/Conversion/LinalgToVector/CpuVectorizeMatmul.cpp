@@ -585,6 +585,16 @@ bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
   return isMulAddBody(op);
 }
 
+/// Whether an input of `op` is a view of `c`'s buffer (the buffers under
+/// the views: subviews, reshapes, casts).
+static bool readsBufferOf(linalg::LinalgOp op, Value c) {
+  auto root = [](Value v) {
+    return memref::skipViewLikeOps(cast<MemrefValue>(v));
+  };
+  return llvm::any_of(op.getDpsInputs(),
+                      [&](Value in) { return root(in) == root(c); });
+}
+
 /// The op just before the matmul `op` when it scales the rows of its C
 /// in place, C[i, j] *= alpha[i] (an online step's acc · alpha before
 /// acc += P·V), with alpha its only input, and the matmul's A and B are
@@ -614,26 +624,42 @@ static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
   if ((mul.getLhs() != x || mul.getRhs() != acc) &&
       (mul.getLhs() != acc || mul.getRhs() != x))
     return {};
-  // The buffers under the views (subviews, reshapes, casts).
-  auto root = [](Value v) {
-    return memref::skipViewLikeOps(cast<MemrefValue>(v));
-  };
-  for (Value in : op.getDpsInputs())
-    if (root(in) == root(c))
-      return {};
-  return scale;
+  return readsBufferOf(op, c) ? linalg::GenericOp() : scale;
+}
+
+/// The f32 scalar the op just before the matmul `op` fills all of its C
+/// with (`fill`: that op, linalg.fill or its generic form; a score tile's
+/// zeros), when the matmul's A and B are not views of C's buffer; null
+/// otherwise. The matmul then starts its accumulators at the scalar
+/// instead of loading C: no pass over C before the product, none reading
+/// it in.
+static Value fillBefore(linalg::LinalgOp op, Value c, Operation *&fill) {
+  Operation *prev = op->getPrevNode();
+  std::optional<Value> value;
+  if (auto named = dyn_cast_or_null<linalg::FillOp>(prev))
+    value = named.getInputs()[0];
+  else if (auto generic = dyn_cast_or_null<linalg::GenericOp>(prev))
+    value = linalg::isaFillOpInterface(generic);
+  if (!value || !value->getType().isF32() ||
+      !cast<linalg::LinalgOp>(prev).hasPureBufferSemantics() ||
+      cast<linalg::LinalgOp>(prev).getDpsInits()[0] != c ||
+      readsBufferOf(op, c))
+    return {};
+  fill = prev;
+  return *value;
 }
 
 /// The register blocks of one tile matmul C = alpha · C + A · B (A read
 /// as A[k, i] when `aT`; B in pairs [K2, 2N] of bf16 for vdpbf16ps when
-/// `pairs`; alpha, C's row scale, null when there is none). A block keeps
+/// `pairs`; alpha, C's row scale, null when there is none), or C = init +
+/// A · B (init: a scalar C was filled with, C not read). A block keeps
 /// rows x cols vectors of C in vector<W x f32> accumulators across the
 /// whole k loop, fed per k by one row of B (cols loads) and `rows`
 /// broadcasts of A.
 struct MatmulBlocks {
   Location loc;
   int64_t w;
-  Value a, b, c, alpha, n, kDim;
+  Value a, b, c, alpha, init, n, kDim;
   bool aT, pairs;
   /// bf16 B read a pair of vectors at a time (splitBF16).
   bool splitB;
@@ -831,7 +857,10 @@ struct MatmulBlocks {
           q == 0 ? j0 : arith::AddIOp::create(bb, loc, j0, idx(bb, q * w)));
     int64_t paired = splitB && !masked ? cols & ~int64_t(1) : 0;
     SmallVector<Value> acc;
-    for (Value row : rowIdx) {
+    if (init)
+      acc.assign(rows * cols,
+                 vector::BroadcastOp::create(bb, loc, vf32(w), init));
+    for (Value row : init ? ArrayRef<Value>() : ArrayRef<Value>(rowIdx)) {
       Value rowAlpha =
           alpha ? memref::LoadOp::create(bb, loc, alpha, row).getResult()
                 : Value();
@@ -935,6 +964,10 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     // acc · alpha just before acc += P·V: applied as C is loaded (looked
     // up before this pattern inserts anything before `op`).
     linalg::GenericOp scale = rowScaleBefore(op, c);
+    // C filled with a scalar just before (a score tile's zeros): the
+    // accumulators start at it.
+    Operation *fill = nullptr;
+    Value init = scale ? Value() : fillBefore(op, c, fill);
     // Pairs: B [K2, N, 2] read as [K2, 2N], W columns (2W bf16) a load.
     if (pairs)
       b = collapsePairs(rewriter, loc, b);
@@ -963,6 +996,7 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
                         b,
                         c,
                         scale ? scale.getDpsInputs()[0] : Value(),
+                        init,
                         memref::DimOp::create(rewriter, loc, c, 1),
                         memref::DimOp::create(rewriter, loc, a, aT ? 0 : 1),
                         aT,
@@ -1019,6 +1053,8 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     rewriter.eraseOp(op);
     if (scale)
       rewriter.eraseOp(scale);
+    if (fill)
+      rewriter.eraseOp(fill);
     return success();
   }
 };

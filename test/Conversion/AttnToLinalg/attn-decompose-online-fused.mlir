@@ -13,8 +13,9 @@
 // OFF-NOT: vector.transfer_read
 
 // f32, D = 16 (scale 1/4 folded into Qᵀ): per 16 rows, a loop over the 32
-// keys, 8 key vectors at a time, reduces the row maximum (7 maxnumf in a
-// tree, one into the carried maximum); alpha is exp(m - m'); a second loop
+// keys, 8 key vectors at a time, reduces the row maximum (7 maxima in a
+// tree, one into the carried maximum, each a compare and a select: one
+// vmaxps); alpha is exp(m - m'); a second loop
 // exponentiates 8 key vectors, adds them to the carried sum and writes
 // them back over the scores as one vector<8x16>; l' = l·alpha + the sum.
 // CHECK-LABEL: func.func @f32_fused
@@ -25,8 +26,10 @@
 // CHECK: %[[BMAX:.*]] = scf.for %[[J0:.*]] = %c0 to %c32 step %c8 iter_args(%[[CARRY:.*]] = %{{.*}}) -> (vector<16xf32>)
 // CHECK: %[[CHUNK:.*]] = vector.transfer_read %[[P]][%[[J0]], %[[I0]]], %{{.*}} {in_bounds = [true, true]} : tensor<32x32xf32>, vector<8x16xf32>
 // CHECK-COUNT-8: vector.extract %[[CHUNK]]
-// CHECK-COUNT-7: arith.maxnumf %{{.*}}, %{{.*}} fastmath<reassoc> : vector<16xf32>
-// CHECK: %[[NEXT:.*]] = arith.maxnumf %[[CARRY]], %{{.*}} fastmath<reassoc>
+// CHECK-COUNT-7: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: %[[GT:.*]] = arith.cmpf ogt, %[[CARRY]], %[[TREE:.*]] : vector<16xf32>
+// CHECK: %[[NEXT:.*]] = arith.select %[[GT]], %[[CARRY]], %[[TREE]]
+// CHECK-NOT: arith.maxnumf
 // CHECK: scf.yield %[[NEXT]] : vector<16xf32>
 // CHECK: %[[ALPHA:.*]] = math.exp %{{.*}} : vector<16xf32>
 // CHECK: %[[MNEW:.*]] = arith.maxnumf %[[MOLD]], %[[BMAX]] : vector<16xf32>
@@ -115,11 +118,13 @@ func.func @rows_not_multiple(%q: tensor<1x1x24x16xf32>, %k: tensor<1x1x32x16xf32
 // CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3] : vector<4xf32>, vector<4xf32>
 // CHECK: vector.transfer_read {{.*}} : tensor<32x4xf32>, vector<32x4xf32>
 // CHECK: vector.shape_cast {{.*}} : vector<32x4xf32> to vector<8x16xf32>
-// CHECK: arith.maxnumf
+// CHECK: arith.select
 // CHECK: vector.shuffle {{.*}} [4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11] : vector<16xf32>, vector<16xf32>
-// CHECK-NEXT: arith.maxnumf
+// CHECK-NEXT: arith.cmpf ogt
+// CHECK-NEXT: arith.select
 // CHECK-NEXT: vector.shuffle {{.*}} [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7] : vector<16xf32>, vector<16xf32>
-// CHECK-NEXT: arith.maxnumf
+// CHECK-NEXT: arith.cmpf ogt
+// CHECK-NEXT: arith.select
 // CHECK: math.exp {{.*}} : vector<16xf32>
 // CHECK-COUNT-8: math.exp {{.*}} : vector<16xf32>
 // CHECK: vector.shape_cast {{.*}} : vector<8x16xf32> to vector<32x4xf32>

@@ -7,21 +7,25 @@
 // RUN: attn-opt %s --attn-cpu-approximate-math=avx512 | FileCheck %s --check-prefix=AVX512
 
 // A vector<8xf32>: y = x · log2 e, the clamp to [-126, 128] keeps NaN
-// (select of an ordered compare), f = y - roundeven(y) exactly, 5 FMAs of
-// the polynomial of 2^f, the exponent field of 2^(n-1).
+// (select of an ordered compare), s = y + 1.5·2^23 + 126 rounds y to
+// n = s - (1.5·2^23 + 126), f = y - n exactly, 5 FMAs of the polynomial
+// of 2^f, the exponent field of 2^(n-1): s's bits shifted left by 23.
 // CHECK-LABEL: func.func @exp_vector8
 // CHECK: %[[Y:.*]] = arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK: %[[LT:.*]] = arith.cmpf olt, %[[Y]], %[[LO:.*]] : vector<8xf32>
 // CHECK: %[[X1:.*]] = arith.select %[[LT]], %[[LO]], %[[Y]] : vector<8xi1>, vector<8xf32>
 // CHECK: %[[GT:.*]] = arith.cmpf ogt, %[[X1]], %{{.*}} : vector<8xf32>
 // CHECK: %[[X:.*]] = arith.select %[[GT]]
-// CHECK: %[[N:.*]] = math.roundeven %[[X]] : vector<8xf32>
+// CHECK-NOT: math.roundeven
+// CHECK: %[[SHIFT:.*]] = arith.constant dense<0x4B40007E> : vector<8xf32>
+// CHECK: %[[S:.*]] = arith.addf %[[X]], %[[SHIFT]] : vector<8xf32>
+// CHECK: %[[SHIFT2:.*]] = arith.constant dense<0x4B40007E> : vector<8xf32>
+// CHECK: %[[N:.*]] = arith.subf %[[S]], %[[SHIFT2]] : vector<8xf32>
 // CHECK: %[[F:.*]] = arith.subf %[[X]], %[[N]] : vector<8xf32>
 // CHECK-COUNT-5: math.fma %{{.*}}, %[[F]], %{{.*}} : vector<8xf32>
 // CHECK-NOT: math.fma
-// CHECK: %[[K:.*]] = arith.fptosi %[[N]] : vector<8xf32> to vector<8xi32>
-// CHECK: %[[E:.*]] = arith.addi %[[K]], %{{.*}} : vector<8xi32>
-// CHECK: %[[BITS:.*]] = arith.shli %[[E]], %{{.*}} : vector<8xi32>
+// CHECK: %[[SI:.*]] = arith.bitcast %[[S]] : vector<8xf32> to vector<8xi32>
+// CHECK: %[[BITS:.*]] = arith.shli %[[SI]], %{{.*}} : vector<8xi32>
 // CHECK: %[[SCALE:.*]] = arith.bitcast %[[BITS]] : vector<8xi32> to vector<8xf32>
 // CHECK: arith.mulf %{{.*}}, %[[SCALE]] : vector<8xf32>
 // CHECK-NOT: math.exp
@@ -52,7 +56,8 @@ func.func @exp_vector(%x: vector<16xf32>) -> vector<16xf32> {
 // 16-lane one takes vscalefps.
 // CHECK-LABEL: func.func @exp2_vector
 // CHECK-NOT: arith.mulf %{{.*}}, %cst
-// CHECK: %[[N2:.*]] = math.roundeven %{{.*}} : vector<16xf32>
+// CHECK: %[[S2:.*]] = arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: %[[N2:.*]] = arith.subf %[[S2]], %{{.*}} : vector<16xf32>
 // CHECK: arith.subf %{{.*}}, %[[N2]] : vector<16xf32>
 // CHECK-COUNT-5: math.fma
 // CHECK: arith.bitcast %{{.*}} : vector<16xi32> to vector<16xf32>

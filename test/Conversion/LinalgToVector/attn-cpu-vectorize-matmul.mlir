@@ -553,6 +553,82 @@ func.func @rescale_aliasing(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %buf:
   return
 }
 
+// A score tile's zeros just before Sᵀ = K · Qᵀ (linalg.fill, in its
+// generic form after linalg-generalize-named-ops): the accumulators start
+// at the fill's value, C is never loaded, and the fill goes. Kept: a fill
+// separated from the matmul by another op, one of another buffer, one of
+// a buffer the matmul also reads.
+// CHECK-LABEL: func.func @fill_fused
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for
+// CHECK: %[[Z:.*]] = vector.broadcast %arg3 : f32 to vector<8xf32>
+// CHECK-NOT: vector.load %arg2
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[Z]],
+// CHECK: vector.fma
+// CHECK-NOT: vector.load %arg2
+// CHECK: vector.store %{{.*}}, %arg2
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @fill_fused(%p: memref<32x12xf32>, %v: memref<32x16xf32>, %acc: memref<12x16xf32>, %x: f32) {
+  linalg.fill ins(%x : f32) outs(%acc : memref<12x16xf32>)
+  linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @fill_not_fused
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%arg2 : memref<12x16xf32>)
+// CHECK: memref.store
+// CHECK: vector.load %arg2
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%arg3 : memref<12x16xf32>)
+// CHECK: vector.load %arg2
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%[[C:.*]] : memref<12x16xf32, strided<[16, 1]>>)
+// CHECK: vector.load %[[C]]
+// CHECK: return
+func.func @fill_not_fused(%p: memref<32x12xf32>, %v: memref<32x16xf32>, %acc: memref<12x16xf32>, %other: memref<12x16xf32>, %buf: memref<44x16xf32>, %x: f32) {
+  %c0 = arith.constant 0 : index
+  linalg.fill ins(%x : f32) outs(%acc : memref<12x16xf32>)
+  memref.store %x, %p[%c0, %c0] : memref<32x12xf32>
+  linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%x : f32) outs(%other : memref<12x16xf32>)
+  linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  %c = memref.subview %buf[0, 0] [12, 16] [1, 1] : memref<44x16xf32> to memref<12x16xf32, strided<[16, 1]>>
+  %b = memref.subview %buf[12, 0] [32, 16] [1, 1] : memref<44x16xf32> to memref<32x16xf32, strided<[16, 1], offset: 192>>
+  linalg.fill ins(%x : f32) outs(%c : memref<12x16xf32, strided<[16, 1]>>)
+  linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %b : memref<32x12xf32>, memref<32x16xf32, strided<[16, 1], offset: 192>>) outs(%c : memref<12x16xf32, strided<[16, 1]>>) {
+  ^bb0(%a: f32, %b0: f32, %o: f32):
+    %m = arith.mulf %a, %b0 : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
 // -----
 
 // A decode tile's scores on bf16 keys in attn-decompose-online's split

@@ -10,6 +10,8 @@ npy.py OUT --truncated [SHAPE]    a valid f32 header (default shape 4,4) with
 npy.py OUT --fortran              a Fortran-ordered array
 npy.py OUT --tail-ones SHAPE N    f32 zeros but for the last N elements (1)
 npy.py OUT --ints SHAPE V1,V2,... an int32 ('<i4') array of those values
+npy.py OUT --one-nan SHAPE N      f32 ((7i mod 11) - 5) / 8 at element i,
+                                  but NaN at element N
 """
 import struct
 import sys
@@ -40,6 +42,13 @@ def main():
         shape = [int(s) for s in sys.argv[3].split(",")]
         values = [int(v) for v in sys.argv[4].split(",")]
         data = header("<i4", shape) + struct.pack("<%di" % len(values), *values)
+    elif sys.argv[2] == "--one-nan":
+        shape, at = [int(s) for s in sys.argv[3].split(",")], int(sys.argv[4])
+        n = 1
+        for d in shape:
+            n *= d
+        values = [float("nan") if i == at else ((7 * i) % 11 - 5) / 8 for i in range(n)]
+        data = header("<f4", shape) + struct.pack("<%df" % n, *values)
     elif sys.argv[2] == "--fortran":
         data = header("<f4", [2, 2], fortran=True) + b"\0" * 16
     else:
