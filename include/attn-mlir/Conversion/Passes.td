@@ -146,7 +146,17 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
     2W elements split into its even elements (each 32-bit word shifted left
     by 16) and its odd ones (the word's low half cleared), the pair's
     accumulators holding C's columns in that order between C's load and
-    store (an odd last vector of a block is extended as before).
+    store (an odd last vector of a block is extended as before). A
+    `linalg.fill` of C (or its generic form) just before the matmul (a
+    score tile's zeros) goes: the accumulators start at its value and C is
+    not loaded; a row scale of C just before (the online step's
+    `acc · alpha`) is applied as C is loaded.
+
+    `out[i, j] = f(in[j, i])` with f elementwise, out of 32-bit elements,
+    static sizes multiples of W (the Qᵀ that `attn-decompose-online`
+    builds once per query tile: Q transposed, widened, scaled) becomes
+    W x W blocks: W rows of `in` loaded, f on each row vector, the block
+    transposed in registers by shuffles and stored as W rows of `out`.
 
     `C[M, N] += A[M, K] · B[N, K]` with A and B contiguous in k, N <= 8 and
     K static (the transposed score tile `Sᵀ = K · Q` of a decode tile of at
@@ -227,7 +237,9 @@ def AttnCpuApproximateMathPass : Pass<"attn-cpu-approximate-math"> {
     about 2^-125 flush to 0); there `n` and the field both come from one
     add, `s = y + 1.5·2^23 + 126` (an f32 in [2^23, 2^24) is an integer:
     `n = s - (1.5·2^23 + 126)`, the field `bits(s) << 23`), in place of a
-    round and a conversion. `exp(x)` is `exp2(x·log2 e)`: the rounding
+    round and a conversion. An op marked `attn.nonpositive_arg` (the online
+    softmax's `exp(c·(x - max))`, whose argument is at most 0 or NaN) is
+    not clamped from above; the pass removes the mark from every op. `exp(x)` is `exp2(x·log2 e)`: the rounding
     of `x·log2 e` makes the relative error grow with |x| (9.8e-7 on
     [-20, 0], 3.8e-6 at -80), where the softmax's weights are negligible;
     3 FMA-unit ops fewer than a Cody-Waite reduction and a degree-6

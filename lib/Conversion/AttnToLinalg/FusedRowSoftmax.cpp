@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FusedRowSoftmax.h"
+#include "attn-mlir/Conversion/TransposeRows.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -195,30 +196,6 @@ private:
   }
 };
 
-/// A 16 x 16 block of 32-bit words transposed in registers: in round s
-/// (8, 4, 2, 1) rows i and i + s (bit s of i clear) swap their off-diagonal
-/// s x s blocks, two shuffles per pair of rows.
-SmallVector<Value> transposeWords(OpBuilder &b, Location loc,
-                                  SmallVector<Value> rows) {
-  int64_t n = rows.size();
-  for (int64_t s = n / 2; s >= 1; s /= 2) {
-    SmallVector<int64_t> low, high;
-    for (int64_t j = 0; j < n; ++j) {
-      bool clear = (j & s) == 0;
-      low.push_back(clear ? j : n + j - s);
-      high.push_back(clear ? j + s : n + j);
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      if (i & s)
-        continue;
-      Value x = rows[i], y = rows[i + s];
-      rows[i] = vector::ShuffleOp::create(b, loc, x, y, low);
-      rows[i + s] = vector::ShuffleOp::create(b, loc, x, y, high);
-    }
-  }
-  return rows;
-}
-
 /// The vector of `shape` whose innermost rows, in row-major order, are
 /// `rows`.
 Value stackRows(OpBuilder &b, Location loc, ArrayRef<Value> rows,
@@ -281,7 +258,7 @@ Value writeRowWeights(OpBuilder &b, Location loc, ArrayRef<Value> p, Value dest,
     for (int64_t k = 0; k < w; ++k)
       block.push_back(
           vector::BitCastOp::create(b, loc, words, pairs[blk * w + k]));
-    for (auto [r, row] : llvm::enumerate(transposeWords(b, loc, block)))
+    for (auto [r, row] : llvm::enumerate(transposeRows(b, loc, block)))
       pieces[r * blocks + blk] =
           vector::BitCastOp::create(b, loc, pairs.front().getType(), row);
   }

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn-mlir/Conversion/Passes.h"
+#include "attn-mlir/Dialect/Attn/Transforms/ExpArgument.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -47,20 +48,26 @@ struct ExpBuilder {
   /// 2^n by vscalefps (16-lane vectors with avx512), not the exponent
   /// field.
   bool scalef;
+  /// The argument is at most 0 or NaN (kNonPositiveArgAttr): no clamp from
+  /// above.
+  bool nonPositive;
 
   Value cst(double v) const {
     return arith::ConstantOp::create(
         rewriter, loc,
         DenseElementsAttr::get(vec, rewriter.getF32FloatAttr(v)));
   }
-  /// select(x < lo, lo, x) and select(x > hi, hi, x): NaN passes (one
-  /// vmaxps / vminps each).
+  /// select(x < lo, lo, x) and, unless nonPositive, select(x > hi, hi, x):
+  /// NaN passes (one vmaxps / vminps each).
   Value clamp(Value x, double lo, double hi) const {
-    Value l = cst(lo), h = cst(hi);
+    Value l = cst(lo);
     x = arith::SelectOp::create(
         rewriter, loc,
         arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OLT, x, l),
         l, x);
+    if (nonPositive)
+      return x;
+    Value h = cst(hi);
     return arith::SelectOp::create(
                rewriter, loc,
                arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OGT,
@@ -121,7 +128,8 @@ expBuilderFor(Operation *op, PatternRewriter &rewriter, bool avx512) {
   if (!vec || !vec.getElementType().isF32())
     return std::nullopt;
   return ExpBuilder{rewriter, op->getLoc(), vec,
-                    avx512 && vec.getNumElements() == 16};
+                    avx512 && vec.getNumElements() == 16,
+                    op->hasAttr(attn::kNonPositiveArgAttr)};
 }
 
 /// 2^f on [-1/2, 1/2], degree 5, fitted for the least maximum relative
@@ -198,6 +206,10 @@ struct AttnCpuApproximateMathPass
     });
     if (failed(applyOpPatternsGreedily(ops, frozen)))
       return signalPassFailure();
+    // The argument's sign has been used where it could be: the attribute
+    // stays out of the lowered IR (scalar exps keep their ops).
+    getOperation()->walk(
+        [](Operation *op) { op->removeAttr(attn::kNonPositiveArgAttr); });
   }
 };
 

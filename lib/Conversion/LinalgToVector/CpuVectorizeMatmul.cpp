@@ -16,6 +16,7 @@
 
 #include "TileMatch.h"
 #include "attn-mlir/Conversion/Passes.h"
+#include "attn-mlir/Conversion/TransposeRows.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -1492,6 +1493,112 @@ struct RowPairPackToVector : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// out[i, j] = f(in[j, i]) on 2-D memrefs, f elementwise (arith and math
+/// ops of in's element and values from outside), out of 32-bit elements,
+/// both contiguous in their rows, static sizes multiples of W:
+/// attn-decompose-online's Qᵀ, Q transposed (widened, scaled) once per
+/// query tile, which LLVM made 80 scalar inserts per 64 elements. W x W
+/// blocks: W rows of `in` loaded, f on each row vector, the block
+/// transposed in registers (transposeRows) and stored as W rows of `out`.
+struct TransposeToVector : OpRewritePattern<linalg::GenericOp> {
+  TransposeToVector(MLIRContext *ctx, int64_t width)
+      : OpRewritePattern(ctx), kWidth(width) {}
+  int64_t kWidth;
+
+  /// Whether `op` is such a transposing copy.
+  bool matches(linalg::GenericOp op) const {
+    if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 1 ||
+        op.getNumDpsInits() != 1 || op.getNumLoops() != 2 ||
+        op.getNumParallelLoops() != 2 || !llvm::isPowerOf2_64(kWidth))
+      return false;
+    MLIRContext *ctx = op.getContext();
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx);
+    if (maps[0] != AffineMap::get(2, 0, {d1, d0}, ctx) || !maps[1].isIdentity())
+      return false;
+    Value in = op.getDpsInputs()[0], out = op.getDpsInits()[0];
+    auto inT = cast<MemRefType>(in.getType());
+    auto outT = cast<MemRefType>(out.getType());
+    if (!inT.hasStaticShape() || !outT.hasStaticShape() ||
+        outT.getElementTypeBitWidth() != 32 || !unitInnerStride(in) ||
+        !unitInnerStride(out) || outT.getDimSize(0) % kWidth ||
+        outT.getDimSize(1) % kWidth)
+      return false;
+    Block &body = op.getRegion().front();
+    if (!body.getArgument(1).use_empty())
+      return false;
+    return llvm::all_of(body.without_terminator(), [](Operation &o) {
+      return o.getNumRegions() == 0 && o.getNumResults() == 1 &&
+             (isa<arith::ConstantOp>(o) || o.hasTrait<OpTrait::Elementwise>());
+    });
+  }
+
+  /// f on a vector of W elements of `in`'s row: the body's ops on vectors,
+  /// its scalar constants and the values it reads from outside broadcast.
+  Value mapRow(OpBuilder &b, Location loc, Block &body, Value row) const {
+    IRMapping map;
+    map.map(body.getArgument(0), row);
+    auto vectorOf = [&](Value v) -> Value {
+      if (Value m = map.lookupOrNull(v))
+        return m;
+      if (Operation *def = v.getDefiningOp(); def && def->getBlock() == &body)
+        v = b.clone(*def)->getResult(0);
+      return vector::BroadcastOp::create(
+          b, loc, VectorType::get({kWidth}, v.getType()), v);
+    };
+    for (Operation &o : body.without_terminator()) {
+      if (isa<arith::ConstantOp>(o))
+        continue;
+      SmallVector<Value> operands;
+      for (Value v : o.getOperands())
+        operands.push_back(vectorOf(v));
+      OperationState state(loc, o.getName().getStringRef(), operands,
+                           {VectorType::get({kWidth}, o.getResultTypes()[0])},
+                           o.getAttrs());
+      map.map(o.getResult(0), b.create(state)->getResult(0));
+    }
+    return vectorOf(body.getTerminator()->getOperand(0));
+  }
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!matches(op))
+      return rewriter.notifyMatchFailure(op, "not a transposing copy");
+    Location loc = op.getLoc();
+    Value in = op.getDpsInputs()[0], out = op.getDpsInits()[0];
+    auto outT = cast<MemRefType>(out.getType());
+    Type inElt = cast<MemRefType>(in.getType()).getElementType();
+    Block &body = op.getRegion().front();
+    Value zero = constIndex(rewriter, loc, 0);
+    forLoop(
+        rewriter, loc, zero, constIndex(rewriter, loc, outT.getDimSize(0)),
+        kWidth, [&](OpBuilder &ib, Value i0) {
+          forLoop(
+              ib, loc, zero, constIndex(ib, loc, outT.getDimSize(1)), kWidth,
+              [&](OpBuilder &b, Value j0) {
+                SmallVector<Value> rows;
+                for (int64_t r = 0; r < kWidth; ++r) {
+                  Value j =
+                      arith::AddIOp::create(b, loc, j0, constIndex(b, loc, r));
+                  rows.push_back(mapRow(
+                      b, loc, body,
+                      vector::LoadOp::create(b, loc,
+                                             VectorType::get({kWidth}, inElt),
+                                             in, ValueRange{j, i0})));
+                }
+                for (auto [r, row] :
+                     llvm::enumerate(attn::transposeRows(b, loc, rows))) {
+                  Value i =
+                      arith::AddIOp::create(b, loc, i0, constIndex(b, loc, r));
+                  vector::StoreOp::create(b, loc, row, out, ValueRange{i, j0});
+                }
+              });
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct AttnCpuVectorizeMatmulPass
     : attn::impl::AttnCpuVectorizeMatmulPassBase<AttnCpuVectorizeMatmulPass> {
   using Base::Base;
@@ -1541,6 +1648,7 @@ void attn::populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
   patterns.add<TileMatmulToVector>(patterns.getContext(), vectorWidth, rows,
                                    cols, bf16Dot);
   patterns.add<TileDotToVector>(patterns.getContext(), vectorWidth);
+  patterns.add<TransposeToVector>(patterns.getContext(), vectorWidth);
   if (bf16Dot)
     patterns.add<RowPairPackToVector>(patterns.getContext(), vectorWidth);
 }

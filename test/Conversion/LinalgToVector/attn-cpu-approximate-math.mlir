@@ -38,6 +38,22 @@ func.func @exp_vector8(%x: vector<8xf32>) -> vector<8xf32> {
   return %e : vector<8xf32>
 }
 
+// The online softmax's exp, marked attn.nonpositive_arg (its argument is
+// at most 0 or NaN): clamped from below only; the mark goes, from the
+// scalar exp the pass leaves too.
+// CHECK-LABEL: func.func @exp_nonpositive
+// CHECK: arith.cmpf olt
+// CHECK-NOT: arith.cmpf ogt
+// CHECK: arith.addf
+// CHECK: math.exp %{{.*}} : f32
+// CHECK-NOT: attn.nonpositive_arg
+// CHECK: return
+func.func @exp_nonpositive(%x: vector<8xf32>, %s: f32) -> (vector<8xf32>, f32) {
+  %e = math.exp %x {attn.nonpositive_arg} : vector<8xf32>
+  %f = math.exp %s {attn.nonpositive_arg} : f32
+  return %e, %f : vector<8xf32>, f32
+}
+
 // Without avx512 a 16-lane vector takes the exponent field too; with it,
 // vscalefps.
 // CHECK-LABEL: func.func @exp_vector

@@ -674,3 +674,33 @@ func.func @decode_scores_split(%k: memref<?x64xbf16>, %q: memref<4x64xf32>, %s: 
   }
   return
 }
+
+// -----
+
+// Transposing copies the blocks do not take: a size not a multiple of W
+// (12 rows at W = 8), a body that reads the output (an accumulation, not a
+// copy). Both stay linalg.generic (attn-cpu-vectorize-matmul-transpose-run
+// runs the one it takes).
+// CHECK-LABEL: func.func @transpose_not_taken
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%arg1 : memref<12x8xf32>)
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%arg3 : memref<8x16xf32>)
+// CHECK-NOT: vector.shuffle
+// CHECK: return
+func.func @transpose_not_taken(%a: memref<8x12xf32>, %b: memref<12x8xf32>, %c: memref<16x8xf32>, %d: memref<8x16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<8x12xf32>) outs(%b : memref<12x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<16x8xf32>) outs(%d : memref<8x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.addf %x, %o : f32
+    linalg.yield %y : f32
+  }
+  return
+}

@@ -292,9 +292,10 @@ Value attn::expShifted(OpBuilder &b, Location loc, Value x, Value mSafe,
   Value d = arith::SubFOp::create(b, loc, x, mSafe);
   if (c != 1.0)
     d = arith::MulFOp::create(b, loc, d, createF32Constant(b, loc, c, d));
-  if (base2)
-    return math::Exp2Op::create(b, loc, d);
-  return math::ExpOp::create(b, loc, d);
+  Operation *e = base2 ? math::Exp2Op::create(b, loc, d).getOperation()
+                       : math::ExpOp::create(b, loc, d).getOperation();
+  e->setAttr(kNonPositiveArgAttr, b.getUnitAttr());
+  return e->getResult(0);
 }
 
 Value attn::scaleRowMax(OpBuilder &b, Location loc, Value m, double c) {

@@ -4,6 +4,7 @@
 #define ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_UTILS_H
 
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/ExpArgument.h"
 #include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
@@ -142,7 +143,8 @@ double exponentScale(const AttentionSpec &spec);
 double scoreScale(const AttentionSpec &spec);
 
 /// exp(c · (x - mSafe)) for a row maximum already through safeRowMax, or
-/// exp2 with `base2`; no multiply when c is 1.
+/// exp2 with `base2`; no multiply when c is 1. x must be at most mSafe (or
+/// NaN, or -inf with mSafe 0): the op carries kNonPositiveArgAttr.
 Value expShifted(OpBuilder &b, Location loc, Value x, Value mSafe, double c,
                  bool base2 = false);
 

@@ -1,0 +1,25 @@
+//===- ExpArgument.h - what an exp's argument is known to be ----*- C++ -*-===//
+//
+// A discardable attribute the attn lowerings put on the math.exp and
+// math.exp2 ops they build, for the passes that lower those ops. No
+// dependency on the attn dialect: attn-cpu-approximate-math includes it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_EXPARGUMENT_H
+#define ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_EXPARGUMENT_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir {
+namespace attn {
+
+/// The unit attribute on a math.exp or math.exp2 whose argument is at most
+/// 0 (or NaN): the online softmax's exp(c · (x - max)), c > 0 (expShifted).
+/// An inline exp (attn-cpu-approximate-math) need not clamp it from above.
+constexpr llvm::StringLiteral kNonPositiveArgAttr = "attn.nonpositive_arg";
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_EXPARGUMENT_H
