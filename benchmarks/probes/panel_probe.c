@@ -69,29 +69,39 @@ __attribute__((noinline)) static void block(const float *A, int sa,
   _mm256_store_ps(C + 5 * N, c50), _mm256_store_ps(C + 5 * N + 8, c51);
 }
 
-// Vector FMAs per second of 12 independent register-only chains.
+// Vector FMAs per second of 12 independent register-only chains, in
+// assembly: written in C (12 chains of _mm256_fmadd_ps), clang kept 11
+// FMAs in the loop for the 12 counted and the figure read 9% high (6.99
+// against 6.41 G/s on the AVX2 host).
 static double peak(void) {
-  __m256 c[12], a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-6f);
-  for (int i = 0; i < 12; i++)
-    c[i] = _mm256_set1_ps(i * 1e-3f);
   long n = 100000000;
   double best = 1e9;
   for (int t = 0; t < 3; t++) {
     double t0 = now();
-    for (long i = 0; i < n; i++) {
-      for (int j = 0; j < 12; j++)
-        c[j] = _mm256_fmadd_ps(a, c[j], b);
-      __asm__ volatile("" ::"x"(c[0]), "x"(c[5]), "x"(c[11]));
-    }
+    __asm__ volatile(
+        "vxorps %%ymm0, %%ymm0, %%ymm0\n vxorps %%ymm1, %%ymm1, %%ymm1\n"
+        "vxorps %%ymm2, %%ymm2, %%ymm2\n vxorps %%ymm3, %%ymm3, %%ymm3\n"
+        "vxorps %%ymm4, %%ymm4, %%ymm4\n vxorps %%ymm5, %%ymm5, %%ymm5\n"
+        "vxorps %%ymm6, %%ymm6, %%ymm6\n vxorps %%ymm7, %%ymm7, %%ymm7\n"
+        "vxorps %%ymm8, %%ymm8, %%ymm8\n vxorps %%ymm9, %%ymm9, %%ymm9\n"
+        "vxorps %%ymm10, %%ymm10, %%ymm10\n vxorps %%ymm11, %%ymm11, %%ymm11\n"
+        "vxorps %%ymm12, %%ymm12, %%ymm12\n vxorps %%ymm13, %%ymm13, %%ymm13\n"
+        "1:\n"
+        "vfmadd231ps %%ymm12, %%ymm13, %%ymm0\n vfmadd231ps %%ymm12, %%ymm13, %%ymm1\n"
+        "vfmadd231ps %%ymm12, %%ymm13, %%ymm2\n vfmadd231ps %%ymm12, %%ymm13, %%ymm3\n"
+        "vfmadd231ps %%ymm12, %%ymm13, %%ymm4\n vfmadd231ps %%ymm12, %%ymm13, %%ymm5\n"
+        "vfmadd231ps %%ymm12, %%ymm13, %%ymm6\n vfmadd231ps %%ymm12, %%ymm13, %%ymm7\n"
+        "vfmadd231ps %%ymm12, %%ymm13, %%ymm8\n vfmadd231ps %%ymm12, %%ymm13, %%ymm9\n"
+        "vfmadd231ps %%ymm12, %%ymm13, %%ymm10\n vfmadd231ps %%ymm12, %%ymm13, %%ymm11\n"
+        "dec %0\n jnz 1b\n"
+        : "+r"(n)
+        :
+        : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+          "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13");
+    n = 100000000;
     double dt = now() - t0;
     best = dt < best ? dt : best;
   }
-  // Every chain feeds the result, so none is dead code.
-  float sum = 0;
-  for (int j = 0; j < 12; j++)
-    sum += c[j][0];
-  if (sum == 1234.5f)
-    printf("%f\n", sum);
   return n * 12 / best;
 }
 
