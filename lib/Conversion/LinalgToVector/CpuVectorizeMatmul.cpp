@@ -641,9 +641,12 @@ static Value fillBefore(linalg::LinalgOp op, Value c, Operation *&fill) {
     value = named.getInputs()[0];
   else if (auto generic = dyn_cast_or_null<linalg::GenericOp>(prev))
     value = linalg::isaFillOpInterface(generic);
-  if (!value || !value->getType().isF32() ||
-      !cast<linalg::LinalgOp>(prev).hasPureBufferSemantics() ||
-      cast<linalg::LinalgOp>(prev).getDpsInits()[0] != c ||
+  auto fillOp = dyn_cast_or_null<linalg::LinalgOp>(prev);
+  // All of C: the generic form's output map a permutation.
+  if (!value || !value->getType().isF32() || !fillOp.hasPureBufferSemantics() ||
+      fillOp.getDpsInits()[0] != c ||
+      !fillOp.getMatchingIndexingMap(fillOp.getDpsInitOperand(0))
+           .isPermutation() ||
       readsBufferOf(op, c))
     return {};
   fill = prev;
@@ -1519,17 +1522,26 @@ struct TransposeToVector : OpRewritePattern<linalg::GenericOp> {
     Value in = op.getDpsInputs()[0], out = op.getDpsInits()[0];
     auto inT = cast<MemRefType>(in.getType());
     auto outT = cast<MemRefType>(out.getType());
+    // Whole bytes in (a vector.load of i1 reads packed bits), 32 bits out,
+    // `out` not a view of `in`'s buffer (blocks load before they store).
+    auto scalar = [](Type t) { return t.isIntOrFloat(); };
     if (!inT.hasStaticShape() || !outT.hasStaticShape() ||
+        !scalar(inT.getElementType()) ||
+        inT.getElementTypeBitWidth() % 8 != 0 ||
+        !scalar(outT.getElementType()) ||
         outT.getElementTypeBitWidth() != 32 || !unitInnerStride(in) ||
         !unitInnerStride(out) || outT.getDimSize(0) % kWidth ||
-        outT.getDimSize(1) % kWidth)
+        outT.getDimSize(1) % kWidth || readsBufferOf(op, out))
       return false;
     Block &body = op.getRegion().front();
     if (!body.getArgument(1).use_empty())
       return false;
-    return llvm::all_of(body.without_terminator(), [](Operation &o) {
-      return o.getNumRegions() == 0 && o.getNumResults() == 1 &&
-             (isa<arith::ConstantOp>(o) || o.hasTrait<OpTrait::Elementwise>());
+    return llvm::all_of(body.without_terminator(), [&](Operation &o) {
+      return o.getNumRegions() == 0 && o.getNumResults() == 1 && isPure(&o) &&
+             (isa<arith::ConstantOp>(o) ||
+              o.hasTrait<OpTrait::Elementwise>()) &&
+             llvm::all_of(o.getOperandTypes(), scalar) &&
+             scalar(o.getResult(0).getType());
     });
   }
 

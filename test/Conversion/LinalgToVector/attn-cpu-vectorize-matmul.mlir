@@ -558,6 +558,11 @@ func.func @rescale_aliasing(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %buf:
 // at the fill's value, C is never loaded, and the fill goes. Kept: a fill
 // separated from the matmul by another op, one of another buffer, one of
 // a buffer the matmul also reads.
+// W16-LABEL: func.func @fill_fused
+// W16-NOT: linalg.fill
+// W16: vector.broadcast %arg3 : f32 to vector<16xf32>
+// W16-NOT: linalg.fill
+// W16: return
 // CHECK-LABEL: func.func @fill_fused
 // CHECK-NOT: linalg.generic
 // CHECK: scf.for
@@ -679,16 +684,34 @@ func.func @decode_scores_split(%k: memref<?x64xbf16>, %q: memref<4x64xf32>, %s: 
 
 // Transposing copies the blocks do not take: a size not a multiple of W
 // (12 rows at W = 8), a body that reads the output (an accumulation, not a
-// copy). Both stay linalg.generic (attn-cpu-vectorize-matmul-transpose-run
-// runs the one it takes).
+// copy), a transpose in place (blocks load before they store), i1 input
+// (vector loads of i1 read packed bits). All stay linalg.generic
+// (attn-cpu-vectorize-matmul-transpose-run runs the one it takes).
 // CHECK-LABEL: func.func @transpose_not_taken
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%arg4 : memref<8x8xf32>)
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%arg5 : memref<16x8xi1>) outs(%arg3 : memref<8x16xf32>)
 // CHECK: linalg.generic
 // CHECK-SAME: outs(%arg1 : memref<12x8xf32>)
 // CHECK: linalg.generic
 // CHECK-SAME: outs(%arg3 : memref<8x16xf32>)
 // CHECK-NOT: vector.shuffle
 // CHECK: return
-func.func @transpose_not_taken(%a: memref<8x12xf32>, %b: memref<12x8xf32>, %c: memref<16x8xf32>, %d: memref<8x16xf32>) {
+func.func @transpose_not_taken(%a: memref<8x12xf32>, %b: memref<12x8xf32>, %c: memref<16x8xf32>, %d: memref<8x16xf32>, %e: memref<8x8xf32>, %f: memref<16x8xi1>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%e : memref<8x8xf32>) outs(%e : memref<8x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%f : memref<16x8xi1>) outs(%d : memref<8x16xf32>) {
+  ^bb0(%x: i1, %o: f32):
+    %y = arith.uitofp %x : i1 to f32
+    linalg.yield %y : f32
+  }
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
                   iterator_types = ["parallel", "parallel"]}
       ins(%a : memref<8x12xf32>) outs(%b : memref<12x8xf32>) {

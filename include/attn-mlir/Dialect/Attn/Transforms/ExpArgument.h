@@ -17,6 +17,9 @@ namespace attn {
 /// The unit attribute on a math.exp or math.exp2 whose argument is at most
 /// 0 (or NaN): the online softmax's exp(c · (x - max)), c > 0 (expShifted).
 /// An inline exp (attn-cpu-approximate-math) need not clamp it from above.
+/// (In a row with a NaN score the maximum may miss the true one and an
+/// argument be positive: that weight is wrong, but the NaN weight makes the
+/// row's sum, accumulator, output and LSE NaN all the same.)
 constexpr llvm::StringLiteral kNonPositiveArgAttr = "attn.nonpositive_arg";
 
 } // namespace attn
