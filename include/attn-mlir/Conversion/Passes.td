@@ -147,9 +147,10 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
     by 16) and its odd ones (the word's low half cleared), the pair's
     accumulators holding C's columns in that order between C's load and
     store (an odd last vector of a block is extended as before). A
-    `linalg.fill` of C (or its generic form) just before the matmul (a
-    score tile's zeros) goes: the accumulators start at its value and C is
-    not loaded; a row scale of C just before (the online step's
+    `linalg.fill` of C (or its generic form) before the matmul, only
+    effect-free ops or reads of other buffers between (a score tile's
+    zeros), goes: the accumulators start at its value (AMX tiles: at
+    `tilezero` for a fill of 0.0) and C is not loaded; a row scale of C just before (the online step's
     `acc · alpha`) is applied as C is loaded.
 
     `out[i, j] = f(in[j, i])` with f elementwise, out of 32-bit elements,

@@ -21,7 +21,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::attn::cpu;
@@ -30,45 +29,6 @@ namespace {
 
 /// Rows and columns of one tile of C; k of one tile of A (pairs of 2).
 constexpr int64_t kTile = 16, kTileK = 32;
-
-/// Whether `op` fills `c` with +0.0: a linalg.fill, or its generalized form
-/// (a linalg.generic yielding a scalar input, the pipeline generalizes
-/// named ops before this pass).
-bool fillsZero(Operation *op, Value c) {
-  Value value, out;
-  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
-    value = fill.getInputs()[0];
-    out = fill.getOutputs()[0];
-  } else if (auto g = dyn_cast<linalg::GenericOp>(op)) {
-    Block &body = g.getRegion().front();
-    if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
-        !g.getDpsInputs()[0].getType().isIntOrFloat() ||
-        body.getTerminator()->getOperand(0) != body.getArgument(0))
-      return false;
-    value = g.getDpsInputs()[0];
-    out = g.getDpsInits()[0];
-  }
-  FloatAttr f;
-  return out == c && matchPattern(value, m_Constant(&f)) &&
-         f.getValue().isPosZero();
-}
-
-/// The fill of 0.0 into exactly `c` that `op` follows with only
-/// effect-free ops (or reads of other buffers) in between, if any: its
-/// zeros can be made in the tile registers instead.
-Operation *zeroFillBefore(Operation *op, Value c) {
-  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    if (fillsZero(prev, c))
-      return prev;
-    if (isMemoryEffectFree(prev))
-      continue;
-    auto effects = dyn_cast<MemoryEffectOpInterface>(prev);
-    if (!effects || !effects.onlyHasEffect<MemoryEffects::Read>() ||
-        llvm::is_contained(prev->getOperands(), c))
-      return nullptr;
-  }
-  return nullptr;
-}
 
 /// Static sizes of a memref, or an empty list.
 SmallVector<int64_t> staticShape(Value v) {
@@ -98,11 +58,14 @@ struct PairMatmulToAmx : OpRewritePattern<linalg::GenericOp> {
         2 * aShape[1] > kMaxK || !stridesOf(a, aStrides) || aStrides[1] != 2)
       return rewriter.notifyMatchFailure(op, "not of whole AMX tiles");
     Location loc = op.getLoc();
-    bool zeroInit = false;
-    if (Operation *fill = zeroFillBefore(op, c)) {
+    // A fill of +0.0: its zeros made in the tile registers.
+    Value fillValue;
+    FloatAttr fillZero;
+    Operation *fill = fillBefore(op, c, fillValue);
+    bool zeroInit = fill && matchPattern(fillValue, m_Constant(&fillZero)) &&
+                    fillZero.getValue().isPosZero();
+    if (zeroInit)
       rewriter.eraseOp(fill);
-      zeroInit = true;
-    }
     Value a2 = collapsePairs(rewriter, loc, a),
           b2 = collapsePairs(rewriter, loc, b);
     auto tileAB = amx::TileType::get({kTile, kTileK}, rewriter.getBF16Type());

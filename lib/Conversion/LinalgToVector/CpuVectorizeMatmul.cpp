@@ -69,6 +69,55 @@ Value attn::cpu::roundDown(OpBuilder &b, Location loc, Value v,
   return arith::SubIOp::create(b, loc, v, rem);
 }
 
+/// The buffer under the views of a memref value (subviews, reshapes,
+/// casts); null for other values.
+static Value bufferOf(Value v) {
+  auto m = dyn_cast<MemrefValue>(v);
+  return m ? memref::skipViewLikeOps(m) : Value();
+}
+
+bool attn::cpu::readsBufferOf(linalg::LinalgOp op, Value c) {
+  return llvm::any_of(op.getDpsInputs(),
+                      [&](Value in) { return bufferOf(in) == bufferOf(c); });
+}
+
+/// The scalar `op` fills all of `c` with: a linalg.fill, or its generic
+/// form (the pipeline generalizes named ops before these kernels) whose
+/// output map is a permutation.
+static std::optional<Value> fillValueOf(Operation *op, Value c) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || !linalgOp.hasPureBufferSemantics() ||
+      linalgOp.getNumDpsInits() != 1 || linalgOp.getDpsInits()[0] != c ||
+      !linalgOp.getMatchingIndexingMap(linalgOp.getDpsInitOperand(0))
+           .isPermutation())
+    return std::nullopt;
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getInputs()[0];
+  if (auto generic = dyn_cast<linalg::GenericOp>(op))
+    return linalg::isaFillOpInterface(generic);
+  return std::nullopt;
+}
+
+Operation *attn::cpu::fillBefore(linalg::LinalgOp op, Value c, Value &value) {
+  if (readsBufferOf(op, c))
+    return nullptr;
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (std::optional<Value> v = fillValueOf(prev, c)) {
+      value = *v;
+      return prev;
+    }
+    if (isMemoryEffectFree(prev))
+      continue;
+    auto effects = dyn_cast<MemoryEffectOpInterface>(prev);
+    if (!effects || !effects.onlyHasEffect<MemoryEffects::Read>() ||
+        llvm::any_of(prev->getOperands(), [&](Value v) {
+          return bufferOf(v) && bufferOf(v) == bufferOf(c);
+        }))
+      return nullptr;
+  }
+  return nullptr;
+}
+
 /// scf.for from lb to ub by `step` with `body` of the induction variable.
 void attn::cpu::forLoop(OpBuilder &b, Location loc, Value lb, Value ub,
                         int64_t step,
@@ -586,16 +635,6 @@ bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
   return isMulAddBody(op);
 }
 
-/// Whether an input of `op` is a view of `c`'s buffer (the buffers under
-/// the views: subviews, reshapes, casts).
-static bool readsBufferOf(linalg::LinalgOp op, Value c) {
-  auto root = [](Value v) {
-    return memref::skipViewLikeOps(cast<MemrefValue>(v));
-  };
-  return llvm::any_of(op.getDpsInputs(),
-                      [&](Value in) { return root(in) == root(c); });
-}
-
 /// The op just before the matmul `op` when it scales the rows of its C
 /// in place, C[i, j] *= alpha[i] (an online step's acc · alpha before
 /// acc += P·V), with alpha its only input, and the matmul's A and B are
@@ -626,31 +665,6 @@ static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
       (mul.getLhs() != acc || mul.getRhs() != x))
     return {};
   return readsBufferOf(op, c) ? linalg::GenericOp() : scale;
-}
-
-/// The f32 scalar the op just before the matmul `op` fills all of its C
-/// with (`fill`: that op, linalg.fill or its generic form; a score tile's
-/// zeros), when the matmul's A and B are not views of C's buffer; null
-/// otherwise. The matmul then starts its accumulators at the scalar
-/// instead of loading C: no pass over C before the product, none reading
-/// it in.
-static Value fillBefore(linalg::LinalgOp op, Value c, Operation *&fill) {
-  Operation *prev = op->getPrevNode();
-  std::optional<Value> value;
-  if (auto named = dyn_cast_or_null<linalg::FillOp>(prev))
-    value = named.getInputs()[0];
-  else if (auto generic = dyn_cast_or_null<linalg::GenericOp>(prev))
-    value = linalg::isaFillOpInterface(generic);
-  auto fillOp = dyn_cast_or_null<linalg::LinalgOp>(prev);
-  // All of C: the generic form's output map a permutation.
-  if (!value || !value->getType().isF32() || !fillOp.hasPureBufferSemantics() ||
-      fillOp.getDpsInits()[0] != c ||
-      !fillOp.getMatchingIndexingMap(fillOp.getDpsInitOperand(0))
-           .isPermutation() ||
-      readsBufferOf(op, c))
-    return {};
-  fill = prev;
-  return *value;
 }
 
 /// The register blocks of one tile matmul C = alpha · C + A · B (A read
@@ -968,10 +982,10 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
     // acc · alpha just before acc += P·V: applied as C is loaded (looked
     // up before this pattern inserts anything before `op`).
     linalg::GenericOp scale = rowScaleBefore(op, c);
-    // C filled with a scalar just before (a score tile's zeros): the
+    // C filled with a scalar before (a score tile's zeros): the
     // accumulators start at it.
-    Operation *fill = nullptr;
-    Value init = scale ? Value() : fillBefore(op, c, fill);
+    Value init;
+    Operation *fill = scale ? nullptr : fillBefore(op, c, init);
     // Pairs: B [K2, N, 2] read as [K2, 2N], W columns (2W bf16) a load.
     if (pairs)
       b = collapsePairs(rewriter, loc, b);
@@ -1545,31 +1559,44 @@ struct TransposeToVector : OpRewritePattern<linalg::GenericOp> {
     });
   }
 
-  /// f on a vector of W elements of `in`'s row: the body's ops on vectors,
-  /// its scalar constants and the values it reads from outside broadcast.
-  Value mapRow(OpBuilder &b, Location loc, Block &body, Value row) const {
+  /// The body's scalar constants and the values it reads from outside,
+  /// each broadcast to W lanes once, at the builder's point (before the
+  /// loops).
+  IRMapping invariants(OpBuilder &b, Location loc, Block &body) const {
     IRMapping map;
-    map.map(body.getArgument(0), row);
-    auto vectorOf = [&](Value v) -> Value {
-      if (Value m = map.lookupOrNull(v))
-        return m;
-      if (Operation *def = v.getDefiningOp(); def && def->getBlock() == &body)
-        v = b.clone(*def)->getResult(0);
-      return vector::BroadcastOp::create(
-          b, loc, VectorType::get({kWidth}, v.getType()), v);
+    auto add = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      bool inBody =
+          def ? def->getBlock() == &body : v.getParentBlock() == &body;
+      if (map.contains(v) ||
+          (inBody && !isa_and_nonnull<arith::ConstantOp>(def)))
+        return;
+      Value scalar = inBody ? b.clone(*def)->getResult(0) : v;
+      map.map(v, vector::BroadcastOp::create(
+                     b, loc, VectorType::get({kWidth}, v.getType()), scalar));
     };
+    for (Operation &o : body)
+      llvm::for_each(o.getOperands(), add);
+    return map;
+  }
+
+  /// f on a vector of W elements of `in`'s row: the body's ops on vectors,
+  /// reading `map` (invariants) for what is not computed per element.
+  Value mapRow(OpBuilder &b, Location loc, Block &body, Value row,
+               IRMapping map) const {
+    map.map(body.getArgument(0), row);
     for (Operation &o : body.without_terminator()) {
       if (isa<arith::ConstantOp>(o))
         continue;
       SmallVector<Value> operands;
       for (Value v : o.getOperands())
-        operands.push_back(vectorOf(v));
+        operands.push_back(map.lookup(v));
       OperationState state(loc, o.getName().getStringRef(), operands,
                            {VectorType::get({kWidth}, o.getResultTypes()[0])},
                            o.getAttrs());
       map.map(o.getResult(0), b.create(state)->getResult(0));
     }
-    return vectorOf(body.getTerminator()->getOperand(0));
+    return map.lookup(body.getTerminator()->getOperand(0));
   }
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
@@ -1581,6 +1608,7 @@ struct TransposeToVector : OpRewritePattern<linalg::GenericOp> {
     auto outT = cast<MemRefType>(out.getType());
     Type inElt = cast<MemRefType>(in.getType()).getElementType();
     Block &body = op.getRegion().front();
+    IRMapping hoisted = invariants(rewriter, loc, body);
     Value zero = constIndex(rewriter, loc, 0);
     forLoop(
         rewriter, loc, zero, constIndex(rewriter, loc, outT.getDimSize(0)),
@@ -1596,7 +1624,8 @@ struct TransposeToVector : OpRewritePattern<linalg::GenericOp> {
                       b, loc, body,
                       vector::LoadOp::create(b, loc,
                                              VectorType::get({kWidth}, inElt),
-                                             in, ValueRange{j, i0})));
+                                             in, ValueRange{j, i0}),
+                      hoisted));
                 }
                 for (auto [r, row] :
                      llvm::enumerate(attn::transposeRows(b, loc, rows))) {

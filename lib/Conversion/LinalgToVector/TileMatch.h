@@ -32,6 +32,17 @@ Value roundDown(OpBuilder &b, Location loc, Value v, int64_t multiple);
 void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
              function_ref<void(OpBuilder &, Value)> body);
 
+/// Whether an input of `op` is a view of `c`'s buffer.
+bool readsBufferOf(linalg::LinalgOp op, Value c);
+
+/// The fill of all of `c` with a scalar (linalg.fill or its generic form)
+/// that the kernel `op` follows with only effect-free ops or reads of
+/// other buffers in between, when no input of `op` is a view of `c`'s
+/// buffer: that fill, its scalar in `value`; null otherwise. The kernel can
+/// start its accumulators at the scalar (the AMX kernel: tilezero) instead
+/// of loading C, and erase the fill.
+Operation *fillBefore(linalg::LinalgOp op, Value c, Value &value);
+
 /// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
 /// extended) inputs.
 bool isMulAddBody(linalg::GenericOp op);

@@ -553,11 +553,12 @@ func.func @rescale_aliasing(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %buf:
   return
 }
 
-// A score tile's zeros just before Sᵀ = K · Qᵀ (linalg.fill, in its
-// generic form after linalg-generalize-named-ops): the accumulators start
-// at the fill's value, C is never loaded, and the fill goes. Kept: a fill
-// separated from the matmul by another op, one of another buffer, one of
-// a buffer the matmul also reads.
+// A score tile's zeros before Sᵀ = K · Qᵀ (linalg.fill, in its generic
+// form after linalg-generalize-named-ops; effect-free ops may stand
+// between): the accumulators start at the fill's value, C is never
+// loaded, and the fill goes (fillBefore, which the AMX kernel shares).
+// Kept: a fill separated from the matmul by a write, one of another
+// buffer, one of a buffer the matmul also reads.
 // W16-LABEL: func.func @fill_fused
 // W16-NOT: linalg.fill
 // W16: vector.broadcast %arg3 : f32 to vector<16xf32>
@@ -576,6 +577,7 @@ func.func @rescale_aliasing(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %buf:
 // CHECK: return
 func.func @fill_fused(%p: memref<32x12xf32>, %v: memref<32x16xf32>, %acc: memref<12x16xf32>, %x: f32) {
   linalg.fill ins(%x : f32) outs(%acc : memref<12x16xf32>)
+  %between = arith.addf %x, %x : f32
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
                   iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
