@@ -66,8 +66,16 @@ def AttnDecomposeOnlinePass : Pass<"attn-decompose-online"> {
     tile as `Qp[D/2, M, 2]`, the scores as a matmul over pairs
     `Sᵀ[j, i] += K[j, d2, t] · Qp[d2, i, t]` (the scale then applies to the
     f32 scores), and per key block P rounded to bf16 and packed as
-    `Pp[kv/2, M, 2]`, V packed as `Vp[kv/2, Dv, 2]`,
-    `acc[i, e] += Pp[j2, i, t] · Vp[j2, e, t]`. The row sums stay on the f32
+    `Pp[kv/2, M, 2]`, V in pairs as `Vp[kv/2, Dv, 2]`,
+    `acc[i, e] += Pp[j2, i, t] · Vp[j2, e, t]`. When V is a unit-stride
+    window `[1, 1, kv, Dv]` at an even key offset of a static `[B, H, T, Dv]`
+    tensor (T even) defined outside the query tiles' `scf.forall`, the
+    whole tensor is packed once before that forall, in an `scf.forall` of
+    its own over heads and key blocks, and each step reads its window
+    (every query tile of a head packed the same key blocks again: 4.5% of a
+    T=2k D=128 prefill on vdpbf16ps; the packed copy costs the size of V,
+    so only a V of at most 64 MiB is copied whole); otherwise V is packed
+    per key block. The row sums stay on the f32
     P, as in FlashAttention's bf16 kernels. `attn-cpu-vectorize-matmul`
     lowers these forms to `vdpbf16ps`; left to `convert-linalg-to-loops`
     they are the same products on scalars (which keep the denormals that
