@@ -563,14 +563,16 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
     options.kvBlock = o.kvBlock;
     options.decode = o.decode;
     options.kvSplits = o.kvSplits;
-    if (o.emit == Emit::Tiled)
-      return mlir::attn::buildCpuTilingPipeline(pm, options);
-    options.parallel = !o.noParallel;
-    // The artifact is built for this machine (-march=native below).
+    // The artifact is built for this machine (-march=native below); the
+    // kernels also shape the loop nest (bf16 dot products tile the causal
+    // diagonal whole), so --emit=tiled shows the nest the artifact runs.
     CpuKernels kernels = CpuKernels::forHost(o);
     options.vectorWidth = kernels.vectorWidth;
     options.bf16Dot = kernels.bf16Dot;
     options.amx = kernels.amx;
+    if (o.emit == Emit::Tiled)
+      return mlir::attn::buildCpuTilingPipeline(pm, options);
+    options.parallel = !o.noParallel;
     mlir::attn::buildCpuPipeline(pm, options);
   }
 }

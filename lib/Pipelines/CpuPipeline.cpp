@@ -136,6 +136,8 @@ void attn::buildCpuTilingPipeline(OpPassManager &pm,
   tile.kvBlock = options.kvBlock;
   tile.decode = options.decode;
   tile.kvSplits = options.kvSplits;
+  // bf16 on dot products: the causal diagonal's block whole (static).
+  tile.wholeBf16Blocks = options.bf16Dot;
   pm.addPass(createAttnTilePass(tile));
   pm.addPass(createAttnVerifyTiledPass());
 }

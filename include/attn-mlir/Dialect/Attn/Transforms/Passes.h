@@ -44,6 +44,10 @@ struct TileOptions {
   /// an scf.forall of its own. Without it every block may be cut short
   /// (min(block, length - offset)), in one loop and one forall.
   bool splitPartialBlocks = true;
+  /// bf16, a static key length of whole blocks, splitPartialBlocks: the
+  /// last key block a causal or window bound cuts short runs whole (its
+  /// keys past the bound masked by the step's visibility predicate).
+  bool wholeBf16Blocks = false;
   /// Decode tasks of a paged cache of several KV heads take every head
   /// group of one (b, split), reading each cache block's rows whole (the
   /// CPU's choice); without it, one task per head group, as on a dense

@@ -150,6 +150,17 @@ def AttnTilePass : Pass<"attn-tile"> {
       Without it, every block is cut to min(block, length - offset) in one
       loop and one forall (what the CUDA kernel lowering takes, with
       `decode=false`).
+    - Whole bf16 blocks (`whole-bf16-blocks`, with `split-partial-blocks`;
+      the CPU pipeline sets it where bf16 takes dot products): on bf16, a
+      static key length of whole blocks and a key range from key 0 (not
+      paged or packed sequences), the last key block that a causal or
+      window bound cuts short runs whole as a static tile; its keys past
+      the bound are invisible to every row of the tile and the step's
+      visibility predicate, on for every block that crosses the bound,
+      masks them. The causal diagonal's block then takes the dot-product
+      kernels instead of the f32 form (2-4% of a T=2k bf16 causal prefill
+      on vdpbf16ps; on f32 the masked keys cost more than the static tile
+      gains, so f32 stays cut).
     - The decode schedule (`decode`, the default) for queries of at most
       16 rows per head (a static Tq, or the Tq = 1 branch): the G query
       heads that share a KV head are the rows of one tile
@@ -171,6 +182,13 @@ def AttnTilePass : Pass<"attn-tile"> {
            /*default=*/"true",
            "Run the last, partial key block and query block in a loop and "
            "a forall of their own, so that full blocks have static tiles">,
+    Option<"wholeBf16Blocks", "whole-bf16-blocks", "bool",
+           /*default=*/"false",
+           "bf16 on a static key length of whole blocks: the last key block "
+           "that a causal or window bound cuts short runs whole, its keys "
+           "past the bound masked, so that it keeps the static tile's "
+           "kernels (the CPU pipeline sets it where bf16 takes dot "
+           "products)">,
     Option<"decode", "decode", "bool", /*default=*/"true",
            "Decode schedule for queries of at most 16 rows per head: the "
            "query heads of a KV group packed into one tile, the key range "
