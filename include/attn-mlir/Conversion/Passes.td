@@ -155,11 +155,13 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
     by 16) and its odd ones (the word's low half cleared), the pair's
     accumulators holding C's columns in that order between C's load and
     store (an odd last vector of a block is extended as before). A
-    `linalg.fill` of C (or its generic form) before the matmul, only
-    effect-free ops or reads of other buffers between (a score tile's
-    zeros), goes: the accumulators start at its value (AMX tiles: at
-    `tilezero` for a fill of 0.0) and C is not loaded; a row scale of C just before (the online step's
-    `acc · alpha`) is applied as C is loaded.
+    `linalg.fill` of C (or its generic form) before the matmul (a score
+    tile's zeros) goes: the accumulators start at its value (AMX tiles: at
+    `tilezero` for a fill of 0.0) and C is not loaded; a row scale of C
+    before it (the online step's `acc · alpha`) is applied as C is loaded.
+    Either folds across ops that leave its buffers alone: effect-free ops,
+    reads of other buffers, and, when its buffers are local allocations,
+    writes of other buffers (a bf16 step's per-block V pack).
 
     `out[i, j] = f(in[j, i])` with f elementwise, out of 32-bit elements,
     static sizes multiples of W (the Qᵀ that `attn-decompose-online`

@@ -288,14 +288,12 @@ public:
   // (or Pa[i, j2, t], its word transpose, for AMX tiles).
   Tile accumulatePV(const Tile &acc, const Tile &p) override {
     Type bf16 = in.b.getBF16Type();
-    Value vp = vPairs;
-    if (pForm != PForm::Scores || pairs)
-      vp = vp ? vp : buildPairs(in, vTile, 0, bf16);
+    auto vp = [&] { return vPairs ? vPairs : buildPairs(in, vTile, 0, bf16); };
     if (pForm != PForm::Scores)
-      return {pairMatmul(in, acc[0], p[0], vp,
+      return {pairMatmul(in, acc[0], p[0], vp(),
                          /*aPairsFirst=*/pForm == PForm::Pairs)};
     if (pairs)
-      return {pairMatmul(in, acc[0], buildPairs(in, p[0], 0, bf16), vp,
+      return {pairMatmul(in, acc[0], buildPairs(in, p[0], 0, bf16), vp(),
                          /*aPairsFirst=*/true)};
     return {
         in.generic(acc[0], ValueRange{p[0], vTile},
@@ -417,10 +415,11 @@ static Value buildPairedQ(RewriterBase &rewriter, OnlineStepOp op) {
 /// True when index `v` is provably even: an even constant, a product with
 /// an even factor, a sum or difference of even values, or the induction
 /// variable of an scf.for whose start and step are even.
-static bool isEven(Value v, int depth = 0) {
-  if (std::optional<int64_t> c = getConstantIntValue(v))
+static bool isEven(OpFoldResult ofr, int depth = 0) {
+  if (std::optional<int64_t> c = getConstantIntValue(ofr))
     return *c % 2 == 0;
-  if (depth > 8)
+  auto v = dyn_cast<Value>(ofr);
+  if (!v || depth > 8)
     return false;
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
@@ -469,13 +468,10 @@ static Value hoistedValuePairs(
   RankedTensorType wholeT = window.getSourceType();
   ArrayRef<int64_t> sizes = window.getStaticSizes();
   SmallVector<OpFoldResult> offsets = window.getMixedOffsets();
-  std::optional<int64_t> keyOffset = getConstantIntValue(offsets[2]);
-  bool evenOffset = keyOffset ? *keyOffset % 2 == 0
-                              : isEven(cast<Value>(offsets[2]));
   if (!wholeT.hasStaticShape() ||
       wholeT.getDimSize(2) % 2 || sizes[0] != 1 || sizes[1] != 1 ||
       ShapedType::isDynamic(sizes[2]) || sizes[2] % 2 ||
-      ShapedType::isDynamic(sizes[3]) || !evenOffset ||
+      ShapedType::isDynamic(sizes[3]) || !isEven(offsets[2]) ||
       wholeT.getNumElements() * 2 > kMaxHoistedPairBytes ||
       !DominanceInfo().properlyDominates(whole, forall))
     return {};

@@ -98,6 +98,30 @@ static std::optional<Value> fillValueOf(Operation *op, Value c) {
   return std::nullopt;
 }
 
+/// Whether `between` lets an op X that uses the buffers `roots` (the
+/// buffers under its memref operands) move down past it, to be folded into
+/// a kernel after it: it has no memory effect, or effects only on memrefs
+/// over other buffers, and only reads unless every root is a local
+/// allocation (a write to a buffer passed in could alias one passed in).
+static bool commutesWith(Operation *between, ArrayRef<Value> roots) {
+  if (isMemoryEffectFree(between))
+    return true;
+  auto iface = dyn_cast<MemoryEffectOpInterface>(between);
+  if (!iface)
+    return false;
+  bool local = llvm::all_of(roots, [](Value r) {
+    return r && isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(
+                    r.getDefiningOp());
+  });
+  SmallVector<MemoryEffects::EffectInstance> effects;
+  iface.getEffects(effects);
+  return llvm::all_of(effects, [&](const MemoryEffects::EffectInstance &e) {
+    Value root = e.getValue() ? bufferOf(e.getValue()) : Value();
+    return root && !llvm::is_contained(roots, root) &&
+           (local || isa<MemoryEffects::Read>(e.getEffect()));
+  });
+}
+
 Operation *attn::cpu::fillBefore(linalg::LinalgOp op, Value c, Value &value) {
   if (readsBufferOf(op, c))
     return nullptr;
@@ -106,13 +130,7 @@ Operation *attn::cpu::fillBefore(linalg::LinalgOp op, Value c, Value &value) {
       value = *v;
       return prev;
     }
-    if (isMemoryEffectFree(prev))
-      continue;
-    auto effects = dyn_cast<MemoryEffectOpInterface>(prev);
-    if (!effects || !effects.onlyHasEffect<MemoryEffects::Read>() ||
-        llvm::any_of(prev->getOperands(), [&](Value v) {
-          return bufferOf(v) && bufferOf(v) == bufferOf(c);
-        }))
+    if (!commutesWith(prev, {bufferOf(c)}))
       return nullptr;
   }
   return nullptr;
@@ -635,20 +653,17 @@ bool isTileMatmul(linalg::GenericOp op, bool &aTransposed) {
   return isMulAddBody(op);
 }
 
-/// The op just before the matmul `op` when it scales the rows of its C
-/// in place, C[i, j] *= alpha[i] (an online step's acc · alpha before
-/// acc += P·V), with alpha its only input, and the matmul's A and B are
-/// not views of C's buffer (folded, they would read C unscaled); null
-/// otherwise. The matmul can apply it as it loads C: one pass over the
-/// accumulator instead of two.
-static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
-  auto scale = dyn_cast_or_null<linalg::GenericOp>(op->getPrevNode());
+/// alpha when `prev` scales the rows of C in place, C[i, j] *= alpha[i]
+/// (an online step's acc · alpha before acc += P·V), alpha its only input;
+/// null otherwise.
+static Value rowScaleOf(Operation *prev, Value c) {
+  auto scale = dyn_cast<linalg::GenericOp>(prev);
   if (!scale || !scale.hasPureBufferSemantics() ||
       scale.getNumDpsInputs() != 1 || scale.getNumDpsInits() != 1 ||
       scale.getDpsInits()[0] != c || scale.getNumLoops() != 2 ||
       scale.getNumParallelLoops() != 2)
     return {};
-  MLIRContext *ctx = op->getContext();
+  MLIRContext *ctx = prev->getContext();
   SmallVector<AffineMap> maps = scale.getIndexingMapsArray();
   Value alpha = scale.getDpsInputs()[0];
   auto alphaT = dyn_cast<MemRefType>(alpha.getType());
@@ -664,7 +679,29 @@ static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
   if ((mul.getLhs() != x || mul.getRhs() != acc) &&
       (mul.getLhs() != acc || mul.getRhs() != x))
     return {};
-  return readsBufferOf(op, c) ? linalg::GenericOp() : scale;
+  return alpha;
+}
+
+/// The row scale of C (rowScaleOf) before the matmul `op`, with only ops
+/// between that leave C's and alpha's buffers alone (commutesWith: a bf16
+/// step's per-block V pack may stand there), when the matmul's A and B
+/// are not views of C's buffer (folded, they would read C unscaled); null
+/// otherwise. The matmul can apply it as it loads C: one pass over the
+/// accumulator instead of two.
+static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
+  if (readsBufferOf(op, c))
+    return {};
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (Value alpha = rowScaleOf(prev, c)) {
+      for (Operation *x = prev->getNextNode(); x != op; x = x->getNextNode())
+        if (!commutesWith(x, {bufferOf(c), bufferOf(alpha)}))
+          return {};
+      return cast<linalg::GenericOp>(prev);
+    }
+    if (!commutesWith(prev, {bufferOf(c)}))
+      return {};
+  }
+  return {};
 }
 
 /// The register blocks of one tile matmul C = alpha · C + A · B (A read

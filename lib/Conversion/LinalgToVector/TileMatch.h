@@ -36,11 +36,12 @@ void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
 bool readsBufferOf(linalg::LinalgOp op, Value c);
 
 /// The fill of all of `c` with a scalar (linalg.fill or its generic form)
-/// that the kernel `op` follows with only effect-free ops or reads of
-/// other buffers in between, when no input of `op` is a view of `c`'s
-/// buffer: that fill, its scalar in `value`; null otherwise. The kernel can
-/// start its accumulators at the scalar (the AMX kernel: tilezero) instead
-/// of loading C, and erase the fill.
+/// that the kernel `op` follows with only ops that leave `c`'s buffer
+/// alone in between (effect-free ops, reads of other buffers, writes of
+/// other buffers when `c`'s is a local allocation), when no input of `op`
+/// is a view of `c`'s buffer: that fill, its scalar in `value`; null
+/// otherwise. The kernel can start its accumulators at the scalar (the AMX
+/// kernel: tilezero) instead of loading C, and erase the fill.
 Operation *fillBefore(linalg::LinalgOp op, Value c, Value &value);
 
 /// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
