@@ -250,7 +250,10 @@ def AttnCpuApproximateMathPass : Pass<"attn-cpu-approximate-math"> {
     `n = s - (1.5·2^23 + 126)`, the field `bits(s) << 23`), in place of a
     round and a conversion. An op marked `attn.nonpositive_arg` (the online
     softmax's `exp(c·(x - max))`, whose argument is at most 0 or NaN) is
-    not clamped from above; the pass removes the mark from every op. `exp(x)` is `exp2(x·log2 e)`: the rounding
+    not clamped from above; one marked `attn.bf16_weight` (a softmax
+    weight that P·V takes rounded to bf16, unit roundoff 2^-9) takes a
+    degree-3 polynomial (1.0e-4 relative, two FMAs fewer); the pass
+    removes both marks from every op. `exp(x)` is `exp2(x·log2 e)`: the rounding
     of `x·log2 e` makes the relative error grow with |x| (9.8e-7 on
     [-20, 0], 3.8e-6 at -80), where the softmax's weights are negligible;
     3 FMA-unit ops fewer than a Cody-Waite reduction and a degree-6

@@ -12,9 +12,11 @@
 
 #include "FusedRowSoftmax.h"
 #include "attn-mlir/Conversion/TransposeRows.h"
+#include "attn-mlir/Dialect/Attn/Transforms/ExpArgument.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -75,8 +77,13 @@ public:
         from, {createF32Constant(b, loc, 0.0, site.like), site.pDest},
         [&](OpBuilder &lb, Location ll, Value j0, ValueRange iter) {
           Tile p;
-          for (Value s : readChunk(lb, ll, inPlace ? iter[1] : from, j0))
+          for (Value s : readChunk(lb, ll, inPlace ? iter[1] : from, j0)) {
             p.push_back(fn(lb, ll, ValueRange{s, rows[0]}));
+            // Pairs and RowPairs round the weights to bf16 for P·V.
+            Operation *exp = p.back().getDefiningOp();
+            if (!inPlace && isa_and_nonnull<math::ExpOp, math::Exp2Op>(exp))
+              exp->setAttr(kBf16WeightAttr, lb.getUnitAttr());
+          }
           Value sum = add(lb, ll, iter[0], tree(lb, ll, p, add));
           return SmallVector<Value>{sum,
                                     writeRowWeights(lb, ll, p, iter[1], site.i0,
@@ -87,13 +94,18 @@ public:
   }
   Tile rowMax(const Tile &scores) override {
     Value ninf = createF32Constant(b, loc, -INFINITY, site.like);
+    // A positive factor keeps the order of the scores (rounding is
+    // monotonic): the maximum of the raw scores times the factor is the
+    // maximum of the products, one multiply a row vector.
+    bool after = site.factor > 0.0;
     auto loop = overKeys(scores[0], {ninf},
                          [&](OpBuilder &lb, Location ll, Value j0,
                              ValueRange iter) -> SmallVector<Value> {
-                           Tile s = readChunk(lb, ll, scores[0], j0);
+                           Tile s = readChunk(lb, ll, scores[0], j0, !after);
                            return {max(lb, ll, iter[0], tree(lb, ll, s, max))};
                          });
-    return {acrossKeys(loop.getResult(0), max)};
+    Value m = acrossKeys(loop.getResult(0), max);
+    return {after ? times(b, loc, m, site.factor) : m};
   }
   Tile rowSum(const Tile &p, const Tile &init) override {
     auto it = sums.find(p[0]);
@@ -158,9 +170,20 @@ private:
           scf::YieldOp::create(lb, ll, body(lb, ll, j0, iter));
         });
   }
+  /// `x` times `factor` (none when it is 1), marked so that LLVM may fuse
+  /// it with the subtraction of the row maximum that follows (exp2 of
+  /// s · f - m: one FMA).
+  static Value times(OpBuilder &b, Location loc, Value x, double factor) {
+    if (factor == 1.0)
+      return x;
+    return arith::MulFOp::create(b, loc, x,
+                                 createF32Constant(b, loc, factor, x),
+                                 arith::FastMathFlags::contract);
+  }
   /// The vectors of keys [j0, j0 + chunk) of this vector of rows (L / W
-  /// keys a vector), times the plain scale.
-  Tile readChunk(OpBuilder &lb, Location ll, Value logits, Value j0) {
+  /// keys a vector), times the plain scale with `scaled`.
+  Tile readChunk(OpBuilder &lb, Location ll, Value logits, Value j0,
+                 bool scaled = true) {
     Type f32 = lb.getF32Type();
     Value zero = createF32Constant(lb, ll, 0.0);
     Value all = vector::TransferReadOp::create(
@@ -173,10 +196,7 @@ private:
     Tile out;
     for (int64_t j = 0; j < vectors; ++j) {
       Value s = vector::ExtractOp::create(lb, ll, all, ArrayRef<int64_t>{j});
-      if (site.factor != 1.0)
-        s = arith::MulFOp::create(lb, ll, s,
-                                  createF32Constant(lb, ll, site.factor, s));
-      out.push_back(s);
+      out.push_back(scaled ? times(lb, ll, s, site.factor) : s);
     }
     return out;
   }

@@ -35,7 +35,7 @@
 // CHECK: %[[MNEW:.*]] = arith.maxnumf %[[MOLD]], %[[BMAX]] : vector<16xf32>
 // CHECK: %[[SUM:.*]]:2 = scf.for %[[J1:.*]] = %c0 to %c32 step %c8 iter_args(%[[ACC:.*]] = %{{.*}}, %[[PT:.*]] = %[[P]]) -> (vector<16xf32>, tensor<32x32xf32>)
 // CHECK: vector.transfer_read %[[PT]][%[[J1]], %[[I0]]]
-// CHECK-COUNT-8: math.exp %{{.*}} : vector<16xf32>
+// CHECK-COUNT-8: math.exp %{{.*}} {attn.nonpositive_arg} : vector<16xf32>
 // CHECK-COUNT-7: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc> : vector<16xf32>
 // CHECK: %[[SNEXT:.*]] = arith.addf %[[ACC]], %{{.*}} fastmath<reassoc>
 // CHECK: vector.insert %{{.*}} [7] : vector<16xf32> into vector<8x16xf32>
@@ -58,8 +58,11 @@ func.func @f32_fused(%q: tensor<1x1x32x16xf32>, %k: tensor<1x1x32x16xf32>, %v: t
 // -----
 
 // bf16, D = 32 (scale 1/sqrt(32), not folded into the bf16 Q): the fused
-// rows multiply each key vector by it as they read; the weights are
-// rounded (vcvtneps2bf16), two keys' interleaved, and written in pair
+// rows' maximum is that of the raw scores times the scale (one multiply
+// per 16 rows); the second loop multiplies each key vector by it as it
+// reads, that product and the subtraction of the maximum marked
+// `contract` (one FMA), and marks the exp attn.bf16_weight; the weights
+// are rounded (vcvtneps2bf16), two keys' interleaved, and written in pair
 // form [16 pairs, 2 x 32 rows], 4 pairs per 8 keys. With amx, the loops
 // take 32 keys at a time: their 16 pairs' words are transposed in
 // registers (4 rounds of 16 shuffles) and written as P row-major in keys
@@ -68,8 +71,13 @@ func.func @f32_fused(%q: tensor<1x1x32x16xf32>, %k: tensor<1x1x32x16xf32>, %v: t
 // PAIRS: scf.for %[[I0:.*]] = %c0 to %c32 step %c16
 // PAIRS: scf.for %{{.*}} = %c0 to %c32 step %c8 iter_args({{.*}}) -> (vector<16xf32>)
 // PAIRS: vector.transfer_read %{{.*}}[%{{.*}}, %[[I0]]]{{.*}} : tensor<32x32xf32>, vector<8x16xf32>
-// PAIRS: arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
+// PAIRS-NOT: arith.mulf
+// PAIRS: scf.yield
+// PAIRS: %[[RAWMAX:.*]] = arith.mulf %{{.*}}, %[[SCALE:.*]] fastmath<contract> : vector<16xf32>
 // PAIRS: scf.for %[[J:.*]] = %c0 to %c32 step %c8 iter_args({{.*}}) -> (vector<16xf32>, tensor<16x64xbf16>)
+// PAIRS: %[[X:.*]] = arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : vector<16xf32>
+// PAIRS: %[[D:.*]] = arith.subf %[[X]], %{{.*}} fastmath<contract> : vector<16xf32>
+// PAIRS: math.exp %[[D]] {attn.bf16_weight, attn.nonpositive_arg} : vector<16xf32>
 // PAIRS: x86vector.avx512.cvt.packed.f32_to_bf16 %{{.*}} : vector<16xf32> -> vector<16xbf16>
 // PAIRS: vector.interleave %{{.*}}, %{{.*}} : vector<16xbf16> -> vector<32xbf16>
 // PAIRS-NOT: vector.shuffle
@@ -82,6 +90,7 @@ func.func @f32_fused(%q: tensor<1x1x32x16xf32>, %k: tensor<1x1x32x16xf32>, %v: t
 // AMX: scf.for %[[I0:.*]] = %c0 to %c32 step %c16
 // AMX: scf.for %{{.*}} = %c0 to %c32 step %c32 iter_args({{.*}}) -> (vector<16xf32>)
 // AMX: scf.for %[[J:.*]] = %c0 to %c32 step %c32 iter_args({{.*}}) -> (vector<16xf32>, tensor<32x1x32xbf16>)
+// AMX: math.exp %{{.*}} {attn.bf16_weight, attn.nonpositive_arg} : vector<16xf32>
 // AMX-COUNT-64: vector.shuffle %{{.*}}, %{{.*}} {{\[}}{{.*}}] : vector<16xi32>, vector<16xi32>
 // AMX: %[[BLK:.*]] = arith.divui %[[J]], %c32 : index
 // AMX: vector.transfer_write %{{.*}}, %{{.*}}[%[[I0]], %[[BLK]], %c0] {in_bounds = [true, true, true]} : vector<16x1x32xbf16>, tensor<32x1x32xbf16>
