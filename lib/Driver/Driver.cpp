@@ -396,7 +396,7 @@ struct CpuKernels {
   static CpuKernels forHost(const CompileOptions &o) {
     CpuKernels k = host();
     k.bf16Dot = o.bf16Dot.value_or(k.bf16Dot);
-    k.amx = o.amx.value_or(k.bf16Dot && k.amx);
+    k.amx = o.amxEmulate || o.amx.value_or(k.bf16Dot && k.amx);
     return k;
   }
   /// The metadata record of the CPU features the kernels of `module` (in
@@ -570,6 +570,7 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
     options.vectorWidth = kernels.vectorWidth;
     options.bf16Dot = kernels.bf16Dot;
     options.amx = kernels.amx;
+    options.amxEmulate = o.amxEmulate;
     if (o.emit == Emit::Tiled)
       return mlir::attn::buildCpuTilingPipeline(pm, options);
     options.parallel = !o.noParallel;
@@ -694,12 +695,19 @@ static int checkOptions(const CompileOptions &o) {
                 "lacks one of them: CPU artifacts are built for the machine "
                 "that compiles them (-march=native); compile without "
                 "--bf16-dot");
-  if (!cuda && o.amx.value_or(false) && !(host.amx && o.bf16Dot.value_or(true)))
+  if (!cuda && o.amx.value_or(false) && !o.amxEmulate &&
+      !(host.amx && o.bf16Dot.value_or(true)))
     return fail("--amx needs AMX-BF16, AVX-512 and bf16 dot products "
                 "(--bf16-dot), and this machine lacks one of them or "
                 "--bf16-dot=false was given: CPU artifacts are built for the "
                 "machine that compiles them (-march=native); compile without "
                 "--amx");
+  if (!cuda && o.amxEmulate &&
+      (!host.bf16Dot || !o.amx.value_or(true) || !o.bf16Dot.value_or(true)))
+    return fail("--amx-emulate runs the AMX path with vector code for its "
+                "tile products and needs AVX-512 and avx512_bf16 for the "
+                "rest (this machine lacks one of them), with --amx and "
+                "--bf16-dot left on");
   if (cuda) {
     if (llvm::Error e =
             mlir::attn::resolveCudaTarget(o.chip, o.ptxFeatures).takeError())

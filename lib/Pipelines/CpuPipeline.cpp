@@ -86,6 +86,9 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   vectorize.bf16Dot = o.bf16Dot;
   vectorize.amx = o.amx;
   pm.addPass(createAttnCpuVectorizeMatmulPass(vectorize));
+  bool amxEmulated = o.amx && o.amxEmulate;
+  if (amxEmulated)
+    pm.addPass(createAttnCpuEmulateAmxPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   AttnCpuApproximateMathPassOptions approximate;
   approximate.avx512 = o.vectorWidth == 16;
@@ -117,7 +120,7 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   pm.addPass(createConvertFuncToLLVMPass());
   ConvertVectorToLLVMPassOptions vectorToLLVM;
   vectorToLLVM.x86Vector = o.bf16Dot || o.vectorWidth == 16;
-  vectorToLLVM.amx = o.amx;
+  vectorToLLVM.amx = o.amx && !amxEmulated;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertToLLVMPass());

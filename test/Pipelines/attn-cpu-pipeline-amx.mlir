@@ -2,9 +2,17 @@
 // tiles on AMX (the fused row softmax writing P row-major in keys, the
 // tile products of attn-cpu-vectorize-matmul, the amx dialect lowered by
 // convert-vector-to-llvm) and the exponent on vscalefps; without amx no
-// tile intrinsic remains.
+// tile intrinsic remains; with amx-emulate the tile ops are vector code
+// (attn-cpu-emulate-amx), no tile intrinsic either, the rest of the AMX
+// path as it is (P row-major in keys: its 16 x 16 word transposes).
 // RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx" | FileCheck %s
 // RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot" | FileCheck %s --check-prefix=OFF
+// RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx amx-emulate" | FileCheck %s --check-prefix=EMU
+// EMU-LABEL: llvm.func @sdpa
+// EMU-NOT: tdpbf16ps
+// EMU-NOT: tileloadd
+// EMU: llvm.x86.avx512bf16.cvtneps2bf16.512
+// EMU: llvm.shufflevector
 // CHECK-LABEL: llvm.func @sdpa
 // CHECK-DAG: llvm.call_intrinsic "llvm.x86.tileloadd64.internal"
 // CHECK-DAG: llvm.call_intrinsic "llvm.x86.tdpbf16ps.internal"

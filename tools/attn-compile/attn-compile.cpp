@@ -117,6 +117,13 @@ static cl::opt<bool>
                  "machine has AMX-BF16 and bf16 dot products are on; "
                  "--amx=false keeps vdpbf16ps everywhere)"),
         cl::cat(cat));
+static cl::opt<bool>
+    amxEmulate(cpuOptions().amxEmulate.ArgStr,
+               cl::desc("cpu: the AMX path with its tile products as vector "
+                        "code, for tests on a machine without AMX (needs "
+                        "AVX-512 and avx512_bf16; slow; the artifact needs no "
+                        "AMX)"),
+               cl::cat(cat));
 static cl::opt<bool> noParallel("no-parallel",
                                 cl::desc("Run on one core (no OpenMP)"),
                                 cl::cat(cat));
@@ -170,7 +177,7 @@ static int checkTargetFlags(bool cuda) {
   auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
   if (cuda) {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &reference, &noParallel, &qBlock, &bf16Dot, &amx})
+             &reference, &noParallel, &qBlock, &bf16Dot, &amx, &amxEmulate})
       if (given(*o))
         return fail("--" + o->ArgStr.str() +
                     " is a CPU option; on --target=cuda a block covers 16 x "
@@ -228,6 +235,7 @@ int main(int argc, char **argv) {
     o.bf16Dot = bf16Dot;
   if (amx.getNumOccurrences())
     o.amx = amx;
+  o.amxEmulate = amxEmulate;
   o.chip = chip;
   o.ptxFeatures = ptxFeatures;
   o.warps = warps;

@@ -227,6 +227,29 @@ def AttnExpandShapeToReinterpretCastPass
                            "::mlir::arith::ArithDialect"];
 }
 
+def AttnCpuEmulateAmxPass : Pass<"attn-cpu-emulate-amx"> {
+  let summary = "AMX tile ops as vector code: the AMX path run and checked "
+                "on machines without AMX (testing)";
+  let description = [{
+    Replaces the `amx` dialect ops that attn-cpu-vectorize-matmul (amx)
+    makes by vector ops with the same results: `amx.tile_zero` a zero
+    vector, `amx.tile_load` / `amx.tile_store` 2-D `vector.transfer_read` /
+    `vector.transfer_write` at the same indices (tile row r at row i + r),
+    and `amx.tile_mulf` (tdpbf16ps: `C[m, n] += sum A[m, 2 k2 + p] ·
+    B[k2, 2 n + p]`) 32 outer products of the widened A columns and B's
+    pairs reordered by k, in f32 (the instruction's order and rounding of
+    the pair sums may differ in the last bits). Everything else of the AMX
+    path, the P layout the fused softmax writes for it (row-major in keys,
+    its pair words transposed in registers), the pair forms of Q and V, the
+    tile loops and the fills folded into `tilezero`, runs as it would on
+    AMX: `attn-compile --amx-emulate` builds artifacts that the integration
+    matrix checks against fp64 on any host with AVX-512 and avx512_bf16.
+    Slow (no tile unit); for tests. A tile op of another form (an explicit
+    stride, a memref not 2-D, a tile crossing blocks) is an error.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "vector::VectorDialect"];
+}
+
 def AttnCpuApproximateMathPass : Pass<"attn-cpu-approximate-math"> {
   let summary = "Inline polynomial approximations of the softmax's math "
                 "functions (exp, exp2, tanh) on the CPU";

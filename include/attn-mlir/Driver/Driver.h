@@ -61,6 +61,9 @@ struct CompileOptions {
   /// CPU: bf16 tile products on AMX (unset: when this machine has AMX-BF16
   /// and bf16Dot is on).
   std::optional<bool> amx;
+  /// CPU: the AMX path with its tile ops as vector code (attn-cpu-emulate-
+  /// amx), on a machine without AMX: for tests.
+  bool amxEmulate = false;
   /// CUDA: chip, PTX features, kernel shape and embedding.
   std::string chip = AttnGpuFlashPassOptions().chip, ptxFeatures;
   int64_t warps = AttnGpuFlashPassOptions().warps,

@@ -81,6 +81,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "the others on vdpbf16ps (attn-decompose-online and "
                      "attn-cpu-vectorize-matmul amx; needs vector-width 16)"),
       llvm::cl::init(AttnDecomposeOnlinePassOptions().amx)};
+  PassOptions::Option<bool> amxEmulate{
+      *this, "amx-emulate",
+      llvm::cl::desc("With amx: its tile ops as vector code "
+                     "(attn-cpu-emulate-amx), so that the AMX path runs on a "
+                     "machine without AMX; for tests, slow"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> parallel{
       *this, "parallel",
       llvm::cl::desc("Run the (batch, head, q-block) loop on all cores with "

@@ -11,6 +11,9 @@
 // P·V needs P row-major in keys (Pa[M, kv/2, 2]), which
 // attn-decompose-online's fused row softmax writes (amx).
 //
+// attn-cpu-emulate-amx runs those tile ops as vector code: the AMX path
+// (its layouts, offsets and loops) checked on machines without AMX.
+//
 //===----------------------------------------------------------------------===//
 
 #include "TileMatch.h"
@@ -20,7 +23,16 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_ATTNCPUEMULATEAMXPASS
+#include "attn-mlir/Conversion/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
 
 using namespace mlir;
 using namespace mlir::attn::cpu;
@@ -123,6 +135,126 @@ struct PairMatmulToAmx : OpRewritePattern<linalg::GenericOp> {
             });
     rewriter.eraseOp(op);
     return success();
+  }
+};
+
+/// The vector of a tile's shape and element type.
+VectorType vectorOf(Type tile) {
+  auto t = cast<amx::TileType>(tile);
+  return VectorType::get(t.getShape(), t.getElementType());
+}
+
+/// tdpbf16ps (tdpfp16ps) on vectors: C[m, n] += sum over (k2, p) of
+/// A[m, 2 k2 + p] · B[k2, 2 n + p], products and sums in f32 (in k order;
+/// the instruction's own order and rounding of the pair sums may differ in
+/// the last bits).
+Value emulateTileMulF(OpBuilder &b, Location loc, Value a, Value bPairs,
+                      Value c) {
+  auto aType = cast<VectorType>(a.getType());
+  auto cType = cast<VectorType>(c.getType());
+  int64_t n = cType.getDimSize(1), k = aType.getDimSize(1);
+  Type f32 = b.getF32Type();
+  auto widen = [&](Value v) -> Value {
+    return arith::ExtFOp::create(b, loc,
+                                 cast<VectorType>(v.getType()).clone(f32), v);
+  };
+  // Aᵀ[k, m]; B'[2 k2 + p, n] = B[k2, 2 n + p].
+  Value aT = vector::TransposeOp::create(b, loc, widen(a), {1, 0});
+  Value b3 = vector::ShapeCastOp::create(
+      b, loc, VectorType::get({k / 2, n, 2}, f32), widen(bPairs));
+  Value bK = vector::ShapeCastOp::create(
+      b, loc, VectorType::get({k, n}, f32),
+      vector::TransposeOp::create(b, loc, b3, {0, 2, 1}));
+  for (int64_t kk = 0; kk < k; ++kk)
+    c = vector::OuterProductOp::create(
+        b, loc, cType, vector::ExtractOp::create(b, loc, aT, kk),
+        vector::ExtractOp::create(b, loc, bK, kk), c);
+  return c;
+}
+
+/// The vector ops of one AMX op, its tiles' vectors in `vectors`; failure
+/// (with an error) for a form PairMatmulToAmx never makes.
+LogicalResult emulateAmxOp(OpBuilder &b, Operation *op,
+                           DenseMap<Value, Value> &vectors) {
+  Location loc = op->getLoc();
+  auto inBounds = [](int64_t rank) { return SmallVector<bool>(rank, true); };
+  auto plainMemRef = [&](Value base, Value stride) -> LogicalResult {
+    if (!stride && cast<MemRefType>(base.getType()).getRank() == 2)
+      return success();
+    return op->emitError("attn-cpu-emulate-amx: only tiles of 2-D memrefs "
+                         "without an explicit stride are emulated");
+  };
+  auto vectorFor = [&](Value tile) { return vectors.lookup(tile); };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](amx::TileZeroOp z) {
+        VectorType v = vectorOf(z.getType());
+        vectors[z] = arith::ConstantOp::create(
+            b, loc, v,
+            DenseElementsAttr::get(v, b.getZeroAttr(v.getElementType())));
+        return success();
+      })
+      .Case([&](amx::TileLoadOp l) {
+        if (failed(plainMemRef(l.getBase(), l.getStride())))
+          return failure();
+        VectorType v = vectorOf(l.getType());
+        Value pad = arith::ConstantOp::create(
+            b, loc, v.getElementType(), b.getZeroAttr(v.getElementType()));
+        vectors[l] = vector::TransferReadOp::create(
+            b, loc, v, l.getBase(), l.getIndices(), pad, inBounds(2));
+        return success();
+      })
+      .Case([&](amx::TileStoreOp st) {
+        if (failed(plainMemRef(st.getBase(), st.getStride())))
+          return failure();
+        vector::TransferWriteOp::create(b, loc, vectorFor(st.getVal()),
+                                        st.getBase(), st.getIndices(),
+                                        inBounds(2));
+        return success();
+      })
+      .Case([&](amx::TileMulFOp mul) {
+        vectors[mul] =
+            emulateTileMulF(b, loc, vectorFor(mul.getLhs()),
+                            vectorFor(mul.getRhs()), vectorFor(mul.getAcc()));
+        return success();
+      })
+      .Default([](Operation *other) -> LogicalResult {
+        return other->emitError("attn-cpu-emulate-amx: not emulated");
+      });
+}
+
+struct AttnCpuEmulateAmxPass
+    : attn::impl::AttnCpuEmulateAmxPassBase<AttnCpuEmulateAmxPass> {
+  void runOnOperation() override {
+    // PairMatmulToAmx's tiles live in straight-line blocks, made and used
+    // by amx ops only: in program order every tile's vector exists before
+    // its use.
+    SmallVector<Operation *> ops;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<amx::AMXDialect>(op->getDialect()))
+        ops.push_back(op);
+    });
+    llvm::SmallPtrSet<Operation *, 16> amxOps(ops.begin(), ops.end());
+    DenseMap<Value, Value> vectors;
+    OpBuilder b(&getContext());
+    for (Operation *op : ops) {
+      b.setInsertionPoint(op);
+      for (Value tile : op->getOperands())
+        if (isa<amx::TileType>(tile.getType()) && !vectors.count(tile)) {
+          op->emitError("attn-cpu-emulate-amx: a tile no earlier amx op "
+                        "made (tiles carried by loops are not emulated)");
+          return signalPassFailure();
+        }
+      for (Operation *user : op->getUsers())
+        if (!amxOps.contains(user)) {
+          user->emitError("attn-cpu-emulate-amx: a tile used by an op of "
+                          "another dialect");
+          return signalPassFailure();
+        }
+      if (failed(emulateAmxOp(b, op, vectors)))
+        return signalPassFailure();
+    }
+    for (Operation *op : llvm::reverse(ops))
+      op->erase();
   }
 };
 
