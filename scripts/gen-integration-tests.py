@@ -20,6 +20,7 @@ bottom-right causal mask).
 Re-run this script after changing the matrix; the files are committed.
 """
 import os
+import re
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "test", "Integration", "cpu")
 
@@ -52,12 +53,14 @@ CASES = [
 # chosen by attn-compile where the host has them): small key blocks, so
 # that most blocks are full ones in pair form next to the partial one, on
 # static and dynamic shapes; one variant without it (--bf16-dot=false).
+BF16_VARIANTS = ["", "--q-block=32 --kv-block=16", "--q-block=16 --kv-block=32 --bf16-dot=false"]
+BF16_DYNAMIC_VARIANTS = ("", "--kv-block=16")
 # On a host with avx512_bf16 (and without AMX too) the AMX path also runs,
-# its tile products emulated by vector code (--amx-emulate): a variant
-# `feature: flags` runs only where lit has the feature.
-BF16_VARIANTS = ["", "--q-block=32 --kv-block=16", "--q-block=16 --kv-block=32 --bf16-dot=false",
-                 "avx512bf16: --amx-emulate"]
-BF16_DYNAMIC_VARIANTS = ("", "--kv-block=16", "avx512bf16: --amx-emulate")
+# its tile products emulated by vector code, where its whole tiles apply
+# (D a multiple of 32, Dv of 16; 32 x 32 blocks, so that the small cases
+# have some): a variant `feature: flags` runs only where lit has the
+# feature.
+AMX_EMULATE = "avx512bf16: --amx-emulate --q-block=32 --kv-block=32"
 BF16 = [
     ("bf16-gqa-causal-br-odd", "bf16 GQA, bottom-right causal, odd lengths (113, 203)", 1, 8, 2, 113, 203, 64, 64, "bf16", None, "causal = #attn.causal<bottom_right>", True, BF16_VARIANTS),
     ("bf16-alibi-softcap-mask", "bf16 ALiBi after softcap, with an additive bf16 mask", 1, 4, 2, 50, 90, 64, 64, "bf16", ("50x90", "bf16"), "softcap = 20.0 : f32", True, BF16_VARIANTS),
@@ -187,7 +190,7 @@ def compile_and_run(n, flags, runs):
     per attn-run argument string of `runs`; flags `feature: ...` only where
     lit has that feature."""
     feature, _, rest = flags.partition(":")
-    guarded = bool(rest) and " " not in feature.strip()
+    guarded = bool(rest) and re.fullmatch(r"[a-z][a-z0-9_-]*", feature) is not None
     flags = rest.strip() if guarded else flags
 
     def run(cmd):
@@ -381,8 +384,10 @@ if __name__ == "__main__":
         write_case(c)
         write_case(c, dynamic=True)
     for c in BF16:
-        write_case(c)
-        write_case(c, dynamic=True, dynamic_variants=BF16_DYNAMIC_VARIANTS)
+        D, Dv = c[7], c[8]
+        amx = [AMX_EMULATE] if D % 32 == 0 and Dv % 16 == 0 else []
+        write_case(c[:-1] + (c[-1] + amx,))
+        write_case(c, dynamic=True, dynamic_variants=BF16_DYNAMIC_VARIANTS + tuple(amx))
     for e in EXTRA:
         write_extra(*e)
     for name, why, sizes, body in DYN_EXTRA:

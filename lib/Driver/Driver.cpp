@@ -702,12 +702,14 @@ static int checkOptions(const CompileOptions &o) {
                 "--bf16-dot=false was given: CPU artifacts are built for the "
                 "machine that compiles them (-march=native); compile without "
                 "--amx");
-  if (!cuda && o.amxEmulate &&
-      (!host.bf16Dot || !o.amx.value_or(true) || !o.bf16Dot.value_or(true)))
+  if (!cuda && o.amxEmulate && !host.bf16Dot)
     return fail("--amx-emulate runs the AMX path with vector code for its "
                 "tile products and needs AVX-512 and avx512_bf16 for the "
-                "rest (this machine lacks one of them), with --amx and "
-                "--bf16-dot left on");
+                "rest, and this machine lacks one of them");
+  if (!cuda && o.amxEmulate &&
+      (!o.amx.value_or(true) || !o.bf16Dot.value_or(true)))
+    return fail("--amx-emulate emulates the AMX path: it cannot go with "
+                "--amx=false or --bf16-dot=false");
   if (cuda) {
     if (llvm::Error e =
             mlir::attn::resolveCudaTarget(o.chip, o.ptxFeatures).takeError())

@@ -3,16 +3,14 @@
 // tile products of attn-cpu-vectorize-matmul, the amx dialect lowered by
 // convert-vector-to-llvm) and the exponent on vscalefps; without amx no
 // tile intrinsic remains; with amx-emulate the tile ops are vector code
-// (attn-cpu-emulate-amx), no tile intrinsic either, the rest of the AMX
-// path as it is (P row-major in keys: its 16 x 16 word transposes).
+// (attn-cpu-emulate-amx): no tile intrinsic either, and no vdpbf16ps (every
+// pair matmul of this graph takes whole AMX tiles), but the outer products'
+// FMAs.
 // RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx" | FileCheck %s
 // RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot" | FileCheck %s --check-prefix=OFF
-// RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx amx-emulate" | FileCheck %s --check-prefix=EMU
+// RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx amx-emulate" | FileCheck %s --check-prefix=EMU --implicit-check-not=tdpbf16ps --implicit-check-not=tileloadd --implicit-check-not=dpbf16ps
 // EMU-LABEL: llvm.func @sdpa
-// EMU-NOT: tdpbf16ps
-// EMU-NOT: tileloadd
-// EMU: llvm.x86.avx512bf16.cvtneps2bf16.512
-// EMU: llvm.shufflevector
+// EMU: llvm.intr.fmuladd
 // CHECK-LABEL: llvm.func @sdpa
 // CHECK-DAG: llvm.call_intrinsic "llvm.x86.tileloadd64.internal"
 // CHECK-DAG: llvm.call_intrinsic "llvm.x86.tdpbf16ps.internal"

@@ -245,7 +245,8 @@ def AttnCpuEmulateAmxPass : Pass<"attn-cpu-emulate-amx"> {
     AMX: `attn-compile --amx-emulate` builds artifacts that the integration
     matrix checks against fp64 on any host with AVX-512 and avx512_bf16.
     Slow (no tile unit); for tests. A tile op of another form (an explicit
-    stride, a memref not 2-D, a tile crossing blocks) is an error.
+    stride, a memref not 2-D, a tile carried by a loop as a block argument,
+    a tile used by an op of another dialect) is an error.
   }];
   let dependentDialects = ["arith::ArithDialect", "vector::VectorDialect"];
 }
@@ -275,7 +276,9 @@ def AttnCpuApproximateMathPass : Pass<"attn-cpu-approximate-math"> {
     softmax's `exp(c·(x - max))`, whose argument is at most 0 or NaN) is
     not clamped from above; one marked `attn.bf16_weight` (a softmax
     weight that P·V takes rounded to bf16, unit roundoff 2^-9) takes a
-    degree-3 polynomial (1.0e-4 relative, two FMAs fewer); the pass
+    degree-4 polynomial (2.9e-6 relative, one FMA fewer; the row sums,
+    and so the LSE, take that error too: degree 3, 1e-4, would have put
+    the LSE at its f32 tolerance); the pass
     removes both marks from every op. `exp(x)` is `exp2(x·log2 e)`: the rounding
     of `x·log2 e` makes the relative error grow with |x| (9.8e-7 on
     [-20, 0], 3.8e-6 at -80), where the softmax's weights are negligible;

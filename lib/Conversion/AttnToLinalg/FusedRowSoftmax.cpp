@@ -37,7 +37,8 @@ struct RowsSite {
   Value i0;      // the first of the W rows
   Value like;    // a vector of L f32 (constants take its type)
   Value pDest;   // the weights' tensor (Scores: the logits' own)
-  double factor; // the plain scale, applied where a logit is read
+  double factor; // the plain scale, applied where a logit is read (to
+                 // the row maximum, when positive)
   PForm form;
   int64_t width; // rows per vector
   int64_t lanes; // the vector's lanes: width, or width · keys it holds
@@ -105,7 +106,7 @@ public:
                            return {max(lb, ll, iter[0], tree(lb, ll, s, max))};
                          });
     Value m = acrossKeys(loop.getResult(0), max);
-    return {after ? times(b, loc, m, site.factor) : m};
+    return {after ? scaleRowMax(b, loc, m, site.factor) : m};
   }
   Tile rowSum(const Tile &p, const Tile &init) override {
     auto it = sums.find(p[0]);
@@ -170,16 +171,6 @@ private:
           scf::YieldOp::create(lb, ll, body(lb, ll, j0, iter));
         });
   }
-  /// `x` times `factor` (none when it is 1), marked so that LLVM may fuse
-  /// it with the subtraction of the row maximum that follows (exp2 of
-  /// s · f - m: one FMA).
-  static Value times(OpBuilder &b, Location loc, Value x, double factor) {
-    if (factor == 1.0)
-      return x;
-    return arith::MulFOp::create(b, loc, x,
-                                 createF32Constant(b, loc, factor, x),
-                                 arith::FastMathFlags::contract);
-  }
   /// The vectors of keys [j0, j0 + chunk) of this vector of rows (L / W
   /// keys a vector), times the plain scale with `scaled`.
   Tile readChunk(OpBuilder &lb, Location ll, Value logits, Value j0,
@@ -196,7 +187,7 @@ private:
     Tile out;
     for (int64_t j = 0; j < vectors; ++j) {
       Value s = vector::ExtractOp::create(lb, ll, all, ArrayRef<int64_t>{j});
-      out.push_back(scaled ? times(lb, ll, s, site.factor) : s);
+      out.push_back(scaled ? scaleRowMax(lb, ll, s, site.factor) : s);
     }
     return out;
   }

@@ -230,7 +230,7 @@ struct AttnCpuEmulateAmxPass
     // its use.
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
-      if (isa<amx::AMXDialect>(op->getDialect()))
+      if (isa_and_nonnull<amx::AMXDialect>(op->getDialect()))
         ops.push_back(op);
     });
     llvm::SmallPtrSet<Operation *, 16> amxOps(ops.begin(), ops.end());

@@ -60,8 +60,7 @@ func.func @f32_fused(%q: tensor<1x1x32x16xf32>, %k: tensor<1x1x32x16xf32>, %v: t
 // bf16, D = 32 (scale 1/sqrt(32), not folded into the bf16 Q): the fused
 // rows' maximum is that of the raw scores times the scale (one multiply
 // per 16 rows); the second loop multiplies each key vector by it as it
-// reads, that product and the subtraction of the maximum marked
-// `contract` (one FMA), and marks the exp attn.bf16_weight; the weights
+// reads and marks the exp attn.bf16_weight; the weights
 // are rounded (vcvtneps2bf16), two keys' interleaved, and written in pair
 // form [16 pairs, 2 x 32 rows], 4 pairs per 8 keys. With amx, the loops
 // take 32 keys at a time: their 16 pairs' words are transposed in
@@ -73,10 +72,10 @@ func.func @f32_fused(%q: tensor<1x1x32x16xf32>, %k: tensor<1x1x32x16xf32>, %v: t
 // PAIRS: vector.transfer_read %{{.*}}[%{{.*}}, %[[I0]]]{{.*}} : tensor<32x32xf32>, vector<8x16xf32>
 // PAIRS-NOT: arith.mulf
 // PAIRS: scf.yield
-// PAIRS: %[[RAWMAX:.*]] = arith.mulf %{{.*}}, %[[SCALE:.*]] fastmath<contract> : vector<16xf32>
+// PAIRS: %[[RAWMAX:.*]] = arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
 // PAIRS: scf.for %[[J:.*]] = %c0 to %c32 step %c8 iter_args({{.*}}) -> (vector<16xf32>, tensor<16x64xbf16>)
-// PAIRS: %[[X:.*]] = arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : vector<16xf32>
-// PAIRS: %[[D:.*]] = arith.subf %[[X]], %{{.*}} fastmath<contract> : vector<16xf32>
+// PAIRS: %[[X:.*]] = arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
+// PAIRS: %[[D:.*]] = arith.subf %[[X]], %{{.*}} : vector<16xf32>
 // PAIRS: math.exp %[[D]] {attn.bf16_weight, attn.nonpositive_arg} : vector<16xf32>
 // PAIRS: x86vector.avx512.cvt.packed.f32_to_bf16 %{{.*}} : vector<16xf32> -> vector<16xbf16>
 // PAIRS: vector.interleave %{{.*}}, %{{.*}} : vector<16xbf16> -> vector<32xbf16>

@@ -10,7 +10,7 @@
 // RUN: attn-run %t1.so --check --seed 2 --dim B=1 --dim Tq=1 --dim Tk=1 | FileCheck %s
 // RUN: attn-run %t1.so --check --seed 3 --dim B=2 --dim Tq=17 --dim Tk=33 | FileCheck %s
 // RUN: attn-run %t1.so --check --seed 4 --dim B=1 --dim Tq=70 --dim Tk=9 | FileCheck %s
-// RUN: %if avx512bf16 %{ attn-compile %s -o %t2.so --amx-emulate %}
+// RUN: %if avx512bf16 %{ attn-compile %s -o %t2.so --amx-emulate --q-block=32 --kv-block=32 %}
 // RUN: %if avx512bf16 %{ attn-run %t2.so --check --seed 1 --dim B=2 --dim Tq=33 --dim Tk=77 | FileCheck %s %}
 // RUN: %if avx512bf16 %{ attn-run %t2.so --check --seed 2 --dim B=1 --dim Tq=1 --dim Tk=1 | FileCheck %s %}
 // RUN: %if avx512bf16 %{ attn-run %t2.so --check --seed 3 --dim B=2 --dim Tq=17 --dim Tk=33 | FileCheck %s %}

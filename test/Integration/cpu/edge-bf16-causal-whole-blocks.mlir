@@ -4,6 +4,8 @@
 // step's predicate; checked against fp64 for top-left and bottom-right
 // alignment, Tq < Tk and Tq = Tk, and a query block smaller and larger
 // than the key block. (Elsewhere these run the cut blocks: the same check.)
+// With AVX-512 and avx512_bf16 the AMX path runs too, its tile products
+// emulated (--amx-emulate): the whole diagonal block on AMX tiles.
 // RUN: attn-compile %s -o %t0.so --q-block=32 --kv-block=32
 // RUN: attn-run %t0.so --check --entry br | FileCheck %s
 // RUN: attn-run %t0.so --check --entry tl --seed 2 | FileCheck %s
@@ -13,6 +15,9 @@
 // RUN: attn-compile %s -o %t2.so --q-block=64 --kv-block=32
 // RUN: attn-run %t2.so --check --entry br --seed 5 | FileCheck %s
 // RUN: attn-run %t2.so --check --entry tl --seed 6 | FileCheck %s
+// RUN: %if avx512bf16 %{ attn-compile %s -o %t3.so --q-block=32 --kv-block=64 --amx-emulate %}
+// RUN: %if avx512bf16 %{ attn-run %t3.so --check --entry br --seed 7 | FileCheck %s %}
+// RUN: %if avx512bf16 %{ attn-run %t3.so --check --entry tl --seed 8 | FileCheck %s %}
 // CHECK: check output: max abs error {{.*}} PASS
 func.func @br(%q: tensor<1x4x96x64xbf16>, %k: tensor<1x2x128x64xbf16>, %v: tensor<1x2x128x64xbf16>) -> tensor<1x4x96x64xbf16> {
   %o = attn.sdpa %q, %k, %v {causal = #attn.causal<bottom_right>}

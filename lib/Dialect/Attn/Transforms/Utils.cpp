@@ -289,13 +289,7 @@ double attn::scoreScale(const AttentionSpec &spec) {
 
 Value attn::expShifted(OpBuilder &b, Location loc, Value x, Value mSafe,
                        double c, bool base2) {
-  // `contract`: x · f - m is one FMA where x is a product marked so too
-  // (exact: the weights relative to the m they are summed against). Not
-  // with a factor c: unrounded, the row maximum's own difference is its
-  // product's rounding, not 0, and c (up to 3e38) would blow it up.
-  Value d = arith::SubFOp::create(b, loc, x, mSafe,
-                                  c == 1.0 ? arith::FastMathFlags::contract
-                                           : arith::FastMathFlags::none);
+  Value d = arith::SubFOp::create(b, loc, x, mSafe);
   if (c != 1.0)
     d = arith::MulFOp::create(b, loc, d, createF32Constant(b, loc, c, d));
   Operation *e = base2 ? math::Exp2Op::create(b, loc, d).getOperation()

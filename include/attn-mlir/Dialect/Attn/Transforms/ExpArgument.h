@@ -19,16 +19,14 @@ namespace attn {
 /// An inline exp (attn-cpu-approximate-math) need not clamp it from above.
 /// (In a row with a NaN score the maximum may miss the true one and an
 /// argument be positive: that weight is wrong, but the NaN weight makes the
-/// row's sum, accumulator, output and LSE NaN all the same. x · f - max as
-/// one FMA may be above 0 by the rounding of the maximum's product, about
-/// 1e-7 of it: harmless without the clamp.)
+/// row's sum, accumulator, output and LSE NaN all the same.)
 constexpr llvm::StringLiteral kNonPositiveArgAttr = "attn.nonpositive_arg";
 
 /// The unit attribute on the exp of softmax weights that P·V takes rounded
 /// to bf16 (unit roundoff 2^-9 = 2e-3): an inline exp may then be accurate
-/// to 1e-4 relative rather than f32's 1e-7. The row sum takes the weights
-/// unrounded, with the exp's error, 20 times below the rounding the
-/// products see.
+/// to 3e-6 relative rather than f32's 2e-7. The row sum takes the weights
+/// unrounded, with the exp's error: the LSE (log of that sum) moves by as
+/// much, 3e-6, under its f32 tolerance of 1e-4.
 constexpr llvm::StringLiteral kBf16WeightAttr = "attn.bf16_weight";
 
 } // namespace attn

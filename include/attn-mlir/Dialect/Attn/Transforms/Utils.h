@@ -148,7 +148,8 @@ double scoreScale(const AttentionSpec &spec);
 Value expShifted(OpBuilder &b, Location loc, Value x, Value mSafe, double c,
                  bool base2 = false);
 
-/// m · c, the row maximum in natural units (no multiply when c is 1).
+/// m · c, the row maximum in natural units (no multiply when c is 1); any
+/// vector of values times a constant.
 Value scaleRowMax(OpBuilder &b, Location loc, Value m, double c);
 
 /// The ALiBi bias slope · |i + Tk - Tq - j| of the score at index
