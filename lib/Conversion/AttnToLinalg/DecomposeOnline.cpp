@@ -468,18 +468,19 @@ static Value hoistedValuePairs(
   RankedTensorType wholeT = window.getSourceType();
   ArrayRef<int64_t> sizes = window.getStaticSizes();
   SmallVector<OpFoldResult> offsets = window.getMixedOffsets();
-  if (!wholeT.hasStaticShape() ||
-      wholeT.getDimSize(2) % 2 || sizes[0] != 1 || sizes[1] != 1 ||
-      ShapedType::isDynamic(sizes[2]) || sizes[2] % 2 ||
+  if (!wholeT.hasStaticShape() || wholeT.getDimSize(2) % 2 || sizes[0] != 1 ||
+      sizes[1] != 1 || ShapedType::isDynamic(sizes[2]) || sizes[2] % 2 ||
       ShapedType::isDynamic(sizes[3]) || !isEven(offsets[2]) ||
-      wholeT.getNumElements() * 2 > kMaxHoistedPairBytes ||
-      !DominanceInfo().properlyDominates(whole, forall))
+      wholeT.getNumElements() * 2 > kMaxHoistedPairBytes)
+    return {};
+  DominanceInfo dominance;
+  if (!dominance.properlyDominates(whole, forall))
     return {};
   Location loc = op.getLoc();
   OpBuilder::InsertionGuard guard(rewriter);
   LinalgBuilder in{rewriter, loc, rewriter.getContext()};
   Value &pairs = packs[{whole, forall.getOperation()}];
-  if (pairs && !DominanceInfo().properlyDominates(pairs, forall))
+  if (pairs && !dominance.properlyDominates(pairs, forall))
     pairs = Value(); // a stale entry
   if (!pairs) {
     rewriter.setInsertionPoint(forall);

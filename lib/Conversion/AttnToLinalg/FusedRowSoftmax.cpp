@@ -82,7 +82,8 @@ public:
             p.push_back(fn(lb, ll, ValueRange{s, rows[0]}));
             // Pairs and RowPairs round the weights to bf16 for P·V.
             Operation *exp = p.back().getDefiningOp();
-            if (!inPlace && isa_and_nonnull<math::ExpOp, math::Exp2Op>(exp))
+            if (site.form != PForm::Scores &&
+                isa_and_nonnull<math::ExpOp, math::Exp2Op>(exp))
               exp->setAttr(kBf16WeightAttr, lb.getUnitAttr());
           }
           Value sum = add(lb, ll, iter[0], tree(lb, ll, p, add));
@@ -106,7 +107,7 @@ public:
                            return {max(lb, ll, iter[0], tree(lb, ll, s, max))};
                          });
     Value m = acrossKeys(loop.getResult(0), max);
-    return {after ? scaleRowMax(b, loc, m, site.factor) : m};
+    return {after ? scaleBy(b, loc, m, site.factor) : m};
   }
   Tile rowSum(const Tile &p, const Tile &init) override {
     auto it = sums.find(p[0]);
@@ -187,7 +188,7 @@ private:
     Tile out;
     for (int64_t j = 0; j < vectors; ++j) {
       Value s = vector::ExtractOp::create(lb, ll, all, ArrayRef<int64_t>{j});
-      out.push_back(scaled ? scaleRowMax(lb, ll, s, site.factor) : s);
+      out.push_back(scaled ? scaleBy(lb, ll, s, site.factor) : s);
     }
     return out;
   }

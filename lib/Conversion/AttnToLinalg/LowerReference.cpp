@@ -266,7 +266,7 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
               {id3, id3, id3},
               SmallVector<IteratorType>(3, IteratorType::parallel),
               [&](OpBuilder &b, Location l, ValueRange a) {
-                Value m = scaleRowMax(b, l, a[0], exponentScale(spec));
+                Value m = scaleBy(b, l, a[0], exponentScale(spec));
                 yieldValue(b, l, rowLogSumExp(b, l, m, a[1]));
               })
               .getResult(0));

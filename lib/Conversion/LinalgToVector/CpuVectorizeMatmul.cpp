@@ -122,18 +122,44 @@ static bool commutesWith(Operation *between, ArrayRef<Value> roots) {
   });
 }
 
-Operation *attn::cpu::fillBefore(linalg::LinalgOp op, Value c, Value &value) {
-  if (readsBufferOf(op, c))
+/// The nearest op before the kernel `op` that `takes` accepts (returning
+/// the memrefs it reads besides C, which the ops between must leave alone
+/// too), with only ops between that commute with it (commutesWith), when
+/// no input of `op` is a view of C's buffer (folded into the kernel, the
+/// op would change what that input reads); null otherwise.
+static Operation *foldableBefore(
+    linalg::LinalgOp op, Value c,
+    function_ref<std::optional<SmallVector<Value>>(Operation *)> takes) {
+  if (attn::cpu::readsBufferOf(op, c))
     return nullptr;
-  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    if (std::optional<Value> v = fillValueOf(prev, c)) {
-      value = *v;
-      return prev;
+  SmallVector<Operation *> between;
+  for (Operation *prev = op.getOperation()->getPrevNode(); prev;
+       prev = prev->getPrevNode()) {
+    if (std::optional<SmallVector<Value>> reads = takes(prev)) {
+      SmallVector<Value> roots{bufferOf(c)};
+      for (Value r : *reads)
+        roots.push_back(bufferOf(r));
+      return llvm::all_of(between,
+                          [&](Operation *x) { return commutesWith(x, roots); })
+                 ? prev
+                 : nullptr;
     }
     if (!commutesWith(prev, {bufferOf(c)}))
       return nullptr;
+    between.push_back(prev);
   }
   return nullptr;
+}
+
+Operation *attn::cpu::fillBefore(linalg::LinalgOp op, Value c, Value &value) {
+  return foldableBefore(
+      op, c, [&](Operation *prev) -> std::optional<SmallVector<Value>> {
+        std::optional<Value> v = fillValueOf(prev, c);
+        if (!v)
+          return std::nullopt;
+        value = *v;
+        return SmallVector<Value>{};
+      });
 }
 
 /// scf.for from lb to ub by `step` with `body` of the induction variable.
@@ -689,19 +715,12 @@ static Value rowScaleOf(Operation *prev, Value c) {
 /// otherwise. The matmul can apply it as it loads C: one pass over the
 /// accumulator instead of two.
 static linalg::GenericOp rowScaleBefore(linalg::GenericOp op, Value c) {
-  if (readsBufferOf(op, c))
-    return {};
-  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    if (Value alpha = rowScaleOf(prev, c)) {
-      for (Operation *x = prev->getNextNode(); x != op; x = x->getNextNode())
-        if (!commutesWith(x, {bufferOf(c), bufferOf(alpha)}))
-          return {};
-      return cast<linalg::GenericOp>(prev);
-    }
-    if (!commutesWith(prev, {bufferOf(c)}))
-      return {};
-  }
-  return {};
+  return cast_or_null<linalg::GenericOp>(foldableBefore(
+      op, c, [&](Operation *prev) -> std::optional<SmallVector<Value>> {
+        if (Value alpha = rowScaleOf(prev, c))
+          return SmallVector<Value>{alpha};
+        return std::nullopt;
+      }));
 }
 
 /// The register blocks of one tile matmul C = alpha · C + A · B (A read

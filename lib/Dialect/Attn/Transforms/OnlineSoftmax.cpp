@@ -240,7 +240,7 @@ OnlineResult attn::finishOnlineState(TileOps &t, Exponent e,
   double toNatural = e.scale * (e.base2 ? kLn2 : 1.0);
   res.lse = t.mapRows(
       {state.m, l}, {}, [&](OpBuilder &b, Location loc, ValueRange a) {
-        return rowLogSumExp(b, loc, scaleRowMax(b, loc, a[0], toNatural), a[1]);
+        return rowLogSumExp(b, loc, scaleBy(b, loc, a[0], toNatural), a[1]);
       });
   return res;
 }

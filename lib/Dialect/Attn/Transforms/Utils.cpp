@@ -298,10 +298,10 @@ Value attn::expShifted(OpBuilder &b, Location loc, Value x, Value mSafe,
   return e->getResult(0);
 }
 
-Value attn::scaleRowMax(OpBuilder &b, Location loc, Value m, double c) {
+Value attn::scaleBy(OpBuilder &b, Location loc, Value x, double c) {
   if (c == 1.0)
-    return m;
-  return arith::MulFOp::create(b, loc, m, createF32Constant(b, loc, c, m));
+    return x;
+  return arith::MulFOp::create(b, loc, x, createF32Constant(b, loc, c, x));
 }
 
 Value attn::buildAlibiBias(OpBuilder &b, Location loc,

@@ -148,9 +148,9 @@ double scoreScale(const AttentionSpec &spec);
 Value expShifted(OpBuilder &b, Location loc, Value x, Value mSafe, double c,
                  bool base2 = false);
 
-/// m · c, the row maximum in natural units (no multiply when c is 1); any
-/// vector of values times a constant.
-Value scaleRowMax(OpBuilder &b, Location loc, Value m, double c);
+/// x · c, f32 or a vector of it (no multiply when c is 1): e.g. a row
+/// maximum in logit units to natural units.
+Value scaleBy(OpBuilder &b, Location loc, Value x, double c);
 
 /// The ALiBi bias slope · |i + Tk - Tq - j| of the score at index
 /// positions (i, j), in f32.
