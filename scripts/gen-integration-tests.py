@@ -59,8 +59,11 @@ BF16_DYNAMIC_VARIANTS = ("", "--kv-block=16")
 # its tile products emulated by vector code, where its whole tiles apply
 # (D a multiple of 32, Dv of 16; 32 x 32 blocks, so that the small cases
 # have some): a variant `feature: flags` runs only where lit has the
-# feature.
-AMX_EMULATE = "avx512bf16: --amx-emulate --q-block=32 --kv-block=32"
+# feature. Both block shapes of the tile products run: 2 x 1 tiles of C
+# (the default) and 2 x 2 (--amx-cols=2; every product of these blocks is
+# 32 columns wide or more).
+AMX_EMULATE = ["avx512bf16: --amx-emulate --q-block=32 --kv-block=32",
+               "avx512bf16: --amx-emulate --amx-cols=2 --q-block=32 --kv-block=32"]
 BF16 = [
     ("bf16-gqa-causal-br-odd", "bf16 GQA, bottom-right causal, odd lengths (113, 203)", 1, 8, 2, 113, 203, 64, 64, "bf16", None, "causal = #attn.causal<bottom_right>", True, BF16_VARIANTS),
     ("bf16-alibi-softcap-mask", "bf16 ALiBi after softcap, with an additive bf16 mask", 1, 4, 2, 50, 90, 64, 64, "bf16", ("50x90", "bf16"), "softcap = 20.0 : f32", True, BF16_VARIANTS),
@@ -385,7 +388,7 @@ if __name__ == "__main__":
         write_case(c, dynamic=True)
     for c in BF16:
         D, Dv = c[7], c[8]
-        amx = [AMX_EMULATE] if D % 32 == 0 and Dv % 16 == 0 else []
+        amx = AMX_EMULATE if D % 32 == 0 and Dv % 16 == 0 else []
         write_case(c[:-1] + (c[-1] + amx,))
         write_case(c, dynamic=True, dynamic_variants=BF16_DYNAMIC_VARIANTS + tuple(amx))
     for e in EXTRA:

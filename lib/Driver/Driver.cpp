@@ -571,6 +571,8 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
     options.bf16Dot = kernels.bf16Dot;
     options.amx = kernels.amx;
     options.amxEmulate = o.amxEmulate;
+    if (o.amxCols)
+      options.amxCols = *o.amxCols;
     if (o.emit == Emit::Tiled)
       return mlir::attn::buildCpuTilingPipeline(pm, options);
     options.parallel = !o.noParallel;
@@ -710,6 +712,14 @@ static int checkOptions(const CompileOptions &o) {
       (!o.amx.value_or(true) || !o.bf16Dot.value_or(true)))
     return fail("--amx-emulate emulates the AMX path: it cannot go with "
                 "--amx=false or --bf16-dot=false");
+  if (!cuda && o.amxCols && *o.amxCols != 1 && *o.amxCols != 2)
+    return fail("--amx-cols must be 1 or 2 (tiles of C per AMX block across "
+                "its columns), found " +
+                std::to_string(*o.amxCols));
+  if (!cuda && o.amxCols && !CpuKernels::forHost(o).amx)
+    return fail("--amx-cols shapes the AMX tile blocks, and this compile has "
+                "no AMX path: it needs an AMX-BF16 machine (without "
+                "--amx=false or --bf16-dot=false) or --amx-emulate");
   if (cuda) {
     if (llvm::Error e =
             mlir::attn::resolveCudaTarget(o.chip, o.ptxFeatures).takeError())

@@ -85,6 +85,7 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   vectorize.vectorWidth = o.vectorWidth;
   vectorize.bf16Dot = o.bf16Dot;
   vectorize.amx = o.amx;
+  vectorize.amxCols = o.amxCols;
   pm.addPass(createAttnCpuVectorizeMatmulPass(vectorize));
   bool amxEmulated = o.amx && o.amxEmulate;
   if (amxEmulated)

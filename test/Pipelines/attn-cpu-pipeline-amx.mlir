@@ -5,10 +5,15 @@
 // tile intrinsic remains; with amx-emulate the tile ops are vector code
 // (attn-cpu-emulate-amx): no tile intrinsic either, and no vdpbf16ps (every
 // pair matmul of this graph takes whole AMX tiles), but the outer products'
-// FMAs.
+// FMAs. amx-cols=2 takes 2 x 2 blocks of tiles of C: twice the tile
+// products per unrolled block (scores: 2 k steps, P·V: 4, both C 64 wide).
 // RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx" | FileCheck %s
 // RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot" | FileCheck %s --check-prefix=OFF
 // RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx amx-emulate" | FileCheck %s --check-prefix=EMU --implicit-check-not=tdpbf16ps --implicit-check-not=tileloadd --implicit-check-not=dpbf16ps
+// RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx" | grep -c tdpbf16ps.internal | FileCheck %s --check-prefix=COLS1
+// RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx amx-cols=2" | grep -c tdpbf16ps.internal | FileCheck %s --check-prefix=COLS2
+// COLS1: {{^}}12{{$}}
+// COLS2: {{^}}24{{$}}
 // EMU-LABEL: llvm.func @sdpa
 // EMU: llvm.intr.fmuladd
 // CHECK-LABEL: llvm.func @sdpa

@@ -124,6 +124,12 @@ static cl::opt<bool>
                         "AVX-512 and avx512_bf16; slow; the artifact needs no "
                         "AMX)"),
                cl::cat(cat));
+static cl::opt<int64_t> amxCols(
+    cpuOptions().amxCols.ArgStr, cl::init(cpuOptions().amxCols.getValue()),
+    cl::desc("cpu, AMX path: tiles of C per AMX block across its columns, 1 "
+             "(2 x 1 blocks, the next k step's tiles loaded ahead; the "
+             "default) or 2 (2 x 2 blocks: one tile load per product)"),
+    cl::cat(cat));
 static cl::opt<bool> noParallel("no-parallel",
                                 cl::desc("Run on one core (no OpenMP)"),
                                 cl::cat(cat));
@@ -177,7 +183,8 @@ static int checkTargetFlags(bool cuda) {
   auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
   if (cuda) {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &reference, &noParallel, &qBlock, &bf16Dot, &amx, &amxEmulate})
+             &reference, &noParallel, &qBlock, &bf16Dot, &amx, &amxEmulate,
+             &amxCols})
       if (given(*o))
         return fail("--" + o->ArgStr.str() +
                     " is a CPU option; on --target=cuda a block covers 16 x "
@@ -236,6 +243,8 @@ int main(int argc, char **argv) {
   if (amx.getNumOccurrences())
     o.amx = amx;
   o.amxEmulate = amxEmulate;
+  if (amxCols.getNumOccurrences())
+    o.amxCols = amxCols;
   o.chip = chip;
   o.ptxFeatures = ptxFeatures;
   o.warps = warps;

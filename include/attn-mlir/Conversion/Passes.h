@@ -54,8 +54,9 @@ void populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
 
 /// Patterns putting the pair-form bf16 matmuls of attn-decompose-online
 /// (amx) on AMX tiles (amx.tile_mulf, tdpbf16ps) where they are whole
-/// 16 x 16 tiles of C and 32-wide steps of k.
-void populateCpuAmxPatterns(RewritePatternSet &patterns);
+/// 16 x 16 tiles of C and 32-wide steps of k, in blocks of 2 x `colTiles`
+/// tiles of C (1 or 2; 2 x 1 where C's columns are not a multiple of 32).
+void populateCpuAmxPatterns(RewritePatternSet &patterns, int64_t colTiles = 1);
 
 /// attn-gpu-flash's rewrites, for any driver: an attn.sdpa with static
 /// shapes is tiled with the kernel's blocks (attn-tile's loop nest, no key

@@ -64,6 +64,9 @@ struct CompileOptions {
   /// CPU: the AMX path with its tile ops as vector code (attn-cpu-emulate-
   /// amx), on a machine without AMX: for tests.
   bool amxEmulate = false;
+  /// CPU: tiles of C per AMX block across its columns (1 or 2; unset: the
+  /// pass's default). Only with the AMX path.
+  std::optional<int64_t> amxCols;
   /// CUDA: chip, PTX features, kernel shape and embedding.
   std::string chip = AttnGpuFlashPassOptions().chip, ptxFeatures;
   int64_t warps = AttnGpuFlashPassOptions().warps,

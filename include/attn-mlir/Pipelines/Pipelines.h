@@ -87,6 +87,14 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "(attn-cpu-emulate-amx), so that the AMX path runs on a "
                      "machine without AMX; for tests, slow"),
       llvm::cl::init(false)};
+  PassOptions::Option<int64_t> amxCols{
+      *this, "amx-cols",
+      llvm::cl::desc("With amx: tiles of C per AMX block across its columns, "
+                     "1 (2 x 1 blocks, the next k step's tiles loaded ahead) "
+                     "or 2 (2 x 2 blocks where C's columns allow: one tile "
+                     "load per product) (attn-cpu-vectorize-matmul "
+                     "amx-cols)"),
+      llvm::cl::init(AttnCpuVectorizeMatmulPassOptions().amxCols)};
   PassOptions::Option<bool> parallel{
       *this, "parallel",
       llvm::cl::desc("Run the (batch, head, q-block) loop on all cores with "

@@ -4,8 +4,9 @@
 // products: C[M, N] += A[M, K] · B[K/2, N, 2] with A row-major in k and B
 // pair-interleaved (VNNI) is exactly what `tdpbf16ps` computes on 16 x 16
 // f32 tiles of C from 16 x 32 bf16 tiles of A and B. Blocks of 2 x 1 tiles
-// of C stay in tile registers across the whole (unrolled) k range, the
-// next k step's tiles loading while this one's multiply. A C that was just
+// of C (amx-cols 1), the next k step's tiles loading while this one's
+// multiply, or of 2 x 2 (amx-cols 2: one tile load per product) stay in
+// tile registers across the whole (unrolled) k range. A C that was just
 // zero-filled starts from `tilezero` instead of the memory.
 //
 // P·V needs P row-major in keys (Pa[M, kv/2, 2]), which
@@ -53,8 +54,10 @@ SmallVector<int64_t> staticShape(Value v) {
 /// static M and N multiples of 16 and K = 2·K2 a multiple of 32 of at
 /// most kMaxK (the k range is unrolled).
 struct PairMatmulToAmx : OpRewritePattern<linalg::GenericOp> {
-  using OpRewritePattern::OpRewritePattern;
   static constexpr int64_t kMaxK = 512;
+  /// `maxColTiles`: tiles of C per block across N (amx-cols, 1 or 2).
+  PairMatmulToAmx(MLIRContext *ctx, int64_t maxColTiles)
+      : OpRewritePattern(ctx, /*benefit=*/2), maxColTiles(maxColTiles) {}
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
@@ -78,64 +81,105 @@ struct PairMatmulToAmx : OpRewritePattern<linalg::GenericOp> {
                     fillZero.getValue().isPosZero();
     if (zeroInit)
       rewriter.eraseOp(fill);
-    Value a2 = collapsePairs(rewriter, loc, a),
-          b2 = collapsePairs(rewriter, loc, b);
-    auto tileAB = amx::TileType::get({kTile, kTileK}, rewriter.getBF16Type());
-    auto tileC = amx::TileType::get({kTile, kTile}, rewriter.getF32Type());
-    // Blocks of 2 x 1 tiles of C: tile registers are not renamed, so a
-    // tile reloaded while a product still reads it waits for that product.
-    // The k step after next is loaded while this one multiplies: 2 tiles
-    // of C and two sets of 2 A + 1 B tiles are the 8 registers.
-    int64_t rowTiles = cShape[0] % (2 * kTile) ? 1 : 2;
-    int64_t kSteps = 2 * aShape[1] / kTileK;
-    auto idx = [&](OpBuilder &bb, int64_t v) { return constIndex(bb, loc, v); };
-    auto plus = [&](OpBuilder &bb, Value v, int64_t d) -> Value {
-      return d == 0 ? v : arith::AddIOp::create(bb, loc, v, idx(bb, d));
-    };
-    Value zero = idx(rewriter, 0);
-    // One block: rowTiles tiles of C from (i0, j0).
-    auto block = [&](OpBuilder &bb, Value i0, Value j0) {
-      SmallVector<Value> rowAt, acc;
-      Value j0Pairs = arith::MulIOp::create(bb, loc, j0, idx(bb, 2));
-      for (int64_t r = 0; r < rowTiles; ++r) {
-        rowAt.push_back(plus(bb, i0, r * kTile));
-        acc.push_back(zeroInit
-                          ? amx::TileZeroOp::create(bb, loc, tileC).getResult()
-                          : amx::TileLoadOp::create(bb, loc, tileC, c,
-                                                    ValueRange{rowAt[r], j0})
-                                .getResult());
-      }
-      // The A tiles of k step kk, then its B tile.
-      auto load = [&](int64_t kk) {
-        SmallVector<Value> tiles;
-        for (int64_t r = 0; r < rowTiles; ++r)
-          tiles.push_back(amx::TileLoadOp::create(
-              bb, loc, tileAB, a2, ValueRange{rowAt[r], idx(bb, kk * kTileK)}));
-        tiles.push_back(amx::TileLoadOp::create(
-            bb, loc, tileAB, b2,
-            ValueRange{idx(bb, kk * kTileK / 2), j0Pairs}));
-        return tiles;
-      };
-      SmallVector<Value> next = load(0);
-      for (int64_t kk = 0; kk < kSteps; ++kk) {
-        SmallVector<Value> now = std::move(next);
-        if (kk + 1 < kSteps)
-          next = load(kk + 1);
-        for (int64_t r = 0; r < rowTiles; ++r)
-          acc[r] = amx::TileMulFOp::create(bb, loc, tileC, now[r], now.back(),
-                                           acc[r]);
-      }
-      for (int64_t r = 0; r < rowTiles; ++r)
-        amx::TileStoreOp::create(bb, loc, c, ValueRange{rowAt[r], j0}, acc[r]);
-    };
-    forLoop(rewriter, loc, zero, idx(rewriter, cShape[0]), rowTiles * kTile,
-            [&](OpBuilder &bb, Value i0) {
-              forLoop(bb, loc, zero, idx(bb, cShape[1]), kTile,
-                      [&](OpBuilder &cb, Value j0) { block(cb, i0, j0); });
+    Block block{collapsePairs(rewriter, loc, a),
+                collapsePairs(rewriter, loc, b),
+                c,
+                cShape[0] % (2 * kTile) ? 1 : 2,
+                maxColTiles == 2 && cShape[1] % (2 * kTile) == 0 ? 2 : 1,
+                2 * aShape[1] / kTileK,
+                zeroInit};
+    Value zero = constIndex(rewriter, loc, 0);
+    forLoop(rewriter, loc, zero, constIndex(rewriter, loc, cShape[0]),
+            block.rowTiles * kTile, [&](OpBuilder &bb, Value i0) {
+              forLoop(bb, loc, zero, constIndex(bb, loc, cShape[1]),
+                      block.colTiles * kTile, [&](OpBuilder &cb, Value j0) {
+                        block.emit(cb, loc, i0, j0);
+                      });
             });
     rewriter.eraseOp(op);
     return success();
   }
+
+private:
+  /// One block of rowTiles x colTiles tiles of C from (i0, j0), kept in
+  /// tile registers over the whole k range. Tile registers are not renamed:
+  /// a tile reloaded while a product still reads it waits for that product.
+  /// Where the block's tiles leave room (2 x 1: 2 tiles of C and two sets
+  /// of 2 A + 1 B are the 8 registers), the next k step's tiles load before
+  /// this step's products. A 2 x 2 block (4 tiles of C, 2 A and 2 B: all 8)
+  /// loads a step's 4 tiles, then makes its 4 products: one tile load per
+  /// product instead of 1.5, and the step's tiles live together, so that
+  /// no two of them share a register (a load into the register of a tile
+  /// the step still reads would wait for that product; loading B1 after
+  /// C10's product let LLVM put it in B0's register).
+  struct Block {
+    Value a2, b2, c;
+    int64_t rowTiles, colTiles, kSteps;
+    bool zeroInit;
+
+    void emit(OpBuilder &b, Location loc, Value i0, Value j0) const {
+      auto idx = [&](int64_t v) { return constIndex(b, loc, v); };
+      auto plus = [&](Value v, int64_t d) -> Value {
+        return d == 0 ? v : arith::AddIOp::create(b, loc, v, idx(d));
+      };
+      auto tileAB = amx::TileType::get({kTile, kTileK}, b.getBF16Type());
+      auto tileC = amx::TileType::get({kTile, kTile}, b.getF32Type());
+      SmallVector<Value> rowAt, colAt, colPairs, acc;
+      Value j0Pairs = arith::MulIOp::create(b, loc, j0, idx(2));
+      for (int64_t n = 0; n < colTiles; ++n) {
+        colAt.push_back(plus(j0, n * kTile));
+        colPairs.push_back(plus(j0Pairs, 2 * n * kTile));
+      }
+      for (int64_t r = 0; r < rowTiles; ++r) {
+        rowAt.push_back(plus(i0, r * kTile));
+        for (int64_t n = 0; n < colTiles; ++n)
+          acc.push_back(
+              zeroInit ? amx::TileZeroOp::create(b, loc, tileC).getResult()
+                       : amx::TileLoadOp::create(b, loc, tileC, c,
+                                                 ValueRange{rowAt[r], colAt[n]})
+                             .getResult());
+      }
+      auto loadA = [&](int64_t kk, int64_t r) -> Value {
+        return amx::TileLoadOp::create(b, loc, tileAB, a2,
+                                       ValueRange{rowAt[r], idx(kk * kTileK)});
+      };
+      auto loadB = [&](int64_t kk, int64_t n) -> Value {
+        return amx::TileLoadOp::create(
+            b, loc, tileAB, b2, ValueRange{idx(kk * kTileK / 2), colPairs[n]});
+      };
+      auto multiply = [&](int64_t r, int64_t n, Value aTile, Value bTile) {
+        Value &cTile = acc[r * colTiles + n];
+        cTile = amx::TileMulFOp::create(b, loc, tileC, aTile, bTile, cTile);
+      };
+      // A step's tiles: its rowTiles A tiles, then its colTiles B tiles.
+      auto loadStep = [&](int64_t kk) {
+        SmallVector<Value> tiles;
+        for (int64_t r = 0; r < rowTiles; ++r)
+          tiles.push_back(loadA(kk, r));
+        for (int64_t n = 0; n < colTiles; ++n)
+          tiles.push_back(loadB(kk, n));
+        return tiles;
+      };
+      bool ahead = rowTiles * colTiles + 2 * (rowTiles + colTiles) <= 8;
+      SmallVector<Value> next;
+      if (ahead)
+        next = loadStep(0);
+      for (int64_t kk = 0; kk < kSteps; ++kk) {
+        SmallVector<Value> now = ahead ? std::move(next) : loadStep(kk);
+        if (ahead && kk + 1 < kSteps)
+          next = loadStep(kk + 1);
+        for (int64_t r = 0; r < rowTiles; ++r)
+          for (int64_t n = 0; n < colTiles; ++n)
+            multiply(r, n, now[r], now[rowTiles + n]);
+      }
+      for (int64_t r = 0; r < rowTiles; ++r)
+        for (int64_t n = 0; n < colTiles; ++n)
+          amx::TileStoreOp::create(b, loc, c, ValueRange{rowAt[r], colAt[n]},
+                                   acc[r * colTiles + n]);
+    }
+  };
+
+  int64_t maxColTiles;
 };
 
 /// The vector of a tile's shape and element type.
@@ -260,8 +304,9 @@ struct AttnCpuEmulateAmxPass
 
 } // namespace
 
-void mlir::attn::populateCpuAmxPatterns(RewritePatternSet &patterns) {
-  // Ahead of attn-cpu-vectorize-matmul's vdpbf16ps kernel for the same
-  // matmuls.
-  patterns.add<PairMatmulToAmx>(patterns.getContext(), /*benefit=*/2);
+void mlir::attn::populateCpuAmxPatterns(RewritePatternSet &patterns,
+                                        int64_t colTiles) {
+  // Ahead (benefit 2) of attn-cpu-vectorize-matmul's vdpbf16ps kernel for
+  // the same matmuls.
+  patterns.add<PairMatmulToAmx>(patterns.getContext(), colTiles);
 }

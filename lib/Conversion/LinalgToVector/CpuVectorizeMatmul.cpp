@@ -1727,11 +1727,18 @@ struct AttnCpuVectorizeMatmulPass
           << " vector-width=" << static_cast<int64_t>(vectorWidth);
       return signalPassFailure();
     }
+    if (amxCols != 1 && amxCols != 2) {
+      emitError(getOperation()->getLoc())
+          << "attn-cpu-vectorize-matmul: amx-cols must be 1 or 2 (tiles of "
+             "C per AMX block across its columns), found "
+          << static_cast<int64_t>(amxCols);
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     attn::populateCpuVectorizeMatmulPatterns(patterns, vectorWidth, rows, cols,
                                              bf16Dot);
     if (amx)
-      attn::populateCpuAmxPatterns(patterns);
+      attn::populateCpuAmxPatterns(patterns, amxCols);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

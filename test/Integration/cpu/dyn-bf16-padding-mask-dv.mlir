@@ -15,6 +15,11 @@
 // RUN: %if avx512bf16 %{ attn-run %t2.so --check --seed 2 --dim B=1 --dim Tq=1 --dim Tk=1 | FileCheck %s %}
 // RUN: %if avx512bf16 %{ attn-run %t2.so --check --seed 3 --dim B=2 --dim Tq=17 --dim Tk=33 | FileCheck %s %}
 // RUN: %if avx512bf16 %{ attn-run %t2.so --check --seed 4 --dim B=1 --dim Tq=70 --dim Tk=9 | FileCheck %s %}
+// RUN: %if avx512bf16 %{ attn-compile %s -o %t3.so --amx-emulate --amx-cols=2 --q-block=32 --kv-block=32 %}
+// RUN: %if avx512bf16 %{ attn-run %t3.so --check --seed 1 --dim B=2 --dim Tq=33 --dim Tk=77 | FileCheck %s %}
+// RUN: %if avx512bf16 %{ attn-run %t3.so --check --seed 2 --dim B=1 --dim Tq=1 --dim Tk=1 | FileCheck %s %}
+// RUN: %if avx512bf16 %{ attn-run %t3.so --check --seed 3 --dim B=2 --dim Tq=17 --dim Tk=33 | FileCheck %s %}
+// RUN: %if avx512bf16 %{ attn-run %t3.so --check --seed 4 --dim B=1 --dim Tq=70 --dim Tk=9 | FileCheck %s %}
 // CHECK: check output: max abs error {{.*}} PASS
 // CHECK: check lse: max abs error {{.*}} PASS
 func.func @sdpa(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x32xbf16>, %m: tensor<?x1x1x?xi1>) -> (tensor<?x4x?x32xbf16>, tensor<?x4x?xf32>) {

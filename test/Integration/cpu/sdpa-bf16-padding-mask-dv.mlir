@@ -8,6 +8,8 @@
 // RUN: attn-run %t2.so --check --seed 3 | FileCheck %s
 // RUN: %if avx512bf16 %{ attn-compile %s -o %t3.so --amx-emulate --q-block=32 --kv-block=32 %}
 // RUN: %if avx512bf16 %{ attn-run %t3.so --check --seed 4 | FileCheck %s %}
+// RUN: %if avx512bf16 %{ attn-compile %s -o %t4.so --amx-emulate --amx-cols=2 --q-block=32 --kv-block=32 %}
+// RUN: %if avx512bf16 %{ attn-run %t4.so --check --seed 5 | FileCheck %s %}
 // CHECK: check output: max abs error {{.*}} PASS
 // CHECK: check lse: max abs error {{.*}} PASS
 func.func @sdpa(%q: tensor<2x4x33x64xbf16>, %k: tensor<2x4x77x64xbf16>, %v: tensor<2x4x77x32xbf16>, %m: tensor<2x1x1x77xi1>) -> (tensor<2x4x33x32xbf16>, tensor<2x4x33xf32>) {
