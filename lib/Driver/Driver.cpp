@@ -686,6 +686,10 @@ static int checkOptions(const CompileOptions &o) {
     return fail("--kv-splits must be in [0, " +
                 std::to_string(mlir::attn::kMaxKvSplits) +
                 "] (0: chosen from the shapes)");
+  if (o.amxCols && *o.amxCols != 1 && *o.amxCols != 2)
+    return fail("--amx-cols must be 1 or 2 (tiles of C per AMX block across "
+                "its columns), found " +
+                std::to_string(*o.amxCols));
   if (cuda && (o.emit == Emit::LLVMIR || o.emit == Emit::Object))
     return fail("--emit=llvm-ir and --emit=obj are CPU outputs; for "
                 "--target=cuda use tiled, llvm-dialect, ptx, cubin or so");
@@ -712,11 +716,10 @@ static int checkOptions(const CompileOptions &o) {
       (!o.amx.value_or(true) || !o.bf16Dot.value_or(true)))
     return fail("--amx-emulate emulates the AMX path: it cannot go with "
                 "--amx=false or --bf16-dot=false");
-  if (!cuda && o.amxCols && *o.amxCols != 1 && *o.amxCols != 2)
-    return fail("--amx-cols must be 1 or 2 (tiles of C per AMX block across "
-                "its columns), found " +
-                std::to_string(*o.amxCols));
-  if (!cuda && o.amxCols && !CpuKernels::forHost(o).amx)
+  if (o.amxCols && (cuda || o.reference))
+    return fail("--amx-cols shapes the AMX tile blocks of the tiled CPU "
+                "kernels: it cannot go with --target=cuda or --reference");
+  if (o.amxCols && !CpuKernels::forHost(o).amx)
     return fail("--amx-cols shapes the AMX tile blocks, and this compile has "
                 "no AMX path: it needs an AMX-BF16 machine (without "
                 "--amx=false or --bf16-dot=false) or --amx-emulate");

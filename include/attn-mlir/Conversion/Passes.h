@@ -55,7 +55,8 @@ void populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
 /// Patterns putting the pair-form bf16 matmuls of attn-decompose-online
 /// (amx) on AMX tiles (amx.tile_mulf, tdpbf16ps) where they are whole
 /// 16 x 16 tiles of C and 32-wide steps of k, in blocks of 2 x `colTiles`
-/// tiles of C (1 or 2; 2 x 1 where C's columns are not a multiple of 32).
+/// tiles of C (1 or 2): one tile high where C's rows are not a multiple of
+/// 32, one wide where its columns are not.
 void populateCpuAmxPatterns(RewritePatternSet &patterns, int64_t colTiles = 1);
 
 /// attn-gpu-flash's rewrites, for any driver: an attn.sdpa with static

@@ -195,14 +195,16 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
     Option<"amx", "amx", "bool", /*default=*/"false",
            "Also put the pair-form matmuls of whole 16 x 16 tiles of C and "
            "32-wide k steps on AMX tiles (amx.tile_mulf: tdpbf16ps, 2 x 1 "
-           "tiles of C per block, the k range unrolled, zeros made in the "
-           "tiles); needs bf16-dot and vector-width 16">,
+           "tiles of C per block (amx-cols), 1 x 1 where C's rows are not a "
+           "multiple of 32, the k range unrolled, zeros made in the tiles); "
+           "needs bf16-dot and vector-width 16">,
     Option<"amxCols", "amx-cols", "int64_t", /*default=*/"1",
            "With amx: tiles of C per block across its columns, 1 (2 x 1 "
            "blocks, the next k step's tiles loaded before this step's "
            "products: 1.5 tile loads per product) or 2 (2 x 2 blocks where "
            "C's columns are a multiple of 32: all 8 tile registers, a "
-           "step's tiles loaded within it, one tile load per product)">
+           "step's tiles loaded within it, one tile load per product; 1 x 2 "
+           "where its rows are not a multiple of 32)">
   ];
   let dependentDialects = ["::mlir::amx::AMXDialect",
                            "::mlir::vector::VectorDialect",

@@ -5,9 +5,11 @@
 // pair-interleaved (VNNI) is exactly what `tdpbf16ps` computes on 16 x 16
 // f32 tiles of C from 16 x 32 bf16 tiles of A and B. Blocks of 2 x 1 tiles
 // of C (amx-cols 1), the next k step's tiles loading while this one's
-// multiply, or of 2 x 2 (amx-cols 2: one tile load per product) stay in
-// tile registers across the whole (unrolled) k range. A C that was just
-// zero-filled starts from `tilezero` instead of the memory.
+// multiply, or of 2 x 2 (amx-cols 2, where C is a multiple of 32 wide: one
+// tile load per product) stay in tile registers across the whole
+// (unrolled) k range; a C of rows not a multiple of 32 takes blocks one
+// tile high (1 x 1, 1 x 2). A C that was just zero-filled starts from
+// `tilezero` instead of the memory.
 //
 // P·V needs P row-major in keys (Pa[M, kv/2, 2]), which
 // attn-decompose-online's fused row softmax writes (amx).
@@ -40,8 +42,9 @@ using namespace mlir::attn::cpu;
 
 namespace {
 
-/// Rows and columns of one tile of C; k of one tile of A (pairs of 2).
-constexpr int64_t kTile = 16, kTileK = 32;
+/// Rows and columns of one tile of C; k of one tile of A (pairs of 2); the
+/// tile registers (tmm0-tmm7).
+constexpr int64_t kTile = 16, kTileK = 32, kTileRegisters = 8;
 
 /// Static sizes of a memref, or an empty list.
 SmallVector<int64_t> staticShape(Value v) {
@@ -81,13 +84,13 @@ struct PairMatmulToAmx : OpRewritePattern<linalg::GenericOp> {
                     fillZero.getValue().isPosZero();
     if (zeroInit)
       rewriter.eraseOp(fill);
-    Block block{collapsePairs(rewriter, loc, a),
-                collapsePairs(rewriter, loc, b),
-                c,
-                cShape[0] % (2 * kTile) ? 1 : 2,
-                maxColTiles == 2 && cShape[1] % (2 * kTile) == 0 ? 2 : 1,
-                2 * aShape[1] / kTileK,
-                zeroInit};
+    TileBlock block{collapsePairs(rewriter, loc, a),
+                    collapsePairs(rewriter, loc, b),
+                    c,
+                    cShape[0] % (2 * kTile) ? 1 : 2,
+                    maxColTiles == 2 && cShape[1] % (2 * kTile) == 0 ? 2 : 1,
+                    2 * aShape[1] / kTileK,
+                    zeroInit};
     Value zero = constIndex(rewriter, loc, 0);
     forLoop(rewriter, loc, zero, constIndex(rewriter, loc, cShape[0]),
             block.rowTiles * kTile, [&](OpBuilder &bb, Value i0) {
@@ -104,18 +107,25 @@ private:
   /// One block of rowTiles x colTiles tiles of C from (i0, j0), kept in
   /// tile registers over the whole k range. Tile registers are not renamed:
   /// a tile reloaded while a product still reads it waits for that product.
-  /// Where the block's tiles leave room (2 x 1: 2 tiles of C and two sets
-  /// of 2 A + 1 B are the 8 registers), the next k step's tiles load before
-  /// this step's products. A 2 x 2 block (4 tiles of C, 2 A and 2 B: all 8)
-  /// loads a step's 4 tiles, then makes its 4 products: one tile load per
-  /// product instead of 1.5, and the step's tiles live together, so that
-  /// no two of them share a register (a load into the register of a tile
-  /// the step still reads would wait for that product; loading B1 after
-  /// C10's product let LLVM put it in B0's register).
-  struct Block {
+  /// Where the block's tiles leave room (2 x 1 and 1 x 2: 2 tiles of C and
+  /// two sets of 3 A and B tiles are the 8 registers; 1 x 1), the next k
+  /// step's tiles load before this step's products. A 2 x 2 block (4 tiles of
+  /// C, 2 A and 2 B: all 8) loads a step's 4 tiles, then makes its 4 products:
+  /// one tile load per product instead of 1.5, and the step's tiles live
+  /// together, so that no two of them share a register (a load into the
+  /// register of a tile the step still reads would wait for that product;
+  /// loading B1 after C10's product let LLVM put it in B0's register).
+  struct TileBlock {
     Value a2, b2, c;
     int64_t rowTiles, colTiles, kSteps;
     bool zeroInit;
+
+    /// `fn(r, n)` for every tile of C, row by row.
+    void forEachTile(llvm::function_ref<void(int64_t, int64_t)> fn) const {
+      for (int64_t r = 0; r < rowTiles; ++r)
+        for (int64_t n = 0; n < colTiles; ++n)
+          fn(r, n);
+    }
 
     void emit(OpBuilder &b, Location loc, Value i0, Value j0) const {
       auto idx = [&](int64_t v) { return constIndex(b, loc, v); };
@@ -130,6 +140,7 @@ private:
         colAt.push_back(plus(j0, n * kTile));
         colPairs.push_back(plus(j0Pairs, 2 * n * kTile));
       }
+      // acc[r · colTiles + n]: C's tile (r, n), row by row (forEachTile).
       for (int64_t r = 0; r < rowTiles; ++r) {
         rowAt.push_back(plus(i0, r * kTile));
         for (int64_t n = 0; n < colTiles; ++n)
@@ -160,7 +171,8 @@ private:
           tiles.push_back(loadB(kk, n));
         return tiles;
       };
-      bool ahead = rowTiles * colTiles + 2 * (rowTiles + colTiles) <= 8;
+      bool ahead =
+          rowTiles * colTiles + 2 * (rowTiles + colTiles) <= kTileRegisters;
       SmallVector<Value> next;
       if (ahead)
         next = loadStep(0);
@@ -168,14 +180,14 @@ private:
         SmallVector<Value> now = ahead ? std::move(next) : loadStep(kk);
         if (ahead && kk + 1 < kSteps)
           next = loadStep(kk + 1);
-        for (int64_t r = 0; r < rowTiles; ++r)
-          for (int64_t n = 0; n < colTiles; ++n)
-            multiply(r, n, now[r], now[rowTiles + n]);
+        forEachTile([&](int64_t r, int64_t n) {
+          multiply(r, n, now[r], now[rowTiles + n]);
+        });
       }
-      for (int64_t r = 0; r < rowTiles; ++r)
-        for (int64_t n = 0; n < colTiles; ++n)
-          amx::TileStoreOp::create(b, loc, c, ValueRange{rowAt[r], colAt[n]},
-                                   acc[r * colTiles + n]);
+      forEachTile([&](int64_t r, int64_t n) {
+        amx::TileStoreOp::create(b, loc, c, ValueRange{rowAt[r], colAt[n]},
+                                 acc[r * colTiles + n]);
+      });
     }
   };
 

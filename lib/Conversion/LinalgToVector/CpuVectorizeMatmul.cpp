@@ -1734,6 +1734,12 @@ struct AttnCpuVectorizeMatmulPass
           << static_cast<int64_t>(amxCols);
       return signalPassFailure();
     }
+    if (amxCols != 1 && !amx) {
+      emitError(getOperation()->getLoc())
+          << "attn-cpu-vectorize-matmul: amx-cols shapes the AMX tile blocks "
+             "and needs amx";
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     attn::populateCpuVectorizeMatmulPatterns(patterns, vectorWidth, rows, cols,
                                              bf16Dot);
