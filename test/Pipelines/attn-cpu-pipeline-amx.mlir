@@ -12,6 +12,16 @@
 // RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx amx-emulate" | FileCheck %s --check-prefix=EMU --implicit-check-not=tdpbf16ps --implicit-check-not=tileloadd --implicit-check-not=dpbf16ps
 // RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx" | grep -c tdpbf16ps.internal | FileCheck %s --check-prefix=COLS1
 // RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx amx-cols=2" | grep -c tdpbf16ps.internal | FileCheck %s --check-prefix=COLS2
+// Sapphire Rapids machine code (llc, no AMX needed to compile): both
+// block shapes keep every tile in the 8 tile registers (no tile stored to
+// or reloaded from the stack), and the 2 x 2 blocks use all 8 (a step's
+// 4 tiles loaded before its products: loading B1 after C10's product let
+// LLVM reuse B0's register and leave tmm7 unused).
+// RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx" | mlir-translate --mlir-to-llvmir | llc -O3 -mcpu=sapphirerapids | FileCheck %s --check-prefix=SPR --implicit-check-not="{{tile(loadd|stored).*\(%rsp}}"
+// RUN: attn-opt %s --attn-cpu-pipeline="vector-width=16 bf16-dot amx amx-cols=2" | mlir-translate --mlir-to-llvmir | llc -O3 -mcpu=sapphirerapids | FileCheck %s --check-prefixes=SPR,SPR2 --implicit-check-not="{{tile(loadd|stored).*\(%rsp}}"
+// SPR: ldtilecfg
+// SPR: tdpbf16ps
+// SPR2: tdpbf16ps {{.*}}%tmm7
 // COLS1: {{^}}12{{$}}
 // COLS2: {{^}}24{{$}}
 // EMU-LABEL: llvm.func @sdpa

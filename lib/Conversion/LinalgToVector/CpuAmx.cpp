@@ -150,25 +150,16 @@ private:
                                                  ValueRange{rowAt[r], colAt[n]})
                              .getResult());
       }
-      auto loadA = [&](int64_t kk, int64_t r) -> Value {
-        return amx::TileLoadOp::create(b, loc, tileAB, a2,
-                                       ValueRange{rowAt[r], idx(kk * kTileK)});
-      };
-      auto loadB = [&](int64_t kk, int64_t n) -> Value {
-        return amx::TileLoadOp::create(
-            b, loc, tileAB, b2, ValueRange{idx(kk * kTileK / 2), colPairs[n]});
-      };
-      auto multiply = [&](int64_t r, int64_t n, Value aTile, Value bTile) {
-        Value &cTile = acc[r * colTiles + n];
-        cTile = amx::TileMulFOp::create(b, loc, tileC, aTile, bTile, cTile);
-      };
       // A step's tiles: its rowTiles A tiles, then its colTiles B tiles.
       auto loadStep = [&](int64_t kk) {
         SmallVector<Value> tiles;
         for (int64_t r = 0; r < rowTiles; ++r)
-          tiles.push_back(loadA(kk, r));
+          tiles.push_back(amx::TileLoadOp::create(
+              b, loc, tileAB, a2, ValueRange{rowAt[r], idx(kk * kTileK)}));
         for (int64_t n = 0; n < colTiles; ++n)
-          tiles.push_back(loadB(kk, n));
+          tiles.push_back(amx::TileLoadOp::create(
+              b, loc, tileAB, b2,
+              ValueRange{idx(kk * kTileK / 2), colPairs[n]}));
         return tiles;
       };
       bool ahead =
@@ -181,7 +172,9 @@ private:
         if (ahead && kk + 1 < kSteps)
           next = loadStep(kk + 1);
         forEachTile([&](int64_t r, int64_t n) {
-          multiply(r, n, now[r], now[rowTiles + n]);
+          Value &cTile = acc[r * colTiles + n];
+          cTile = amx::TileMulFOp::create(b, loc, tileC, now[r],
+                                          now[rowTiles + n], cTile);
         });
       }
       forEachTile([&](int64_t r, int64_t n) {
