@@ -32,6 +32,10 @@ config.substitutions.append(
                               ("libmlir_runner_utils.so",
                                "libmlir_c_runner_utils.so"))))
 config.substitutions.append(("%python", sys.executable))
+# Seals a hand-made artifact as attn-compile seals its own (Format.h).
+config.substitutions.append(
+    ("%seal", sys.executable + " " +
+     os.path.join(config.attn_src_root, "test", "Tools", "Inputs", "seal-file.py")))
 # The C API library loads into a plain Python unless it was built with the
 # sanitizers (their runtimes live in the executables).
 if config.attn_sanitizers.upper() not in ("ON", "TRUE", "1", "YES"):

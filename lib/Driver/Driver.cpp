@@ -18,6 +18,7 @@
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 #include "attn-mlir/Pipelines/Pipelines.h"
+#include "attn-mlir/Support/InputLimits.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -39,7 +40,9 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
@@ -277,12 +280,31 @@ static std::string findCudaRoot() {
   return "";
 }
 
-/// C support code linked into every artifact: the strided copy that MLIR's
-/// memref lowering calls for non-contiguous `memref.copy` (the upstream
-/// version lives in libmlir_c_runner_utils, which artifacts must not need).
+/// C support code linked into every artifact: the allocation-failure count
+/// the runtime reads after each call, the strided copy that MLIR's memref
+/// lowering calls for non-contiguous `memref.copy` (the upstream version
+/// lives in libmlir_c_runner_utils, which artifacts must not need).
 static const char *kSupportSource = R"C(
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+/* Heap allocations of the compiled code that failed (null for a non-zero
+   size; attn-cpu-check-allocations calls this and skips the work that
+   needed the memory). The runtime reads the count before and after each
+   call: a call during which it grew reports the failure as an error. */
+static _Atomic unsigned long long attn_alloc_failures;
+static _Atomic long long attn_alloc_failed_bytes;
+__attribute__((visibility("hidden"))) void
+__attn_mlir_alloc_failed(int64_t size) {
+  atomic_store(&attn_alloc_failed_bytes, size);
+  atomic_fetch_add(&attn_alloc_failures, 1);
+}
+__attribute__((visibility("default"))) unsigned long long
+attn_mlir_alloc_failures(long long *last_bytes) {
+  if (last_bytes)
+    *last_bytes = atomic_load(&attn_alloc_failed_bytes);
+  return atomic_load(&attn_alloc_failures);
+}
 typedef struct { int64_t rank; void *descriptor; } UnrankedMemRef;
 __attribute__((visibility("hidden")))
 void memrefCopy(int64_t elemSize, UnrankedMemRef *src, UnrankedMemRef *dst) {
@@ -432,34 +454,98 @@ static void addConstantBytes(llvm::Module &m, llvm::StringRef name,
   g->setAlignment(llvm::Align(16));
 }
 
+/// The directory temporary files go to ($TMPDIR or /tmp).
+static std::string tempDirectory() {
+  llvm::SmallString<128> dir;
+  llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, dir);
+  return dir.str().str();
+}
+
+/// Writes `write`'s output to the open file `fd` (closed after): 1 with a
+/// message naming `path` when a write fails (a full disk), instead of
+/// LLVM's fatal "IO failure on output stream".
+static int writeFile(int fd, const llvm::Twine &path,
+                     llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  write(os);
+  os.close();
+  if (!os.has_error())
+    return 0;
+  std::string why = os.error().message();
+  os.clear_error();
+  return fail("cannot write '" + path + "': " + why);
+}
+
+/// Writes `write`'s output to `path` (- for stdout), removed again when a
+/// write fails.
+static int writeOutput(llvm::StringRef path,
+                       llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  std::string errorMessage;
+  auto out = mlir::openOutputFile(path, &errorMessage);
+  if (!out)
+    return fail(errorMessage);
+  write(out->os());
+  out->os().flush();
+  if (out->os().has_error()) {
+    std::string why = out->os().error().message();
+    out->os().clear_error();
+    return fail("cannot write '" + path + "': " + why);
+  }
+  out->keep();
+  return 0;
+}
+
+/// Appends the file seal (Format.h: a hash of every byte before it) to the
+/// shared object at `path`.
+static int sealFile(const std::string &path) {
+  auto bytes = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!bytes)
+    return fail("cannot read '" + path + "': " + bytes.getError().message());
+  std::string seal = ::attn::format::fileSeal((*bytes)->getBufferStart(),
+                                              (*bytes)->getBufferSize());
+  int fd;
+  if (auto ec = llvm::sys::fs::openFileForWrite(
+          path, fd, llvm::sys::fs::CD_OpenExisting, llvm::sys::fs::OF_Append))
+    return fail("cannot write '" + path + "': " + ec.message());
+  return writeFile(fd, path, [&](llvm::raw_ostream &os) { os << seal; });
+}
+
 /// Compiles `module` (plus the C support code when `support`) with clang:
 /// `clang flags... module.ll [support.c] post... -o output`. Written to a
 /// new uniquely named file beside the output and renamed, so a failure
 /// never leaves half an artifact and concurrent compiles to one output
-/// never share a temporary.
+/// never share a temporary; every temporary is removed on every path.
+/// A shared object (`-shared` in `flags`) gets its file seal.
 static int buildWithClang(const CompileOptions &o, const llvm::Module &module,
                           const std::vector<std::string> &flags,
                           const std::vector<std::string> &post, bool support) {
-  llvm::SmallString<128> llPath, cPath;
-  int fd, cFd;
-  if (llvm::sys::fs::createTemporaryFile("attn", "ll", fd, llPath) ||
-      (support &&
-       llvm::sys::fs::createTemporaryFile("attn-support", "c", cFd, cPath)))
-    return fail("cannot create a temporary file");
-  {
-    llvm::raw_fd_ostream llOut(fd, /*shouldClose=*/true);
-    module.print(llOut, nullptr);
-  }
+  llvm::SmallString<128> llPath, cPath, tmpPath;
+  int fd, cFd, tmpFd;
+  if (auto ec = llvm::sys::fs::createTemporaryFile("attn", "ll", fd, llPath))
+    return fail("cannot create a temporary file in '" + tempDirectory() +
+                "': " + ec.message());
+  llvm::FileRemover llRemover(llPath);
+  if (writeFile(fd, llPath,
+                [&](llvm::raw_ostream &os) { module.print(os, nullptr); }))
+    return 1;
+  llvm::FileRemover cRemover;
   if (support) {
-    llvm::raw_fd_ostream cOut(cFd, /*shouldClose=*/true);
-    cOut << kSupportSource;
+    if (auto ec =
+            llvm::sys::fs::createTemporaryFile("attn-support", "c", cFd, cPath))
+      return fail("cannot create a temporary file in '" + tempDirectory() +
+                  "': " + ec.message());
+    cRemover.setFile(cPath);
+    if (writeFile(cFd, cPath,
+                  [&](llvm::raw_ostream &os) { os << kSupportSource; }))
+      return 1;
   }
-  llvm::SmallString<128> tmpPath;
-  int tmpFd;
-  if (llvm::sys::fs::createUniqueFile(o.output + ".tmp-%%%%%%%%", tmpFd,
-                                      tmpPath))
-    return fail("cannot create a file next to '" + o.output + "'");
+  if (auto ec = llvm::sys::fs::createUniqueFile(o.output + ".tmp-%%%%%%%%",
+                                                tmpFd, tmpPath))
+    return fail("cannot create a file next to '" + o.output +
+                "': " + ec.message());
   ::close(tmpFd);
+  llvm::FileRemover tmpRemover(tmpPath);
   std::string tmp = tmpPath.str().str();
   std::vector<llvm::StringRef> args{o.clang, "-Wno-override-module"};
   args.insert(args.end(), flags.begin(), flags.end());
@@ -471,16 +557,14 @@ static int buildWithClang(const CompileOptions &o, const llvm::Module &module,
   std::string clangError;
   int rc = llvm::sys::ExecuteAndWait(o.clang, args, std::nullopt, {}, 0, 0,
                                      &clangError);
-  llvm::sys::fs::remove(llPath);
-  if (support)
-    llvm::sys::fs::remove(cPath);
-  if (rc != 0) {
-    llvm::sys::fs::remove(tmp);
+  if (rc != 0)
     return fail("linking with '" + o.clang + "' failed" +
                 (clangError.empty() ? "" : ": " + clangError));
-  }
+  if (llvm::is_contained(flags, "-shared") && sealFile(tmp))
+    return 1;
   if (auto ec = llvm::sys::fs::rename(tmp, o.output))
     return fail("cannot write '" + o.output + "': " + ec.message());
+  tmpRemover.releaseFile();
   return 0;
 }
 
@@ -588,15 +672,9 @@ static int writeOutputs(const CompileOptions &o, ModuleOp module,
                         ArrayRef<EntryRecords> chunks) {
   bool cuda = o.target == Target::CUDA;
   bool embedPtx = tc.embedPtx;
-  std::string errorMessage;
-  if (o.emit == Emit::Tiled || o.emit == Emit::LLVMDialect) {
-    auto out = openOutputFile(o.output, &errorMessage);
-    if (!out)
-      return fail(errorMessage);
-    module.print(out->os());
-    out->keep();
-    return 0;
-  }
+  if (o.emit == Emit::Tiled || o.emit == Emit::LLVMDialect)
+    return writeOutput(o.output,
+                       [&](llvm::raw_ostream &os) { module.print(os); });
 
   std::string metadata =
       std::string(::attn::format::kHeader) + "\ntarget " +
@@ -615,15 +693,10 @@ static int writeOutputs(const CompileOptions &o, ModuleOp module,
   metadata = ::attn::format::seal(metadata);
 
   if (o.emit == Emit::PTX || o.emit == Emit::Cubin) {
-    auto out = openOutputFile(o.output, &errorMessage);
-    if (!out)
-      return fail(errorMessage);
     std::string &bytes = images.front().second;
     if (o.emit == Emit::PTX)
       bytes.pop_back(); // the C-string terminator
-    out->os() << bytes;
-    out->keep();
-    return 0;
+    return writeOutput(o.output, [&](llvm::raw_ostream &os) { os << bytes; });
   }
 
   llvm::LLVMContext llvmContext;
@@ -650,14 +723,10 @@ static int writeOutputs(const CompileOptions &o, ModuleOp module,
   }
   addConstantBytes(*llvmModule, "attn_mlir_metadata", metadata);
 
-  if (o.emit == Emit::LLVMIR) {
-    auto out = openOutputFile(o.output, &errorMessage);
-    if (!out)
-      return fail(errorMessage);
-    llvmModule->print(out->os(), nullptr);
-    out->keep();
-    return 0;
-  }
+  if (o.emit == Emit::LLVMIR)
+    return writeOutput(o.output, [&](llvm::raw_ostream &os) {
+      llvmModule->print(os, nullptr);
+    });
 
   // Optimize and link with clang: O3 for this machine, vectorized exp from
   // glibc's libmvec, OpenMP from LLVM's libomp.
@@ -760,6 +829,8 @@ int mlir::attn::driver::compile(const CompileOptions &o) {
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  if (failed(mlir::attn::checkNesting(sourceMgr)))
+    return 1;
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return fail("could not parse '" + o.input + "'");

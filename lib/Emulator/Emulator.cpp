@@ -33,8 +33,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -1085,12 +1087,17 @@ void attn::storeFloat(Type elt, float v, uint8_t *p) { fromFloat(elt, v, p); }
 
 namespace {
 
+/// The largest buffer the emulator allocates for the host code.
+constexpr uint64_t kMaxBufferBytes = uint64_t(1) << 36;
+
 /// The buffers of a host function's memref values: its arguments,
 /// allocations (owned here, poisoned with 0xff: NaN for floats) and the
 /// reshapes that alias them.
 struct HostBuffers {
   DenseMap<Value, EmulatedBuffer> of;
-  std::deque<std::vector<uint8_t>> owned; // stable addresses
+  /// Stable addresses; malloc'ed so that a failure is an error, not an
+  /// abort (the tool runs without exceptions).
+  std::deque<std::unique_ptr<uint8_t, decltype(&std::free)>> owned;
 
   /// Binds `func`'s arguments to `args`; false (with `error`) when the
   /// counts differ.
@@ -1158,9 +1165,9 @@ struct HostBuffers {
     return false;
   }
   DenseMap<Value, int64_t> sizes;
-  /// The buffer of `alloc`, its dynamic sizes evaluated; false when the
-  /// host code computed no such size.
-  bool allocate(memref::AllocOp alloc) {
+  /// The buffer of `alloc`, its dynamic sizes evaluated; an error when the
+  /// host code computed no such size or the memory cannot be had.
+  LogicalResult allocate(memref::AllocOp alloc, std::string &error) {
     MemRefType type = alloc.getType();
     SmallVector<int64_t> shape(type.getShape());
     auto dyn = alloc.getDynamicSizes().begin();
@@ -1168,17 +1175,32 @@ struct HostBuffers {
       if (!ShapedType::isDynamic(d))
         continue;
       auto it = sizes.find(*dyn++);
-      if (it == sizes.end())
-        return false;
+      if (it == sizes.end()) {
+        error = "a buffer sized by something the emulator does not know";
+        return failure();
+      }
       d = it->second;
     }
     Type elt = type.getElementType();
-    int64_t size = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
-    std::vector<uint8_t> &bytes =
-        owned.emplace_back(computeProduct(shape) * size, 0xff);
-    of[alloc] = EmulatedBuffer{bytes.data(), static_cast<int64_t>(bytes.size()),
-                               shape, elt};
-    return true;
+    uint64_t bytes = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
+    for (int64_t d : shape) {
+      uint64_t n = d < 0 ? UINT64_MAX : static_cast<uint64_t>(d);
+      bytes = n && bytes > UINT64_MAX / n ? UINT64_MAX : bytes * n;
+    }
+    void *p =
+        bytes <= kMaxBufferBytes ? std::malloc(bytes ? bytes : 1) : nullptr;
+    if (!p) {
+      error = "cannot allocate " + std::to_string(bytes) +
+              " bytes for a buffer of the host code (at most " +
+              std::to_string(kMaxBufferBytes) +
+              " and what the process may allocate): use smaller --dim sizes";
+      return failure();
+    }
+    std::memset(p, 0xff, bytes);
+    auto &buffer = owned.emplace_back(static_cast<uint8_t *>(p), &std::free);
+    of[alloc] =
+        EmulatedBuffer{buffer.get(), static_cast<int64_t>(bytes), shape, elt};
+    return success();
   }
 };
 
@@ -1240,10 +1262,7 @@ LogicalResult attn::emulateFunction(func::FuncOp func,
   for (Operation &op : func.getBody().front()) {
     LogicalResult ok = success();
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-      if (!host.allocate(alloc)) {
-        error = "a buffer sized by something the emulator does not know";
-        ok = failure();
-      }
+      ok = host.allocate(alloc, error);
     } else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
                    memref::ReinterpretCastOp>(op)) {
       if (!host.alias(&op)) {

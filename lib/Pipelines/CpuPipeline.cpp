@@ -15,7 +15,8 @@
 //                           out-params of every public function
 //   loops + OpenMP          scf/cf + omp.parallel over (b, h, q-block),
 //                           guided schedule (attn-omp-guided-schedule)
-//   to LLVM                 LLVM dialect only; every function also gets its
+//   to LLVM                 LLVM dialect only (every heap allocation
+//                           checked: attn-cpu-check-allocations); every function also gets its
 //                           C interface, _mlir_ciface_<name>(desc *...), one
 //                           pointer to a memref descriptor per argument
 //                           (the runtime's calling convention, Runtime.h)
@@ -128,6 +129,8 @@ static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  // Last: no pass after it may add an allocation it would not check.
+  pm.addPass(createAttnCpuCheckAllocationsPass());
 }
 
 void attn::buildCpuTilingPipeline(OpPassManager &pm,

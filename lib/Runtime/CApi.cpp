@@ -334,3 +334,12 @@ attn_rt_call(const attn_rt_artifact *artifact, const char *entry,
   return copyOut(e.message, error, error_size, nullptr, true,
                  e ? ATTN_RT_INVALID : ATTN_RT_OK);
 }
+
+extern "C" __attribute__((visibility("default"))) int
+attn_rt_set_num_threads(int num_threads, int passive_wait, char *error,
+                        size_t error_size) {
+  if (Error e = setCallerThreads(num_threads, passive_wait != 0))
+    return copyOut(e.message, error, error_size, nullptr, true,
+                   ATTN_RT_INVALID);
+  return copyOut("", error, error_size, nullptr, true, ATTN_RT_OK);
+}

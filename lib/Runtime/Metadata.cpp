@@ -401,7 +401,8 @@ static const std::pair<const char *, bool (*)()> kCpuFeatures[] = {
 
 /// Whether ATTN_MLIR_HOST_FEATURES, when set, lists `name`: tests make the
 /// machine stand for one with only the features listed (comma-separated)
-/// among those it has (the variable removes features, never adds them).
+/// among those it has (the variable removes features, never adds them; set
+/// but empty, it hides them all). docs/Testing.md documents it.
 static bool allowedByEnvironment(const std::string &name) {
   const char *only = std::getenv("ATTN_MLIR_HOST_FEATURES");
   if (!only)
@@ -442,7 +443,14 @@ static Error checkCpuFeatures(std::istringstream &ls, const std::string &tgt) {
   }
   for (const auto *known : needed) {
     std::string f = known->first;
-    if (!allowedByEnvironment(f) || !known->second())
+    if (known->second() && !allowedByEnvironment(f))
+      return {"the artifact's kernels need the CPU feature " + f +
+              ", which ATTN_MLIR_HOST_FEATURES='" +
+              std::getenv("ATTN_MLIR_HOST_FEATURES") +
+              "' hides (a testing variable: the runtime treats the machine "
+              "as having only the features it lists); unset it to use the "
+              "machine's own features"};
+    if (!known->second())
       return {"the artifact's kernels need the CPU feature " + f +
               (f == "amxbf16" ? " (AMX tiles with bf16 products, and a Linux "
                                 "kernel that grants the tile state)"

@@ -1,7 +1,7 @@
 //===- Runtime.cpp - attn-mlir runtime --------------------------*- C++ -*-===//
 
-#include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Runtime/Runtime.h"
+#include "attn-mlir/Artifact/Format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -564,12 +564,12 @@ static const void *objectBase(const void *p) {
 Error Artifact::load(const std::string &path, std::unique_ptr<Artifact> &out) {
   auto art = std::unique_ptr<Artifact>(new Artifact());
   // Everything that can be checked without running the artifact's code.
-  if (Error e = checkArtifactFile(path, art->entries_, art->target_))
+  std::string bytes;
+  if (Error e = checkArtifactFile(path, art->entries_, art->target_,
+                                  /*source=*/nullptr, &bytes))
     return e;
-  std::string p = path.find('/') == std::string::npos ? "./" + path : path;
-  art->handle_ = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!art->handle_)
-    return {"cannot load artifact '" + path + "': " + dlerror()};
+  if (Error e = dlopenBytes(bytes, path, art->handle_, art->memfd_))
+    return e;
   const void *meta = dlsym(art->handle_, "attn_mlir_metadata");
   const void *base = objectBase(meta);
   // Each symbol must come from the artifact itself, not a dependency.
@@ -600,14 +600,24 @@ Error Artifact::load(const std::string &path, std::unique_ptr<Artifact> &out) {
   }
   if (!base)
     return {"'" + path + "': its metadata cannot be located"};
+  if (art->target_ == "cpu") {
+    // attn-compile's support code counts failed allocations (a hand-made
+    // artifact may not: its calls go unchecked).
+    const void *sym = nullptr;
+    if (!own("attn_mlir_alloc_failures", "function", sym))
+      art->allocFailures_ = reinterpret_cast<decltype(art->allocFailures_)>(
+          const_cast<void *>(sym));
+    // From the artifact's dependencies: libomp, where it runs on OpenMP.
+    art->ompSetNumThreads_ = reinterpret_cast<void (*)(int)>(
+        dlsym(art->handle_, "omp_set_num_threads"));
+    art->kmpSetBlocktime_ = reinterpret_cast<void (*)(int)>(
+        dlsym(art->handle_, "kmp_set_blocktime"));
+  }
   out = std::move(art);
   return {};
 }
 
-Artifact::~Artifact() {
-  if (handle_)
-    dlclose(handle_);
-}
+Artifact::~Artifact() { dlcloseBytes(handle_, memfd_); }
 
 const void *Artifact::image(const KernelInfo &kernel) const {
   auto it = images_.find(kernel.image);
@@ -696,23 +706,10 @@ Error Artifact::callBuffers(const EntryInfo &entry,
   return callInstance(entry, data);
 }
 
-Error Artifact::callInstance(const EntryInfo &entry,
-                             const std::vector<void *> &data) const {
-  const EntryInfo *own = find(entry.name);
-  if (target_ != "cpu" || !own || data.size() != entry.numArgs())
-    return {"entry '" + entry.name + "' cannot be called here"};
-  if (Error e = checkIndexInputs(entry, data.data()))
-    return e;
-  size_t index = own - entries_.data();
-  std::vector<std::vector<int64_t>> descs;
-  size_t k = 0;
-  for (const auto *args : {&entry.inputs, &entry.outputs})
-    for (const ArgInfo &a : *args)
-      descs.push_back(denseDescriptor(data[k++], a.shape));
-  std::vector<void *> ptrs;
-  for (std::vector<int64_t> &d : descs)
-    ptrs.push_back(d.data());
-  void *fn = fns_[index];
+/// Calls the C interface `fn` of entry `name` with one descriptor pointer
+/// per argument (the entry takes them as separate parameters).
+static Error invokeEntry(void *fn, const std::vector<void *> &ptrs,
+                         const std::string &name) {
   // The entry takes one pointer per argument; dispatch on the count.
   switch (ptrs.size()) {
 #define ATTN_CALL(N, ...)                                                      \
@@ -755,9 +752,46 @@ Error Artifact::callInstance(const EntryInfo &entry,
               P[10], P[11])
 #undef P
   default:
-    return {"entry '" + entry.name + "' has " + std::to_string(ptrs.size()) +
+    return {"entry '" + name + "' has " + std::to_string(ptrs.size()) +
             " arguments; this runtime calls at most 12"};
   }
+}
+
+Error Artifact::callInstance(const EntryInfo &entry,
+                             const std::vector<void *> &data) const {
+  const EntryInfo *own = find(entry.name);
+  if (target_ != "cpu" || !own || data.size() != entry.numArgs())
+    return {"entry '" + entry.name + "' cannot be called here"};
+  if (Error e = checkIndexInputs(entry, data.data()))
+    return e;
+  size_t index = own - entries_.data();
+  std::vector<std::vector<int64_t>> descs;
+  size_t k = 0;
+  for (const auto *args : {&entry.inputs, &entry.outputs})
+    for (const ArgInfo &a : *args)
+      descs.push_back(denseDescriptor(data[k++], a.shape));
+  std::vector<void *> ptrs;
+  for (std::vector<int64_t> &d : descs)
+    ptrs.push_back(d.data());
+  unsigned threads = 1;
+  bool passive = false;
+  if (Error e = kernelThreads(threads, &passive))
+    return e;
+  if (ompSetNumThreads_)
+    ompSetNumThreads_(static_cast<int>(threads));
+  if (kmpSetBlocktime_ && passive)
+    kmpSetBlocktime_(0);
+  unsigned long long failures = allocFailures_ ? allocFailures_(nullptr) : 0;
+  if (Error e = invokeEntry(fns_[index], ptrs, entry.name))
+    return e;
+  long long bytes = 0;
+  if (allocFailures_ && allocFailures_(&bytes) != failures)
+    return {"entry '" + entry.name + "' ran out of memory: its code could " +
+            "not allocate " + std::to_string(bytes) + " bytes of working " +
+            "memory (its outputs are not defined); free memory, use a " +
+            "smaller batch or length, or raise the process's memory limit " +
+            "(ulimit -v, a cgroup's memory.max)"};
+  return {};
 }
 
 //===----------------------------------------------------------------------===//

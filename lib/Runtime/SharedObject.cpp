@@ -9,16 +9,24 @@
 // (through .dynsym), so it is parsed and validated before any of the
 // artifact's code runs, and the entry points must be functions defined in
 // the artifact (dlsym would otherwise find any symbol of its dependencies:
-// an entry named `abort` would call libc's).
+// an entry named `abort` would call libc's). An artifact's seal (a hash of
+// the whole file, Format.h) is checked too, and dlopenBytes loads the bytes
+// that were checked, from memory, so a file damaged or replaced after the
+// check never runs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn-mlir/Artifact/Format.h"
 #include "attn-mlir/Runtime/Runtime.h"
 
+#include <cerrno>
 #include <cstring>
+#include <dlfcn.h>
 #include <elf.h>
 #include <fstream>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
 
 using namespace attn::rt;
 
@@ -185,7 +193,8 @@ static Error checkImage(const SharedObject &so, const EntryInfo &e,
 
 Error attn::rt::checkArtifactFile(const std::string &path,
                                   std::vector<EntryInfo> &entries,
-                                  std::string &target, std::string *source) {
+                                  std::string &target, std::string *source,
+                                  std::string *bytes) {
   SharedObject so;
   if (Error e = inspectSharedObject(path, so, /*withSymbols=*/true))
     return {"cannot load artifact '" + path + "': " + e.message};
@@ -194,6 +203,15 @@ Error attn::rt::checkArtifactFile(const std::string &path,
   if (!meta)
     return {"'" + path +
             "' is not an attn-mlir artifact (no attn_mlir_metadata symbol)"};
+  if (!attn::format::sealMatches(so.bytes))
+    return {"cannot load artifact '" + path + "': " +
+            (attn::format::hasSeal(so.bytes)
+                 ? "its bytes do not match the seal attn-compile wrote at "
+                   "its end (a hash of the whole file): the file was "
+                   "damaged or edited; recompile it"
+                 : "it has no attn-mlir seal (the hash of the whole file "
+                   "that attn-compile appends): it was made by an older "
+                   "attn-compile, or damaged; recompile it")};
   std::string text(meta, strnlen(meta, metaSize));
   if (Error e = parseMetadata(text, entries, &target, source))
     return {"'" + path + "': " + e.message};
@@ -213,5 +231,73 @@ Error attn::rt::checkArtifactFile(const std::string &path,
         if (Error err = checkImage(so, e, k))
           return {"'" + path + "': " + err.message};
   }
+  if (bytes)
+    *bytes = std::move(so.bytes);
   return {};
+}
+
+/// Whether a loaded object already answers to `path` (dlopen matches a
+/// new path against the names of loaded objects before opening it).
+static bool loadedAs(const std::string &path) {
+  void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (h)
+    dlclose(h);
+  return h != nullptr;
+}
+
+Error attn::rt::dlopenBytes(const std::string &bytes, const std::string &name,
+                            void *&handle, int &fd) {
+  handle = nullptr;
+  fd = memfd_create("attn-mlir-artifact", MFD_CLOEXEC);
+  if (fd < 0)
+    return {"cannot load '" + name +
+            "': memfd_create: " + std::strerror(errno)};
+  // The object is loaded as /proc/self/fd/N, and dlopen takes a path that
+  // names an object already loaded for that object: a descriptor number
+  // whose earlier holder is still loaded is passed over (kept open while
+  // the next is tried, so the number changes).
+  std::vector<int> passed;
+  while (loadedAs("/proc/self/fd/" + std::to_string(fd))) {
+    passed.push_back(fd);
+    fd = dup(fd);
+    if (fd < 0)
+      break;
+  }
+  for (int p : passed)
+    ::close(p);
+  if (fd < 0)
+    return {"cannot load '" + name + "': dup: " + std::strerror(errno)};
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      std::string why = n < 0 ? std::strerror(errno) : "short write";
+      ::close(fd);
+      fd = -1;
+      return {"cannot load '" + name + "': writing its in-memory copy: " + why};
+    }
+    done += static_cast<size_t>(n);
+  }
+  std::string fdPath = "/proc/self/fd/" + std::to_string(fd);
+  handle = dlopen(fdPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    std::string why = dlerror();
+    ::close(fd);
+    fd = -1;
+    return {"cannot load artifact '" + name + "': " + why};
+  }
+  return {};
+}
+
+void attn::rt::dlcloseBytes(void *handle, int fd) {
+  if (handle)
+    dlclose(handle);
+  if (fd < 0)
+    return;
+  // An object that stays loaded (dlclose may keep one) keeps its
+  // descriptor, so that no later artifact is loaded under its name.
+  if (!loadedAs("/proc/self/fd/" + std::to_string(fd)))
+    ::close(fd);
 }

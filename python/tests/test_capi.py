@@ -226,3 +226,37 @@ def test_cuda_call_checks_buffers_like_a_cpu_call(fake_driver):
     assert p + q.nbytes <= base + big.nbytes
     with pytest.raises(ValueError, match="'q' is not aligned to 16 bytes"):
         art.run("sdpa", plan, [p, k.ctypes.data, v.ctypes.data, o.ctypes.data])
+
+
+def _open(path):
+    lib, handle = _tools._capi(), ctypes.c_void_p()
+    err = ctypes.create_string_buffer(512)
+    assert lib.attn_rt_open(os.fsencode(path), ctypes.byref(handle), err, 512) == 0, err.value
+    return lib, handle
+
+
+def test_artifacts_loaded_one_after_another_run_their_own_code():
+    # Artifacts are loaded from the bytes the runtime checked (an in-memory
+    # file, /proc/self/fd/N). dlopen takes a path that names a loaded
+    # object for that object: a second artifact given the number of a
+    # first one's closed descriptor ran the first one's code. Each of these
+    # differs in its head dimension, so running the wrong code is refused
+    # or wrong.
+    rng = np.random.default_rng(3)
+    opened = []
+    for d in (8, 16, 24, 8, 32):
+        shape = (1, 2, 4, d)
+        art = sdpa_module.sdpa_artifact("f32", (shape, shape, shape), None, None, False, "",
+                                        False, "cpu")
+        lib, handle = _open(art.path)
+        q, k, v = (rng.standard_normal(shape, dtype=np.float32) for _ in range(3))
+        o = np.empty_like(q)
+        rc, err = call((lib, handle), [describe(x) for x in (q, k, v, o)])
+        assert rc == 0, err
+        assert np.max(np.abs(o - reference.sdpa(q, k, v))) < 1e-4
+        if d in (8, 16):
+            opened.append((lib, handle))  # these stay open meanwhile
+        else:
+            lib.attn_rt_close(handle)
+    for lib, handle in opened:
+        lib.attn_rt_close(handle)

@@ -429,7 +429,7 @@ def test_entries_are_read_by_the_runtime_parser(fresh_cache, tmp_path):
     data[at:at + 17] = b"in q f32 B,2,Tq,9"  # a same-length edit
     bad = tmp_path / "edited.so"
     bad.write_bytes(bytes(data))
-    with pytest.raises(RuntimeError, match="checksum does not match"):
+    with pytest.raises(RuntimeError, match="do not match the seal"):
         _tools.describe_artifact(str(bad))
 
 

@@ -16,6 +16,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <csignal>
 #include <deque>
 #include <string>
 
@@ -200,6 +201,10 @@ static int checkTargetFlags(bool cuda) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  // A write past the file size limit (ulimit -f) fails with EFBIG, which
+  // the driver reports with the file's name, instead of killing the
+  // process (SIGXFSZ's default) with no word and its temporaries left.
+  std::signal(SIGXFSZ, SIG_IGN);
   cl::HideUnrelatedOptions(cat);
   cl::ParseCommandLineOptions(
       argc, argv,

@@ -10,7 +10,8 @@
 //                   mutations reach the records behind the checksum
 //   byte & 3 == 2   checkArtifactFile and inspectSharedObject (ELF); with
 //                   byte & 4, the checksum of the embedded metadata is
-//                   patched in place first
+//                   patched in place and the file resealed (Format.h's
+//                   seal over the whole file) first
 //   byte & 3 == 3   the C API: attn_rt_describe_artifact with an output
 //                   buffer of a size chosen by byte >> 4, and
 //                   attn_rt_check_artifact, which must agree (byte & 4 as
@@ -122,6 +123,14 @@ void patchChecksum(std::string &bytes) {
   bytes.replace(end + 1, key.size() - 1 + 16, record.substr(0, 29));
 }
 
+/// Replaces the file seal at the end of `bytes` (Format.h), or appends
+/// one, so that mutations reach the checks behind it.
+void resealFile(std::string &bytes) {
+  if (attn::format::hasSeal(bytes))
+    bytes.resize(bytes.size() - attn::format::kSealBytes);
+  bytes += attn::format::fileSeal(bytes.data(), bytes.size());
+}
+
 void fuzzNpy(const std::string &bytes) {
   Tensor t;
   if (verdict("readNpy", readNpy(writeInput(bytes), t)))
@@ -210,8 +219,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     break;
   case 2:
   case 3: {
-    if (fix)
+    if (fix) {
       patchChecksum(bytes);
+      resealFile(bytes);
+    }
     if ((mode & 3) == 2) {
       fuzzArtifact(bytes);
       break;

@@ -24,7 +24,7 @@ import numpy as np
 
 OUT, ATTN_COMPILE, CLANG = sys.argv[1:4]
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-HEADER = "attn-mlir-artifact 5"
+HEADER = "attn-mlir-artifact 6"
 count = {"npy": 0, "metadata": 0, "elf": 0}
 
 
@@ -140,10 +140,19 @@ def compiled_seeds(tmp):
 
 
 def seal(records):
+    return records + "end checksum=%016x\n" % fnv1a64(records.encode())
+
+
+def fnv1a64(data):
     h = 14695981039346656037
-    for b in records.encode():
+    for b in data:
         h = ((h ^ b) * 1099511628211) % (1 << 64)
-    return records + "end checksum=%016x\n" % h
+    return h
+
+
+def file_seal(data):
+    """The seal attn-compile appends to an artifact (Format.h)."""
+    return b"\nattn-mlir-seal fnv1a64=%016x\n" % fnv1a64(data)
 
 
 def c_string(s):
@@ -209,9 +218,11 @@ def fake_seeds(tmp):
                 [sys.executable, os.path.join(inputs, "seal-metadata.py"),
                  os.path.join(inputs, name)],
                 capture_output=True, text=True, check=True).stdout
-        # Linked without libc: no headers, no calls.
+        # Linked without libc: no headers, no calls (a loop for memset).
         text = text.replace("#include <string.h>", "").replace(
-            "memset(out, 0, 4 * 8 * sizeof(float));", "out[0] = 0;")
+            "memset(out->aligned, 0, 4 * 8 * sizeof(float));",
+            "for (int i = 0; i < 4 * 8; ++i) out->aligned[i] = 0;")
+        assert "memset" not in text and "#include" not in text, name
         sources[name[:-2]] = text
     for name, text in sources.items():
         c = os.path.join(tmp, name + ".c")
@@ -223,6 +234,7 @@ def fake_seeds(tmp):
                         "-Wl,-z,norelro", "-Wl,--hash-style=gnu", "-o", so, c],
                        check=True)
         data = open(so, "rb").read()
+        data += file_seal(data)
         elf_seeds(data)
         meta = metadata_of(data)
         if meta:

@@ -21,6 +21,7 @@
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 #include "attn-mlir/Emulator/Emulator.h"
+#include "attn-mlir/Support/InputLimits.h"
 #include "attn-mlir/Pipelines/Pipelines.h"
 #include "attn-mlir/Runtime/Runtime.h"
 
@@ -209,6 +210,19 @@ static int emulateEntry(MLIRContext &context, ModuleOp module) {
   if (failed(pm.run(module)))
     return 2;
   auto func = module.lookupSymbol<func::FuncOp>(entry.name);
+  double bytes = 0;
+  for (const auto *args : {&entry.inputs, &entry.outputs})
+    for (const rt::ArgInfo &a : *args) {
+      double n = rt::dtypeSize(a.dtype);
+      for (int64_t d : a.shape)
+        n *= static_cast<double>(d);
+      bytes += n;
+    }
+  rt::MemoryLimit limit = rt::memoryLimit();
+  if (bytes > limit.bytes)
+    return fail("the inputs and outputs of '" + entry.name + "' need " +
+                rt::formatBytes(bytes) + "; " + limit.what + " leaves " +
+                rt::formatBytes(limit.bytes));
   // Inputs as attn-run makes them; outputs poisoned with NaN.
   rt::InputGenerator random(seed);
   std::vector<rt::Tensor> inputs, outputs;
@@ -260,6 +274,8 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sm;
   sm.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(sm, &context);
+  if (failed(mlir::attn::checkNesting(sm)))
+    return 2;
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sm, &context);
   if (!module)
     return 2;

@@ -523,21 +523,23 @@ static Error makeBuffers(const Options &o, const EntryInfo &entry,
   }
   if (Error e = instantiate(entry, shapes, o.dims, instance))
     return e;
+  // The buffers, and for --check the fp64 reference of each output with
+  // its naive low-precision twin and magnitudes (three doubles each).
   double totalBytes = 0;
   for (const auto *args : {&instance.inputs, &instance.outputs})
     for (const ArgInfo &a : *args) {
-      double n = static_cast<double>(dtypeSize(a.dtype));
+      double n = 1;
       for (int64_t d : a.shape)
         n *= static_cast<double>(d);
-      totalBytes += n;
+      totalBytes += n * dtypeSize(a.dtype) +
+                    (o.check && args == &instance.outputs ? n * 3 * 8 : 0);
     }
-  double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                    static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (physical > 0 && totalBytes > physical)
-    return {"the inputs and outputs of '" + entry.name + "' need " +
-            std::to_string(static_cast<long long>(totalBytes / 1e9)) +
-            " GB; this machine has " +
-            std::to_string(static_cast<long long>(physical / 1e9)) + " GB"};
+  MemoryLimit limit = memoryLimit();
+  if (totalBytes > limit.bytes)
+    return {"the inputs and outputs of '" + entry.name + "'" +
+            (o.check ? " and their fp64 reference" : "") + " need " +
+            formatBytes(totalBytes) + "; " + limit.what + " leaves " +
+            formatBytes(limit.bytes)};
   InputGenerator random(o.seed);
   for (size_t i = 0; i < instance.inputs.size(); ++i)
     inputs.push_back(shapes[i] ? std::move(files[i])
@@ -687,22 +689,6 @@ static Error run(const Options &o, const Artifact &art, double rssStart,
   return {};
 }
 
-/// The threads a kernel runs on: OMP_NUM_THREADS when it is a positive
-/// count (as the OpenMP runtime reads it), else the CPUs this process may
-/// run on.
-static unsigned kernelThreads() {
-  if (const char *env = std::getenv("OMP_NUM_THREADS")) {
-    char *end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (end != env && *end == 0 && n > 0 && n <= 4096)
-      return static_cast<unsigned>(n);
-  }
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-    return CPU_COUNT(&set);
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 /// XOR of `n` words, 16 at a time into independent accumulators (no
 /// dependence between the loads, so the core streams the data as fast as
 /// memory delivers it).
@@ -726,8 +712,15 @@ static volatile uint64_t gReadSink;
 
 /// --read-bandwidth: 5 timed reads of a `mib` MiB buffer (on huge pages,
 /// first written by the threads that read it), each thread its slice.
-static void readBandwidth(uint64_t mib) {
-  unsigned threads = kernelThreads();
+static Error readBandwidth(uint64_t mib) {
+  unsigned threads = 1;
+  if (Error e = kernelThreads(threads))
+    return e;
+  MemoryLimit limit = memoryLimit();
+  if (double(mib) * 1048576 > limit.bytes)
+    return {"--read-bandwidth=" + std::to_string(mib) + " needs " +
+            formatBytes(double(mib) * 1048576) + "; " + limit.what +
+            " leaves " + formatBytes(limit.bytes)};
   size_t words = mib << 17, slice = (words + threads - 1) / threads;
   TensorAllocator<uint8_t> allocator;
   uint64_t *buf = reinterpret_cast<uint64_t *>(allocator.allocate(words * 8));
@@ -766,6 +759,7 @@ static void readBandwidth(uint64_t mib) {
               "%u thread%s; slowest %.1f, fastest %.1f)\n",
               rates[2], static_cast<unsigned long long>(mib), threads,
               threads == 1 ? "" : "s", rates.front(), rates.back());
+  return {};
 }
 
 int main(int argc, char **argv) {
@@ -777,7 +771,8 @@ int main(int argc, char **argv) {
   if (done)
     return 0;
   if (options.readBandwidthMiB) {
-    readBandwidth(options.readBandwidthMiB);
+    if (Error e = readBandwidth(options.readBandwidthMiB))
+      return fail(e.message);
     return 0;
   }
   std::unique_ptr<Artifact> art;

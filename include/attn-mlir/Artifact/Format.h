@@ -58,6 +58,14 @@
 // edited description, which would make the runtime pass buffers of the
 // wrong size to the code, into a clear error.
 //
+// The file seal covers the rest: attn-compile appends to the linked shared
+// object (after its last ELF byte, where the loader never looks) the line
+// `\nattn-mlir-seal fnv1a64=<16 hex digits>\n`, FNV-1a of every byte
+// before it. The runtime reads the whole file, checks the seal, and loads
+// the bytes it checked (not the path again), so a damaged file (a flipped
+// bit in the code, a truncated copy) is refused before any of it runs.
+// Like the checksum, it is no defence against a malicious artifact.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_MLIR_ARTIFACT_FORMAT_H
@@ -74,7 +82,7 @@ namespace attn::format {
 inline constexpr size_t kMaxKernels = 64, kMaxBuffers = 64;
 
 /// The first line of the metadata of this version.
-inline constexpr const char *kHeader = "attn-mlir-artifact 5";
+inline constexpr const char *kHeader = "attn-mlir-artifact 6";
 
 /// The symbol of CPU entry `name`: its C interface.
 inline std::string cpuEntrySymbol(const std::string &name) {
@@ -111,6 +119,35 @@ inline std::string endRecord(const std::string &records) {
 /// `records` closed by their `end` record: the complete metadata text.
 inline std::string seal(const std::string &records) {
   return records + endRecord(records);
+}
+
+/// The file seal: its text starts with kSealPrefix, then 16 hex digits and
+/// a newline, kSealBytes bytes in all, at the very end of the file.
+inline constexpr const char kSealPrefix[] = "\nattn-mlir-seal fnv1a64=";
+inline constexpr size_t kSealBytes = sizeof(kSealPrefix) - 1 + 16 + 1;
+
+/// The seal of a file whose bytes before it are [data, data + size).
+inline std::string fileSeal(const char *data, size_t size) {
+  char buf[kSealBytes + 1];
+  std::snprintf(buf, sizeof(buf), "%s%016llx\n", kSealPrefix,
+                static_cast<unsigned long long>(fnv1a64(data, size)));
+  return buf;
+}
+
+/// Whether `bytes` (a whole file) ends with the seal of what precedes it.
+inline bool sealMatches(const std::string &bytes) {
+  if (bytes.size() < kSealBytes)
+    return false;
+  size_t payload = bytes.size() - kSealBytes;
+  return bytes.compare(payload, kSealBytes,
+                       fileSeal(bytes.data(), payload)) == 0;
+}
+
+/// Whether `bytes` ends with something shaped like a seal (of any hash).
+inline bool hasSeal(const std::string &bytes) {
+  return bytes.size() >= kSealBytes &&
+         bytes.compare(bytes.size() - kSealBytes, sizeof(kSealPrefix) - 1,
+                       kSealPrefix) == 0;
 }
 
 } // namespace attn::format

@@ -306,6 +306,46 @@ def AttnCpuApproximateMathPass : Pass<"attn-cpu-approximate-math"> {
                            "::mlir::x86vector::X86VectorDialect"];
 }
 
+def AttnCpuCheckAllocationsPass
+    : Pass<"attn-cpu-check-allocations", "::mlir::ModuleOp"> {
+  let summary = "Check every heap allocation of the CPU code: a failed one "
+                "is counted and its work skipped, never written through";
+  let description = [{
+    The CPU code allocates its working tiles with `aligned_alloc` / `malloc`
+    (memref.alloc lowered by finalize-memref-to-llvm), many of them inside
+    OpenMP tasks. Unchecked, an allocation that fails (a process under
+    `ulimit -v`, a cgroup memory limit) returns null and the code writes
+    through it: SIGSEGV in the caller's process. This pass, on the LLVM
+    dialect, follows every such call by a test: a null pointer for a
+    non-zero size calls `__attn_mlir_alloc_failed(size)` (the artifact's
+    support code, which counts failures) and leaves the enclosing region at
+    once (`llvm.return` from a function, `omp.yield` from a parallel loop's
+    body, `omp.terminator` from a parallel region), so the rest of that task
+    never runs. The runtime reads the count (`attn_mlir_alloc_failures`)
+    after each call and reports the failure as an error; the outputs of
+    such a call are not defined. What was allocated before the failure in
+    the abandoned task is not freed (the process is out of memory; an error
+    is reported). Runs last, on the LLVM dialect with its omp ops.
+
+    ```mlir
+    %p = llvm.call @aligned_alloc(%align, %size) : (i64, i64) -> !llvm.ptr
+    // becomes
+    %p = llvm.call @aligned_alloc(%align, %size) : (i64, i64) -> !llvm.ptr
+    %null = llvm.mlir.zero : !llvm.ptr
+    %isNull = llvm.icmp "eq" %p, %null : !llvm.ptr
+    %c0 = llvm.mlir.constant(0 : i64) : i64
+    %nonEmpty = llvm.icmp "ne" %size, %c0 : i64
+    %failed = llvm.and %isNull, %nonEmpty : i1
+    llvm.cond_br %failed, ^bail, ^continue
+    ^bail:
+      llvm.call @__attn_mlir_alloc_failed(%size) : (i64) -> ()
+      llvm.return
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::omp::OpenMPDialect"];
+}
+
 def AttnOmpGuidedSchedulePass : Pass<"attn-omp-guided-schedule"> {
   let summary = "Schedule the CPU's parallel tasks as OpenMP's guided "
                 "schedule (omp.wsloop schedule(guided))";

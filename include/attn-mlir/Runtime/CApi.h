@@ -113,6 +113,17 @@ int attn_rt_call(const attn_rt_artifact *artifact, const char *entry,
                  const attn_rt_tensor *args, size_t num_args, void *stream,
                  char *error, size_t error_size);
 
+/* The threads the calling thread's CPU calls run on: `num_threads` in
+ * [1, 1024], or 0 for the default policy (ATTN_MLIR_NUM_THREADS, else
+ * OMP_NUM_THREADS, else the CPUs this process may use). With
+ * `passive_wait`, the kernels' OpenMP workers sleep as soon as a call ends
+ * instead of spinning for the next one: for callers that run a thread
+ * pool of their own on the same cores (torch). A thread-local setting:
+ * it applies to calls made from this thread. ATTN_RT_OK, or
+ * ATTN_RT_INVALID with the reason in `error`. */
+int attn_rt_set_num_threads(int num_threads, int passive_wait, char *error,
+                            size_t error_size);
+
 #ifdef __cplusplus
 }
 #endif

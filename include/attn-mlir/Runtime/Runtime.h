@@ -180,6 +180,36 @@ Error instantiate(const EntryInfo &entry,
                   const std::vector<const std::vector<int64_t> *> &inputShapes,
                   const DimSizes &given, EntryInfo &out);
 
+/// What this process may still allocate, and which limit says so.
+struct MemoryLimit {
+  double bytes = 0;
+  std::string what; ///< "the process's address-space limit (ulimit -v) ..."
+};
+MemoryLimit memoryLimit();
+
+/// "1.5 GiB".
+std::string formatBytes(double bytes);
+
+/// The most threads a CPU call runs on.
+inline constexpr unsigned kMaxThreads = 1024;
+
+/// The threads of a CPU call from this thread (Threads.cpp states the
+/// policy): this thread's setCallerThreads, else ATTN_MLIR_NUM_THREADS,
+/// else OMP_NUM_THREADS, else the CPUs this process may use. `passive`,
+/// when given, receives whether the caller asked for passive waiting.
+/// An environment value that is not a valid count is an error.
+Error kernelThreads(unsigned &n, bool *passive = nullptr);
+
+/// Checks OMP_NUM_THREADS and ATTN_MLIR_NUM_THREADS (before the OpenMP
+/// runtime reads them: it aborts on values it cannot parse).
+Error checkThreadEnvironment();
+
+/// The calling thread's CPU calls run on `n` threads (0: the default
+/// policy again); with `passiveWait`, the OpenMP workers sleep as soon as
+/// a call ends instead of spinning (for callers that run their own thread
+/// pool on the same cores, such as torch).
+Error setCallerThreads(int n, bool passiveWait);
+
 /// A loaded artifact (dlopen'ed shared object + its metadata).
 class Artifact {
 public:
@@ -214,10 +244,16 @@ public:
 
 private:
   void *handle_ = nullptr;
+  int memfd_ = -1; ///< the in-memory file the object was loaded from
   std::string target_ = "cpu";
   std::vector<EntryInfo> entries_;
   std::map<std::string, const void *> images_; ///< by artifact symbol
   std::vector<void *> fns_;
+  /// The support code's count of failed allocations (Driver.cpp).
+  unsigned long long (*allocFailures_)(long long *lastBytes) = nullptr;
+  /// libomp's, when the artifact runs on OpenMP (null with --no-parallel).
+  void (*ompSetNumThreads_)(int) = nullptr;
+  void (*kmpSetBlocktime_)(int) = nullptr;
 };
 
 /// Parses artifact metadata (attn-mlir/Artifact/Format.h): every record,
@@ -256,13 +292,25 @@ Error inspectSharedObject(const std::string &path, SharedObject &out,
                           bool withSymbols);
 
 /// Everything checked of an artifact before it is dlopen'ed: the ELF, the
-/// metadata read from the file (parsed and validated), each CPU entry a
+/// seal over the whole file (Format.h: a flipped bit anywhere is refused),
+/// the metadata read from the file (parsed and validated), each CPU entry a
 /// function defined in the artifact itself and each CUDA kernel image
 /// present. What it cannot check: that the code does what the metadata
-/// says. An artifact is code; load only artifacts you trust.
+/// says. An artifact is code; load only artifacts you trust. `bytes`, when
+/// given, receives the file as checked (Artifact::load runs those bytes,
+/// not the path again).
 Error checkArtifactFile(const std::string &path,
                         std::vector<EntryInfo> &entries, std::string &target,
-                        std::string *source = nullptr);
+                        std::string *source = nullptr,
+                        std::string *bytes = nullptr);
+
+/// dlopen of `bytes` (a checked shared object) through an anonymous
+/// in-memory file (`fd`, open while the object is loaded): what runs is
+/// what was checked, whatever happens to the file on disk meanwhile.
+/// `name` is for messages. Unload with dlcloseBytes.
+Error dlopenBytes(const std::string &bytes, const std::string &name,
+                  void *&handle, int &fd);
+void dlcloseBytes(void *handle, int fd);
 
 /// A CUDA device driven through the driver API, which is loaded with dlopen
 /// (`libcuda.so.1`, or $ATTN_CUDA_DRIVER) when a session opens: nothing

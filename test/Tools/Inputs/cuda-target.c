@@ -1,4 +1,4 @@
 /* An artifact that says it was built for another target. */
 const char attn_mlir_metadata[] =
-    "attn-mlir-artifact 5\ntarget cuda\nentry f\nin x f32 4\nout y f32 4\n";
+    "attn-mlir-artifact 6\ntarget cuda\nentry f\nin x f32 4\nout y f32 4\n";
 void _mlir_ciface_f(void *x, void *y) {}

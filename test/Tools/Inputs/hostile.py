@@ -6,6 +6,8 @@ is always a bug: the tests check for none).
   hostile.py cut ATTN_RUN ARTIFACT TMP N      N truncated copies
   hostile.py driver ATTN_RUN DRIVER TMP N CUDA_ARTIFACT
                                               ATTN_CUDA_DRIVER truncated N ways
+  hostile.py flip ATTN_RUN ARTIFACT TMP N      N copies with one bit flipped
+                                              (at positions spread over the file)
   hostile.py edit ATTN_RUN ARTIFACT TMP OLD NEW [ARGS...]
                                               a same-length edit of the bytes
   hostile.py npy ATTN_RUN ARTIFACT TMP SHAPE DATA_BYTES
@@ -63,6 +65,22 @@ def driver(attn_run, artifact, tmp, n, cuda_artifact):
     summarize(results)
 
 
+def flip(attn_run, artifact, tmp, n):
+    data = open(artifact, "rb").read()
+    results = []
+    n = int(n)
+    for i in range(n):
+        # Positions spread evenly over the file, each a different bit.
+        pos = len(data) * i // n
+        damaged = bytearray(data)
+        damaged[pos] ^= 1 << (i % 8)
+        path = f"{tmp}.{pos}.so"
+        open(path, "wb").write(damaged)
+        results.append(run([attn_run, path, "--check"]))
+        os.unlink(path)
+    summarize(results)
+
+
 def edit(attn_run, artifact, tmp, old, new, *args):
     assert len(old) == len(new), "a same-length edit"
     data = open(artifact, "rb").read()
@@ -84,4 +102,4 @@ def npy(attn_run, artifact, tmp, shape, nbytes):
 
 
 if __name__ == "__main__":
-    {"cut": cut, "driver": driver, "edit": edit, "npy": npy}[sys.argv[1]](*sys.argv[2:])
+    {"cut": cut, "driver": driver, "flip": flip, "edit": edit, "npy": npy}[sys.argv[1]](*sys.argv[2:])

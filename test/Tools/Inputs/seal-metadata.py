@@ -5,7 +5,7 @@ the records), so tests can build artifacts the runtime accepts.
   usage: seal-metadata.py IN.c > OUT.c
          seal-metadata.py --records 'REC|REC|...'|@FILE [--function NAME]
                           [--object NAME=TEXT]... [--image NAME=TEXT]... > OUT.c
-           a C file whose metadata is `attn-mlir-artifact 5`, the records
+           a C file whose metadata is `attn-mlir-artifact 6`, the records
            (| separates them; @FILE: FILE's lines) and the seal, defining entry NAME (f,
            as _mlir_ciface_NAME), per
            --object a data object NAME holding exactly TEXT's bytes (no
@@ -23,7 +23,7 @@ if sys.argv[1] == "--records":
         opts[key] = (opts[key] if key in ("--object", "--image") else []) + [value]
     recs = (open(sys.argv[2][1:]).read().splitlines() if sys.argv[2][:1] == "@"
             else sys.argv[2].split("|"))
-    lit = "attn-mlir-artifact 5\\n" + "".join(r + "\\n" for r in recs)
+    lit = "attn-mlir-artifact 6\\n" + "".join(r + "\\n" for r in recs)
     # An entry NAME is called through its C interface (Format.h).
     src = ('const char attn_mlir_metadata[] = "%s";\n'
            'void _mlir_ciface_%s(void *a, void *b) {}\n'

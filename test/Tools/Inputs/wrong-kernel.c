@@ -3,7 +3,7 @@
    fail. */
 #include <string.h>
 const char attn_mlir_metadata[] =
-    "attn-mlir-artifact 5\ntarget cpu\nentry sdpa\n"
+    "attn-mlir-artifact 6\ntarget cpu\nentry sdpa\n"
     "in q f32 1,1,4,8\nin k f32 1,1,4,8\nin v f32 1,1,4,8\n"
     "out output f32 1,1,4,8\n"
     "op sdpa scale=0.353553391 causal=none window=-1,-1 softcap=0\n";
