@@ -8,7 +8,7 @@ Graphs are compiled by attn-compile (found in the build tree of this
 checkout, $ATTN_MLIR_BIN or PATH) once per shapes, dtypes and options, and
 cached in ~/.cache/attn_mlir ($ATTN_MLIR_CACHE): a private directory (mode
 0700, yours; CacheError otherwise), whose artifacts are checked by the
-runtime before they are loaded (see the README's Security section).
+runtime before they are loaded (see docs/Security.md).
 """
 from . import reference
 from ._tools import CacheError, ToolsNotFoundError, tools
