@@ -7,8 +7,6 @@ library): they kill themselves, hang, or leave a marker file when they run,
 so a test sees whether the package ran them and what it said."""
 import os
 import shutil
-import signal
-import stat
 import subprocess
 import sys
 import time
