@@ -3,12 +3,14 @@ the checks of user arguments shared by the public functions."""
 import contextlib
 import ctypes
 import functools
+import glob
 import hashlib
 import json
 import math
 import numbers
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -118,34 +120,104 @@ def cast_checked(name, a, dtype):
 
 
 def tools():
-    """Directory holding attn-compile: $ATTN_MLIR_BIN, the build tree of the
-    source checkout this package lives in, or PATH."""
-    candidates = []
-    if os.environ.get("ATTN_MLIR_BIN"):
-        candidates.append(os.environ["ATTN_MLIR_BIN"])
+    """The directory holding attn-compile, resolved (no symbolic links):
+
+    1. $ATTN_MLIR_BIN when it is set: an absolute path, which must hold
+       attn-compile (a relative one, or one without it, is an error, never
+       a fall-back to another compiler);
+    2. else the build tree of the source checkout this package lives in
+       (build/bin);
+    3. else the first absolute directory on PATH holding an executable
+       attn-compile (relative entries, '.' and empty ones, name the current
+       directory and are skipped).
+
+    What is found is run as you: an UnsafeToolsError unless attn-compile
+    passes untrusted_file's checks (docs/Security-environment.md)."""
+    env = os.environ.get("ATTN_MLIR_BIN")
+    if env:
+        if not os.path.isabs(env):
+            raise ToolsNotFoundError(
+                f"ATTN_MLIR_BIN must be an absolute path, got {env!r}: a relative one names "
+                "another directory in every working directory (set it to "
+                f"{os.path.abspath(env)!r} if that is the one you mean)")
+        if not os.path.isfile(os.path.join(env, "attn-compile")):
+            raise ToolsNotFoundError(
+                f"ATTN_MLIR_BIN={env} holds no attn-compile: set it to the directory of the "
+                "built tools (build/bin of the checkout), or unset it to use this checkout's "
+                "build/bin or PATH")
+        return _trusted_bindir(env, "ATTN_MLIR_BIN")
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates.append(os.path.join(here, "..", "..", "build", "bin"))
-    for c in candidates:
-        if os.path.isfile(os.path.join(c, "attn-compile")):
-            return os.path.normpath(c)
-    found = shutil.which("attn-compile")
-    if found:
-        return os.path.dirname(found)
+    checkout = os.path.normpath(os.path.join(here, "..", "..", "build", "bin"))
+    if os.path.isfile(os.path.join(checkout, "attn-compile")):
+        return _trusted_bindir(checkout, "the checkout's build/bin")
+    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        exe = os.path.join(d, "attn-compile")
+        if os.path.isabs(d) and os.path.isfile(exe) and os.access(exe, os.X_OK):
+            return _trusted_bindir(d, "PATH")
     raise ToolsNotFoundError(
         "attn-compile not found: build the project first (`make` at the top "
         "of the repository), or set ATTN_MLIR_BIN to the directory that "
         "holds attn-compile (e.g. build/bin), or put it on PATH")
 
 
+class UnsafeToolsError(ToolsNotFoundError):
+    """attn-compile or the runtime library lies where someone other than you
+    or root could have replaced it."""
+
+
+def untrusted_file(path):
+    """(why the file at `path` must not be run or loaded as ours, or None;
+    its resolved path). Resolved (symbolic links followed), it must be a
+    regular file, and it and every directory above it must belong to you or
+    root and be writable by no one else. A directory others may write
+    passes with the sticky bit set (/tmp): there none but an entry's owner
+    and root can rename or remove it."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    if not stat.S_ISREG(st.st_mode):
+        return f"{real} is not a regular file", real
+    reason = _not_private(st, root_ok=True)
+    if reason:
+        return f"{real}: {reason}", real
+    d = real
+    while d != os.path.dirname(d):
+        d = os.path.dirname(d)
+        st = os.stat(d)
+        reason = _not_private(st, root_ok=True)
+        if reason and not (st.st_mode & stat.S_ISVTX and st.st_uid in (0, os.geteuid())):
+            return f"the directory {d}: {reason}", real
+    return None, real
+
+
+def _trusted(path, verb, found):
+    """`path` resolved, once untrusted_file passes it; an UnsafeToolsError
+    saying what to fix otherwise (`verb`: "run" or "load"; `found`: how it
+    was found)."""
+    problem, real = untrusted_file(path)
+    if problem:
+        raise UnsafeToolsError(
+            f"refusing to {verb} {real} (found through {found}): {problem}. attn_mlir {verb}s "
+            "it as you, so it and every directory above it must belong to you or root and be "
+            "writable by no one else: `chmod go-w` what is named, or set ATTN_MLIR_BIN to a "
+            "directory of tools that is (docs/Security-environment.md)")
+    return real
+
+
+def _trusted_bindir(d, found):
+    return os.path.dirname(_trusted(os.path.join(d, "attn-compile"), "run", found))
+
+
 class CacheError(RuntimeError):
     """The artifact cache directory is not safe to use."""
 
 
-def _not_private(st):
+def _not_private(st, root_ok=False):
     """Why a file or directory with lstat `st` may hold what someone else
-    wrote (not ours, or writable by group or others), or None."""
-    if st.st_uid != os.geteuid():
-        return f"it is owned by uid {st.st_uid}, not by you (uid {os.geteuid()})"
+    wrote (not ours, or root's with root_ok; or writable by group or
+    others), or None."""
+    if st.st_uid != os.geteuid() and not (root_ok and st.st_uid == 0):
+        return (f"it is owned by uid {st.st_uid}, not by you{' or root' if root_ok else ''} "
+                f"(uid {os.geteuid()})")
     if st.st_mode & 0o022:
         return f"it is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
     return None
@@ -193,14 +265,14 @@ def _load_capi(path):
 
 
 def _capi():
-    """The runtime's C API, libattn_runtime_capi.so in <bindir>/../lib,
-    loaded once."""
+    """The runtime's C API, libattn_runtime_capi.so in <bindir>/../lib
+    (resolved, after untrusted_file's checks), loaded once."""
     path = os.path.normpath(os.path.join(tools(), "..", "lib", "libattn_runtime_capi.so"))
     if not os.path.isfile(path):
         raise ToolsNotFoundError(
             f"{path} not found: it is built with the tools (`make` at the top of the "
             "repository); attn_mlir checks every artifact with it before loading it")
-    return _load_capi(path)
+    return _load_capi(_trusted(path, "load", "the tools' ../lib"))
 
 
 def source_hash(mlir):
@@ -367,16 +439,14 @@ class CudaArtifact(Artifact):
         info = _checked_entry(self.entries, entry, [np.shape(a) for a in inputs],
                               [dtype_name(np.asarray(a).dtype) for a in inputs])
         with tempfile.TemporaryDirectory() as tmp:
-            cmd = [os.path.join(self.bindir, "attn-run"), self.path, "--entry", entry,
+            cmd = [_trusted(os.path.join(self.bindir, "attn-run"), "run", "the tools' directory"),
+                   self.path, "--entry", entry,
                    "--device", "cuda", "--output-dir", tmp]
             for arr, (name, dt, _) in zip(inputs, info["in"]):
                 path = os.path.join(tmp, name + ".in.npy")
                 save_npy(path, arr, dt)
                 cmd += ["--input", f"{name}={path}"]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise RuntimeError("attn-run --device cuda failed: " +
-                                   proc.stderr.strip().replace("attn-run: error: ", ""))
+            run_tool(cmd, what="attn-run --device cuda")
             return [load_npy(os.path.join(tmp, name + ".npy"), dt)
                     for name, dt, _ in info["out"]]
 
@@ -489,9 +559,7 @@ def compile_graph(mlir, extra_flags=(), device="cpu"):
         extra_flags = (*extra_flags, "--target=cuda")
     bindir = tools()
     compiler = os.path.join(bindir, "attn-compile")
-    key = hashlib.sha256(
-        (mlir + "\0" + " ".join(extra_flags) + "\0" + compiler + "\0" +
-         str(os.path.getmtime(compiler))).encode()).hexdigest()[:24]
+    key = _cache_key(mlir, extra_flags, device, compiler)
     art = _loaded.get(key)
     if art is None:
         with _key_lock(key):
@@ -502,6 +570,101 @@ def compile_graph(mlir, extra_flags=(), device="cpu"):
                        else Artifact(so, desc))
                 _loaded[key] = art
     return art
+
+
+def _cache_key(mlir, flags, device, compiler=None):
+    """The artifact's name in the cache: a hash of the graph, the flags and
+    what compiled it — the compiler's bytes (a different attn-compile never
+    serves another's artifact, whatever its path and mtime) and, for CUDA,
+    $CUDA_ROOT (whose ptxas builds the kernels)."""
+    compiler = compiler or os.path.join(tools(), "attn-compile")
+    st = os.stat(compiler)
+    ident = _file_digest(compiler, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                         st.st_ctime_ns)
+    cuda = os.environ.get("CUDA_ROOT", "") if device == "cuda" else ""
+    return hashlib.sha256("\0".join((mlir, " ".join(flags), ident, cuda)).encode()
+                          ).hexdigest()[:24]
+
+
+@functools.lru_cache(maxsize=16)
+def _file_digest(path, *stat_identity):
+    """The sha256 of a file's bytes, computed again whenever its identity
+    (device, inode, size, mtime, ctime: a rewrite changes ctime, which no
+    user can set back) changes. attn-compile takes about 2 ms."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def compile_timeout():
+    """The seconds attn-compile may run (None: no limit):
+    $ATTN_MLIR_COMPILE_TIMEOUT, a number > 0 or 'none'; 600 when unset."""
+    text = os.environ.get("ATTN_MLIR_COMPILE_TIMEOUT", "").strip()
+    if not text:
+        return 600.0
+    if text.lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError("ATTN_MLIR_COMPILE_TIMEOUT must be a number of seconds > 0 or 'none' "
+                         f"(no limit), got {os.environ['ATTN_MLIR_COMPILE_TIMEOUT']!r}")
+    return value
+
+
+def _kill_group(proc):
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _tail(text, lines=20):
+    text = (text or "").strip()
+    return "\n".join(text.splitlines()[-lines:]) if text else "(it printed nothing on stderr)"
+
+
+def run_tool(cmd, timeout=None, env=None, setting=None, what=None):
+    """Runs one of the tools (`cmd`: its argument vector) in a process group
+    of its own; its CompletedProcess when it exits 0. Otherwise a
+    RuntimeError naming the tool (`what`, or its file name), how it ended
+    (its exit status, the signal that killed it, or the `timeout` in
+    seconds it ran past: then the whole group, the tool and what it
+    started, is killed; `setting` names the variable that sets the limit),
+    the command and the end of its stderr."""
+    name = what or os.path.basename(cmd[0])
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace", env=env,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        how = None
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        how = (f"did not finish within {timeout:g} s" + (f" ({setting})" if setting else "")
+               + " and was killed with its process group")
+        try:  # a grandchild that left the group may hold the pipes open
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+    except BaseException:  # KeyboardInterrupt: never leave it running
+        _kill_group(proc)
+        proc.wait()
+        raise
+    if how is None and proc.returncode < 0:
+        try:
+            sig = signal.Signals(-proc.returncode).name
+        except ValueError:
+            sig = f"signal {-proc.returncode}"
+        how = f"was killed by {sig}"
+    elif how is None and proc.returncode != 0:
+        how = f"failed (exit status {proc.returncode})"
+    if how is not None:
+        raise RuntimeError(f"{name} {how}: {subprocess.list2cmdline(cmd)}\n{_tail(err)}")
+    return subprocess.CompletedProcess(cmd, 0, out, err)
 
 
 def _cached_artifact(mlir, compiler, flags, key):
@@ -533,29 +696,32 @@ def _cached_artifact(mlir, compiler, flags, key):
 def _compile_private(mlir, compiler, flags, d, key, source):
     """Compiles into a new private file of `d` and checks the result;
     returns its path and description. A RuntimeError when either fails
-    (nothing is left)."""
+    (nothing is left: attn-compile runs with a private TMPDIR, removed
+    after, and its temporaries beside the output are removed too)."""
+    timeout = compile_timeout()
     fd, out = tempfile.mkstemp(prefix=key + ".", suffix=".part", dir=d)
     os.close(fd)
-    src = None
+    tmp = None
     try:
-        fd, src = tempfile.mkstemp(suffix=".mlir")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        tmp = tempfile.mkdtemp(prefix="attn-compile-")
+        src = os.path.join(tmp, "graph.mlir")
+        with open(src, "w", encoding="utf-8") as f:
             f.write(mlir)
-        proc = subprocess.run([compiler, src, "-o", out, *flags],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError("attn-compile failed:\n" + proc.stderr.strip())
+        run_tool([compiler, src, "-o", out, *flags], timeout,
+                 dict(os.environ, TMPDIR=tmp), "ATTN_MLIR_COMPILE_TIMEOUT")
         os.chmod(out, 0o700)
         problem, desc = _inspect(out, source)
         if problem:
             raise RuntimeError(f"attn-compile wrote an artifact that does not pass the "
                                f"runtime's check ({problem}); report this as a bug")
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(out)
+        # attn-compile links into <out>.tmp-XXXXXXXX and renames it: a killed
+        # compile leaves that behind.
+        for leftover in [out, *glob.glob(glob.escape(out) + ".tmp-*")]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
         raise
     finally:
-        if src is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(src)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return out, desc
