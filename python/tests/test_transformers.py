@@ -319,3 +319,13 @@ def test_structure_reaches_the_kernel(models, monkeypatch):
             assert c["softcap"] == softcap
             m = c["attn_mask"]
             assert (m is None) if padding is None else (m.shape == (2, 1, 1, T))
+
+
+def test_switch_after_loading(models):
+    """A model loaded with sdpa, switched with set_attn_implementation: the
+    mask builder follows (left padding right)."""
+    model = _build("mistral", "sdpa")
+    model.set_attn_implementation("attn_mlir")
+    ids, mask = _inputs("left")
+    assert _err(_logits(model, ids, mask), _logits(models("mistral", "eager"), ids, mask),
+                mask) <= 1e-4
