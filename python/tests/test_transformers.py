@@ -329,3 +329,32 @@ def test_switch_after_loading(models):
     ids, mask = _inputs("left")
     assert _err(_logits(model, ids, mask), _logits(models("mistral", "eager"), ids, mask),
                 mask) <= 1e-4
+
+
+def test_window_comes_from_the_layer(monkeypatch):
+    """The window of an unmasked (structured) call: the sliding_window the
+    layer passes, its attribute, its config.layer_types entry; a config
+    window with none of these is refused, not dropped."""
+    seen = []
+    monkeypatch.setattr(amt._at, "scaled_dot_product_attention",
+                        lambda q, k, v, **kw: seen.append(kw["window"]) or q)
+    q = torch.zeros(1, 2, 3, 8)
+
+    def layer(**attrs):
+        module = torch.nn.Module()
+        for k, v in attrs.items():
+            setattr(module, k, v)
+        return module
+    cfg = transformers.Qwen2MoeConfig(use_sliding_window=True, sliding_window=8,
+                                      max_window_layers=1)  # layer 0 sliding, 1 full
+    for module, kw, expected in ((layer(), {"sliding_window": 4}, [3, 0]),
+                                 (layer(sliding_window=6), {}, [5, 0]),
+                                 (layer(sliding_window=None, config=cfg), {}, None),
+                                 (layer(config=cfg, layer_idx=0), {}, [7, 0]),
+                                 (layer(config=cfg, layer_idx=1), {}, None),
+                                 (layer(config=transformers.Qwen2MoeConfig()), {}, None)):
+        amt.attention_forward(module, q, q, q, None, **kw)
+        assert seen.pop() == expected
+    with pytest.raises(NotImplementedError, match="sliding_window=8"):
+        amt.attention_forward(layer(config=transformers.PhimoeConfig(sliding_window=8)),
+                              q, q, q, None)

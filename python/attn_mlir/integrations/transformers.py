@@ -97,7 +97,7 @@ def build_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_fu
         padding = padding[:, kv_offset:kv_offset + kv_length].to(device=device, dtype=torch.bool)
         # Outside torch.compile an unpadded batch takes the unmasked graph;
         # a traced one keeps the mask (its values are not known there).
-        if not masking_utils.is_tracing(padding) and bool(masking_utils.fast_all(padding)):
+        if not masking_utils.is_tracing(padding) and bool(padding.all()):
             return None
         return padding.contiguous()
     if mask_function is None:
@@ -127,6 +127,31 @@ def _refuse_unsupported(module, dropout, kwargs):
                 f"attn_implementation='sdpa' or 'eager' for {type(module).__name__}")
 
 
+def _window_of(module, sliding_window):
+    """The layer's sliding window W, as the flash-attention backends take
+    it: the sliding_window the layer passes, else its sliding_window
+    attribute, else its type in config.layer_types. A layer with none of
+    these, in a model whose config has a sliding_window, may have been given
+    a sliding-window mask whose window the structured form would drop:
+    refused rather than guessed."""
+    if sliding_window is not None:
+        return sliding_window
+    if hasattr(module, "sliding_window"):
+        return module.sliding_window
+    config = getattr(module, "config", None)
+    window = getattr(config, "sliding_window", None)
+    if not window:  # None, or 0 as some configs say "no window"
+        return None
+    types, index = getattr(config, "layer_types", None), getattr(module, "layer_idx", None)
+    if types is not None and index is not None:
+        return window if types[index] == "sliding_attention" else None
+    raise NotImplementedError(
+        f"{type(module).__name__} passes no sliding_window to its attention function and has "
+        f"neither a sliding_window attribute nor a layer type, though its config has "
+        f"sliding_window={window}: attn_mlir cannot tell whether this layer's mask is "
+        f"windowed. Use attn_implementation='sdpa' for this model")
+
+
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
                       softcap=None, sliding_window=None, is_causal=None, **kwargs):
     """attn_mlir's entry in transformers' AttentionInterface: query [B, Hq,
@@ -136,10 +161,9 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
     _refuse_unsupported(module, dropout, kwargs)
     if is_causal is None:
         is_causal = getattr(module, "is_causal", True)
-    if sliding_window is None:
-        sliding_window = getattr(module, "sliding_window", None)
     structured = attention_mask is None or attention_mask.dim() == _KEY_MASK_RANK
     if structured:
+        sliding_window = _window_of(module, sliding_window)
         # The causal (and window) structure, aligned bottom-right: the
         # queries are the newest keys (build_mask checked it). The window
         # of transformers' sliding_window W keeps W keys: the query's own
