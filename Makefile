@@ -38,7 +38,7 @@ pydeps:
 # torch (about 5 GB with its CUDA libraries) goes into a virtual
 # environment of its own, shared with the benchmarks against PyTorch.
 PEERS_VENV ?= $(BUILD)/peers-venv
-TORCH_PACKAGES = numpy ml_dtypes pytest torch
+TORCH_PACKAGES = numpy ml_dtypes pytest torch transformers
 
 # The whole test suite: the lit regression tests, then the Python package's
 # pytest suite against the tools of this build; with ATTN_WITH_TORCH=1 also
@@ -54,13 +54,15 @@ check: build pydeps
 # Installs torch and the test dependencies into $(PEERS_VENV) when missing.
 torch-venv:
 	@test -x $(PEERS_VENV)/bin/python || python3 -m venv $(PEERS_VENV)
-	@$(PEERS_VENV)/bin/python -c "import numpy, ml_dtypes, pytest, torch" 2>/dev/null || \
+	@$(PEERS_VENV)/bin/python -c "import numpy, ml_dtypes, pytest, torch, transformers" 2>/dev/null || \
 	  $(PEERS_VENV)/bin/pip install -q $(TORCH_PACKAGES)
 
-# The torch tests (python/tests/test_torch.py) in $(PEERS_VENV).
+# The tests that need torch (the torch op, ring attention, the
+# transformers backend) in $(PEERS_VENV); without torch they skip.
+TORCH_TESTS = tests/test_torch*.py tests/test_distributed*.py tests/test_transformers.py
 check-torch: build torch-venv
 	cd python && ATTN_MLIR_BIN=$(abspath $(BUILD))/bin \
-	  $(abspath $(PEERS_VENV))/bin/python -m pytest -q tests/test_torch.py
+	  $(abspath $(PEERS_VENV))/bin/python -m pytest -q $(TORCH_TESTS)
 
 # The lit suite built with AddressSanitizer + UBSan (build-asan).
 check-sanitize: deps

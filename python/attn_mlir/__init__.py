@@ -11,7 +11,7 @@ cached in ~/.cache/attn_mlir ($ATTN_MLIR_CACHE): a private directory (mode
 runtime before they are loaded (see docs/Security.md).
 """
 from . import reference
-from ._tools import CacheError, ToolsNotFoundError, tools
+from ._tools import CacheError, ToolsNotFoundError, UnsafeToolsError, tools
 from .layers import MultiHeadAttention, softmax
 from .paged import KVCache, paged_attention
 from .planner import decide, plan
@@ -21,4 +21,4 @@ from .varlen import varlen_attention
 __all__ = ["scaled_dot_product_attention", "paged_attention", "varlen_attention", "KVCache",
            "MultiHeadAttention",
            "softmax", "reference",
-           "plan", "decide", "tools", "ToolsNotFoundError", "CacheError"]
+           "plan", "decide", "tools", "ToolsNotFoundError", "UnsafeToolsError", "CacheError"]

@@ -132,7 +132,7 @@ def tools():
        directory and are skipped).
 
     What is found is run as you: an UnsafeToolsError unless attn-compile
-    passes untrusted_file's checks (docs/Security-environment.md)."""
+    passes untrusted_file's checks (docs/Security.md)."""
     env = os.environ.get("ATTN_MLIR_BIN")
     if env:
         if not os.path.isabs(env):
@@ -199,7 +199,7 @@ def _trusted(path, verb, found):
             f"refusing to {verb} {real} (found through {found}): {problem}. attn_mlir {verb}s "
             "it as you, so it and every directory above it must belong to you or root and be "
             "writable by no one else: `chmod go-w` what is named, or set ATTN_MLIR_BIN to a "
-            "directory of tools that is (docs/Security-environment.md)")
+            "directory of tools that is (docs/Security.md)")
     return real
 
 
