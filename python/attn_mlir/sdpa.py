@@ -179,7 +179,7 @@ def prepare_alibi(alibi_slopes, heads):
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
 
-def _mask_dims(mshape, target, heads, tq="?"):
+def _mask_forms(mshape, target, heads, tq="?"):
     """The mask's dimensions in the graph, for a mask of shape `mshape`
     broadcastable to `target` ([B, Hq, Tq, Tk]): each combination that
     serves, the most general first. A dimension of size 1 against a larger
@@ -207,6 +207,13 @@ def _mask_dims(mshape, target, heads, tq="?"):
     return list(itertools.product(*choices))
 
 
+def _mask_dims(mshape, heads, tq="?"):
+    """The mask's dimensions in a graph that takes each of its size-1
+    dimensions as a broadcast (attn.mha's, layers.py): the last of
+    _mask_forms against a target of the mask's own shape."""
+    return _mask_forms(mshape, (1,) * (4 - len(mshape)) + tuple(mshape), heads, tq)[-1]
+
+
 # On CUDA a query of at most this many rows per head gets a graph of its
 # own static Tq (any B and Tk), which attn-compile lowers to the decode
 # kernels (packed heads, split keys); longer ones share one graph.
@@ -221,13 +228,13 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
     for every size, on the CPU and on CUDA (for `chip`, e.g. "sm_90", or
     attn-compile's default); on CUDA, a Tq of at most 16 rows is static in
     its graph (the decode kernels). A mask's dimensions are static 1 only
-    where they broadcast (_mask_dims): one graph per dtype and mask kind
+    where they broadcast (_mask_forms): one graph per dtype and mask kind
     serves batch 1 and more, and a prefill and the one-row steps after
     it."""
     (B, Hq, Tq, D), (_, Hkv, Tk, _), (_, _, _, Dv) = shapes
     tq = Tq if device == "cuda" and 1 <= Tq <= _CUDA_DECODE_ROWS else "?"
     qs, ks, vs = ("?", Hq, tq, D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)
-    masks = [None] if mask_shape is None else _mask_dims(mask_shape, (B, Hq, Tq, Tk), Hq, tq)
+    masks = [None] if mask_shape is None else _mask_forms(mask_shape, (B, Hq, Tq, Tk), Hq, tq)
     for ms in masks:
         art = _artifacts.get((elt, qs, ks, vs, ms, mask_elt, bool(alibi), attrs, return_lse,
                               device, chip))

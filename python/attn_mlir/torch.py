@@ -579,6 +579,7 @@ _functorch = torch._C._functorch.peek_interpreter_stack
 _profiler = torch.autograd.profiler
 _tracing = torch._C._get_tracing_state
 _is_compiling = torch.compiler.is_compiling
+_STRIDED = torch.strided
 
 
 def _direct(tensors):
@@ -595,8 +596,8 @@ def _direct(tensors):
         return False
     grad = torch.is_grad_enabled()
     for t in tensors:
-        if t is not None and (type(t) is not Tensor or not t.is_cpu
-                              or t.layout is not torch.strided or (grad and t.requires_grad)):
+        if t is not None and (type(t) is not Tensor or not t.is_cpu or t.layout is not _STRIDED
+                              or (grad and t.requires_grad)):
             return False
     return True
 

@@ -255,3 +255,40 @@ def test_masks_and_slopes_are_read_only_when_they_must_be():
     slopes[1] = float("inf")  # bumps the version
     with pytest.raises(ValueError, match="alibi_slopes must be finite"):
         call("sdpa", args)
+
+
+def test_eager_calls_skip_the_dispatcher_only_when_nothing_must_see_the_op():
+    """The public function runs the CPU kernel itself only for plain CPU
+    tensors needing no gradient with nothing watching: a dispatch mode and
+    the profiler still see attn_mlir::sdpa, vmap batches it, a gradient
+    still meets the op's refusal; each result the direct call's."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Log(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    q, k = randn(2, 2, 3, 8), randn(2, 2, 5, 8, seed=1)
+    want = at.scaled_dot_product_attention(q, k, k)
+    assert at._direct((q, k, k, None, None))
+    with Log() as log:
+        got = at.scaled_dot_product_attention(q, k, k)
+    assert log.ops == ["attn_mlir.sdpa.default"] and torch.equal(got, want)
+    assert "attn_mlir::sdpa" in aten_ops(lambda: at.scaled_dot_product_attention(q, k, k))
+    with pytest.warns(UserWarning, match="batching rule"):
+        got = torch.func.vmap(lambda a, b: at.scaled_dot_product_attention(a, b, b))(q, k)
+    assert torch.equal(got, want)
+    qg = q.clone().requires_grad_()
+    assert not at._direct((qg, k, k, None, None))
+    out = at.scaled_dot_product_attention(qg, k, k)
+    assert torch.equal(out.detach(), want)
+    with pytest.raises(NotImplementedError, match="no backward"):
+        out.sum().backward()
+    with torch.no_grad():
+        assert at._direct((qg, k, k, None, None))
+    assert not at._direct((q, k.to("meta"), k, None, None))
