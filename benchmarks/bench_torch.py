@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""attn_mlir inside PyTorch: the custom op's overhead, and ring attention.
+"""attn_mlir inside PyTorch: the custom op's overhead and fixed cost, and ring
+attention.
 
 1. Overhead: a tiny attention (B=1, Hq=8, Hkv=2, Tq=1, Tk=16, D=64, f32,
    so the kernel itself takes microseconds) called `--calls` times four
@@ -9,7 +10,19 @@
    dispatch) and the same kernel straight through its C interface (ctypes,
    descriptors built beforehand: the raw kernel). Medians; the overhead is
    the difference from the raw kernel.
-2. Ring attention (attn_mlir.distributed): causal, B=1, H=8, T=`--seq`
+2. Fixed cost at decode sizes (B=1, Hq=8, Hkv=2, Tq=1, D=64, f32,
+   causal bottom-right, under torch.no_grad() as transformers' generate
+   runs): for Tk in {1, 16, 256}, PyTorch's F.scaled_dot_product_attention,
+   attn_mlir.torch.scaled_dot_product_attention and (without a mask)
+   torch.ops.attn_mlir.sdpa called `--calls` times each, interleaved,
+   without a mask, with a float mask [1, 1, 1, Tk] of the query's dtype
+   (transformers' kind) and with q, k and v as transposes of [B, T, H, D]
+   storage (what transformers passes), plus the raw kernel of each graph
+   (ctypes, no checks) and the copy .contiguous() of the transposed views
+   alone. The fixed cost is a call's median minus the raw kernel's;
+   medians throughout. Kernel threads blur microseconds: run it with
+   OMP_NUM_THREADS=1 (the header line says what was set).
+3. Ring attention (attn_mlir.distributed): causal, B=1, H=8, T=`--seq`
    (16384), D=128, f32, every process with 1 thread (OMP_NUM_THREADS=1,
    torch.set_num_threads(1)): one process running the whole attention
    against 2 ranks (gloo over loopback, zigzag sharding) and 4 ranks, each
@@ -19,7 +32,7 @@
 
 Needs torch (installs nothing: `make bench-torch` uses the peers venv).
 Usage: python benchmarks/bench_torch.py [--build build] [--calls N]
-       [--rounds N] [--seq T] [--out FILE.md]
+       [--rounds N] [--seq T] [--no-ring] [--out FILE.md]
 """
 import argparse
 import os
@@ -92,6 +105,107 @@ def overhead(calls):
         rows.append(f"| {name} | {med:.1f} | {med - raw:.1f} |")
         print(rows[-1], flush=True)
     return rows
+
+
+def _median_us(times):
+    return float(np.median(times)) * 1e6
+
+
+def _interleaved(ways, calls):
+    """Median µs of each of `ways` (name -> callable), called `calls` times
+    each, call by call in alternating order (drift hits all alike)."""
+    times = {name: [] for name in ways}
+    order = list(ways.items())
+    for i in range(calls):
+        for name, call in (order if i % 2 else order[::-1]):
+            t0 = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - t0)
+    return {name: _median_us(t) for name, t in times.items()}
+
+
+def _raw_call(art, arrays, out_shape):
+    """The raw kernel of `art` on these numpy arrays: a callable."""
+    from attn_mlir.bench import raw_entry
+    fn, descriptor = raw_entry(art, "sdpa")
+    keep = list(arrays) + [np.empty(out_shape, np.float32)]
+    descs = [descriptor(a) for a in keep]
+
+    def call():
+        fn(*descs)
+        return keep  # alive as long as the call: the descriptors point into it
+    return call
+
+
+def fixed_cost(calls, lengths=(1, 16, 256)):
+    """The op's fixed cost at decode sizes against PyTorch's SDPA (see the
+    module's docstring, item 2): markdown rows, three tables."""
+    import torch
+    import torch.nn.functional as F
+    import attn_mlir.torch as at
+    from attn_mlir import sdpa as sdpa_module
+    B, Hq, Hkv, D = 1, 8, 2, 64
+    attrs = sdpa_module.attention_attrs(None, True, "bottom_right", None, None)
+    kw = dict(is_causal=True, causal_alignment="bottom_right", enable_gqa=True)
+    op = torch.ops.attn_mlir.sdpa.default
+    what = f"B={B}, Hq={Hq}, Hkv={Hkv}, Tq=1, D={D}, f32, no_grad"
+    tables = [
+        [f"| Tk ({what}) | F.sdpa µs | attn_mlir µs | torch.ops.attn_mlir.sdpa µs | "
+         "raw kernel µs | fixed cost: attn_mlir − raw µs | op − raw µs | attn_mlir / F.sdpa |",
+         "|---|---|---|---|---|---|---|---|"],
+        [f"| Tk, float mask [1, 1, 1, Tk] ({what}) | F.sdpa µs | attn_mlir µs | raw kernel µs "
+         "| fixed cost: attn_mlir − raw µs | attn_mlir / F.sdpa |", "|---|---|---|---|---|---|"],
+        [f"| Tk, q, k, v transposed views of [B, T, H, D] ({what}) | F.sdpa µs | attn_mlir µs "
+         "| attn_mlir on dense tensors µs | .contiguous() of q, k, v µs |",
+         "|---|---|---|---|---|"]]
+    g = torch.Generator().manual_seed(0)
+    for Tk in lengths:
+        q = torch.randn(B, Hq, 1, D, generator=g)
+        k, v = (torch.randn(B, Hkv, Tk, D, generator=g) for _ in range(2))
+        mask = torch.zeros(B, 1, 1, Tk)
+        mask[..., :Tk // 4] = torch.finfo(torch.float32).min  # left padding
+        # [B, T, H, D] storage viewed as [B, H, T, D], as transformers passes.
+        qt, kt, vt = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))
+        with torch.no_grad():
+            at.scaled_dot_product_attention(q, k, v, **kw)
+            at.scaled_dot_product_attention(q, k, v, attn_mask=mask, **kw)
+            shapes = (q.shape, k.shape, v.shape)
+            plain = sdpa_module.sdpa_artifact("f32", shapes, None, None, False, attrs, False,
+                                              "cpu")
+            masked = sdpa_module.sdpa_artifact("f32", shapes, tuple(mask.shape), "f32", False,
+                                               attrs, False, "cpu")
+            arrays = [t.numpy() for t in (q, k, v)]
+            ways = {
+                "F.sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                                 enable_gqa=True),
+                "attn_mlir": lambda: at.scaled_dot_product_attention(q, k, v, **kw),
+                "op": lambda: op(q, k, v, None, None, True, None, "bottom_right", None, None,
+                                 False),
+                "raw": _raw_call(plain, arrays, (B, Hq, 1, D)),
+                "F.sdpa mask": lambda: F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=mask, enable_gqa=True),
+                "attn_mlir mask": lambda: at.scaled_dot_product_attention(
+                    q, k, v, attn_mask=mask, **kw),
+                "raw mask": _raw_call(masked, arrays + [mask.numpy()], (B, Hq, 1, D)),
+                "F.sdpa transposed": lambda: F.scaled_dot_product_attention(
+                    qt, kt, vt, is_causal=True, enable_gqa=True),
+                "attn_mlir transposed": lambda: at.scaled_dot_product_attention(
+                    qt, kt, vt, **kw),
+                "copy": lambda: (qt.contiguous(), kt.contiguous(), vt.contiguous()),
+            }
+            m = _interleaved(ways, calls)
+        cells = [
+            [m["F.sdpa"], m["attn_mlir"], m["op"], m["raw"], m["attn_mlir"] - m["raw"],
+             m["op"] - m["raw"]],
+            [m["F.sdpa mask"], m["attn_mlir mask"], m["raw mask"],
+             m["attn_mlir mask"] - m["raw mask"]],
+            [m["F.sdpa transposed"], m["attn_mlir transposed"], m["attn_mlir"], m["copy"]]]
+        ratios = [m["attn_mlir"] / m["F.sdpa"], m["attn_mlir mask"] / m["F.sdpa mask"], None]
+        for table, row, ratio in zip(tables, cells, ratios):
+            text = " | ".join(f"{c:.1f}" for c in row)
+            table.append(f"| {Tk} | {text} |" + ("" if ratio is None else f" {ratio:.2f}x |"))
+            print(table[-1], flush=True)
+    return [row for table in tables for row in table + [""]][:-1]
 
 
 WORKER = r"""
@@ -184,6 +298,7 @@ def main():
     ap.add_argument("--calls", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=3, help="ring rounds (>= 1)")
     ap.add_argument("--seq", type=int, default=16384)
+    ap.add_argument("--no-ring", action="store_true", help="skip the ring attention runs")
     ap.add_argument("--out", help="also write the tables to this markdown file")
     args = ap.parse_args()
     if args.rounds < 1 or args.calls < 1:
@@ -193,9 +308,12 @@ def main():
         import torch
     except ImportError:
         sys.exit("bench_torch needs torch: `make bench-torch` installs it in a venv")
-    lines = [f"Host: {cpu_model()}; torch {torch.__version__}", ""]
+    lines = [f"Host: {cpu_model()}; torch {torch.__version__}, {torch.get_num_threads()} "
+             f"torch threads, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}", ""]
     print(lines[0], flush=True)
-    lines += overhead(args.calls) + [""] + ring(args.rounds, args.seq)
+    lines += overhead(args.calls) + [""] + fixed_cost(args.calls)
+    if not args.no_ring:
+        lines += [""] + ring(args.rounds, args.seq)
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -9,9 +9,12 @@ checkout, $ATTN_MLIR_BIN or PATH) once per shapes, dtypes and options, and
 cached in ~/.cache/attn_mlir ($ATTN_MLIR_CACHE): a private directory (mode
 0700, yours; CacheError otherwise), whose artifacts are checked by the
 runtime before they are loaded (see docs/Security.md).
+compile_count() and compile_stats() say how many graphs this process
+compiled (and loaded from that cache); ATTN_MLIR_VERBOSE=1 prints each
+compile with its time to stderr.
 """
 from . import reference
-from ._tools import CacheError, ToolsNotFoundError, UnsafeToolsError, tools
+from ._tools import STATS as _STATS, CacheError, ToolsNotFoundError, UnsafeToolsError, tools
 from .layers import MultiHeadAttention, softmax
 from .paged import KVCache, paged_attention
 from .planner import decide, plan
@@ -21,4 +24,20 @@ from .varlen import varlen_attention
 __all__ = ["scaled_dot_product_attention", "paged_attention", "varlen_attention", "KVCache",
            "MultiHeadAttention",
            "softmax", "reference",
-           "plan", "decide", "tools", "ToolsNotFoundError", "UnsafeToolsError", "CacheError"]
+           "plan", "decide", "tools", "ToolsNotFoundError", "UnsafeToolsError", "CacheError",
+           "compile_count", "compile_stats"]
+
+
+def compile_count():
+    """The graphs attn-compile compiled for this process since it started
+    (each about 1 to 3 s; a graph found in the artifact cache is loaded,
+    not compiled: compile_stats() counts those)."""
+    return _STATS["compiles"]
+
+
+def compile_stats():
+    """Since the process started: {"compiles": graphs compiled,
+    "cache_loads": graphs loaded from the artifact cache (compiled by an
+    earlier process), "compile_seconds": the compiles' time}. Each graph
+    is obtained once per process; every later call reuses it."""
+    return dict(_STATS)

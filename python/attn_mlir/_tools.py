@@ -13,8 +13,10 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -667,6 +669,22 @@ def run_tool(cmd, timeout=None, env=None, setting=None, what=None):
     return subprocess.CompletedProcess(cmd, 0, out, err)
 
 
+# Graphs this process compiled and loaded from the disk cache, and the
+# seconds its compiles took (attn_mlir.compile_stats()); ATTN_MLIR_VERBOSE=1
+# prints each to stderr.
+STATS = {"compiles": 0, "cache_loads": 0, "compile_seconds": 0.0}
+
+
+def _count(kind, mlir, so, seconds=0.0):
+    with _key_locks_guard:
+        STATS[kind] += 1
+        STATS["compile_seconds"] += seconds
+    if os.environ.get("ATTN_MLIR_VERBOSE", "0") not in ("", "0"):
+        how = f"compiled in {seconds:.2f} s" if kind == "compiles" else "loaded from the cache"
+        what = mlir.split("{", 1)[0].replace("func.func ", "").strip()
+        print(f"attn_mlir: {how}: {what} ({so})", file=sys.stderr)
+
+
 def _cached_artifact(mlir, compiler, flags, key):
     """The path of `<key>.so` in the cache once it is a trusted, valid
     artifact of this graph: a cached one that is not (truncated, planted,
@@ -680,10 +698,13 @@ def _cached_artifact(mlir, compiler, flags, key):
     if os.path.lexists(so):
         problem, desc = _inspect(so, source)
         if problem is None:
+            _count("cache_loads", mlir, so)
             return so, desc
         warnings.warn(f"attn_mlir: recompiling the cached artifact {so}: {problem}",
                       RuntimeWarning, stacklevel=4)
+    start = time.perf_counter()
     fresh, desc = _compile_private(mlir, compiler, flags, d, key, source)
+    _count("compiles", mlir, so, time.perf_counter() - start)
     try:
         os.replace(fresh, so)
     except OSError:

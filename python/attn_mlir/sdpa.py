@@ -1,4 +1,6 @@
 """scaled_dot_product_attention with PyTorch's signature, on numpy arrays."""
+import itertools
+
 import numpy as np
 
 from ._tools import (WINDOW_MAX, cast_checked, check_bool, check_number, check_int,
@@ -177,13 +179,39 @@ def prepare_alibi(alibi_slopes, heads):
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
 
-def _mask_dims(mshape, heads, tq="?"):
-    """The mask's dimensions in the graph: size-1 dimensions broadcast (1),
-    the head dimension is static, the query length `tq` ("?": dynamic),
-    batch and key length dynamic."""
+def _mask_forms(mshape, target, heads, tq="?"):
+    """The mask's dimensions in the graph, for a mask of shape `mshape`
+    broadcastable to `target` ([B, Hq, Tq, Tk]): each combination that
+    serves, the most general first. A dimension of size 1 against a larger
+    target dimension broadcasts: static 1. One of the target's size is the
+    target's dimension: the static head count `heads`, the query length
+    `tq` ("?": dynamic) or a dynamic batch or key length, which the
+    compiled code reads at the target's index (the runtime holds it equal
+    to the target's size, by name). Where both sizes are 1, as a mask [1,
+    1, 1, Tk] of a one-row query at batch 1, either form serves: the
+    dynamic one comes first, so that the call compiles the graph that a
+    longer query and a larger batch take too (one graph from prefill to
+    decode), and the static one is listed for a graph already compiled
+    (a mask broadcast over the queries of a prefill, [B, 1, 1, Tk])."""
     rank = len(mshape)
-    return tuple(1 if n == 1 else heads if rank - i == 3 else tq if rank - i == 2 else "?"
-                 for i, n in enumerate(mshape))
+    choices = []
+    for i, n in enumerate(mshape):
+        dim = 4 - rank + i
+        full = heads if dim == 1 else tq if dim == 2 else "?"
+        if n != target[dim]:
+            choices.append((1,))
+        elif n == 1 and full != 1:
+            choices.append((full, 1))
+        else:
+            choices.append((full,))
+    return list(itertools.product(*choices))
+
+
+def _mask_dims(mshape, heads, tq="?"):
+    """The mask's dimensions in a graph that takes each of its size-1
+    dimensions as a broadcast (attn.mha's, layers.py): the last of
+    _mask_forms against a target of the mask's own shape."""
+    return _mask_forms(mshape, (1,) * (4 - len(mshape)) + tuple(mshape), heads, tq)[-1]
 
 
 # On CUDA a query of at most this many rows per head gets a graph of its
@@ -199,15 +227,21 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
     None; ALiBi slopes when `alibi`) with dynamic B, Tq and Tk: one graph
     for every size, on the CPU and on CUDA (for `chip`, e.g. "sm_90", or
     attn-compile's default); on CUDA, a Tq of at most 16 rows is static in
-    its graph (the decode kernels)."""
-    (_, Hq, Tq, D), (_, Hkv, _, _), (_, _, _, Dv) = shapes
+    its graph (the decode kernels). A mask's dimensions are static 1 only
+    where they broadcast (_mask_forms): one graph per dtype and mask kind
+    serves batch 1 and more, and a prefill and the one-row steps after
+    it."""
+    (B, Hq, Tq, D), (_, Hkv, Tk, _), (_, _, _, Dv) = shapes
     tq = Tq if device == "cuda" and 1 <= Tq <= _CUDA_DECODE_ROWS else "?"
     qs, ks, vs = ("?", Hq, tq, D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)
-    ms = None if mask_shape is None else _mask_dims(mask_shape, Hq, tq)
+    masks = [None] if mask_shape is None else _mask_forms(mask_shape, (B, Hq, Tq, Tk), Hq, tq)
+    for ms in masks:
+        art = _artifacts.get((elt, qs, ks, vs, ms, mask_elt, bool(alibi), attrs, return_lse,
+                              device, chip))
+        if art is not None:
+            return art
+    ms = masks[0]
     sig = (elt, qs, ks, vs, ms, mask_elt, bool(alibi), attrs, return_lse, device, chip)
-    art = _artifacts.get(sig)
-    if art is not None:
-        return art
     B, Tq = qs[0], qs[2]
     qt, kt, vt = _ttype(qs, elt), _ttype(ks, elt), _ttype(vs, elt)
     ot, lt = _ttype((B, Hq, Tq, Dv), elt), _ttype((B, Hq, Tq), "f32")

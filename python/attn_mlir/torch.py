@@ -7,11 +7,22 @@ functional form with torch's signature, and a GQA attention layer.
 
 The op runs the compiled attn.sdpa graph on the tensors' own memory (the
 runtime's attn_rt_call: query, key, value and the output are not copied; a
-non-contiguous input is made contiguous first, a float mask of another
-dtype is cast to the query's, ALiBi slopes to float32). It is compiled once per dtype, head counts,
-head dims, mask kind and rank, and options; every batch size and length
-reuses it. It has a fake (meta) implementation, so torch.compile traces it
-without a graph break, with symbolic lengths too. On CUDA tensors the op
+non-contiguous input, such as the transposed views transformers passes, is
+made contiguous first; a float mask of another dtype is cast to the
+query's, ALiBi slopes to float32). It is compiled once per dtype, head
+counts, head dims, mask kind and rank, and options; every batch size and
+length reuses it (a mask's dimensions that match the query's batch and
+lengths are dynamic in the graph, so batch 1 and more, a prefill and the
+one-row steps after it share one). attn_mlir.compile_count() counts the
+compiles. Every tensor argument must be on one device (a meta tensor among
+CPU ones is an error, not uninitialized output). The checks run once per
+call signature (shapes, dtypes, options), masks and ALiBi calls included;
+a mask of the query's dtype is never read by them.
+
+The op has a fake (meta) implementation, so torch.compile traces it
+without a graph break, with symbolic lengths too; it runs the op's own
+checker, so what a call refuses FakeTensorMode and torch.compile refuse
+with the same message. On CUDA tensors the op
 launches the fused CUDA kernel, compiled for the tensors' GPU (its sm_XY),
 on their memory and on torch's current stream, without waiting (like any
 CUDA op); attn_mlir::paged_sdpa runs CPU tensors only and says so (its
@@ -23,6 +34,8 @@ attn_mlir.varlen_attention(..., device="cuda") runs host arrays on the GPU).
 Inference only: the op has no backward (a backward through it is a
 NotImplementedError saying so).
 """
+import weakref
+
 import torch
 from torch import Tensor
 
@@ -43,39 +56,6 @@ def _elt(name, t):
     return _ELT[t.dtype]
 
 
-def _mask(attn_mask, q, target):
-    """The mask as the graph takes it: bool stays bool, a float mask in the
-    query's dtype, contiguous; with its element type."""
-    if attn_mask is None:
-        return None, None
-    if attn_mask.dtype != torch.bool:
-        if not attn_mask.dtype.is_floating_point:
-            raise ValueError(f"attn_mask must be bool or floating point, got {attn_mask.dtype}")
-        if attn_mask.dtype != q.dtype:
-            cast = attn_mask.to(q.dtype)
-            bad = torch.isfinite(attn_mask) & ~torch.isfinite(cast)
-            if bool(bad.any()):
-                raise ValueError(
-                    f"attn_mask must hold values within the finite range of {q.dtype} "
-                    f"(|x| <= {torch.finfo(q.dtype).max:g}) or +-inf/NaN, got "
-                    f"{attn_mask[bad].flatten()[0].item()!r}, which becomes inf in {q.dtype}")
-            attn_mask = cast
-    check_mask_shape(tuple(attn_mask.shape), target, "[B, Hq, Tq, Tk] =")
-    return attn_mask.contiguous(), ("i1" if attn_mask.dtype == torch.bool else _ELT[q.dtype])
-
-
-def _alibi(alibi_slopes, heads):
-    if alibi_slopes is None:
-        return None
-    if not alibi_slopes.dtype.is_floating_point or tuple(alibi_slopes.shape) != (heads,):
-        raise ValueError(f"alibi_slopes must be a floating point tensor of shape [Hq] = "
-                         f"[{heads}], got {alibi_slopes.dtype} {list(alibi_slopes.shape)}")
-    a = alibi_slopes.to(torch.float32).contiguous()
-    if not bool(torch.isfinite(a).all()):
-        raise ValueError("alibi_slopes must be finite")
-    return a
-
-
 # The ops, declared with torch.library's low-level interface (cheaper to
 # dispatch than torch.library.custom_op's Python wrapper).
 _lib = torch.library.Library("attn_mlir", "DEF")
@@ -89,62 +69,273 @@ _lib.define("varlen_sdpa(Tensor query, Tensor key, Tensor value, Tensor cu_seqle
             "Tensor cu_seqlens_k, Tensor? alibi_slopes, bool is_causal, float? scale, "
             "int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
 
-_MAX_CALLS = 4096
-# (shapes, dtypes, options) of a call without mask or ALiBi on contiguous
-# tensors that passed the checks -> (artifact, call plan).
-_calls = {}
+# Each op's tensor arguments, in schema order (the first five arguments).
+_TENSORS = {
+    "sdpa": ("query", "key", "value", "attn_mask", "alibi_slopes"),
+    "paged_sdpa": ("query", "key_cache", "value_cache", "block_table", "seq_lens",
+                   "alibi_slopes"),
+    "varlen_sdpa": ("query", "key", "value", "cu_seqlens_q", "cu_seqlens_k", "alibi_slopes"),
+}
 
 
-def _prepare(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
-             window, softcap, return_lse, device="cpu", chip=None):
-    """Every check of a call; (artifact, call plan, inputs), the artifact
-    for `device` ("cpu", or "cuda" for `chip`)."""
+# --- The checks. One checker per op reads its arguments' devices, dtypes,
+# shapes and options, never their elements, so the real kernels and the
+# fake (meta) kernel call the same one: what a call refuses, FakeTensorMode
+# and torch.compile refuse with the same message. Sizes may be symbolic
+# (SymInt) there; see _fake.
+
+def _check_devices(op, tensors):
+    """A RuntimeError unless `tensors` (in the order of _TENSORS[op]; None:
+    not given) are all on the query's device, as PyTorch's SDPA requires: a
+    meta tensor among CPU ones would otherwise send the call to the
+    shape-only meta kernel, whose output is uninitialized memory."""
+    dev = tensors[0].device
+    for name, t in zip(_TENSORS[op][1:], tensors[1:]):
+        if t is not None and t.device != dev:
+            raise RuntimeError(
+                f"attn_mlir::{op} takes its tensors on one device: query is on {dev}, {name} "
+                f"on {t.device} (move them to one device first; a meta tensor holds no data, "
+                "so only a call whose tensors are all meta computes shapes alone)")
+
+
+_options = {}  # checked option values -> attribute text
+
+
+def _attrs(scale, is_causal, causal_alignment, window, softcap):
+    """attention_attrs of an op's options, checked once per distinct value
+    (the schema fixes their types). Under tracing a window's ints may be
+    symbolic: they are made concrete (a guard on their values, which the
+    compiled graph holds anyway)."""
+    if window is not None:
+        window = tuple(int(w) if isinstance(w, torch.SymInt) else w for w in window)
+    key = (scale, is_causal, causal_alignment, window, softcap)
+    attrs = _options.get(key)
+    if attrs is None:
+        attrs = attention_attrs(scale, is_causal, causal_alignment, window, softcap)
+        if len(_options) >= 4096:
+            _options.clear()
+        _options[key] = attrs
+    return attrs
+
+
+def _check_slopes(alibi_slopes, heads, sizes):
+    if not alibi_slopes.dtype.is_floating_point or tuple(sizes(alibi_slopes.shape)) != (heads,):
+        raise ValueError(f"alibi_slopes must be a floating point tensor of shape [Hq] = "
+                         f"[{heads}], got {alibi_slopes.dtype} {list(sizes(alibi_slopes.shape))}")
+
+
+def _check_sdpa(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
+                window, softcap, return_lse, sizes=tuple):
+    """Every check of an attn_mlir::sdpa call that reads no element; `sizes`
+    gives the sizes checked of a shape. Returns (the element type, the
+    graph's attribute text)."""
+    _check_devices("sdpa", (query, key, value, attn_mask, alibi_slopes))
     elt = _elt("query", query)
     if key.dtype != query.dtype or value.dtype != query.dtype:
         raise ValueError(f"query, key and value must have one dtype, got {query.dtype}, "
                          f"{key.dtype}, {value.dtype}")
-    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
+    qs, ks, vs = sizes(query.shape), sizes(key.shape), sizes(value.shape)
+    if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
         raise ValueError("attn_mlir::sdpa takes [B, H, T, D] tensors")
-    shapes = (tuple(query.shape), tuple(key.shape), tuple(value.shape))
-    check_qkv_shapes(*shapes, True)
-    (B, Hq, Tq, _), Tk = shapes[0], shapes[1][2]
-    mask, mask_elt = _mask(attn_mask, query, (B, Hq, Tq, Tk))
-    alibi = _alibi(alibi_slopes, Hq)
-    attrs = attention_attrs(scale, is_causal, causal_alignment,
-                            None if window is None else tuple(window), softcap)
-    art = sdpa_artifact(elt, shapes, None if mask is None else tuple(mask.shape), mask_elt,
-                        alibi is not None, attrs, return_lse, device, chip)
-    inputs = [t.contiguous() for t in (query, key, value)]
-    inputs += [t for t in (mask, alibi) if t is not None]
-    plan = art.plan("sdpa", [tuple(t.shape) for t in inputs],
-                    [_ELT.get(t.dtype, "bool") for t in inputs])
-    return art, plan, inputs
+    check_qkv_shapes(qs, ks, vs, True)
+    if attn_mask is not None:
+        if attn_mask.dtype != torch.bool and not attn_mask.dtype.is_floating_point:
+            raise ValueError(f"attn_mask must be bool or floating point, got {attn_mask.dtype}")
+        check_mask_shape(sizes(attn_mask.shape), (qs[0], qs[1], qs[2], ks[2]),
+                         "[B, Hq, Tq, Tk] =")
+    if alibi_slopes is not None:
+        _check_slopes(alibi_slopes, qs[1], sizes)
+    return elt, _attrs(scale, is_causal, causal_alignment, window, softcap)
+
+
+def _check_paged(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal,
+                 scale, window, softcap, return_lse, sizes=tuple):
+    """Every check of an attn_mlir::paged_sdpa call that reads no element
+    (the runtime checks the tables' entries); as _check_sdpa."""
+    _check_devices("paged_sdpa", (query, key_cache, value_cache, block_table, seq_lens,
+                                  alibi_slopes))
+    elt = _elt("query", query)
+    qs = sizes(query.shape)
+    check_cache_shapes(qs, sizes(key_cache.shape), sizes(value_cache.shape),
+                       query.dtype == key_cache.dtype == value_cache.dtype,
+                       (query.dtype, key_cache.dtype, value_cache.dtype))
+    for name, t in (("block_table", block_table), ("seq_lens", seq_lens)):
+        if t.dtype != torch.int32:
+            raise ValueError(f"{name} must be int32, got {t.dtype}")
+    check_table_shapes(sizes(block_table.shape), sizes(seq_lens.shape), qs[0])
+    if alibi_slopes is not None:
+        _check_slopes(alibi_slopes, qs[1], sizes)
+    return elt, _attrs(scale, is_causal, "bottom_right", window, softcap)
+
+
+def _check_varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, is_causal, scale,
+                  window, softcap, return_lse, sizes=tuple):
+    """Every check of an attn_mlir::varlen_sdpa call that reads no element
+    (the runtime checks the offsets' values); as _check_sdpa."""
+    _check_devices("varlen_sdpa", (query, key, value, cu_seqlens_q, cu_seqlens_k,
+                                   alibi_slopes))
+    elt = _elt("query", query)
+    qs = sizes(query.shape)
+    check_packed_shapes(qs, sizes(key.shape), sizes(value.shape),
+                        query.dtype == key.dtype == value.dtype,
+                        (query.dtype, key.dtype, value.dtype))
+    cq, ck = sizes(cu_seqlens_q.shape), sizes(cu_seqlens_k.shape)
+    for name, t, shape in (("cu_seqlens_q", cu_seqlens_q, cq), ("cu_seqlens_k", cu_seqlens_k, ck)):
+        if t.dtype != torch.int32 or len(shape) != 1:
+            raise ValueError(f"{name} must be int32 [B + 1], got {t.dtype} {list(shape)}")
+    if cq[0] != ck[0] or cq[0] < 2:
+        raise ValueError(f"cu_seqlens_q {list(cq)} and cu_seqlens_k {list(ck)} must both hold "
+                         "B + 1 >= 2 offsets")
+    if alibi_slopes is not None:
+        _check_slopes(alibi_slopes, qs[1], sizes)
+    return elt, _attrs(scale, is_causal, "bottom_right", window, softcap)
+
+
+def _hints(shape):
+    """A shape's sizes as ints: a symbolic size (tracing) as its value in the
+    example being traced, which adds no guard (an unbacked size, which has
+    none, stays symbolic)."""
+    return tuple(d if not isinstance(d, torch.SymInt) or d.node.hint is None else d.node.hint
+                 for d in shape)
+
+
+def _fake(check, values):
+    """The fake (meta) kernel of an op checked by `check`: FakeTensorMode,
+    torch.compile's tracing and meta tensors run it. The checks run on the
+    sizes' hints first, which raises what a call with these sizes raises,
+    with its message (a symbolic size would print as s0), then on the
+    symbolic sizes themselves, whose comparisons become guards (the equal
+    lengths and divisible heads a call needs), so that a later call that
+    breaks a check retraces and is refused; a dynamic length is compared
+    with other sizes only, never made static. The results: uninitialized,
+    of the right shapes, the head dim that of argument `values`."""
+    def kernel(*args):
+        check(*args, sizes=_hints)
+        check(*args)
+        return _new_outputs(args[0], args[values].shape[-1], args[-1])
+    return kernel
+
+
+# --- The CPU kernels.
+
+_checked_slopes = {}  # id(tensor) -> (weak reference, version, float32 slopes or None)
+
+
+def _alibi(alibi_slopes):
+    """The ALiBi slopes as the graph takes them (float32, contiguous), after
+    checking they are finite. That reads them, so it is done once per
+    tensor and version: an in-place change bumps the version (writes that
+    bypass it, through .data or a numpy view, go unseen, as autograd's
+    checks miss them). Inference tensors have no version: checked each
+    call."""
+    a = alibi_slopes
+    versioned = not a.is_inference()
+    hit = _checked_slopes.get(id(a)) if versioned else None
+    if hit is not None and hit[0]() is a and hit[1] == a._version:
+        return a if hit[2] is None else hit[2]
+    cast = a.to(torch.float32).contiguous()
+    if not bool(torch.isfinite(cast).all()):
+        raise ValueError("alibi_slopes must be finite")
+    if versioned:
+        if len(_checked_slopes) >= 256:
+            _checked_slopes.clear()
+        # A strong reference only to a copy: the slopes themselves may die.
+        _checked_slopes[id(a)] = (weakref.ref(a), a._version, None if cast is a else cast)
+    return cast
+
+
+def _mask(attn_mask, dtype):
+    """The mask as the graph takes it: bool, or float in the query's dtype
+    `dtype`; contiguous. A float mask of the query's dtype (transformers
+    builds its masks so) is passed as it is: no element is read. One of
+    another dtype must be cast, which reads every element anyway; the cast
+    is then checked not to have made a finite value infinite (a -1e30 of
+    float32 would be -inf in float16: a row of them, which PyTorch
+    averages, would become a fully masked row, output 0): one reduction
+    over the cast, and a second pass only when the cast holds an
+    infinity."""
+    m = attn_mask
+    if m.dtype != dtype and m.dtype != torch.bool:
+        cast = m.to(dtype)
+        if not bool(torch.isfinite(cast).all()):
+            bad = torch.isfinite(m) & ~torch.isfinite(cast)
+            if bool(bad.any()):
+                raise ValueError(
+                    f"attn_mask must hold values within the finite range of {dtype} "
+                    f"(|x| <= {torch.finfo(dtype).max:g}) or +-inf/NaN, got "
+                    f"{m[bad].flatten()[0].item()!r}, which becomes inf in {dtype}")
+        m = cast
+    return m if m.is_contiguous() else m.contiguous()
+
+
+class _Call:
+    """What a checked call signature needs beyond its data: the compiled
+    graph, its call plan and the value head dim (None: the query's)."""
+    __slots__ = ("art", "plan", "dv")
+
+    def __init__(self, art, plan, dv):
+        self.art, self.plan, self.dv = art, plan, dv
+
+
+def _sdpa_call(args, device="cpu", chip=None):
+    """The _Call of attn_mlir::sdpa arguments `args`, after every check of
+    _check_sdpa: for `device` ("cpu", or "cuda" for `chip`)."""
+    query, key, value, attn_mask, alibi_slopes = args[:5]
+    return_lse = args[-1]
+    elt, attrs = _check_sdpa(*args)
+    shapes = [tuple(query.shape), tuple(key.shape), tuple(value.shape)]
+    dtypes = [elt] * 3
+    mask_shape = mask_elt = None
+    if attn_mask is not None:
+        mask_shape = tuple(attn_mask.shape)
+        mask_elt = "i1" if attn_mask.dtype == torch.bool else elt
+        shapes.append(mask_shape)
+        dtypes.append("bool" if attn_mask.dtype == torch.bool else elt)
+    if alibi_slopes is not None:
+        shapes.append(tuple(alibi_slopes.shape))
+        dtypes.append("f32")
+    art = sdpa_artifact(elt, shapes[:3], mask_shape, mask_elt, alibi_slopes is not None, attrs,
+                        return_lse, device, chip)
+    dv = shapes[2][3]
+    return _Call(art, art.plan("sdpa", shapes, dtypes), None if dv == shapes[0][3] else dv)
+
+
+_MAX_CALLS = 4096
+# The call signature (shapes, dtypes, options) of every checked CPU call ->
+# its _Call: a call like one already checked skips the checks.
+_calls = {}
 
 
 def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
-              window, softcap, return_lse):
+              window, softcap, return_lse, empty_lse=True):
     """attn.sdpa on [B, H, T, D] CPU tensors: (output, LSE) with the LSE
-    [B, Hq, Tq] float32, or an empty tensor without return_lse. A call like
-    one already checked (shapes, dtypes, options; contiguous, no mask or
-    ALiBi) skips the checks; the runtime checks the buffers every time."""
-    key_ = None
-    if (attn_mask is None and alibi_slopes is None and query.is_contiguous()
-            and key.is_contiguous() and value.is_contiguous()):
-        key_ = (query.shape, key.shape, value.shape, query.dtype, key.dtype, value.dtype,
-                is_causal, scale, causal_alignment, None if window is None else tuple(window),
-                softcap, return_lse)
-        hit = _calls.get(key_)
-        if hit is not None:
-            art, plan = hit
-            inputs = [query, key, value]
-    if key_ is None or hit is None:
-        art, plan, inputs = _prepare(query, key, value, attn_mask, alibi_slopes, is_causal,
-                                     scale, causal_alignment, window, softcap, return_lse)
-        if key_ is not None:
-            if len(_calls) >= _MAX_CALLS:
-                _calls.clear()
-            _calls[key_] = (art, plan)
-    return _run(art, "sdpa", plan, inputs, query, value.shape[3], return_lse)
+    [B, Hq, Tq] float32, or without return_lse an empty tensor (the op's
+    schema returns one) or, for a caller that drops it (empty_lse=False),
+    None. The checks run once per call signature: what they read (shapes,
+    dtypes, options; the devices are the CPU's, by dispatch) is the key of
+    _calls. The runtime checks the buffers every time."""
+    sig = (query.shape, key.shape, value.shape, query.dtype, key.dtype, value.dtype,
+           None if attn_mask is None else (attn_mask.shape, attn_mask.dtype),
+           None if alibi_slopes is None else (alibi_slopes.shape, alibi_slopes.dtype),
+           is_causal, scale, causal_alignment, None if window is None else tuple(window),
+           softcap, return_lse)
+    call = _calls.get(sig)
+    if call is None:
+        call = _sdpa_call((query, key, value, attn_mask, alibi_slopes, is_causal, scale,
+                           causal_alignment, window, softcap, return_lse))
+        if len(_calls) >= _MAX_CALLS:
+            _calls.clear()
+        _calls[sig] = call
+    # A strided view is copied: the kernels take dense buffers (the
+    # runtime's descriptors would carry strides, the compiled code not yet).
+    inputs = [query if query.is_contiguous() else query.contiguous(),
+              key if key.is_contiguous() else key.contiguous(),
+              value if value.is_contiguous() else value.contiguous()]
+    if attn_mask is not None:
+        inputs.append(_mask(attn_mask, query.dtype))
+    if alibi_slopes is not None:
+        inputs.append(_alibi(alibi_slopes))
+    return _run(call.art, "sdpa", call.plan, inputs, call.dv, return_lse, empty_lse=empty_lse)
 
 
 def _sdpa_cuda(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
@@ -153,20 +344,21 @@ def _sdpa_cuda(query, key, value, attn_mask, alibi_slopes, is_causal, scale, cau
     once for the device's chip and any batch and length, launched on the
     tensors' memory on the current stream (the runtime's attn_rt_call; no
     copy, no wait)."""
+    args = (query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
+            window, softcap, return_lse)
+    _check_devices("sdpa", args[:5])  # before anything touches the device
     dev = query.device
-    for name, t in (("key", key), ("value", value), ("attn_mask", attn_mask),
-                    ("alibi_slopes", alibi_slopes)):
-        if t is not None and t.device != dev:
-            raise RuntimeError(f"attn_mlir::sdpa takes its tensors on one device: query is on "
-                               f"{dev}, {name} on {t.device}")
     major, minor = torch.cuda.get_device_capability(dev)
     with torch.cuda.device(dev):  # its context current for the runtime
-        art, plan, inputs = _prepare(query, key, value, attn_mask, alibi_slopes, is_causal,
-                                     scale, causal_alignment, window, softcap, return_lse,
-                                     "cuda", f"sm_{major}{minor}")
+        call = _sdpa_call(args, "cuda", f"sm_{major}{minor}")
+        inputs = [t.contiguous() for t in (query, key, value)]
+        if attn_mask is not None:
+            inputs.append(_mask(attn_mask, query.dtype))
+        if alibi_slopes is not None:
+            inputs.append(_alibi(alibi_slopes))
         # The kernels copy 16-byte chunks: a view at an odd offset is copied.
         inputs = [t if t.data_ptr() % 16 == 0 else t.clone() for t in inputs]
-        return _run(art, "sdpa", plan, inputs, query, value.shape[3], return_lse,
+        return _run(call.art, "sdpa", call.plan, inputs, call.dv, return_lse,
                     torch.cuda.current_stream(dev).cuda_stream)
 
 
@@ -188,38 +380,33 @@ def _new_outputs(query, dv, return_lse):
     """An op's results, uninitialized: the output [B, Hq, Tq, dv] in the
     query's dtype and the float32 LSE [B, Hq, Tq] (empty without
     return_lse); for a packed query [Nq, Hq, D] (varlen), the output
-    [Nq, Hq, dv] and the LSE [Hq, Nq]."""
+    [Nq, Hq, dv] and the LSE [Hq, Nq]. Contiguous, as the kernels write
+    them."""
     rows = tuple(query.shape[:-1])
     lse = rows if query.dim() == 4 else rows[::-1]
     return (query.new_empty(rows + (dv,)),
             query.new_empty(lse if return_lse else (0,), dtype=torch.float32))
 
 
-def _run(art, entry, plan, inputs, query, dv, return_lse, stream=None):
-    """Runs `entry` on `inputs` into new result tensors: (output, LSE); a
-    CUDA artifact's kernels on `stream`."""
-    out, lse = _new_outputs(query, dv, return_lse)
-    ptrs = [t.data_ptr() for t in inputs] + [out.data_ptr()]
-    art.run(entry, plan, ptrs + [lse.data_ptr()] if return_lse else ptrs, stream)
+def _run(art, entry, plan, inputs, dv, return_lse, stream=None, empty_lse=True):
+    """Runs `entry` on `inputs` (dense; the query first) into new result
+    tensors: (output, LSE), the output's head dim `dv` (None: the query's,
+    the common case, whose output is allocated the cheapest way: like the
+    dense query); without return_lse the LSE is an empty tensor, or None
+    with empty_lse=False. A CUDA artifact's kernels run on `stream`."""
+    q = inputs[0]
+    if dv is None and not return_lse:
+        out = torch.empty_like(q)
+        lse = (None if not empty_lse else torch.empty(0, dtype=torch.float32)
+               if stream is None else torch.empty(0, dtype=torch.float32, device=q.device))
+    else:
+        out, lse = _new_outputs(q, q.shape[-1] if dv is None else dv, return_lse)
+    ptrs = [t.data_ptr() for t in inputs]
+    ptrs.append(out.data_ptr())
+    if return_lse:
+        ptrs.append(lse.data_ptr())
+    art.run(entry, plan, ptrs, stream)
     return out, lse
-
-
-def _no_backward(ctx, grad_out, grad_lse):
-    raise NotImplementedError("attn_mlir's ops have no backward (attn_mlir is for inference): "
-                              "run it under torch.no_grad() or torch.inference_mode(), or "
-                              "train with torch.nn.functional.scaled_dot_product_attention")
-
-
-def _register(op, cpu_kernel, cuda_kernel, arg_names, values):
-    """The kernels of attn_mlir::`op`: `cpu_kernel` for CPU tensors,
-    `cuda_kernel` for CUDA ones (None: a clear refusal), a backward that
-    says there is none, and the fake (shapes only) results, whose head dim
-    is that of argument `values`."""
-    _lib.impl(op, cpu_kernel, "CPU")
-    _lib.impl(op, cuda_kernel or _cpu_only(op, arg_names), "CUDA")
-    torch.library.register_autograd("attn_mlir::" + op, _no_backward)
-    torch.library.register_fake("attn_mlir::" + op)(
-        lambda *args: _new_outputs(args[0], args[values].shape[-1], args[-1]))
 
 
 def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal,
@@ -227,23 +414,15 @@ def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slope
     """attn.paged_sdpa on CPU tensors (vLLM's cache layout, int32 tables):
     (output, LSE or an empty tensor). The runtime checks the tables before
     the kernel runs (a ValueError naming the first bad entry)."""
-    elt = _elt("query", query)
-    check_cache_shapes(tuple(query.shape), tuple(key_cache.shape), tuple(value_cache.shape),
-                       query.dtype == key_cache.dtype == value_cache.dtype,
-                       (query.dtype, key_cache.dtype, value_cache.dtype))
-    for name, t in (("block_table", block_table), ("seq_lens", seq_lens)):
-        if t.dtype != torch.int32:
-            raise ValueError(f"{name} must be int32, got {t.dtype}")
-    check_table_shapes(tuple(block_table.shape), tuple(seq_lens.shape), query.shape[0])
-    alibi = _alibi(alibi_slopes, query.shape[1])
-    attrs = attention_attrs(scale, is_causal, "bottom_right",
-                            None if window is None else tuple(window), softcap)
+    elt, attrs = _check_paged(query, key_cache, value_cache, block_table, seq_lens,
+                              alibi_slopes, is_causal, scale, window, softcap, return_lse)
+    alibi = None if alibi_slopes is None else _alibi(alibi_slopes)
     art = paged_artifact(elt, query, key_cache, value_cache, alibi, attrs, return_lse)
     inputs = [t.contiguous() for t in (query, key_cache, value_cache, block_table, seq_lens)]
     inputs += [] if alibi is None else [alibi]
     plan = art.plan("paged", [tuple(t.shape) for t in inputs],
                     [elt] * 3 + ["i32", "i32"] + ([] if alibi is None else ["f32"]))
-    return _run(art, "paged", plan, inputs, query, value_cache.shape[3], return_lse)
+    return _run(art, "paged", plan, inputs, value_cache.shape[3], return_lse)
 
 
 def _varlen_cpu(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, is_causal, scale,
@@ -252,33 +431,69 @@ def _varlen_cpu(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, is_
     offsets [B + 1]): (output, LSE or an empty tensor). The runtime checks
     the offsets before the kernel runs (a ValueError naming the first bad
     entry)."""
-    elt = _elt("query", query)
-    check_packed_shapes(tuple(query.shape), tuple(key.shape), tuple(value.shape),
-                        query.dtype == key.dtype == value.dtype,
-                        (query.dtype, key.dtype, value.dtype))
-    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
-        if t.dtype != torch.int32 or t.dim() != 1:
-            raise ValueError(f"{name} must be int32 [B + 1], got {t.dtype} {list(t.shape)}")
-    if cu_seqlens_q.shape != cu_seqlens_k.shape or cu_seqlens_q.shape[0] < 2:
-        raise ValueError(f"cu_seqlens_q {list(cu_seqlens_q.shape)} and cu_seqlens_k "
-                         f"{list(cu_seqlens_k.shape)} must both hold B + 1 >= 2 offsets")
-    alibi = _alibi(alibi_slopes, query.shape[1])
-    attrs = attention_attrs(scale, is_causal, "bottom_right",
-                            None if window is None else tuple(window), softcap)
+    elt, attrs = _check_varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes,
+                               is_causal, scale, window, softcap, return_lse)
+    alibi = None if alibi_slopes is None else _alibi(alibi_slopes)
     art = varlen_artifact(elt, query, key, value, alibi, attrs, return_lse)
     inputs = [t.contiguous() for t in (query, key, value, cu_seqlens_q, cu_seqlens_k)]
     inputs += [] if alibi is None else [alibi]
     plan = art.plan("varlen", [tuple(t.shape) for t in inputs],
                     [elt] * 3 + ["i32", "i32"] + ([] if alibi is None else ["f32"]))
-    return _run(art, "varlen", plan, inputs, query, value.shape[2], return_lse)
+    return _run(art, "varlen", plan, inputs, value.shape[2], return_lse)
 
 
-_register("sdpa", _sdpa_cpu, _sdpa_cuda,
-          ("query", "key", "value", "attn_mask", "alibi_slopes"), 2)
-_register("paged_sdpa", _paged_cpu, None,
-          ("query", "key_cache", "value_cache", "block_table", "seq_lens", "alibi_slopes"), 2)
-_register("varlen_sdpa", _varlen_cpu, None,
-          ("query", "key", "value", "cu_seqlens_q", "cu_seqlens_k", "alibi_slopes"), 2)
+# --- Autograd: none. The ops' Autograd kernel gives a call that needs a
+# gradient outputs whose backward raises, and sends plain CPU tensors
+# straight to the CPU kernel: one Python kernel per call instead of two (an
+# Autograd kernel that redispatches, as torch.library.register_autograd's
+# does, costs about 4 µs more per call).
+
+_NO_BACKWARD = ("attn_mlir's ops have no backward (attn_mlir is for inference): run it "
+                "under torch.no_grad() or torch.inference_mode(), or train with "
+                "torch.nn.functional.scaled_dot_product_attention")
+_BELOW_AUTOGRAD = torch._C._after_autograd_keyset
+# Below autograd and ADInplaceOrView, a plain CPU tensor's keys start at
+# CPU; a subclass, a fake tensor or a dispatch mode (Python), meta tensors,
+# functionalization and the like put another key first.
+_BELOW_VIEWS = torch._C._after_ADInplaceOrView_keyset
+_CPU_KEY = torch._C.DispatchKey.CPU
+
+
+def _register(op, cpu_kernel, cuda_kernel, check, values):
+    """The kernels of attn_mlir::`op`: `cpu_kernel` for CPU tensors,
+    `cuda_kernel` for CUDA ones (None: a clear refusal), the Autograd
+    kernel (no backward), and the fake kernel running `check`, whose
+    output's head dim is that of argument `values`."""
+    _lib.impl(op, cpu_kernel, "CPU")
+    _lib.impl(op, cuda_kernel or _cpu_only(op, _TENSORS[op]), "CUDA")
+    torch.library.register_fake("attn_mlir::" + op)(_fake(check, values))
+    overload = getattr(torch.ops.attn_mlir, op).default
+    tensors = range(len(_TENSORS[op]))
+
+    class NoBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):
+            with torch._C._AutoDispatchBelowAutograd():
+                return overload(*args)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            raise NotImplementedError(_NO_BACKWARD)
+
+    def autograd(keyset, *args):
+        if torch.is_grad_enabled() and any(args[i] is not None and args[i].requires_grad
+                                           for i in tensors):
+            return NoBackward.apply(*args)
+        if (keyset & _BELOW_VIEWS).highestPriorityTypeId() == _CPU_KEY:
+            return cpu_kernel(*args)
+        return overload.redispatch(keyset & _BELOW_AUTOGRAD, *args)
+    _lib.impl(op, autograd, "Autograd", with_keyset=True)
+
+
+_register("sdpa", _sdpa_cpu, _sdpa_cuda, _check_sdpa, 2)
+_register("paged_sdpa", _paged_cpu, None, _check_paged, 2)
+_register("varlen_sdpa", _varlen_cpu, None, _check_varlen, 2)
+_sdpa = torch.ops.attn_mlir.sdpa.default
 
 
 def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
@@ -337,9 +552,12 @@ def _check_arguments(query, key, value, dropout_p, enable_gqa, return_lse, scale
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    options = (dropout_p, enable_gqa, return_lse, scale, is_causal, causal_alignment, softcap)
+    # Each value with its type: True == 1 == 1.0 hash alike, and only some
+    # of them pass.
     try:
-        key_ = (tuple((type(x), x) for x in options),
+        key_ = (type(dropout_p), dropout_p, type(enable_gqa), enable_gqa, type(return_lse),
+                return_lse, type(scale), scale, type(is_causal), is_causal,
+                type(causal_alignment), causal_alignment, type(softcap), softcap,
                 None if window is None else (type(window), tuple(window),
                                              tuple(map(type, window))))
         if key_ in _checked_options:
@@ -355,6 +573,35 @@ def _check_arguments(query, key, value, dropout_p, enable_gqa, return_lse, scale
         _checked_options.add(key_)
 
 
+_tf_modes = torch._C._is_torch_function_mode_enabled
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_functorch = torch._C._functorch.peek_interpreter_stack
+_profiler = torch.autograd.profiler
+_tracing = torch._C._get_tracing_state
+_is_compiling = torch.compiler.is_compiling
+_STRIDED = torch.strided
+
+
+def _direct(tensors):
+    """Whether an eager call on `tensors` (None: not given) may run the CPU
+    kernel itself, skipping the dispatcher (about 6 µs of a call at decode
+    sizes): plain dense CPU tensors (no subclass, fake, meta, sparse or
+    functorch-wrapped tensor) of which none needs a gradient, and nothing
+    active that must see the op: no TorchFunction or TorchDispatch mode
+    (FakeTensorMode, torch.device(...), FlopCounterMode), functorch
+    transform (vmap, grad), profiler or JIT tracer. Any other call goes
+    through torch.ops.attn_mlir.sdpa."""
+    if (_tf_modes() or _dispatch_modes() or _functorch() is not None
+            or _profiler._is_profiler_enabled or _tracing() is not None):
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if t is not None and (type(t) is not Tensor or not t.is_cpu or t.layout is not _STRIDED
+                              or (grad and t.requires_grad)):
+            return False
+    return True
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False, *,
                                  causal_alignment="top_left", window=None, softcap=None,
@@ -364,25 +611,30 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     (causal_alignment, window, softcap, alibi_slopes, return_lse: then
     (output, float32 LSE [B, Hq, Tq])). query [B, Hq, Tq, D] or [Hq, Tq,
     D], key/value [B, Hkv, Tk, D/Dv]; GQA needs enable_gqa=True as in
-    PyTorch. Works under torch.compile (one graph, no break)."""
-    if not torch.compiler.is_compiling():
-        # Under torch.compile these are left to the op, which checks them
-        # again when it runs (the checks themselves do not trace).
+    PyTorch. Works under torch.compile (one graph, no break). An eager call
+    on plain CPU tensors needing no gradient runs the op's CPU kernel
+    without the dispatcher (see _direct): the same checks and kernel."""
+    if _is_compiling():
+        # The op's fake kernel checks the tensors and options while tracing.
+        if dropout_p != 0:
+            raise NotImplementedError("dropout_p != 0 is not supported (attn_mlir is for "
+                                      "inference)")
+        direct = False
+    else:
         _check_arguments(query, key, value, dropout_p, enable_gqa, return_lse, scale,
                          is_causal, causal_alignment, window, softcap)
-    elif dropout_p != 0:
-        raise NotImplementedError("dropout_p != 0 is not supported (attn_mlir is for inference)")
-    unbatched = check_qkv_ranks(tuple(query.shape), tuple(key.shape), tuple(value.shape))
+        direct = _direct((query, key, value, attn_mask, alibi_slopes))
+    unbatched = check_qkv_ranks(query.shape, key.shape, value.shape)
     if unbatched:
         query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
-    if query.shape[1] != key.shape[1] and not enable_gqa:
+    if not enable_gqa and query.shape[1] != key.shape[1]:
         raise ValueError(f"query has {query.shape[1]} heads and key/value {key.shape[1]}: "
                          "pass enable_gqa=True for grouped-query attention")
     # No coercion: the op's schema takes bools and ints only, and the op
     # checks the values (a window of two, a scale > 0) when it runs.
-    out, lse = torch.ops.attn_mlir.sdpa(
-        query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
-        None if window is None else list(window), softcap, return_lse)
+    args = (query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
+            None if window is None else list(window), softcap, return_lse)
+    out, lse = _sdpa_cpu(*args, empty_lse=False) if direct else _sdpa(*args)
     if unbatched:
         out, lse = out.squeeze(0), (lse.squeeze(0) if return_lse else lse)
     return (out, lse) if return_lse else out
