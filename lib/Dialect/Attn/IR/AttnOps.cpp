@@ -12,6 +12,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -181,38 +182,26 @@ attn::getVisibleOffsetRange(CausalKind causal, int64_t left, int64_t right,
 }
 
 //===----------------------------------------------------------------------===//
-// SdpaOp
+// AttentionOpInterface: attn.sdpa, attn.paged_sdpa, attn.varlen_sdpa
 //===----------------------------------------------------------------------===//
 
-/// The `scale` attribute, or 1/sqrt(D) of a query [..., D].
-static double effectiveScale(std::optional<APFloat> scale,
-                             RankedTensorType query) {
+#include "attn-mlir/Dialect/Attn/IR/AttnInterfaces.cpp.inc"
+
+double attn::detail::effectiveScale(std::optional<APFloat> scale,
+                                    int64_t headDim) {
   if (scale)
     return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(query.getShape().back()));
+  return 1.0 / std::sqrt(static_cast<double>(headDim));
 }
 
-double SdpaOp::getEffectiveScale() {
-  return effectiveScale(getScale(), getQuery().getType());
-}
-
-/// Left and right extents of a `window` attribute, -1 when unbounded (or
-/// no window). An extent beyond any representable length is unbounded;
-/// clamping keeps the index arithmetic of the lowerings free of overflow.
-static std::pair<int64_t, int64_t>
-windowBounds(std::optional<ArrayRef<int64_t>> window) {
+/// An extent beyond any representable length is unbounded; clamping keeps
+/// the index arithmetic of the lowerings free of overflow.
+std::pair<int64_t, int64_t>
+attn::detail::windowBounds(std::optional<ArrayRef<int64_t>> window) {
   auto clamp = [](int64_t w) { return w > (int64_t(1) << 40) ? -1 : w; };
   if (window && window->size() == 2)
     return {clamp((*window)[0]), clamp((*window)[1])};
   return {-1, -1};
-}
-
-std::pair<int64_t, int64_t> SdpaOp::getWindowBounds() {
-  return windowBounds(getWindow());
-}
-
-int64_t SdpaOp::getGroupSize() {
-  return getQuery().getType().getDimSize(1) / getKey().getType().getDimSize(1);
 }
 
 /// Q, K and V of one element type (attn.sdpa and attn.online_step).
@@ -261,16 +250,6 @@ verifyResultsAndSlopes(Operation *op, ArrayRef<int64_t> outShape,
   return success();
 }
 
-/// verifyResultsAndSlopes of a query [B, Hq, Tq, D]: output [B, Hq, Tq, Dv],
-/// LSE [B, Hq, Tq] (attn.sdpa and attn.paged_sdpa).
-static LogicalResult verifyResultsAndSlopes(Operation *op, ArrayRef<int64_t> q,
-                                            int64_t dv, Value output, Value lse,
-                                            Value alibi) {
-  return verifyResultsAndSlopes(op, {q[0], q[1], q[2], dv}, "[B, Hq, Tq, Dv]",
-                                {q[0], q[1], q[2]}, "[B, Hq, Tq]", q[1], output,
-                                lse, alibi);
-}
-
 /// Rank `rank` for the operands of the attention ops (4: attn.sdpa,
 /// attn.paged_sdpa; 3: the packed attn.varlen_sdpa); `layout` names the
 /// dimensions.
@@ -283,53 +262,175 @@ static LogicalResult verifyRank(Operation *op, RankedTensorType t, int64_t rank,
   return success();
 }
 
-LogicalResult SdpaOp::verify() {
-  auto qT = getQuery().getType(), kT = getKey().getType(),
-       vT = getValue().getType();
-  if (failed(verifyKnownAttributes(*this)) ||
-      failed(verifyRank(*this, qT, 4, "query", "[B, Hq, Tq, D]")) ||
-      failed(verifyRank(*this, kT, 4, "key", "[B, Hkv, Tk, D]")) ||
-      failed(verifyRank(*this, vT, 4, "value", "[B, Hkv, Tk, Dv]")) ||
-      failed(verifyNonEmpty(*this, {{getQuery(), "query"},
-                                    {getKey(), "key"},
-                                    {getValue(), "value"},
-                                    {getMask(), "mask"},
-                                    {getAlibi(), "ALiBi slopes"},
-                                    {getOutput(), "output"},
-                                    {getLse(), "LSE"}})))
-    return failure();
+/// The offsets [B + 1] (i32, one size for both) of attn.varlen_sdpa.
+static LogicalResult verifyOffsets(Operation *op, RankedTensorType cuQ,
+                                   RankedTensorType cuK) {
+  if (cuQ.getRank() != 1 || cuK.getRank() != 1)
+    return op->emitOpError("expected cu_seqlens_q and cu_seqlens_k to have "
+                           "rank 1 [B + 1], found ")
+           << formatType(cuQ) << " and " << formatType(cuK);
+  if (!dimsAgree(cuQ.getDimSize(0), cuK.getDimSize(0)))
+    return op->emitOpError("expected cu_seqlens_q ")
+           << formatShape(cuQ.getShape()) << " and cu_seqlens_k "
+           << formatShape(cuK.getShape()) << " to have one size B + 1";
+  for (int64_t n : {cuQ.getDimSize(0), cuK.getDimSize(0)})
+    if (n == 0 || n == 1)
+      return op->emitOpError("expected cu_seqlens_q and cu_seqlens_k to have "
+                             "B + 1 >= 2 entries (at least one sequence), "
+                             "found ")
+             << n;
+  return success();
+}
 
-  Type elt = qT.getElementType();
-  if (failed(verifySameElementType(*this, qT, kT, vT)))
-    return failure();
+/// The names and layouts of an attention's operands, by key source.
+struct OperandLayout {
+  StringRef key, value, query, keys, values;
+  int64_t rank;
+};
 
-  ArrayRef<int64_t> q = qT.getShape(), k = kT.getShape(), v = vT.getShape();
+static OperandLayout layoutOf(KeySource source) {
+  switch (source) {
+  case KeySource::dense:
+    return {"key", "value", "[B, Hq, Tq, D]", "[B, Hkv, Tk, D]",
+            "[B, Hkv, Tk, Dv]", 4};
+  case KeySource::paged:
+    return {"key cache", "value cache", "[B, Hq, Tq, D]", "[NB, BS, Hkv, D]",
+            "[NB, BS, Hkv, Dv]", 4};
+  case KeySource::packed:
+    return {"key", "value", "[Nq, Hq, D]", "[Nk, Hkv, D]", "[Nk, Hkv, Dv]",
+            3};
+  }
+  llvm_unreachable("unknown key source");
+}
+
+/// Dense keys: one batch, one KV head count and one Tk for K and V.
+static LogicalResult verifyDenseKeys(AttentionOpInterface op) {
+  ArrayRef<int64_t> q = op.getQuery().getType().getShape(),
+                    k = op.getKeys().getType().getShape(),
+                    v = op.getValues().getType().getShape();
   if (!dimsAgree(q[0], k[0]) || !dimsAgree(q[0], v[0]))
-    return emitOpError("expected key and value batch (")
+    return op->emitOpError("expected key and value batch (")
            << k[0] << ", " << v[0] << ") to equal the query batch (" << q[0]
            << ")";
   if (!dimsAgree(k[1], v[1]))
-    return emitOpError("expected key heads (")
+    return op->emitOpError("expected key heads (")
            << k[1] << ") to equal value heads (" << v[1] << ")";
-  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
-      q[1] % k[1] != 0)
-    return emitOpError("expected Hq (")
-           << q[1] << ") to be a multiple of Hkv (" << k[1] << ")";
-  if (!dimsAgree(q[3], k[3]))
-    return emitOpError("expected key head dim (")
-           << k[3] << ") to equal query head dim D (" << q[3] << ")";
   if (!dimsAgree(k[2], v[2]))
-    return emitOpError("expected key length Tk (")
+    return op->emitOpError("expected key length Tk (")
            << k[2] << ") to equal value length (" << v[2] << ")";
+  return success();
+}
 
-  if (failed(verifyResultsAndSlopes(*this, q, v[3], getOutput(), getLse(),
-                                    getAlibi())))
+/// A paged cache: the block table [B, MB] and lengths [B] of the query's
+/// batch, key and value caches of one [NB, BS, Hkv].
+static LogicalResult verifyPagedKeys(PagedSdpaOp op) {
+  auto btT = op.getBlockTable().getType(), slT = op.getSeqLens().getType();
+  ArrayRef<int64_t> q = op.getQuery().getType().getShape(),
+                    k = op.getKeyCache().getType().getShape(),
+                    v = op.getValueCache().getType().getShape();
+  if (failed(verifyNonEmpty(op, {{op.getBlockTable(), "block table"},
+                                 {op.getSeqLens(), "sequence lengths"}})))
     return failure();
-  if (Value mask = getMask())
-    if (failed(verifyMask(*this, cast<RankedTensorType>(mask.getType()), elt,
-                          {q[0], q[1], q[2], k[2]}, "[B, Hq, Tq, Tk] =")))
+  if (btT.getRank() != 2)
+    return op.emitOpError("expected block table to have rank 2 [B, MB], found "
+                          "rank ")
+           << btT.getRank();
+  if (slT.getRank() != 1)
+    return op.emitOpError("expected sequence lengths to have rank 1 [B], "
+                          "found rank ")
+           << slT.getRank();
+  if (!dimsAgree(btT.getDimSize(0), q[0]) ||
+      !dimsAgree(slT.getDimSize(0), q[0]))
+    return op.emitOpError("expected the block table ")
+           << formatShape(btT.getShape()) << " and sequence lengths "
+           << formatShape(slT.getShape()) << " to have the query batch B = "
+           << formatShape(q[0]);
+  for (int d = 0; d < 3; ++d)
+    if (!dimsAgree(k[d], v[d]))
+      return op.emitOpError("expected the key and value caches to agree in "
+                            "[NB, BS, Hkv], found ")
+             << formatShape(k) << " and " << formatShape(v);
+  return success();
+}
+
+/// Packed sequences: offsets [B + 1] of one size, K and V of one
+/// [Nk, Hkv].
+static LogicalResult verifyPackedKeys(VarlenSdpaOp op) {
+  if (failed(verifyOffsets(op, op.getCuSeqlensQ().getType(),
+                           op.getCuSeqlensK().getType())))
+    return failure();
+  ArrayRef<int64_t> k = op.getKey().getType().getShape(),
+                    v = op.getValue().getType().getShape();
+  if (!dimsAgree(k[0], v[0]) || !dimsAgree(k[1], v[1]))
+    return op.emitOpError("expected key ")
+           << formatShape(k) << " and value " << formatShape(v)
+           << " to agree in [Nk, Hkv]";
+  return success();
+}
+
+/// The output and LSE shapes and the ALiBi slopes of `op`.
+static LogicalResult verifyAttentionResults(AttentionOpInterface op) {
+  ArrayRef<int64_t> q = op.getQuery().getType().getShape();
+  int64_t dv = op.getValueHeadDim();
+  if (op.getKeySource() == KeySource::packed)
+    return verifyResultsAndSlopes(op, {q[0], q[1], dv}, "[Nq, Hq, Dv]",
+                                  {q[1], q[0]}, "[Hq, Nq]", q[1],
+                                  op.getOutput(), op.getLse(), op.getAlibi());
+  return verifyResultsAndSlopes(op, {q[0], q[1], q[2], dv}, "[B, Hq, Tq, Dv]",
+                                {q[0], q[1], q[2]}, "[B, Hq, Tq]", q[1],
+                                op.getOutput(), op.getLse(), op.getAlibi());
+}
+
+LogicalResult attn::detail::verifyAttentionOp(Operation *operation) {
+  auto op = cast<AttentionOpInterface>(operation);
+  KeySource source = op.getKeySource();
+  OperandLayout l = layoutOf(source);
+  auto qT = op.getQuery().getType(), kT = op.getKeys().getType(),
+       vT = op.getValues().getType();
+  if (failed(verifyKnownAttributes(op)) ||
+      failed(verifyRank(op, qT, l.rank, "query", l.query)) ||
+      failed(verifyRank(op, kT, 4 - (source == KeySource::packed), l.key,
+                        l.keys)) ||
+      failed(verifyRank(op, vT, 4 - (source == KeySource::packed), l.value,
+                        l.values)) ||
+      failed(verifyNonEmpty(op, {{op.getQuery(), "query"},
+                                 {op.getKeys(), l.key},
+                                 {op.getValues(), l.value},
+                                 {op.getMask(), "mask"},
+                                 {op.getAlibi(), "ALiBi slopes"},
+                                 {op.getOutput(), "output"},
+                                 {op.getLse(), "LSE"}})) ||
+      failed(verifySameElementType(op, qT, kT, vT)))
+    return failure();
+  LogicalResult keys =
+      llvm::TypeSwitch<Operation *, LogicalResult>(op)
+          .Case([](PagedSdpaOp paged) { return verifyPagedKeys(paged); })
+          .Case([](VarlenSdpaOp varlen) { return verifyPackedKeys(varlen); })
+          .Default([&](Operation *) { return verifyDenseKeys(op); });
+  if (failed(keys))
+    return failure();
+  int64_t hq = op.getNumQueryHeads(), hkv = op.getNumKvHeads();
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
+      hq % hkv != 0)
+    return op->emitOpError("expected Hq (")
+           << hq << ") to be a multiple of Hkv (" << hkv << ")";
+  int64_t d = op.getHeadDim(), kd = kT.getDimSize(kT.getRank() - 1);
+  if (!dimsAgree(d, kd))
+    return op->emitOpError("expected ")
+           << l.key << " head dim (" << kd << ") to equal query head dim D ("
+           << d << ")";
+  if (failed(verifyAttentionResults(op)))
+    return failure();
+  if (Value mask = op.getMask()) {
+    ArrayRef<int64_t> q = qT.getShape();
+    if (failed(verifyMask(op, cast<RankedTensorType>(mask.getType()),
+                          qT.getElementType(),
+                          {q[0], q[1], q[2], kT.getDimSize(2)},
+                          "[B, Hq, Tq, Tk] =")))
       return failure();
-  return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
+  }
+  return verifyAttentionAttrs(op, op.getScale(), op.getSoftcap(),
+                              op.getWindow());
 }
 
 LogicalResult SdpaOp::canonicalize(SdpaOp op, PatternRewriter &rewriter) {
@@ -358,146 +459,6 @@ LogicalResult SdpaOp::canonicalize(SdpaOp op, PatternRewriter &rewriter) {
       op.setCausal(CausalKind::top_left);
   });
   return success();
-}
-
-//===----------------------------------------------------------------------===//
-// PagedSdpaOp
-//===----------------------------------------------------------------------===//
-
-double PagedSdpaOp::getEffectiveScale() {
-  return effectiveScale(getScale(), getQuery().getType());
-}
-
-std::pair<int64_t, int64_t> PagedSdpaOp::getWindowBounds() {
-  return windowBounds(getWindow());
-}
-
-int64_t PagedSdpaOp::getGroupSize() {
-  return getQuery().getType().getDimSize(1) /
-         getKeyCache().getType().getDimSize(2);
-}
-
-LogicalResult PagedSdpaOp::verify() {
-  auto qT = getQuery().getType(), kT = getKeyCache().getType(),
-       vT = getValueCache().getType();
-  auto btT = getBlockTable().getType(), slT = getSeqLens().getType();
-  if (failed(verifyKnownAttributes(*this)) ||
-      failed(verifyRank(*this, qT, 4, "query", "[B, Hq, Tq, D]")) ||
-      failed(verifyRank(*this, kT, 4, "key cache", "[NB, BS, Hkv, D]")) ||
-      failed(verifyRank(*this, vT, 4, "value cache", "[NB, BS, Hkv, Dv]")) ||
-      failed(verifyNonEmpty(*this, {{getQuery(), "query"},
-                                    {getKeyCache(), "key cache"},
-                                    {getValueCache(), "value cache"},
-                                    {getBlockTable(), "block table"},
-                                    {getSeqLens(), "sequence lengths"},
-                                    {getAlibi(), "ALiBi slopes"},
-                                    {getOutput(), "output"},
-                                    {getLse(), "LSE"}})) ||
-      failed(verifySameElementType(*this, qT, kT, vT)))
-    return failure();
-  ArrayRef<int64_t> q = qT.getShape(), k = kT.getShape(), v = vT.getShape();
-  if (btT.getRank() != 2)
-    return emitOpError("expected block table to have rank 2 [B, MB], found "
-                       "rank ")
-           << btT.getRank();
-  if (slT.getRank() != 1)
-    return emitOpError("expected sequence lengths to have rank 1 [B], found "
-                       "rank ")
-           << slT.getRank();
-  if (!dimsAgree(btT.getDimSize(0), q[0]) || !dimsAgree(slT.getDimSize(0), q[0]))
-    return emitOpError("expected the block table ")
-           << formatShape(btT.getShape()) << " and sequence lengths "
-           << formatShape(slT.getShape()) << " to have the query batch B = "
-           << formatShape(q[0]);
-  for (int d = 0; d < 3; ++d)
-    if (!dimsAgree(k[d], v[d]))
-      return emitOpError("expected the key and value caches to agree in "
-                         "[NB, BS, Hkv], found ")
-             << formatShape(k) << " and " << formatShape(v);
-  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[2]) &&
-      q[1] % k[2] != 0)
-    return emitOpError("expected Hq (")
-           << q[1] << ") to be a multiple of Hkv (" << k[2] << ")";
-  if (!dimsAgree(q[3], k[3]))
-    return emitOpError("expected key cache head dim (")
-           << k[3] << ") to equal query head dim D (" << q[3] << ")";
-  if (failed(verifyResultsAndSlopes(*this, q, v[3], getOutput(), getLse(),
-                                    getAlibi())))
-    return failure();
-  return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
-}
-
-//===----------------------------------------------------------------------===//
-// VarlenSdpaOp
-//===----------------------------------------------------------------------===//
-
-double VarlenSdpaOp::getEffectiveScale() {
-  return effectiveScale(getScale(), getQuery().getType());
-}
-
-std::pair<int64_t, int64_t> VarlenSdpaOp::getWindowBounds() {
-  return windowBounds(getWindow());
-}
-
-int64_t VarlenSdpaOp::getGroupSize() {
-  return getQuery().getType().getDimSize(1) / getKey().getType().getDimSize(1);
-}
-
-/// The offsets [B + 1] (i32, one size for both) of attn.varlen_sdpa.
-static LogicalResult verifyOffsets(Operation *op, RankedTensorType cuQ,
-                                   RankedTensorType cuK) {
-  if (cuQ.getRank() != 1 || cuK.getRank() != 1)
-    return op->emitOpError("expected cu_seqlens_q and cu_seqlens_k to have "
-                           "rank 1 [B + 1], found ")
-           << formatType(cuQ) << " and " << formatType(cuK);
-  if (!dimsAgree(cuQ.getDimSize(0), cuK.getDimSize(0)))
-    return op->emitOpError("expected cu_seqlens_q ")
-           << formatShape(cuQ.getShape()) << " and cu_seqlens_k "
-           << formatShape(cuK.getShape()) << " to have one size B + 1";
-  for (int64_t n : {cuQ.getDimSize(0), cuK.getDimSize(0)})
-    if (n == 0 || n == 1)
-      return op->emitOpError("expected cu_seqlens_q and cu_seqlens_k to have "
-                             "B + 1 >= 2 entries (at least one sequence), "
-                             "found ")
-             << n;
-  return success();
-}
-
-LogicalResult VarlenSdpaOp::verify() {
-  auto qT = getQuery().getType(), kT = getKey().getType(),
-       vT = getValue().getType();
-  if (failed(verifyKnownAttributes(*this)) ||
-      failed(verifyRank(*this, qT, 3, "query", "[Nq, Hq, D]")) ||
-      failed(verifyRank(*this, kT, 3, "key", "[Nk, Hkv, D]")) ||
-      failed(verifyRank(*this, vT, 3, "value", "[Nk, Hkv, Dv]")) ||
-      failed(verifyOffsets(*this, getCuSeqlensQ().getType(),
-                           getCuSeqlensK().getType())) ||
-      failed(verifySameElementType(*this, qT, kT, vT)))
-    return failure();
-  ArrayRef<int64_t> q = qT.getShape(), k = kT.getShape(), v = vT.getShape();
-  if (failed(verifyNonEmpty(*this, {{getQuery(), "query"},
-                                    {getKey(), "key"},
-                                    {getValue(), "value"},
-                                    {getAlibi(), "ALiBi slopes"},
-                                    {getOutput(), "output"},
-                                    {getLse(), "LSE"}})))
-    return failure();
-  if (!dimsAgree(k[0], v[0]) || !dimsAgree(k[1], v[1]))
-    return emitOpError("expected key ")
-           << formatShape(k) << " and value " << formatShape(v)
-           << " to agree in [Nk, Hkv]";
-  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
-      q[1] % k[1] != 0)
-    return emitOpError("expected Hq (")
-           << q[1] << ") to be a multiple of Hkv (" << k[1] << ")";
-  if (!dimsAgree(q[2], k[2]))
-    return emitOpError("expected key head dim (")
-           << k[2] << ") to equal query head dim D (" << q[2] << ")";
-  if (failed(verifyResultsAndSlopes(*this, {q[0], q[1], v[2]}, "[Nq, Hq, Dv]",
-                                    {q[1], q[0]}, "[Hq, Nq]", q[1], getOutput(),
-                                    getLse(), getAlibi())))
-    return failure();
-  return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
 }
 
 //===----------------------------------------------------------------------===//
@@ -726,7 +687,7 @@ static LogicalResult verifyExponentScale(Operation *op, double c) {
 }
 
 std::pair<int64_t, int64_t> OnlineStepOp::getWindowBounds() {
-  return windowBounds(getWindow());
+  return detail::windowBounds(getWindow());
 }
 
 LogicalResult OnlineStepOp::verify() {

@@ -93,27 +93,22 @@ bool attn::onlyLengthsDynamic(Operation *op) {
   auto staticShape = [](Value v) {
     return !v || cast<RankedTensorType>(v.getType()).hasStaticShape();
   };
-  if (auto sdpa = dyn_cast<SdpaOp>(op)) {
-    Value mask = sdpa.getMask();
+  if (auto attn = dyn_cast<AttentionOpInterface>(op)) {
+    // Heads and head dims (and a cache's block size) choose the kernel.
+    int64_t last = attn.getQueryHeadDimIndex();
+    SmallVector<int64_t, 3> keyDims{attn.getKeyHeadsIndex(), last};
+    if (attn.getKeySource() == KeySource::paged)
+      keyDims.push_back(1);
+    Value mask = attn.getMask();
     // The mask's head dimension (of [B, Hq, Tq, Tk]) when it has one.
     int64_t maskRank =
         mask ? cast<RankedTensorType>(mask.getType()).getRank() : 0;
-    return staticDims(sdpa.getQuery(), {1, 3}) &&
-           staticDims(sdpa.getKey(), {1, 3}) &&
-           staticDims(sdpa.getValue(), {1, 3}) &&
-           staticShape(sdpa.getAlibi()) &&
+    return staticDims(attn.getQuery(), {1, last}) &&
+           staticDims(attn.getKeys(), keyDims) &&
+           staticDims(attn.getValues(), keyDims) &&
+           staticShape(attn.getAlibi()) &&
            (maskRank < 3 || staticDims(mask, {maskRank - 3}));
   }
-  if (auto varlen = dyn_cast<VarlenSdpaOp>(op))
-    return staticDims(varlen.getQuery(), {1, 2}) &&
-           staticDims(varlen.getKey(), {1, 2}) &&
-           staticDims(varlen.getValue(), {1, 2}) &&
-           staticShape(varlen.getAlibi());
-  if (auto paged = dyn_cast<PagedSdpaOp>(op))
-    return staticDims(paged.getQuery(), {1, 3}) &&
-           staticDims(paged.getKeyCache(), {1, 2, 3}) &&
-           staticDims(paged.getValueCache(), {1, 2, 3}) &&
-           staticShape(paged.getAlibi());
   auto mha = cast<MhaOp>(op);
   for (Value w : {mha.getWq(), mha.getWk(), mha.getWv(), mha.getWo(),
                   mha.getBq(), mha.getBk(), mha.getBv(), mha.getBo()})
@@ -248,21 +243,18 @@ static AttentionSpec specOf(OpTy op, double scale, int64_t queryLength,
   return spec;
 }
 
-AttentionSpec AttentionSpec::get(SdpaOp op) {
-  return specOf(
-      op, op.getEffectiveScale(), op.getQuery().getType().getDimSize(2),
-      op.getKey().getType().getDimSize(2), static_cast<bool>(op.getAlibi()));
-}
-
-AttentionSpec AttentionSpec::get(PagedSdpaOp op) {
-  return specOf(op, op.getEffectiveScale(),
-                op.getQuery().getType().getDimSize(2), ShapedType::kDynamic,
+AttentionSpec AttentionSpec::get(AttentionOpInterface op) {
+  // Dense keys: lengths of the operands; a paged cache's key length is per
+  // batch element, packed sequences' lengths per sequence (the tiler gives
+  // each tile its own).
+  KeySource source = op.getKeySource();
+  int64_t tq = source == KeySource::packed
+                   ? ShapedType::kDynamic
+                   : op.getQuery().getType().getDimSize(2);
+  int64_t tk = source == KeySource::dense ? op.getKeys().getType().getDimSize(2)
+                                          : ShapedType::kDynamic;
+  return specOf(op, op.getEffectiveScale(), tq, tk,
                 static_cast<bool>(op.getAlibi()));
-}
-
-AttentionSpec AttentionSpec::get(VarlenSdpaOp op) {
-  return specOf(op, op.getEffectiveScale(), ShapedType::kDynamic,
-                ShapedType::kDynamic, static_cast<bool>(op.getAlibi()));
 }
 
 AttentionSpec AttentionSpec::get(OnlineStepOp op) {

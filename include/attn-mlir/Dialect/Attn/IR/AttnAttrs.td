@@ -24,4 +24,18 @@ def Attn_CausalAttr : EnumAttr<Attn_Dialect, Attn_CausalKind, "causal"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Attn_KeySourceDense : I32EnumAttrCase<"dense", 0>;
+def Attn_KeySourcePaged : I32EnumAttrCase<"paged", 1>;
+def Attn_KeySourcePacked : I32EnumAttrCase<"packed", 2>;
+
+/// Where an attention's keys and values are: `dense` [B, Hkv, Tk, D]
+/// (attn.sdpa), `paged` a cache [NB, BS, Hkv, D] read through a block table
+/// (attn.paged_sdpa), `packed` sequences [Nk, Hkv, D] read through
+/// cumulative offsets (attn.varlen_sdpa).
+def Attn_KeySource : I32EnumAttr<"KeySource", "where the keys are",
+    [Attn_KeySourceDense, Attn_KeySourcePaged, Attn_KeySourcePacked]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
 #endif // ATTN_ATTRS_TD

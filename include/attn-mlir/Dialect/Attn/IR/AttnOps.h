@@ -18,6 +18,26 @@
 #define GET_ATTRDEF_CLASSES
 #include "attn-mlir/Dialect/Attn/IR/AttnAttrs.h.inc"
 
+#include <optional>
+#include <utility>
+
+namespace mlir {
+namespace attn {
+namespace detail {
+/// The `scale` attribute, or 1/sqrt(D).
+double effectiveScale(std::optional<llvm::APFloat> scale, int64_t headDim);
+/// Left and right extents of a `window` attribute, -1 when unbounded (or
+/// no window).
+std::pair<int64_t, int64_t>
+windowBounds(std::optional<llvm::ArrayRef<int64_t>> window);
+/// The checks every attention op shares (AttentionOpInterface).
+LogicalResult verifyAttentionOp(Operation *op);
+} // namespace detail
+} // namespace attn
+} // namespace mlir
+
+#include "attn-mlir/Dialect/Attn/IR/AttnInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h.inc"
 

@@ -9,6 +9,7 @@ include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "attn-mlir/Dialect/Attn/IR/AttnInterfaces.td"
 
 def Attn_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
 def Attn_MaskTensor : RankedTensorOf<[F32, F16, BF16, I1]>;
@@ -17,7 +18,8 @@ def Attn_MaskTensor : RankedTensorOf<[F32, F16, BF16, I1]>;
 // attn.sdpa
 //===----------------------------------------------------------------------===//
 
-def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
+def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
+                                    Attn_AttentionOpInterface]> {
   let summary = "scaled dot-product attention with mask, causal, window, "
                 "softcap and KV grouping";
   let description = [{
@@ -106,15 +108,15 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
   }];
 
   let extraClassDeclaration = [{
-    /// The scale applied to Q·Kᵀ: the `scale` attribute or 1/sqrt(D).
-    double getEffectiveScale();
-    /// Left and right window extents, -1 when unbounded (or no window).
-    std::pair<int64_t, int64_t> getWindowBounds();
-    /// Number of query heads sharing one key/value head (Hq / Hkv).
-    int64_t getGroupSize();
+    ::mlir::attn::KeySource getKeySource() {
+      return ::mlir::attn::KeySource::dense;
+    }
+    ::mlir::TypedValue<::mlir::RankedTensorType> getKeys() { return getKey(); }
+    ::mlir::TypedValue<::mlir::RankedTensorType> getValues() {
+      return getValue();
+    }
   }];
 
-  let hasVerifier = 1;
   let hasCanonicalizeMethod = 1;
 }
 
@@ -122,7 +124,8 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
 // attn.paged_sdpa
 //===----------------------------------------------------------------------===//
 
-def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure]> {
+def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure,
+                                               Attn_AttentionOpInterface]> {
   let summary = "scaled dot-product attention over a paged KV cache "
                 "(vLLM's layout)";
   let description = [{
@@ -180,26 +183,28 @@ def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure]> {
   }];
 
   let extraClassDeclaration = [{
-    /// The scale applied to Q·Kᵀ: the `scale` attribute or 1/sqrt(D).
-    double getEffectiveScale();
-    /// Left and right window extents, -1 when unbounded (or no window).
-    std::pair<int64_t, int64_t> getWindowBounds();
-    /// Number of query heads sharing one key/value head (Hq / Hkv).
-    int64_t getGroupSize();
+    ::mlir::attn::KeySource getKeySource() {
+      return ::mlir::attn::KeySource::paged;
+    }
+    ::mlir::TypedValue<::mlir::RankedTensorType> getKeys() {
+      return getKeyCache();
+    }
+    ::mlir::TypedValue<::mlir::RankedTensorType> getValues() {
+      return getValueCache();
+    }
     /// BS: the keys of one cache block.
     int64_t getBlockSize() { return getKeyCache().getType().getDimSize(1); }
-    /// No mask operand (the accessor the shared attention code reads).
+    /// No mask operand.
     ::mlir::Value getMask() { return {}; }
   }];
-
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // attn.varlen_sdpa
 //===----------------------------------------------------------------------===//
 
-def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure]> {
+def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure,
+                                                 Attn_AttentionOpInterface]> {
   let summary = "scaled dot-product attention over a packed batch of "
                 "sequences of different lengths (FlashAttention's varlen)";
   let description = [{
@@ -263,17 +268,16 @@ def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure]> {
   }];
 
   let extraClassDeclaration = [{
-    /// The scale applied to Q·Kᵀ: the `scale` attribute or 1/sqrt(D).
-    double getEffectiveScale();
-    /// Left and right window extents, -1 when unbounded (or no window).
-    std::pair<int64_t, int64_t> getWindowBounds();
-    /// Number of query heads sharing one key/value head (Hq / Hkv).
-    int64_t getGroupSize();
-    /// No mask operand (the accessor the shared attention code reads).
+    ::mlir::attn::KeySource getKeySource() {
+      return ::mlir::attn::KeySource::packed;
+    }
+    ::mlir::TypedValue<::mlir::RankedTensorType> getKeys() { return getKey(); }
+    ::mlir::TypedValue<::mlir::RankedTensorType> getValues() {
+      return getValue();
+    }
+    /// No mask operand.
     ::mlir::Value getMask() { return {}; }
   }];
-
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

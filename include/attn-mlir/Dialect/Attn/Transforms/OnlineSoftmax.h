@@ -45,11 +45,10 @@ struct AttentionSpec {
   Value queryLengthValue, keyLengthValue;
   bool hasMask = false, floatMask = false, hasAlibi = false;
 
-  static AttentionSpec get(SdpaOp op);
-  /// With keyLength dynamic and no value: the length is per batch element.
-  static AttentionSpec get(PagedSdpaOp op);
-  /// Both lengths dynamic and without values: they are per sequence.
-  static AttentionSpec get(VarlenSdpaOp op);
+  /// Of a paged cache: keyLength dynamic and no value (the length is per
+  /// batch element); of packed sequences: both lengths dynamic without
+  /// values (they are per sequence).
+  static AttentionSpec get(AttentionOpInterface op);
   static AttentionSpec get(OnlineStepOp op);
 };
 
