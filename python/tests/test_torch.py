@@ -276,9 +276,13 @@ def _ring_worker(rank, world, port, cases, failures):
             check(whole, exp, dtype)
     except BaseException as e:  # reported by the parent
         failures.put(f"rank {rank}: {type(e).__name__}: {e}")
-        raise
-    finally:
         dist.destroy_process_group()
+        raise
+    # Every rank reaches this barrier before any closes its connections: a
+    # rank that tore down gloo while a slower peer (4 ranks on 2 cores) was
+    # still finishing the last collective aborted the process in CI.
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def _free_port():
