@@ -35,6 +35,7 @@ destroy it and create a new one.
 import datetime
 import os
 import struct
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -152,7 +153,10 @@ _GATHER_FIELDS = [
 ]
 _FIELDS = {1: _RING_FIELDS, 2: [], 3: _GATHER_FIELDS}
 
-_calls = {}  # id(process group) -> [the group, calls agreed on it]
+# process group -> calls agreed on it. Weak, so that destroy_process_group
+# frees the group: a group kept alive here would be torn down only at
+# interpreter exit, when gloo's threads abort the process.
+_calls = weakref.WeakKeyDictionary()
 
 
 def _group_key(group):
@@ -235,9 +239,10 @@ def _agree(kind, values, group, rank, world, timeout, status=_OK, error=None):
     failed (its class; RingAttentionError for a failure during the ring),
     or a ValueError naming what the ranks disagree on, or a
     RingAttentionError when some rank does not answer within `timeout`."""
-    entry = _calls.setdefault(id(_group_key(group)), [_group_key(group), 0])
+    key = _group_key(group)
+    calls = _calls.get(key, 0)
     what = _KINDS[kind]
-    desc = _descriptor(kind, entry[1], values, status, error)
+    desc = _descriptor(kind, calls, values, status, error)
     try:
         rows = _gather_descriptors(desc, group, world, timeout)
     except RuntimeError as e:
@@ -261,8 +266,8 @@ def _agree(kind, values, group, rank, world, timeout, status=_OK, error=None):
     if problem:
         raise ValueError(f"{what}: the ranks of the group disagree (each must pass its shard "
                          f"of one sequence, with the same options): {problem}")
-    entry[1] += 1
-    return entry[1] - 1
+    _calls[key] = calls + 1
+    return calls
 
 
 def _peer_failure(rows, failed, kind, world, error):

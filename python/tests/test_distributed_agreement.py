@@ -291,3 +291,31 @@ def test_timeout_setting(monkeypatch, timeout, env, expect):
     else:
         with pytest.raises(ValueError, match=expect):
             ad._timeout(timeout)
+
+
+_RELEASE_SCRIPT = """
+import gc, sys, weakref
+import torch, torch.distributed as dist
+from attn_mlir import distributed as ad
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d", rank=0, world_size=1)
+q = torch.randn(1, 2, 8, 16)
+ad.ring_attention(q, q, q, is_causal=True)
+group = weakref.ref(dist.group.WORLD)
+dist.destroy_process_group()
+gc.collect()
+sys.exit(0 if group() is None else 3)
+"""
+
+
+def test_a_destroyed_group_is_freed():
+    """ring_attention must not keep a process group alive after
+    destroy_process_group: one kept alive is torn down at interpreter exit,
+    when gloo's threads abort the process (SIGABRT, "terminate called
+    without an active exception")."""
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, "-c", _RELEASE_SCRIPT % _free_port()],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, (
+        "the process group outlived destroy_process_group" if run.returncode == 3
+        else f"exit {run.returncode}: {run.stderr[-2000:]}")
