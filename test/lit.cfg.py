@@ -40,6 +40,8 @@ config.substitutions.append(
 # sanitizers (their runtimes live in the executables).
 if config.attn_sanitizers.upper() not in ("ON", "TRUE", "1", "YES"):
     config.available_features.add("capi")
+else:
+    config.available_features.add("sanitizers")
 # The python3 on PATH, when it has numpy (make check installs it there; lit
 # itself may run on another interpreter): independent fp64 checks in numpy.
 _np_python = shutil.which("python3", path=config.environment["PATH"])
