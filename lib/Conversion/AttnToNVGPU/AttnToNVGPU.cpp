@@ -999,6 +999,10 @@ namespace {
 /// indices and the visible key blocks from these facts, so the matcher
 /// checks that the nest says exactly that.
 struct TiledAttention {
+  /// attn-tile's plan of the nest (of its last forall): the schedule, the
+  /// key source and the block sizes are read from it, and the nest is
+  /// checked to be what it says.
+  PlanAttr plan;
   scf::ForallOp forall;
   scf::ForOp loop;
   mutable OnlineStepOp step; // Op accessors are not const.
@@ -1023,7 +1027,7 @@ struct TiledAttention {
   Value cuQ, cuK;
   /// A decode nest: several heads per tile or split keys (a tile of one
   /// head and one split is the prefill nest's).
-  bool decode() const { return packed > 1 || combine; }
+  bool decode() const { return plan.getSchedule() != Schedule::prefill; }
 };
 
 /// The tensor, defined outside the nest, that a tile is sliced (or an
@@ -1137,6 +1141,12 @@ static bool insertsSplitStates(scf::ForallOp split, scf::ForallOp combine,
 static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
                                     std::string &why) {
   t.forall = forall;
+  t.plan = forall->getAttrOfType<PlanAttr>(kPlanAttrName);
+  if (!t.plan) {
+    why = "its scf.forall records no #attn.plan (attn-tile records the plan "
+          "of each forall it builds)";
+    return failure();
+  }
   if (forall.getRank() != 3) {
     why = "the nest must be an scf.forall over (b, h, q-block)";
     return failure();
@@ -1158,6 +1168,13 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
           "attn.online_finish (no chunks)";
     return failure();
   }
+  if ((t.plan.getSchedule() == Schedule::combine) != !merges.empty()) {
+    why = "its #attn.plan's schedule is " +
+          stringifySchedule(t.plan.getSchedule()).str() +
+          (merges.empty() ? ", but it merges no split"
+                          : ", but it merges partial states");
+    return failure();
+  }
   if (!merges.empty()) {
     // Split-KV: the partial states of a forall over (b, group, split),
     // merged over the splits by this one.
@@ -1170,7 +1187,13 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
             ? getConstantIntValue(t.forall.getMixedUpperBound()[2])
             : std::nullopt;
     OnlineMergeOp merge = merges.front();
-    if (!n || !mergeLoop || !mergesFromStart(mergeLoop, merge) ||
+    PlanAttr split = PlanAttr::get(
+        forall.getContext(), Schedule::split, t.plan.getKeys(),
+        t.plan.getQueryBlock(), t.plan.getHeads(), t.plan.getKeyBlock(),
+        t.plan.getSplits(), t.plan.getCacheBlock());
+    if (!n || *n != t.plan.getSplits() || !mergeLoop ||
+        t.forall->getAttr(kPlanAttrName) != split ||
+        !mergesFromStart(mergeLoop, merge) ||
         !llvm::equal(t.finish->getOperands(), mergeLoop.getResults()) ||
         getConstantIntValue(mergeLoop.getUpperBound()) != n) {
       why = "attn.online_merge must merge, over a constant number of "
@@ -1179,7 +1202,7 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
             "(attn-tile's decode schedule with a static kv-splits)";
       return failure();
     }
-    t.splits = *n;
+    t.splits = t.plan.getSplits();
   }
   SmallVector<OnlineStepOp> steps;
   t.forall.walk([&](OnlineStepOp s) { steps.push_back(s); });
@@ -1188,7 +1211,11 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
     return failure();
   }
   t.step = steps.front();
-  t.packed = t.step.getPackedHeads();
+  t.packed = t.plan.getHeads();
+  if (t.step.getPackedHeads() != t.packed) {
+    why = "attn.online_step must pack the heads its #attn.plan says";
+    return failure();
+  }
   t.loop = dyn_cast<scf::ForOp>(t.step->getParentOp());
   if (!t.loop || t.loop->getParentOp() != t.forall ||
       !llvm::equal(
@@ -1420,14 +1447,21 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   Value b = ivs[0], h = ivs[1], q0 = t.step.getQueryOffset(),
         kb = t.loop.getInductionVar();
   Value kvh;
-  bool varlen = matchVarlenTiles(t, b, h, kvh);
+  // The plan says where the keys are; the tiles must be read from there.
+  KeySource keys = t.plan.getKeys();
+  bool varlen = keys == KeySource::packed;
+  if (varlen && !matchVarlenTiles(t, b, h, kvh))
+    return failure();
   if (!varlen) {
     t.qType = staticHeadsType(q, 4);
     t.kType = staticHeadsType(k, 4);
     t.vType = staticHeadsType(v, 4);
     if (!t.qType || !t.kType || !t.vType)
       return failure();
-    if (matchPagedKeys(t, b, kb, kvh)) {
+    if (keys == KeySource::paged) {
+      if (!matchPagedKeys(t, b, kb, kvh) ||
+          t.blockSize != t.plan.getCacheBlock())
+        return failure();
       t.kType = pagedView(t.qType, t.kType);
       t.vType = pagedView(t.qType, t.vType);
     }
@@ -1549,27 +1583,28 @@ static FailureOr<TiledAttention> matchTiledAttention(scf::ForallOp forall,
   if (failed(matchStructure(forall, t, why)) || failed(matchTiles(t, why)) ||
       failed(matchFacts(t, why)))
     return failure();
-  // The query block: q0 = qb · BM (qb the forall's third index); a
-  // decode tile: every row of its heads, from 0.
-  std::optional<int64_t> rows;
+  // The blocks are the plan's, and the nest tiles by them: q0 = qb · BM
+  // (qb the forall's third index); a decode tile every row of its heads
+  // from 0; the key loop steps by the key block.
   Value q0 = t.step.getQueryOffset(), qb = t.forall.getInductionVars()[2];
+  int64_t bm = t.plan.getQueryBlock();
+  bool queries;
   if (t.decode()) {
-    if (isConstantIntValue(q0, 0) && !t.qType.isDynamicDim(2) &&
-        t.step.getQuery().getType().getDimSize(0) ==
-            t.packed * t.qType.getDimSize(2))
-      rows = t.packed * t.qType.getDimSize(2);
-  } else if (q0 == qb)
-    rows = 1;
-  else if (auto mul = q0.getDefiningOp<arith::MulIOp>())
-    if (mul.getLhs() == qb)
-      rows = getConstantIntValue(mul.getRhs());
-  std::optional<int64_t> step = getConstantIntValue(t.loop.getStep());
-  t.queryBlock = rows ? *rows : 0;
-  t.keyBlock = step ? *step : 0;
-  if (!rows || !step) {
-    why = "the query offset must be the forall's block index times a "
-          "constant (of a decode tile: 0, every row of its heads, a static "
-          "Tq) and the key loop step a constant";
+    t.queryBlock = t.packed * bm;
+    queries = isConstantIntValue(q0, 0) && t.qType.getDimSize(2) == bm &&
+              t.step.getQuery().getType().getDimSize(0) == t.queryBlock;
+  } else {
+    t.queryBlock = bm;
+    auto mul = q0.getDefiningOp<arith::MulIOp>();
+    queries = (bm == 1 && q0 == qb) ||
+              (mul && mul.getLhs() == qb && isConstantIntValue(mul.getRhs(), bm));
+  }
+  t.keyBlock = t.plan.getKeyBlock();
+  if (!queries || !isConstantIntValue(t.loop.getStep(), t.keyBlock)) {
+    why = "the nest must tile by its #attn.plan's blocks: the query offset "
+          "the forall's block index times query_block (of a decode tile: 0, "
+          "every row of its heads, a static Tq = query_block) and the key "
+          "loop stepping by key_block";
     return failure();
   }
   return t;

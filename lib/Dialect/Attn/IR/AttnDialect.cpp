@@ -44,3 +44,35 @@ void AttnDialect::initialize() {
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.cpp.inc"
       >();
 }
+
+/// What a plan says of itself; what it says of its nest attn-verify-tiled
+/// checks.
+LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               Schedule schedule, KeySource keys,
+                               int64_t queryBlock, int64_t heads,
+                               int64_t keyBlock, int64_t splits,
+                               int64_t cacheBlock) {
+  if (queryBlock < 1 || heads < 1 || keyBlock < 1)
+    return emitError() << "#attn.plan: query_block, heads and key_block must "
+                          "be at least 1";
+  if (splits < 0)
+    return emitError() << "#attn.plan: splits must be at least 0 (0: chosen "
+                          "at run time)";
+  if ((keys == KeySource::paged) != (cacheBlock > 0))
+    return emitError() << "#attn.plan: cache_block must be > 0 exactly when "
+                          "keys = paged (got "
+                       << cacheBlock << ")";
+  if (cacheBlock > 0 && cacheBlock % keyBlock != 0)
+    return emitError() << "#attn.plan: key_block " << keyBlock
+                       << " must divide cache_block " << cacheBlock
+                       << " (a key block never straddles a cache block)";
+  // Split and combine schedules may split in 1 (the all-groups paged
+  // nest always splits, into as many ranges as pay).
+  if ((schedule == Schedule::prefill || schedule == Schedule::decode) &&
+      splits != 1)
+    return emitError() << "#attn.plan: a " << stringifySchedule(schedule)
+                       << " schedule has splits = 1 (got " << splits << ")";
+  if (schedule == Schedule::prefill && heads != 1)
+    return emitError() << "#attn.plan: a prefill tile holds one head";
+  return success();
+}

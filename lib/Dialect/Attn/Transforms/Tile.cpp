@@ -673,6 +673,22 @@ static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
   finishInto(bld, t, qt, loop.getResults(), forall);
 }
 
+/// Records on `forall` the plan it runs: `schedule`, `rows` query rows per
+/// tile and head, `heads` heads per tile, `splits` key splits (recorded
+/// as 0 when only known at run time).
+static void recordPlan(scf::ForallOp forall, const SdpaTiling &t,
+                       Schedule schedule, int64_t rows, int64_t heads,
+                       OpFoldResult splits) {
+  KeySource keys = t.paged    ? KeySource::paged
+                   : t.varlen ? KeySource::packed
+                              : KeySource::dense;
+  forall->setAttr(kPlanAttrName,
+                  PlanAttr::get(forall.getContext(), schedule, keys, rows,
+                                heads, t.bk,
+                                getConstantIntValue(splits).value_or(0),
+                                t.paged ? t.paged->blockSize : 0));
+}
+
 /// One scf.forall over (b, h, q-block) of `blocks`, into `outs`.
 static scf::ForallOp buildForall(RewriterBase &rewriter, const SdpaTiling &t,
                                  const QueryBlocks &blocks, ValueRange outs) {
@@ -681,6 +697,7 @@ static scf::ForallOp buildForall(RewriterBase &rewriter, const SdpaTiling &t,
   SmallVector<OpFoldResult> ubs{t.batchSize, rewriter.getIndexAttr(t.hq),
                                 blocks.count};
   auto forall = scf::ForallOp::create(rewriter, loc, ubs, outs, std::nullopt);
+  recordPlan(forall, t, Schedule::prefill, t.bq, 1, rewriter.getIndexAttr(1));
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(forall.getBody());
   buildQueryTile(bld, t, forall, blocks);
@@ -975,6 +992,7 @@ static TiledSdpa buildAllGroupsNest(RewriterBase &rewriter,
   auto split = scf::ForallOp::create(
       rewriter, loc, ArrayRef<OpFoldResult>{t.batchSize, one, splits}, parts,
       std::nullopt);
+  recordPlan(split, t, Schedule::split, rows, heads, splits);
   {
     OpBuilder::InsertionGuard inner(rewriter);
     rewriter.setInsertionPointToStart(split.getBody());
@@ -1008,6 +1026,7 @@ static TiledSdpa buildAllGroupsNest(RewriterBase &rewriter,
       rewriter, loc,
       ArrayRef<OpFoldResult>{t.batchSize, rewriter.getIndexAttr(tiles), one},
       outs, std::nullopt);
+  recordPlan(combine, t, Schedule::combine, rows, heads, splits);
   rewriter.setInsertionPointToStart(combine.getBody());
   QueryTile qt = decodeTile(bld, t, combine, rows, heads, false);
   scf::ForOp merged = mergeSplits(bld, t, combine, split.getResults(),
@@ -1048,6 +1067,7 @@ static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
             {}};
   if (getConstantIntValue(splits) == 1) {
     scf::ForallOp whole = forall(one, outs);
+    recordPlan(whole, t, Schedule::decode, rows, heads, splits);
     rewriter.setInsertionPointToStart(whole.getBody());
     QueryTile qt = decodeTile(bld, t, whole, rows, heads, true);
     auto [lo, hi] = tileKeyRange(bld, t, qt);
@@ -1063,6 +1083,7 @@ static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
       bld.empty({t.batchSize, groupsA, splits, m, dvA},
                 rewriter.getF32Type())};
   scf::ForallOp split = forall(splits, parts);
+  recordPlan(split, t, Schedule::split, rows, heads, splits);
   {
     OpBuilder::InsertionGuard inner(rewriter);
     rewriter.setInsertionPointToStart(split.getBody());
@@ -1079,6 +1100,7 @@ static TiledSdpa buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
       insertState(bld, split, state, part);
   }
   scf::ForallOp combine = forall(one, outs);
+  recordPlan(combine, t, Schedule::combine, rows, heads, splits);
   rewriter.setInsertionPointToStart(combine.getBody());
   QueryTile qt = decodeTile(bld, t, combine, rows, heads, false);
   scf::ForOp merged = mergeSplits(bld, t, combine, split.getResults(),
@@ -1267,6 +1289,7 @@ static TiledSdpa buildVarlenNest(RewriterBase &rewriter, VarlenSdpaOp op,
   auto forall = scf::ForallOp::create(
       rewriter, loc, ArrayRef<OpFoldResult>{t.batchSize, hqA, blocks}, outs,
       std::nullopt);
+  recordPlan(forall, t, Schedule::prefill, t.bq, 1, rewriter.getIndexAttr(1));
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(forall.getBody());
   SmallVector<Value> ivs = llvm::to_vector(forall.getInductionVars());

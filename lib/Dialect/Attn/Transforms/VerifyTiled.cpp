@@ -100,6 +100,118 @@ static LogicalResult verifyExponentScale(Operation *op, double c) {
   return success();
 }
 
+/// The key loop of `step`: the scf.for whose index is its key offset.
+static scf::ForOp keyLoopOf(OnlineStepOp step) {
+  auto kb = dyn_cast<BlockArgument>(step.getKeyOffset());
+  auto loop = kb ? dyn_cast<scf::ForOp>(kb.getOwner()->getParentOp())
+                 : scf::ForOp();
+  return loop && loop.getInductionVar() == kb ? loop : scf::ForOp();
+}
+
+/// The steps of a forall against its plan: key loops stepping by
+/// key_block, tiles of `heads` heads and at most query_block rows each.
+static LogicalResult verifySteps(scf::ForallOp forall, PlanAttr plan) {
+  WalkResult r = forall->walk([&](OnlineStepOp step) {
+    scf::ForOp loop = keyLoopOf(step);
+    std::optional<int64_t> by =
+        loop ? getConstantIntValue(loop.getStep()) : std::nullopt;
+    int64_t rows = step.getQuery().getType().getDimSize(0);
+    InFlightDiagnostic diag = step->emitOpError(
+        "breaks the attn-tile contract: its forall's #attn.plan says ");
+    if (by != plan.getKeyBlock())
+      diag << "key_block = " << plan.getKeyBlock()
+           << ", but its key offset is not the index of a key loop stepping "
+              "by that many keys";
+    else if (step.getPackedHeads() != plan.getHeads())
+      diag << "heads = " << plan.getHeads() << ", but the step packs "
+           << step.getPackedHeads();
+    else if (!ShapedType::isDynamic(rows) &&
+             rows > plan.getQueryBlock() * plan.getHeads())
+      diag << "query_block = " << plan.getQueryBlock() << " and heads = "
+           << plan.getHeads() << ", but the step takes " << rows << " rows";
+    else {
+      diag.abandon();
+      return WalkResult::advance();
+    }
+    return WalkResult::interrupt();
+  });
+  return failure(r.wasInterrupted());
+}
+
+/// What a forall's schedule implies of the ops in it and of the foralls
+/// after it: a split forall's partial states are read by a combine forall
+/// of the same plan but its schedule, which merges and finishes them.
+static LogicalResult verifySchedule(scf::ForallOp forall, PlanAttr plan) {
+  auto count = [&](auto opTag) {
+    using OpTy = decltype(opTag);
+    int64_t n = 0;
+    forall->walk([&](OpTy) { ++n; });
+    return n;
+  };
+  int64_t steps = count(OnlineStepOp()), finishes = count(OnlineFinishOp());
+  Schedule schedule = plan.getSchedule();
+  auto fail = [&](const Twine &what) {
+    return forall->emitOpError("breaks the attn-tile contract: its "
+                               "#attn.plan's schedule is ")
+           << stringifySchedule(schedule) << ", but " << what;
+  };
+  if ((schedule == Schedule::combine) != (steps == 0))
+    return fail(steps ? "the forall steps through keys"
+                      : "the forall has no attn.online_step");
+  if ((schedule == Schedule::split) != (finishes == 0))
+    return fail(finishes ? "the forall finishes its states"
+                         : "the forall finishes no state");
+  if (schedule == Schedule::split) {
+    std::optional<int64_t> n =
+        getConstantIntValue(forall.getMixedUpperBound()[2]);
+    if (n.value_or(0) != plan.getSplits())
+      return fail("its third dimension is not of splits = " +
+                  Twine(plan.getSplits()) +
+                  " (0: a number known only at run time)");
+    for (Operation *user : forall->getUsers()) {
+      auto combine = user->getParentOfType<scf::ForallOp>();
+      auto theirs = combine ? combine->getAttrOfType<PlanAttr>(kPlanAttrName)
+                            : PlanAttr();
+      if (!theirs ||
+          theirs != PlanAttr::get(plan.getContext(), Schedule::combine,
+                                  plan.getKeys(), plan.getQueryBlock(),
+                                  plan.getHeads(), plan.getKeyBlock(),
+                                  plan.getSplits(), plan.getCacheBlock()))
+        return fail("its partial states are read by a forall whose plan is "
+                    "not the same plan's combine schedule");
+    }
+  }
+  return success();
+}
+
+/// Every forall of the nest records the plan it runs (attn-tile's
+/// #attn.plan), and the nest is what the plan says.
+static LogicalResult verifyPlans(Operation *root) {
+  WalkResult r = root->walk([&](scf::ForallOp forall) {
+    bool nest = forall->walk([](Operation *op) {
+                        return isa<OnlineStepOp, OnlineMergeOp, OnlineFinishOp>(
+                                   op)
+                                   ? WalkResult::interrupt()
+                                   : WalkResult::advance();
+                      })
+                    .wasInterrupted();
+    if (!nest)
+      return WalkResult::advance();
+    auto plan = forall->getAttrOfType<PlanAttr>(kPlanAttrName);
+    if (!plan) {
+      forall->emitOpError("breaks the attn-tile contract: a forall of the "
+                          "loop nest must record its plan as `")
+          << kPlanAttrName << " = #attn.plan<...>` (attn-tile does)";
+      return WalkResult::interrupt();
+    }
+    return failed(verifySteps(forall, plan)) ||
+                   failed(verifySchedule(forall, plan))
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
 LogicalResult attn::verifyTiledContract(Operation *root) {
   WalkResult result = root->walk([&](Operation *op) {
     LogicalResult ok = success();
@@ -128,7 +240,8 @@ LogicalResult attn::verifyTiledContract(Operation *root) {
     }
     return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
   });
-  return failure(result.wasInterrupted());
+  // The plans are checked against a nest that is well formed.
+  return failure(result.wasInterrupted() || failed(verifyPlans(root)));
 }
 
 namespace {

@@ -38,4 +38,54 @@ def Attn_KeySource : I32EnumAttr<"KeySource", "where the keys are",
   let genSpecializedAttr = 0;
 }
 
+def Attn_SchedulePrefill : I32EnumAttrCase<"prefill", 0>;
+def Attn_ScheduleDecode : I32EnumAttrCase<"decode", 1>;
+def Attn_ScheduleSplit : I32EnumAttrCase<"split", 2>;
+def Attn_ScheduleCombine : I32EnumAttrCase<"combine", 3>;
+
+/// How attn-tile maps an attention to parallel tasks: `prefill` a task per
+/// (b, query head, query block); `decode` a task per (b, KV-head group)
+/// whose tile packs the group's query heads; `split` the decode tasks
+/// further split over key ranges, each writing a partial state; `combine`
+/// the task per (b, group) that merges a split's partial states.
+def Attn_Schedule : I32EnumAttr<"Schedule", "how an attention is tiled",
+    [Attn_SchedulePrefill, Attn_ScheduleDecode, Attn_ScheduleSplit,
+     Attn_ScheduleCombine]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
+/// The plan attn-tile chose for one scf.forall of the loop nest, recorded
+/// on it as `attn.plan` so that the backends read the schedule instead of
+/// rebuilding it from slice shapes, and attn-verify-tiled checks the nest
+/// against it (docs/Design.md, "The plan").
+def Attn_PlanAttr : AttrDef<Attn_Dialect, "Plan"> {
+  let mnemonic = "plan";
+  let summary = "attn-tile's schedule of one forall of the loop nest";
+  let description = [{
+    `#attn.plan<schedule = decode, keys = paged, query_block = 1, heads = 4,
+    key_block = 16, splits = 8, cache_block = 16>`:
+
+    - `schedule`: prefill, decode, split or combine (see Attn_Schedule);
+    - `keys`: where the keys are read from: dense, paged (through a block
+      table) or packed (varlen sequences through cumulative offsets);
+    - `query_block`: the query rows of a tile per head (a prefill tile holds
+      at most this many; a decode tile exactly Tq);
+    - `heads`: the query heads one tile packs (1 outside decode);
+    - `key_block`: the keys one attn.online_step takes (the key loop's
+      step);
+    - `splits`: key-range splits of a decode task: 1 unsplit, 0 chosen at
+      run time from the batch and the key length;
+    - `cache_block`: a paged cache's block size (0 unless keys = paged);
+      key blocks never straddle one, so key_block divides it.
+  }];
+  let parameters = (ins EnumParameter<Attn_Schedule>:$schedule,
+                        EnumParameter<Attn_KeySource>:$keys,
+                        "int64_t":$query_block, "int64_t":$heads,
+                        "int64_t":$key_block, "int64_t":$splits,
+                        "int64_t":$cache_block);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // ATTN_ATTRS_TD

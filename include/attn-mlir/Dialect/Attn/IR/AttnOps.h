@@ -18,6 +18,12 @@
 #define GET_ATTRDEF_CLASSES
 #include "attn-mlir/Dialect/Attn/IR/AttnAttrs.h.inc"
 
+namespace mlir::attn {
+/// The discardable attribute under which attn-tile records its PlanAttr
+/// on each scf.forall of a loop nest.
+inline constexpr llvm::StringLiteral kPlanAttrName = "attn.plan";
+} // namespace mlir::attn
+
 #include <optional>
 #include <utility>
 

@@ -122,6 +122,12 @@ def AttnTilePass : Pass<"attn-tile"> {
     of the output (and LSE) tile. The scores of one `q-block x kv-block`
     tile are the only ones that ever exist, so memory is O(T), not O(T²).
 
+    Each forall records the plan it runs as `attn.plan = #attn.plan<...>`
+    (schedule prefill / decode / split / combine, key source dense / paged
+    / packed, query and key blocks, packed heads, splits, a paged cache's
+    block size): the backends read the schedule from it, and
+    `attn-verify-tiled` checks the nest against it.
+
     - GQA/MQA: the loop slices key/value head `h / (Hq / Hkv)`; K and V are
       never copied per head.
     - Causal and window masks bound the key loop of each query block, so
@@ -212,8 +218,14 @@ def AttnVerifyTiledPass : Pass<"attn-verify-tiled"> {
     `attn.online_merge` updates the (m, l, acc) that its `scf.for` carries
     and yields the result, inside the `scf.forall` over (b, h, q-block); every
     `attn.online_finish` finishes the state a key loop returns, inside the
-    forall. The CPU pipeline runs it after attn-tile; a violation is an
-    error on the op.
+    forall. Then each forall of a well-formed nest against the
+    `#attn.plan` attn-tile recorded on it: a forall without one, a key
+    loop not stepping by `key_block`, a step packing other than `heads`
+    heads or taking more than `query_block · heads` rows, a split forall
+    whose third dimension is not `splits` or that finishes its states, a
+    combine forall that steps through keys, and partial states read by a
+    forall other than the same plan's combine are errors. The CPU pipeline
+    runs it after attn-tile; a violation is an error on the op.
   }];
 }
 
