@@ -263,6 +263,9 @@ def _load_capi(path):
                                  ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p,
                                  ctypes.c_size_t]
     lib.attn_rt_call.restype = ctypes.c_int
+    lib.attn_rt_set_num_threads.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
+                                            ctypes.c_size_t]
+    lib.attn_rt_set_num_threads.restype = ctypes.c_int
     return lib
 
 
@@ -314,6 +317,19 @@ def artifact_problem(path, source=None):
 
 
 _MAX_PLANS = 4096  # call plans kept per artifact
+
+def set_caller_threads(count, passive_wait=False):
+    """The threads that CPU calls made from this thread run on
+    (attn_rt_set_num_threads, a per-thread setting): `count` in [1, 1024],
+    or 0 for the default policy (ATTN_MLIR_NUM_THREADS, else
+    OMP_NUM_THREADS, else the CPUs this process may use). With
+    `passive_wait` the kernels' OpenMP workers sleep as soon as a call ends
+    instead of spinning, for callers with a thread pool of their own."""
+    err = ctypes.create_string_buffer(256)
+    if _capi().attn_rt_set_num_threads(int(count), int(bool(passive_wait)), err,
+                                       len(err)) != 0:
+        raise ValueError(err.value.decode(errors="replace"))
+
 
 # CApi.h's dtype codes (attn_rt_tensor.dtype).
 _DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2, "bool": 3, "i32": 4}

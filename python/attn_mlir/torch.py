@@ -34,12 +34,14 @@ attn_mlir.varlen_attention(..., device="cuda") runs host arrays on the GPU).
 Inference only: the op has no backward (a backward through it is a
 NotImplementedError saying so).
 """
+import os
+import threading
 import weakref
 
 import torch
 from torch import Tensor
 
-from ._tools import check_bool, check_number
+from ._tools import check_bool, check_number, set_caller_threads
 from .paged import check_cache_shapes, check_table_shapes, paged_artifact
 from .varlen import check_packed_shapes, varlen_artifact
 from .sdpa import (attention_attrs, check_mask_shape, check_qkv_ranks, check_qkv_shapes,
@@ -388,6 +390,21 @@ def _new_outputs(query, dv, return_lse):
             query.new_empty(lse if return_lse else (0,), dtype=torch.float32))
 
 
+_caller = threading.local()  # the torch thread count each thread last handed on
+
+
+def _torch_threads():
+    """CPU calls run on torch's intra-op thread count (torch.get_num_threads()
+    of the calling thread), their OpenMP workers sleeping between calls so
+    that they never spin against torch's own pool; ATTN_MLIR_NUM_THREADS,
+    when set, wins (the runtime's default policy). Handed to the runtime
+    when it changes, per calling thread."""
+    n = torch.get_num_threads()
+    if getattr(_caller, "threads", None) != n:
+        set_caller_threads(0 if os.environ.get("ATTN_MLIR_NUM_THREADS") else n, True)
+        _caller.threads = n
+
+
 def _run(art, entry, plan, inputs, dv, return_lse, stream=None, empty_lse=True):
     """Runs `entry` on `inputs` (dense; the query first) into new result
     tensors: (output, LSE), the output's head dim `dv` (None: the query's,
@@ -405,6 +422,8 @@ def _run(art, entry, plan, inputs, dv, return_lse, stream=None, empty_lse=True):
     ptrs.append(out.data_ptr())
     if return_lse:
         ptrs.append(lse.data_ptr())
+    if stream is None:
+        _torch_threads()
     art.run(entry, plan, ptrs, stream)
     return out, lse
 

@@ -446,3 +446,37 @@ def test_other_devices_are_named():
     refuse = at._cpu_only("paged_sdpa", ("query", "key_cache"))
     with pytest.raises(RuntimeError, match="paged_sdpa runs CPU tensors; key_cache is on meta"):
         refuse(torch.zeros(1), torch.zeros(1, device="meta"))
+
+
+_THREADS_SCRIPT = """
+import os, sys, torch
+import attn_mlir.torch as at
+torch.set_num_threads(int(sys.argv[1]))
+q = torch.randn(1, 4, 256, 64)
+torch.matmul(q, q.transpose(-1, -2))  # torch's own pool, started first
+before = len(os.listdir("/proc/self/task"))
+for _ in range(3):
+    at.scaled_dot_product_attention(q, q, q, is_causal=True)
+print(len(os.listdir("/proc/self/task")) - before)
+"""
+
+
+@pytest.mark.parametrize("torch_threads,env,workers", [
+    (1, None, 0),   # torch on one thread: the kernels too, no OpenMP worker
+    (2, None, 1),   # two: one worker beside the calling thread
+    (1, "2", 1),    # ATTN_MLIR_NUM_THREADS wins over torch's count
+])
+def test_kernels_run_on_torchs_thread_count(torch_threads, env, workers):
+    """The op hands torch.get_num_threads() to the runtime, so the kernels'
+    OpenMP pool is the size of torch's (the threads the process starts
+    while the op runs are the kernels' workers)."""
+    import subprocess
+    import sys
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("ATTN_MLIR_NUM_THREADS", "OMP_NUM_THREADS")}
+    if env is not None:
+        environ["ATTN_MLIR_NUM_THREADS"] = env
+    run = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT, str(torch_threads)],
+                         capture_output=True, text=True, timeout=600, env=environ)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert int(run.stdout.split()[-1]) == workers, run.stdout
