@@ -818,6 +818,12 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
                            std::vector<std::vector<double>> &out, bool lowp,
                            std::vector<double> *scale = nullptr) {
   const Tensor &q = in[0], &k = in[1], &v = in[2];
+  if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4 ||
+      k.shape[1] < 1 || q.shape[1] % k.shape[1] != 0)
+    return {"the sdpa reference takes Q, K and V of rank 4 ([B, H, T, D]) "
+            "with Q's heads a multiple of K's, got " +
+            formatShape(q.shape) + ", " + formatShape(k.shape) + " and " +
+            formatShape(v.shape)};
   const Tensor *mask = nullptr, *alibi = nullptr;
   for (size_t a = 3; a < in.size() && a < e.inputs.size(); ++a)
     (e.inputs[a].name == "alibi" ? alibi : mask) = &in[a];
@@ -1211,6 +1217,17 @@ Error attn::rt::reference(const EntryInfo &entry,
                           std::vector<std::vector<double>> *scales) {
   if (scales)
     scales->assign(entry.outputs.size(), {});
+  // The references index their inputs by the shapes the tensors hold:
+  // every dimension must be known (named ones resolved first, as attn-run's
+  // --dim and the bindings do).
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (int64_t d : inputs[i].shape)
+      if (d < 0)
+        return {"the fp64 reference needs every dimension of its inputs; "
+                "input " +
+                std::to_string(i) + " has the shape " +
+                formatShape(inputs[i].shape) +
+                " (resolve its named dimensions first)"};
   if (entry.op.kind == "sdpa")
     return sdpaReference(entry, inputs, outputs, roundLikeDtype,
                          scales ? &(*scales)[0] : nullptr);

@@ -61,8 +61,14 @@ double mhaWork(const EntryInfo &e) {
          b * t * numel(wo->shape);
 }
 
-/// An upper bound of the multiply-adds of the entry's fp64 reference.
+/// An upper bound of the multiply-adds of the entry's fp64 reference;
+/// infinite for an entry with named (dynamic) dimensions, whose inputs
+/// have no size until they are resolved.
 double referenceWork(const EntryInfo &e) {
+  for (const ArgInfo &a : e.inputs)
+    for (int64_t d : a.shape)
+      if (d < 0)
+        return INFINITY;
   if (e.op.kind == "sdpa")
     return sdpaWork(e.inputs);
   if (e.op.kind == "mha")
