@@ -748,7 +748,10 @@ static OpFoldResult splitCount(LinalgBuilder &bld, const SdpaTiling &t,
                                int64_t tasks, int64_t rows, int64_t forced) {
   if (forced > 0)
     return bld.b.getIndexAttr(forced);
-  std::optional<int64_t> span;
+  // A paged cache's Tk is per sequence, but a static capacity bounds them
+  // all (keyLength): the split count is then known here, and recorded in
+  // the plan as such.
+  std::optional<int64_t> span = getConstantIntValue(t.keyLength);
   if (!ShapedType::isDynamic(t.tk))
     span = t.tk;
   if (t.spec.windowLeft >= 0)
@@ -763,7 +766,8 @@ static OpFoldResult splitCount(LinalgBuilder &bld, const SdpaTiling &t,
   // ... and enough that no split has more than kChunkKeys keys, so that
   // a split's key loop needs no chunks.
   if (span && !ShapedType::isDynamic(t.batch)) {
-    int64_t want = llvm::divideCeil(kDecodeTasks, t.batch * tasks);
+    int64_t want =
+        llvm::divideCeil(kDecodeTasks, std::max<int64_t>(1, t.batch * tasks));
     return bld.b.getIndexAttr(
         std::max<int64_t>(std::clamp<int64_t>(want, 1, *span / kMinSplitKeys),
                  llvm::divideCeil(*span, kChunkKeys)));

@@ -108,31 +108,44 @@ static scf::ForOp keyLoopOf(OnlineStepOp step) {
   return loop && loop.getInductionVar() == kb ? loop : scf::ForOp();
 }
 
-/// The steps of a forall against its plan: key loops stepping by
-/// key_block, tiles of `heads` heads and at most query_block rows each.
+/// What contradicts the plan in `step`, or "": a key loop not stepping by
+/// key_block, a tile not of `heads` heads, or of more than query_block
+/// rows per head where the forall has several query blocks (a forall of
+/// one block, a decode step of one head per tile, takes all Tq rows).
+static std::string stepContradiction(OnlineStepOp step, PlanAttr plan,
+                                     bool oneBlock) {
+  scf::ForOp loop = keyLoopOf(step);
+  std::optional<int64_t> by =
+      loop ? getConstantIntValue(loop.getStep()) : std::nullopt;
+  int64_t rows = step.getQuery().getType().getDimSize(0);
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  if (by != plan.getKeyBlock())
+    os << "key_block = " << plan.getKeyBlock()
+       << ", but its key offset is not the index of a key loop stepping by "
+          "that many keys";
+  else if (step.getPackedHeads() != plan.getHeads())
+    os << "heads = " << plan.getHeads() << ", but the step packs "
+       << step.getPackedHeads();
+  else if (!oneBlock && !ShapedType::isDynamic(rows) &&
+           rows > plan.getQueryBlock() * plan.getHeads())
+    os << "query_block = " << plan.getQueryBlock() << " and heads = "
+       << plan.getHeads() << ", but the step takes " << rows << " rows";
+  return msg;
+}
+
+/// The steps of a forall against its plan (stepContradiction).
 static LogicalResult verifySteps(scf::ForallOp forall, PlanAttr plan) {
+  bool oneBlock =
+      forall.getRank() == 3 &&
+      getConstantIntValue(forall.getMixedUpperBound()[2]) == int64_t(1);
   WalkResult r = forall->walk([&](OnlineStepOp step) {
-    scf::ForOp loop = keyLoopOf(step);
-    std::optional<int64_t> by =
-        loop ? getConstantIntValue(loop.getStep()) : std::nullopt;
-    int64_t rows = step.getQuery().getType().getDimSize(0);
-    InFlightDiagnostic diag = step->emitOpError(
-        "breaks the attn-tile contract: its forall's #attn.plan says ");
-    if (by != plan.getKeyBlock())
-      diag << "key_block = " << plan.getKeyBlock()
-           << ", but its key offset is not the index of a key loop stepping "
-              "by that many keys";
-    else if (step.getPackedHeads() != plan.getHeads())
-      diag << "heads = " << plan.getHeads() << ", but the step packs "
-           << step.getPackedHeads();
-    else if (!ShapedType::isDynamic(rows) &&
-             rows > plan.getQueryBlock() * plan.getHeads())
-      diag << "query_block = " << plan.getQueryBlock() << " and heads = "
-           << plan.getHeads() << ", but the step takes " << rows << " rows";
-    else {
-      diag.abandon();
+    std::string why = stepContradiction(step, plan, oneBlock);
+    if (why.empty())
       return WalkResult::advance();
-    }
+    step->emitOpError("breaks the attn-tile contract: its forall's "
+                      "#attn.plan says ")
+        << why;
     return WalkResult::interrupt();
   });
   return failure(r.wasInterrupted());

@@ -48,3 +48,24 @@ func.func @varlen(%q: tensor<?x4x32xf32>, %k: tensor<?x2x32xf32>,
         tensor<3xi32>, tensor<3xi32> -> tensor<?x4x32xf32>
   return %o : tensor<?x4x32xf32>
 }
+
+// A paged decode of static shapes (2048 keys of capacity): the split count
+// is known when tiling and recorded as such.
+func.func @paged_decode(%q: tensor<2x4x1x64xf32>, %kc: tensor<256x16x2x64xf32>,
+                        %vc: tensor<256x16x2x64xf32>, %bt: tensor<2x128xi32>,
+                        %sl: tensor<2xi32>) -> tensor<2x4x1x64xf32> {
+  %o = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl)
+      : tensor<2x4x1x64xf32>, tensor<256x16x2x64xf32>, tensor<256x16x2x64xf32>,
+        tensor<2x128xi32>, tensor<2xi32> -> tensor<2x4x1x64xf32>
+  return %o : tensor<2x4x1x64xf32>
+}
+
+// A decode step of 8 rows per head, one head per tile (MHA): one query
+// block of all 8 rows, whatever the q-block.
+func.func @mha_rows(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x100x16xf32>,
+                    %v: tensor<1x2x100x16xf32>) -> tensor<1x2x8x16xf32> {
+  %o = attn.sdpa %q, %k, %v
+      : tensor<1x2x8x16xf32>, tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>
+      -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}

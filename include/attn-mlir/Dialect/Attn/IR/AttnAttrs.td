@@ -69,8 +69,10 @@ def Attn_PlanAttr : AttrDef<Attn_Dialect, "Plan"> {
     - `schedule`: prefill, decode, split or combine (see Attn_Schedule);
     - `keys`: where the keys are read from: dense, paged (through a block
       table) or packed (varlen sequences through cumulative offsets);
-    - `query_block`: the query rows of a tile per head (a prefill tile holds
-      at most this many; a decode tile exactly Tq);
+    - `query_block`: the query rows of a block per head: prefill block qb
+      starts at row qb · query_block and holds at most query_block rows
+      (but a forall of one block, a decode step of one head per tile,
+      takes all Tq rows); a decode tile holds exactly Tq;
     - `heads`: the query heads one tile packs (1 outside decode);
     - `key_block`: the keys one attn.online_step takes (the key loop's
       step);

@@ -221,7 +221,8 @@ def AttnVerifyTiledPass : Pass<"attn-verify-tiled"> {
     forall. Then each forall of a well-formed nest against the
     `#attn.plan` attn-tile recorded on it: a forall without one, a key
     loop not stepping by `key_block`, a step packing other than `heads`
-    heads or taking more than `query_block · heads` rows, a split forall
+    heads or taking more than `query_block · heads` rows (in a forall of
+    several query blocks), a split forall
     whose third dimension is not `splits` or that finishes its states, a
     combine forall that steps through keys, and partial states read by a
     forall other than the same plan's combine are errors. The CPU pipeline
