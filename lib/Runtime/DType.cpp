@@ -7,23 +7,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn-mlir/Runtime/Runtime.h"
-#include "attn-mlir/Artifact/Format.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cerrno>
-#include <dlfcn.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <fstream>
 #include <limits>
-#include <random>
-#include <sstream>
-#include <tuple>
+#include <sys/mman.h>
 
 using namespace attn::rt;
 

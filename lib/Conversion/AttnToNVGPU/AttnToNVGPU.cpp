@@ -1010,10 +1010,12 @@ struct TiledAttention {
   Value qSrc, kSrc, vSrc; // the tensors the tiles are sliced from
   RankedTensorType qType, kType, vType;
   int64_t queryBlock = 0, keyBlock = 0;
-  // attn-tile's decode schedule: heads packed per tile; the forall merging
-  // the split partial states (null when unsplit) and the splits.
+  // attn-tile's decode schedule: the forall merging the split partial
+  // states (null when unsplit).
   mutable scf::ForallOp combine;
-  int64_t packed = 1, splits = 1;
+  /// Heads packed per tile and key splits: the plan's.
+  int64_t packed() const { return plan.getHeads(); }
+  int64_t splits() const { return plan.getSplits(); }
   // attn.paged_sdpa: the block table [B, MB] and sequence lengths [B] the
   // keys are read through, and the block size; kSrc and vSrc are then the
   // caches [NB, BS, Hkv, D], kType and vType the [B, Hkv, ?, D] the kernel
@@ -1187,12 +1189,9 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
             ? getConstantIntValue(t.forall.getMixedUpperBound()[2])
             : std::nullopt;
     OnlineMergeOp merge = merges.front();
-    PlanAttr split = PlanAttr::get(
-        forall.getContext(), Schedule::split, t.plan.getKeys(),
-        t.plan.getQueryBlock(), t.plan.getHeads(), t.plan.getKeyBlock(),
-        t.plan.getSplits(), t.plan.getCacheBlock());
     if (!n || *n != t.plan.getSplits() || !mergeLoop ||
-        t.forall->getAttr(kPlanAttrName) != split ||
+        t.forall->getAttr(kPlanAttrName) !=
+            withSchedule(t.plan, Schedule::split) ||
         !mergesFromStart(mergeLoop, merge) ||
         !llvm::equal(t.finish->getOperands(), mergeLoop.getResults()) ||
         getConstantIntValue(mergeLoop.getUpperBound()) != n) {
@@ -1202,7 +1201,6 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
             "(attn-tile's decode schedule with a static kv-splits)";
       return failure();
     }
-    t.splits = t.plan.getSplits();
   }
   SmallVector<OnlineStepOp> steps;
   t.forall.walk([&](OnlineStepOp s) { steps.push_back(s); });
@@ -1211,8 +1209,7 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
     return failure();
   }
   t.step = steps.front();
-  t.packed = t.plan.getHeads();
-  if (t.step.getPackedHeads() != t.packed) {
+  if (t.step.getPackedHeads() != t.packed()) {
     why = "attn.online_step must pack the heads its #attn.plan says";
     return failure();
   }
@@ -1468,7 +1465,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   }
   int64_t group = t.qType.getDimSize(1) / t.kType.getDimSize(1);
   // A decode tile's first head: its group index times the heads it packs.
-  if (t.packed > 1) {
+  if (t.packed() > 1) {
     auto qSlice = t.step.getQuery().getDefiningOp<tensor::CollapseShapeOp>();
     auto slice = qSlice
                      ? qSlice.getSrc().getDefiningOp<tensor::ExtractSliceOp>()
@@ -1478,7 +1475,8 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
                       : Value();
     auto mul = first ? first.getDefiningOp<arith::MulIOp>() : arith::MulIOp();
     if (!mul || mul.getLhs() != h ||
-        !isConstantIntValue(mul.getRhs(), t.packed) || group % t.packed != 0)
+        !isConstantIntValue(mul.getRhs(), t.packed()) ||
+        group % t.packed() != 0)
       return failure();
     h = mul;
   }
@@ -1508,7 +1506,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
     for (int64_t i = 0, r = mT.getRank(); i < r; ++i) {
       std::optional<unsigned> target = maskTargetDim(mT.getShape(), i);
       // A packed tile shares one mask row: none per head or query row.
-      if (t.packed > 1 && (target == 1u || target == 2u))
+      if (t.packed() > 1 && (target == 1u || target == 2u))
         return failure();
       offs.push_back(target ? full[*target] : Value());
     }
@@ -1590,7 +1588,7 @@ static FailureOr<TiledAttention> matchTiledAttention(scf::ForallOp forall,
   int64_t bm = t.plan.getQueryBlock();
   bool queries;
   if (t.decode()) {
-    t.queryBlock = t.packed * bm;
+    t.queryBlock = t.packed() * bm;
     queries = isConstantIntValue(q0, 0) && t.qType.getDimSize(2) == bm &&
               t.step.getQuery().getType().getDimSize(0) == t.queryBlock;
   } else {
@@ -1707,8 +1705,8 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
     return failure();
   if (t.decode()) {
     cfg->decode = true;
-    cfg->packed = t.packed;
-    cfg->splits = t.splits;
+    cfg->packed = t.packed();
+    cfg->splits = t.splits();
     cfg->rowBlocks = llvm::divideCeil(cfg->tileRows(), cfg->bm);
   }
   cfg->blockSize = t.blockSize;

@@ -186,10 +186,7 @@ static LogicalResult verifySchedule(scf::ForallOp forall, PlanAttr plan) {
       auto theirs = combine ? combine->getAttrOfType<PlanAttr>(kPlanAttrName)
                             : PlanAttr();
       if (!theirs ||
-          theirs != PlanAttr::get(plan.getContext(), Schedule::combine,
-                                  plan.getKeys(), plan.getQueryBlock(),
-                                  plan.getHeads(), plan.getKeyBlock(),
-                                  plan.getSplits(), plan.getCacheBlock()))
+          theirs != withSchedule(plan, Schedule::combine))
         return fail("its partial states are read by a forall whose plan is "
                     "not the same plan's combine schedule");
     }

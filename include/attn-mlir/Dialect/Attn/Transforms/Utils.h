@@ -165,6 +165,15 @@ Value applyScoreModifiers(OpBuilder &b, Location loc, const AttentionSpec &spec,
                           Value s, Value maskVal, Value visible,
                           bool scale = true, Value alibiBias = {});
 
+/// `plan` with another schedule: a split forall's plan and its combine
+/// forall's differ in nothing else.
+inline PlanAttr withSchedule(PlanAttr plan, Schedule schedule) {
+  return PlanAttr::get(plan.getContext(), schedule, plan.getKeys(),
+                       plan.getQueryBlock(), plan.getHeads(),
+                       plan.getKeyBlock(), plan.getSplits(),
+                       plan.getCacheBlock());
+}
+
 } // namespace attn
 } // namespace mlir
 
