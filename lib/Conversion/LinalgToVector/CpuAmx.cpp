@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AccumulatorFolding.h"
 #include "TileMatch.h"
 #include "attn-mlir/Conversion/Passes.h"
 

@@ -1,9 +1,9 @@
 //===- TileMatch.h - the tile ops the CPU kernels take ----------*- C++ -*-===//
 //
-// What attn-cpu-vectorize-matmul's kernels share: recognizers of the tile
-// matmuls and pair packs attn-decompose-online leaves (on memrefs, after
-// bufferization) and the loop helpers their rewrites build with. Private to
-// lib/Conversion/LinalgToVector.
+// What the CPU tile kernels (attn-cpu-vectorize-matmul's and the AMX
+// path's) share: recognizers of the tile ops attn-decompose-online leaves
+// (on memrefs, after bufferization) and the loop helpers their rewrites
+// build with (TileMatch.cpp). Private to lib/Conversion/LinalgToVector.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,17 +32,12 @@ Value roundDown(OpBuilder &b, Location loc, Value v, int64_t multiple);
 void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
              function_ref<void(OpBuilder &, Value)> body);
 
+/// The buffer under the views of a memref value (subviews, reshapes,
+/// casts); null for other values.
+Value bufferOf(Value v);
+
 /// Whether an input of `op` is a view of `c`'s buffer.
 bool readsBufferOf(linalg::LinalgOp op, Value c);
-
-/// The fill of all of `c` with a scalar (linalg.fill or its generic form)
-/// that the kernel `op` follows with only ops that leave `c`'s buffer
-/// alone in between (effect-free ops, reads of other buffers, writes of
-/// other buffers when `c`'s is a local allocation), when no input of `op`
-/// is a view of `c`'s buffer: that fill, its scalar in `value`; null
-/// otherwise. The kernel can start its accumulators at the scalar (the AMX
-/// kernel: tilezero) instead of loading C, and erase the fill.
-Operation *fillBefore(linalg::LinalgOp op, Value c, Value &value);
 
 /// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
 /// extended) inputs.
@@ -56,6 +51,25 @@ bool isPairBuffer(Value v, bool rowsToo);
 /// (i, k2, j, t), C[i, j] += A · B[k2, j, t] with f32 C, bf16 A and B,
 /// A read as A[i, k2, t] or (`aTransposed`) A[k2, i, t].
 bool isPairMatmul(linalg::GenericOp op, bool &aTransposed);
+
+/// C[M, N] += A[M, K] · B[K, N] with f32 C, in any loop order; A may be
+/// stored transposed (A[k, i], `aTransposed`).
+bool isTileMatmul(linalg::GenericOp op, bool &aTransposed);
+
+/// C[M, N] += A[M, K] · B[N, K] with f32 C and B, both contiguous in k, N
+/// and K static, N <= attn::kCpuDotMaxRows: a decode step's score tile.
+bool isTileDot(linalg::GenericOp op);
+
+/// The split bf16 form of a decode step's score tile (W = `width`).
+bool isSplitTileDot(linalg::GenericOp op, int64_t width);
+
+/// A pair pack of rows: Out[j2, n, t] = In[j2, t, n], bf16 Out.
+bool isRowPairPack(linalg::GenericOp op);
+
+/// The 2W bf16 elements of `v` (vector<2W x bf16>) as two vector<W x f32>:
+/// the even ones and the odd ones (a shift and a mask of one load).
+std::pair<Value, Value> splitBF16(OpBuilder &b, Location loc, Value v,
+                                  int64_t w);
 
 /// `v` ([K2, N, 2], or [M, K2, 2] with contiguous pairs) as the 2-D
 /// [K2, 2N] (or [M, 2·K2]) memref of its rows.
