@@ -258,5 +258,11 @@ int main(int argc, char **argv) {
   o.kernelFormat = kernelFormat;
   o.printIR = printIR;
   o.clang = clangPath;
-  return compile(o);
+  // The driver prints nothing: its diagnostics go to stderr here, and its
+  // error, unless the diagnostics already said it, after them.
+  int rc = 0;
+  llvm::handleAllErrors(
+      compile(o, llvm::errs()), [&](const DiagnosedError &) { rc = 1; },
+      [&](const llvm::ErrorInfoBase &info) { rc = fail(info.message()); });
+  return rc;
 }

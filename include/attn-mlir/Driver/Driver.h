@@ -14,6 +14,9 @@
 #include "attn-mlir/Conversion/Passes.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
 
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -83,7 +86,24 @@ struct CompileOptions {
 /// status: 0, or 1 after printing the diagnostics or an
 /// "attn-compile: error: ..." line to stderr. The output is written
 /// atomically (never half an artifact).
-int compile(const CompileOptions &options);
+/// The failure of a compile whose reasons went out as MLIR diagnostics (to
+/// the stream given to compile()): nothing more to say.
+class DiagnosedError : public llvm::ErrorInfo<DiagnosedError> {
+public:
+  static char ID;
+  void log(llvm::raw_ostream &os) const override {
+    os << "see the diagnostics above";
+  }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+};
+
+/// Compiles options.input into options.output. Prints nothing itself: MLIR
+/// diagnostics (and --print-ir-after-all) go to `diagnostics`; a failure
+/// is an error, a DiagnosedError when the diagnostics say what it was.
+llvm::Error compile(const CompileOptions &options,
+                    llvm::raw_ostream &diagnostics);
 
 } // namespace driver
 } // namespace attn
