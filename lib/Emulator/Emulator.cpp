@@ -30,6 +30,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -141,6 +142,33 @@ void fromFloat(Type t, float v, uint8_t *p) {
     uint16_t h = static_cast<uint16_t>(bf16Bits(v));
     std::memcpy(p, &h, 2);
   }
+}
+
+/// `a p b` for an arith.cmpi predicate `p`.
+int64_t compareInts(arith::CmpIPredicate p, int64_t a, int64_t b) {
+  switch (p) {
+  case arith::CmpIPredicate::eq:
+    return a == b;
+  case arith::CmpIPredicate::ne:
+    return a != b;
+  case arith::CmpIPredicate::slt:
+    return a < b;
+  case arith::CmpIPredicate::sle:
+    return a <= b;
+  case arith::CmpIPredicate::sgt:
+    return a > b;
+  case arith::CmpIPredicate::sge:
+    return a >= b;
+  case arith::CmpIPredicate::ult:
+    return uint64_t(a) < uint64_t(b);
+  case arith::CmpIPredicate::ule:
+    return uint64_t(a) <= uint64_t(b);
+  case arith::CmpIPredicate::ugt:
+    return uint64_t(a) > uint64_t(b);
+  case arith::CmpIPredicate::uge:
+    return uint64_t(a) >= uint64_t(b);
+  }
+  return 0;
 }
 
 int64_t numElements(Type t) {
@@ -400,92 +428,12 @@ private:
   /// when `op` is not of this family.
   bool runArith(Operation *op, const std::vector<char> &mask) {
     Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
-    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-      Val v;
-      if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
-        v.i = i.getValue().getSExtValue();
-      else if (auto f = dyn_cast<FloatAttr>(c.getValue()))
-        v.f[0] = f.getValueAsDouble();
-      else if (auto d = dyn_cast<DenseElementsAttr>(c.getValue());
-               d && d.isSplat())
-        for (int k = 0; k < numElements(rt); ++k)
-          v.f[k] = d.getSplatValue<APFloat>().convertToDouble();
-      else
-        return fail("unsupported constant"), true;
-      forEach(mask, [&](int64_t t) { at(c, t) = v; });
-      return true;
-    }
     auto intBin = [&](auto fn) {
       Val *r = row(op->getResult(0)), *a = row(op->getOperand(0)),
           *b = row(op->getOperand(1));
       forEach(mask, [&](int64_t t) { r[t].i = fn(a[t].i, b[t].i); });
       return true;
     };
-    if (isa<arith::AddIOp>(op))
-      return intBin([](int64_t a, int64_t b) { return a + b; });
-    if (isa<arith::SubIOp>(op))
-      return intBin([](int64_t a, int64_t b) { return a - b; });
-    if (isa<arith::MulIOp>(op))
-      return intBin([](int64_t a, int64_t b) { return a * b; });
-    if (isa<arith::DivUIOp>(op))
-      return intBin([](int64_t a, int64_t b) {
-        return static_cast<int64_t>(uint64_t(a) / uint64_t(b));
-      });
-    if (isa<arith::RemUIOp>(op))
-      return intBin([](int64_t a, int64_t b) {
-        return static_cast<int64_t>(uint64_t(a) % uint64_t(b));
-      });
-    if (isa<arith::DivSIOp>(op))
-      return intBin([](int64_t a, int64_t b) { return a / b; });
-    if (isa<arith::MinSIOp>(op))
-      return intBin([](int64_t a, int64_t b) { return std::min(a, b); });
-    if (isa<arith::MaxSIOp>(op))
-      return intBin([](int64_t a, int64_t b) { return std::max(a, b); });
-    if (isa<arith::AndIOp>(op))
-      return intBin([](int64_t a, int64_t b) { return a & b; });
-    if (isa<arith::OrIOp>(op))
-      return intBin([](int64_t a, int64_t b) { return a | b; });
-    if (auto c = dyn_cast<arith::CmpIOp>(op)) {
-      auto p = c.getPredicate();
-      return intBin([p](int64_t a, int64_t b) -> int64_t {
-        switch (p) {
-        case arith::CmpIPredicate::eq:
-          return a == b;
-        case arith::CmpIPredicate::ne:
-          return a != b;
-        case arith::CmpIPredicate::slt:
-          return a < b;
-        case arith::CmpIPredicate::sle:
-          return a <= b;
-        case arith::CmpIPredicate::sgt:
-          return a > b;
-        case arith::CmpIPredicate::sge:
-          return a >= b;
-        case arith::CmpIPredicate::ult:
-          return uint64_t(a) < uint64_t(b);
-        case arith::CmpIPredicate::ule:
-          return uint64_t(a) <= uint64_t(b);
-        case arith::CmpIPredicate::ugt:
-          return uint64_t(a) > uint64_t(b);
-        case arith::CmpIPredicate::uge:
-          return uint64_t(a) >= uint64_t(b);
-        }
-        return 0;
-      });
-    }
-    if (isa<arith::IndexCastOp>(op)) {
-      // index and i64 share one representation here.
-      forEach(mask, [&](int64_t t) {
-        at(op->getResult(0), t) = at(op->getOperand(0), t);
-      });
-      return true;
-    }
-    if (auto s = dyn_cast<arith::SelectOp>(op)) {
-      Val *r = row(s), *c = row(s.getCondition()), *x = row(s.getTrueValue()),
-          *y = row(s.getFalseValue());
-      forEach(mask, [&](int64_t t) { r[t] = c[t].i ? x[t] : y[t]; });
-      return true;
-    }
     auto fBin = [&](auto fn) {
       int64_t n = numElements(rt);
       Val *r = row(op->getResult(0)), *a = row(op->getOperand(0)),
@@ -498,49 +446,122 @@ private:
       });
       return true;
     };
-    if (isa<arith::AddFOp>(op))
-      return fBin([](float a, float b) { return a + b; });
-    if (isa<arith::SubFOp>(op))
-      return fBin([](float a, float b) { return a - b; });
-    if (isa<arith::MulFOp>(op))
-      return fBin([](float a, float b) { return a * b; });
-    if (isa<arith::DivFOp>(op))
-      return fBin([](float a, float b) { return a / b; });
-    if (isa<arith::MaxNumFOp>(op))
-      return fBin([](float a, float b) { return std::fmax(a, b); });
-    if (auto c = dyn_cast<arith::CmpFOp>(op)) {
-      if (c.getPredicate() != arith::CmpFPredicate::OEQ)
-        return fail("unsupported cmpf predicate"), true;
-      forEach(mask, [&](int64_t t) {
-        at(c, t).i = at(c.getLhs(), t).f[0] == at(c.getRhs(), t).f[0];
-      });
-      return true;
-    }
-    if (isa<arith::SIToFPOp>(op)) {
-      forEach(mask, [&](int64_t t) {
-        at(op->getResult(0), t).f[0] =
-            static_cast<float>(at(op->getOperand(0), t).i);
-      });
-      return true;
-    }
-    if (isa<arith::ExtFOp>(op)) {
-      forEach(mask, [&](int64_t t) {
-        at(op->getResult(0), t) = at(op->getOperand(0), t);
-      });
-      return true;
-    }
-    if (auto tr = dyn_cast<arith::TruncFOp>(op)) {
-      Type elt = getElementTypeOrSelf(rt);
-      int64_t n = numElements(rt);
-      forEach(mask, [&](int64_t t) {
-        Val v = at(tr.getIn(), t);
-        for (int64_t k = 0; k < n; ++k)
-          v.f[k] = roundTo(elt, v.f[k]);
-        at(tr, t) = v;
-      });
-      return true;
-    }
-    return false;
+    return TypeSwitch<Operation *, bool>(op)
+        .Case([&](arith::ConstantOp c) {
+          Val v;
+          if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+            v.i = i.getValue().getSExtValue();
+          else if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+            v.f[0] = f.getValueAsDouble();
+          else if (auto d = dyn_cast<DenseElementsAttr>(c.getValue());
+                   d && d.isSplat())
+            for (int k = 0; k < numElements(rt); ++k)
+              v.f[k] = d.getSplatValue<APFloat>().convertToDouble();
+          else
+            return fail("unsupported constant"), true;
+          forEach(mask, [&](int64_t t) { at(c, t) = v; });
+          return true;
+        })
+        .Case([&](arith::AddIOp) {
+          return intBin([](int64_t a, int64_t b) { return a + b; });
+        })
+        .Case([&](arith::SubIOp) {
+          return intBin([](int64_t a, int64_t b) { return a - b; });
+        })
+        .Case([&](arith::MulIOp) {
+          return intBin([](int64_t a, int64_t b) { return a * b; });
+        })
+        .Case([&](arith::DivUIOp) {
+          return intBin([](int64_t a, int64_t b) {
+            return static_cast<int64_t>(uint64_t(a) / uint64_t(b));
+          });
+        })
+        .Case([&](arith::RemUIOp) {
+          return intBin([](int64_t a, int64_t b) {
+            return static_cast<int64_t>(uint64_t(a) % uint64_t(b));
+          });
+        })
+        .Case([&](arith::DivSIOp) {
+          return intBin([](int64_t a, int64_t b) { return a / b; });
+        })
+        .Case([&](arith::MinSIOp) {
+          return intBin([](int64_t a, int64_t b) { return std::min(a, b); });
+        })
+        .Case([&](arith::MaxSIOp) {
+          return intBin([](int64_t a, int64_t b) { return std::max(a, b); });
+        })
+        .Case([&](arith::AndIOp) {
+          return intBin([](int64_t a, int64_t b) { return a & b; });
+        })
+        .Case([&](arith::OrIOp) {
+          return intBin([](int64_t a, int64_t b) { return a | b; });
+        })
+        .Case([&](arith::CmpIOp c) {
+          auto p = c.getPredicate();
+          return intBin(
+              [p](int64_t a, int64_t b) { return compareInts(p, a, b); });
+        })
+        .Case([&](arith::IndexCastOp) {
+          // index and i64 share one representation here.
+          forEach(mask, [&](int64_t t) {
+            at(op->getResult(0), t) = at(op->getOperand(0), t);
+          });
+          return true;
+        })
+        .Case([&](arith::SelectOp s) {
+          Val *r = row(s), *c = row(s.getCondition()),
+              *x = row(s.getTrueValue()), *y = row(s.getFalseValue());
+          forEach(mask, [&](int64_t t) { r[t] = c[t].i ? x[t] : y[t]; });
+          return true;
+        })
+        .Case([&](arith::AddFOp) {
+          return fBin([](float a, float b) { return a + b; });
+        })
+        .Case([&](arith::SubFOp) {
+          return fBin([](float a, float b) { return a - b; });
+        })
+        .Case([&](arith::MulFOp) {
+          return fBin([](float a, float b) { return a * b; });
+        })
+        .Case([&](arith::DivFOp) {
+          return fBin([](float a, float b) { return a / b; });
+        })
+        .Case([&](arith::MaxNumFOp) {
+          return fBin([](float a, float b) { return std::fmax(a, b); });
+        })
+        .Case([&](arith::CmpFOp c) {
+          if (c.getPredicate() != arith::CmpFPredicate::OEQ)
+            return fail("unsupported cmpf predicate"), true;
+          forEach(mask, [&](int64_t t) {
+            at(c, t).i = at(c.getLhs(), t).f[0] == at(c.getRhs(), t).f[0];
+          });
+          return true;
+        })
+        .Case([&](arith::SIToFPOp) {
+          forEach(mask, [&](int64_t t) {
+            at(op->getResult(0), t).f[0] =
+                static_cast<float>(at(op->getOperand(0), t).i);
+          });
+          return true;
+        })
+        .Case([&](arith::ExtFOp) {
+          forEach(mask, [&](int64_t t) {
+            at(op->getResult(0), t) = at(op->getOperand(0), t);
+          });
+          return true;
+        })
+        .Case([&](arith::TruncFOp tr) {
+          Type elt = getElementTypeOrSelf(rt);
+          int64_t n = numElements(rt);
+          forEach(mask, [&](int64_t t) {
+            Val v = at(tr.getIn(), t);
+            for (int64_t k = 0; k < n; ++k)
+              v.f[k] = roundTo(elt, v.f[k]);
+            at(tr, t) = v;
+          });
+          return true;
+        })
+        .Default([](Operation *) { return false; });
   }
 
   /// math: exp2, tanh, log. False when `op` is not of this family.
@@ -550,367 +571,375 @@ private:
       forEach(mask, [&](int64_t t) { r[t].f[0] = fn(a[t].f[0]); });
       return true;
     };
-    if (isa<math::Exp2Op>(op))
-      return fUn([](float x) { return std::exp2(x); });
-    if (isa<math::TanhOp>(op))
-      return fUn([](float x) { return std::tanh(x); });
-    if (isa<math::LogOp>(op))
-      return fUn([](float x) { return std::log(x); });
-
-    return false;
+    return TypeSwitch<Operation *, bool>(op)
+        .Case([&](math::Exp2Op) {
+          return fUn([](float x) { return std::exp2(x); });
+        })
+        .Case([&](math::TanhOp) {
+          return fUn([](float x) { return std::tanh(x); });
+        })
+        .Case([&](math::LogOp) {
+          return fUn([](float x) { return std::log(x); });
+        })
+        .Default([](Operation *) { return false; });
   }
 
   /// vector: extract, from_elements, the bf16 bitcast, store. False when `op`
   /// is not of this family.
   bool runVector(Operation *op, const std::vector<char> &mask) {
-    if (auto e = dyn_cast<vector::ExtractOp>(op)) {
-      auto src = cast<VectorType>(e.getSource().getType());
-      SmallVector<int64_t> pos(e.getStaticPosition());
-      int64_t width = 1;
-      for (int64_t d = pos.size(); d < src.getRank(); ++d)
-        width *= src.getDimSize(d);
-      int64_t lin = 0;
-      for (auto [k, p] : llvm::enumerate(pos))
-        lin = lin * src.getDimSize(k) + p;
-      lin *= width;
-      bool intSrc = src.getElementType().isInteger(32);
-      Val *res = row(e), *in = row(e.getSource());
-      forEach(mask, [&](int64_t t) {
-        Val r;
-        if (intSrc)
-          r.i = in[t].i;
-        else
-          for (int64_t k = 0; k < width; ++k)
-            r.f[k] = in[t].f[lin + k];
-        res[t] = r;
-      });
-      return true;
-    }
-    if (auto fe = dyn_cast<vector::FromElementsOp>(op)) {
-      SmallVector<Val *> elems;
-      for (Value v : fe.getElements())
-        elems.push_back(row(v));
-      Val *res = row(fe);
-      forEach(mask, [&](int64_t t) {
-        Val r;
-        for (auto [k, in] : llvm::enumerate(elems))
-          r.f[k] = in[t].f[0];
-        res[t] = r;
-      });
-      return true;
-    }
-    if (auto bc = dyn_cast<vector::BitCastOp>(op)) {
-      if (!bc.getSourceVectorType().getElementType().isBF16())
-        return fail("unsupported bitcast"), true;
-      forEach(mask, [&](int64_t t) {
-        const Val &s = at(bc.getSource(), t);
-        at(bc, t).i =
-            static_cast<int64_t>(bf16Bits(s.f[0]) | (bf16Bits(s.f[1]) << 16));
-      });
-      return true;
-    }
-    if (auto st = dyn_cast<vector::StoreOp>(op)) {
-      int64_t n = st.getVectorType().getNumElements();
-      forEach(mask, [&](int64_t t) {
-        const View &v = view(st.getBase(), t);
-        int64_t l = v.linear(indices(st.getIndices(), t));
-        for (int64_t k = 0; k < n; ++k) {
-          sharedWrite(t, v.at(l + k), v.size());
-          fromFloat(v.elt, at(st.getValueToStore(), t).f[k], v.at(l + k));
-        }
-      });
-      return true;
-    }
-    return false;
+    return TypeSwitch<Operation *, bool>(op)
+        .Case([&](vector::ExtractOp e) {
+          auto src = cast<VectorType>(e.getSource().getType());
+          SmallVector<int64_t> pos(e.getStaticPosition());
+          int64_t width = 1;
+          for (int64_t d = pos.size(); d < src.getRank(); ++d)
+            width *= src.getDimSize(d);
+          int64_t lin = 0;
+          for (auto [k, p] : llvm::enumerate(pos))
+            lin = lin * src.getDimSize(k) + p;
+          lin *= width;
+          bool intSrc = src.getElementType().isInteger(32);
+          Val *res = row(e), *in = row(e.getSource());
+          forEach(mask, [&](int64_t t) {
+            Val r;
+            if (intSrc)
+              r.i = in[t].i;
+            else
+              for (int64_t k = 0; k < width; ++k)
+                r.f[k] = in[t].f[lin + k];
+            res[t] = r;
+          });
+          return true;
+        })
+        .Case([&](vector::FromElementsOp fe) {
+          SmallVector<Val *> elems;
+          for (Value v : fe.getElements())
+            elems.push_back(row(v));
+          Val *res = row(fe);
+          forEach(mask, [&](int64_t t) {
+            Val r;
+            for (auto [k, in] : llvm::enumerate(elems))
+              r.f[k] = in[t].f[0];
+            res[t] = r;
+          });
+          return true;
+        })
+        .Case([&](vector::BitCastOp bc) {
+          if (!bc.getSourceVectorType().getElementType().isBF16())
+            return fail("unsupported bitcast"), true;
+          forEach(mask, [&](int64_t t) {
+            const Val &s = at(bc.getSource(), t);
+            at(bc, t).i = static_cast<int64_t>(bf16Bits(s.f[0]) |
+                                               (bf16Bits(s.f[1]) << 16));
+          });
+          return true;
+        })
+        .Case([&](vector::StoreOp st) {
+          int64_t n = st.getVectorType().getNumElements();
+          forEach(mask, [&](int64_t t) {
+            const View &v = view(st.getBase(), t);
+            int64_t l = v.linear(indices(st.getIndices(), t));
+            for (int64_t k = 0; k < n; ++k) {
+              sharedWrite(t, v.at(l + k), v.size());
+              fromFloat(v.elt, at(st.getValueToStore(), t).f[k], v.at(l + k));
+            }
+          });
+          return true;
+        })
+        .Default([](Operation *) { return false; });
   }
 
   /// memref and the dynamic shared memory: views, loads, stores. False when
   /// `op` is not of this family.
   bool runMemory(Operation *op, const std::vector<char> &mask) {
-    if (auto dyn = dyn_cast<gpu::DynamicSharedMemoryOp>(op)) {
-      forEach(mask, [&](int64_t t) { at(dyn, t).i = -1; });
-      return true;
-    }
-    if (auto vw = dyn_cast<memref::ViewOp>(op)) {
-      // One handle per (op, block): every thread computes the same view.
-      auto type = cast<MemRefType>(vw.getType());
-      int64_t offset = -1;
-      forEach(mask, [&](int64_t t) {
-        int64_t o = at(vw.getByteShift(), t).i;
-        if (offset == -1)
-          offset = o;
-        else if (o != offset)
-          fail("divergent memref.view");
-      });
-      View v;
-      v.fault = &error;
-      v.base = smemView.base + offset;
-      v.bytes = smemView.bytes - offset;
-      v.shape.assign(type.getShape().begin(), type.getShape().end());
-      v.elt = type.getElementType();
-      int64_t need = v.size();
-      for (int64_t n : v.shape)
-        need *= n;
-      if (need > v.bytes)
-        return fail("memref.view beyond the shared memory"), true;
-      views.push_back(v);
-      int64_t h = views.size() - 1;
-      forEach(mask, [&](int64_t t) { at(vw, t).i = h; });
-      return true;
-    }
-    if (auto rc = dyn_cast<memref::ReinterpretCastOp>(op)) {
-      // A buffer passed flat, viewed in its shape with dense strides (one
-      // handle per op and block, like memref.view).
-      SmallVector<int64_t> shape, strides;
-      int64_t src = -2;
-      forEach(mask, [&](int64_t t) {
-        auto values = [&](ArrayRef<OpFoldResult> ofrs) {
-          SmallVector<int64_t> r;
-          for (OpFoldResult d : ofrs)
-            r.push_back(isa<Value>(d) ? at(cast<Value>(d), t).i
-                                      : *getConstantIntValue(d));
-          return r;
-        };
-        SmallVector<int64_t> s = values(rc.getMixedSizes()),
-                             st = values(rc.getMixedStrides());
-        int64_t h = at(rc.getSource(), t).i;
-        if (src == -2) {
-          shape = s;
-          strides = st;
-          src = h;
-        } else if (s != shape || st != strides || h != src) {
-          fail("divergent memref.reinterpret_cast");
-        }
-      });
-      if (src == -2 || !error.empty())
-        return true;
-      int64_t dense = 1;
-      for (int64_t d = shape.size() - 1; d >= 0; --d) {
-        if (strides[d] != dense)
-          return fail("memref.reinterpret_cast with other than dense "
-                      "strides"),
-                 true;
-        dense *= shape[d];
-      }
-      if (getConstantIntValue(rc.getMixedOffsets()[0]) != 0)
-        return fail("memref.reinterpret_cast at an offset"), true;
-      View v = viewOf(src);
-      if (dense * v.size() > v.bytes)
-        return fail("memref.reinterpret_cast beyond its buffer"), true;
-      v.shape = shape;
-      views.push_back(v);
-      int64_t h = views.size() - 1;
-      forEach(mask, [&](int64_t t) { at(rc, t).i = h; });
-      return true;
-    }
-    if (auto ld = dyn_cast<memref::LoadOp>(op)) {
-      forEach(mask, [&](int64_t t) {
-        const View &v = view(ld.getMemRef(), t);
-        const uint8_t *p = v.at(v.linear(indices(ld.getIndices(), t)));
-        sharedRead(t, p, v.size());
-        Val r;
-        if (v.elt.isInteger(1)) {
-          r.i = *p != 0;
-        } else if (v.elt.isInteger(32)) { // a paged cache's tables
-          int32_t x;
-          std::memcpy(&x, p, 4);
-          r.i = x;
-        } else {
-          r.f[0] = toFloat(v.elt, p);
-        }
-        at(ld, t) = r;
-      });
-      return true;
-    }
-    if (auto stO = dyn_cast<memref::StoreOp>(op)) {
-      forEach(mask, [&](int64_t t) {
-        const View &v = view(stO.getMemRef(), t);
-        sharedWrite(t, v.at(v.linear(indices(stO.getIndices(), t))), v.size());
-        fromFloat(v.elt, at(stO.getValueToStore(), t).f[0],
-                  v.at(v.linear(indices(stO.getIndices(), t))));
-      });
-      return true;
-    }
-    return false;
+    return TypeSwitch<Operation *, bool>(op)
+        .Case([&](gpu::DynamicSharedMemoryOp dyn) {
+          forEach(mask, [&](int64_t t) { at(dyn, t).i = -1; });
+          return true;
+        })
+        .Case([&](memref::ViewOp vw) {
+          // One handle per (op, block): every thread computes the same view.
+          auto type = cast<MemRefType>(vw.getType());
+          int64_t offset = -1;
+          forEach(mask, [&](int64_t t) {
+            int64_t o = at(vw.getByteShift(), t).i;
+            if (offset == -1)
+              offset = o;
+            else if (o != offset)
+              fail("divergent memref.view");
+          });
+          View v;
+          v.fault = &error;
+          v.base = smemView.base + offset;
+          v.bytes = smemView.bytes - offset;
+          v.shape.assign(type.getShape().begin(), type.getShape().end());
+          v.elt = type.getElementType();
+          int64_t need = v.size();
+          for (int64_t n : v.shape)
+            need *= n;
+          if (need > v.bytes)
+            return fail("memref.view beyond the shared memory"), true;
+          views.push_back(v);
+          int64_t h = views.size() - 1;
+          forEach(mask, [&](int64_t t) { at(vw, t).i = h; });
+          return true;
+        })
+        .Case([&](memref::ReinterpretCastOp rc) {
+          // A buffer passed flat, viewed in its shape with dense strides (one
+          // handle per op and block, like memref.view).
+          SmallVector<int64_t> shape, strides;
+          int64_t src = -2;
+          forEach(mask, [&](int64_t t) {
+            auto values = [&](ArrayRef<OpFoldResult> ofrs) {
+              SmallVector<int64_t> r;
+              for (OpFoldResult d : ofrs)
+                r.push_back(isa<Value>(d) ? at(cast<Value>(d), t).i
+                                          : *getConstantIntValue(d));
+              return r;
+            };
+            SmallVector<int64_t> s = values(rc.getMixedSizes()),
+                                 st = values(rc.getMixedStrides());
+            int64_t h = at(rc.getSource(), t).i;
+            if (src == -2) {
+              shape = s;
+              strides = st;
+              src = h;
+            } else if (s != shape || st != strides || h != src) {
+              fail("divergent memref.reinterpret_cast");
+            }
+          });
+          if (src == -2 || !error.empty())
+            return true;
+          int64_t dense = 1;
+          for (int64_t d = shape.size() - 1; d >= 0; --d) {
+            if (strides[d] != dense)
+              return fail("memref.reinterpret_cast with other than dense "
+                          "strides"),
+                     true;
+            dense *= shape[d];
+          }
+          if (getConstantIntValue(rc.getMixedOffsets()[0]) != 0)
+            return fail("memref.reinterpret_cast at an offset"), true;
+          View v = viewOf(src);
+          if (dense * v.size() > v.bytes)
+            return fail("memref.reinterpret_cast beyond its buffer"), true;
+          v.shape = shape;
+          views.push_back(v);
+          int64_t h = views.size() - 1;
+          forEach(mask, [&](int64_t t) { at(rc, t).i = h; });
+          return true;
+        })
+        .Case([&](memref::LoadOp ld) {
+          forEach(mask, [&](int64_t t) {
+            const View &v = view(ld.getMemRef(), t);
+            const uint8_t *p = v.at(v.linear(indices(ld.getIndices(), t)));
+            sharedRead(t, p, v.size());
+            Val r;
+            if (v.elt.isInteger(1)) {
+              r.i = *p != 0;
+            } else if (v.elt.isInteger(32)) { // a paged cache's tables
+              int32_t x;
+              std::memcpy(&x, p, 4);
+              r.i = x;
+            } else {
+              r.f[0] = toFloat(v.elt, p);
+            }
+            at(ld, t) = r;
+          });
+          return true;
+        })
+        .Case([&](memref::StoreOp stO) {
+          forEach(mask, [&](int64_t t) {
+            const View &v = view(stO.getMemRef(), t);
+            sharedWrite(t, v.at(v.linear(indices(stO.getIndices(), t))),
+                        v.size());
+            fromFloat(v.elt, at(stO.getValueToStore(), t).f[0],
+                      v.at(v.linear(indices(stO.getIndices(), t))));
+          });
+          return true;
+        })
+        .Default([](Operation *) { return false; });
   }
 
   /// gpu: barriers (which publish shared memory), shuffles, the terminator.
   /// False when `op` is not of this family.
   bool runGpu(Operation *op, const std::vector<char> &mask) {
-    if (isa<gpu::BarrierOp>(op)) {
-      if (std::count(mask.begin(), mask.end(), 1) != threads)
-        return fail("gpu.barrier reached by only some threads"), true;
-      // Everything written before is visible to everyone after.
-      std::fill(owner.begin(), owner.end(), -1);
-      std::fill(reader.begin(), reader.end(), -1);
-      return true;
-    }
-    if (isa<gpu::TerminatorOp>(op))
-      return true;
-    if (auto sh = dyn_cast<gpu::ShuffleOp>(op)) {
-      if (sh.getMode() != gpu::ShuffleMode::XOR)
-        return fail("unsupported shuffle mode"), true;
-      std::vector<Val> out(threads);
-      forEach(mask, [&](int64_t t) {
-        int64_t partner = t ^ at(sh.getOffset(), t).i;
-        if (!mask[partner])
-          return fail("shuffle with an inactive lane");
-        out[t] = at(sh.getValue(), partner);
-      });
-      forEach(mask, [&](int64_t t) {
-        at(sh.getShuffleResult(), t) = out[t];
-        at(sh.getValid(), t).i = 1;
-      });
-      return true;
-    }
-    return false;
+    return TypeSwitch<Operation *, bool>(op)
+        .Case([&](gpu::BarrierOp) {
+          if (std::count(mask.begin(), mask.end(), 1) != threads)
+            return fail("gpu.barrier reached by only some threads"), true;
+          // Everything written before is visible to everyone after.
+          std::fill(owner.begin(), owner.end(), -1);
+          std::fill(reader.begin(), reader.end(), -1);
+          return true;
+        })
+        .Case([&](gpu::TerminatorOp) { return true; })
+        .Case([&](gpu::ShuffleOp sh) {
+          if (sh.getMode() != gpu::ShuffleMode::XOR)
+            return fail("unsupported shuffle mode"), true;
+          std::vector<Val> out(threads);
+          forEach(mask, [&](int64_t t) {
+            int64_t partner = t ^ at(sh.getOffset(), t).i;
+            if (!mask[partner])
+              return fail("shuffle with an inactive lane");
+            out[t] = at(sh.getValue(), partner);
+          });
+          forEach(mask, [&](int64_t t) {
+            at(sh.getShuffleResult(), t) = out[t];
+            at(sh.getValid(), t).i = 1;
+          });
+          return true;
+        })
+        .Default([](Operation *) { return false; });
   }
 
   /// nvgpu and NVVM: cp.async and its groups, ldmatrix, mma.sync. False when
   /// `op` is not of this family.
   bool runNvgpu(Operation *op, const std::vector<char> &mask) {
-    if (auto cp = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
-      forEach(mask, [&](int64_t t) {
-        const View &s = view(cp.getSrc(), t);
-        const View &d = view(cp.getDst(), t);
-        Copy c;
-        c.view = at(cp.getDst(), t).i;
-        c.dst = d.linear(indices(cp.getDstIndices(), t));
-        c.srcView = at(cp.getSrc(), t).i;
-        c.src = s.linear(indices(cp.getSrcIndices(), t));
-        c.n = cp.getDstElements().getZExtValue();
-        c.srcN = cp.getSrcElements() ? at(cp.getSrcElements(), t).i : c.n;
-        if (c.srcN > 0)
-          s.at(c.src + c.srcN - 1); // the bytes read must exist
-        d.at(c.dst + c.n - 1);
-        if (!error.empty())
-          return; // out of bounds: nothing is issued
-        open[t].push_back(c);
-        // The copy may land any time from now: a write for hazards.
-        uint8_t *dp = d.at(c.dst);
-        sharedWrite(t, dp, c.n * d.size());
-        if (inShared(dp))
-          for (int64_t b = 0; b < c.n * d.size(); ++b)
-            ++inflight[dp - smemView.base + b];
-      });
-      return true;
-    }
-    if (isa<nvgpu::DeviceAsyncCreateGroupOp>(op)) {
-      forEach(mask, [&](int64_t t) {
-        pending[t].push_back(std::move(open[t]));
-        open[t].clear();
-      });
-      return true;
-    }
-    if (auto w = dyn_cast<nvgpu::DeviceAsyncWaitOp>(op)) {
-      int64_t keep = w.getNumGroups() ? *w.getNumGroups() : 0;
-      forEach(mask, [&](int64_t t) { retire(t, keep); });
-      return true;
-    }
-    if (auto lm = dyn_cast<nvgpu::LdMatrixOp>(op))
-      return ldmatrix(lm, mask), true;
-    if (auto mma = dyn_cast<nvgpu::MmaSyncOp>(op))
-      return mmaF16(mma, mask), true;
-    if (auto mma = dyn_cast<NVVM::MmaOp>(op))
-      return mmaBf16(mma, mask), true;
-    if (auto ev = dyn_cast<LLVM::ExtractValueOp>(op)) {
-      int64_t p = ev.getPosition()[0];
-      forEach(mask, [&](int64_t t) {
-        Val r;
-        r.f[0] = at(ev.getContainer(), t).f[p];
-        at(ev, t) = r;
-      });
-      return true;
-    }
-    return false;
+    return TypeSwitch<Operation *, bool>(op)
+        .Case([&](nvgpu::DeviceAsyncCopyOp cp) {
+          forEach(mask, [&](int64_t t) {
+            const View &s = view(cp.getSrc(), t);
+            const View &d = view(cp.getDst(), t);
+            Copy c;
+            c.view = at(cp.getDst(), t).i;
+            c.dst = d.linear(indices(cp.getDstIndices(), t));
+            c.srcView = at(cp.getSrc(), t).i;
+            c.src = s.linear(indices(cp.getSrcIndices(), t));
+            c.n = cp.getDstElements().getZExtValue();
+            c.srcN = cp.getSrcElements() ? at(cp.getSrcElements(), t).i : c.n;
+            if (c.srcN > 0)
+              s.at(c.src + c.srcN - 1); // the bytes read must exist
+            d.at(c.dst + c.n - 1);
+            if (!error.empty())
+              return; // out of bounds: nothing is issued
+            open[t].push_back(c);
+            // The copy may land any time from now: a write for hazards.
+            uint8_t *dp = d.at(c.dst);
+            sharedWrite(t, dp, c.n * d.size());
+            if (inShared(dp))
+              for (int64_t b = 0; b < c.n * d.size(); ++b)
+                ++inflight[dp - smemView.base + b];
+          });
+          return true;
+        })
+        .Case([&](nvgpu::DeviceAsyncCreateGroupOp) {
+          forEach(mask, [&](int64_t t) {
+            pending[t].push_back(std::move(open[t]));
+            open[t].clear();
+          });
+          return true;
+        })
+        .Case([&](nvgpu::DeviceAsyncWaitOp w) {
+          int64_t keep = w.getNumGroups() ? *w.getNumGroups() : 0;
+          forEach(mask, [&](int64_t t) { retire(t, keep); });
+          return true;
+        })
+        .Case([&](nvgpu::LdMatrixOp lm) { return ldmatrix(lm, mask), true; })
+        .Case([&](nvgpu::MmaSyncOp mma) { return mmaF16(mma, mask), true; })
+        .Case([&](NVVM::MmaOp mma) { return mmaBf16(mma, mask), true; })
+        .Case([&](LLVM::ExtractValueOp ev) {
+          int64_t p = ev.getPosition()[0];
+          forEach(mask, [&](int64_t t) {
+            Val r;
+            r.f[0] = at(ev.getContainer(), t).f[p];
+            at(ev, t) = r;
+          });
+          return true;
+        })
+        .Default([](Operation *) { return false; });
   }
 
   /// scf: if (per-thread masks), for (uniform bounds, or per thread), yield.
   /// False when `op` is not of this family.
   bool runScf(Operation *op, const std::vector<char> &mask) {
-    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
-      std::vector<char> thenMask(threads, 0), elseMask(threads, 0);
-      forEach(mask, [&](int64_t t) {
-        (at(ifOp.getCondition(), t).i ? thenMask : elseMask)[t] = 1;
-      });
-      auto branch = [&](Region &r, const std::vector<char> &m) {
-        if (r.empty() ||
-            std::none_of(m.begin(), m.end(), [](char c) { return c; }))
-          return;
-        if (failed(runBlock(r.front(), m)))
-          return;
-        auto yield = cast<scf::YieldOp>(r.front().getTerminator());
-        for (auto pair : llvm::zip(ifOp.getResults(), yield.getOperands())) {
-          Value res = std::get<0>(pair), y = std::get<1>(pair);
-          forEach(m, [&](int64_t t) { at(res, t) = at(y, t); });
-        }
-      };
-      branch(ifOp.getThenRegion(), thenMask);
-      branch(ifOp.getElseRegion(), elseMask);
-      return true;
-    }
-    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
-      int64_t lb = 0, ub = 0, step = 1;
-      bool first = true;
-      forEach(mask, [&](int64_t t) {
-        int64_t l = at(forOp.getLowerBound(), t).i,
-                u = at(forOp.getUpperBound(), t).i,
-                s = at(forOp.getStep(), t).i;
-        if (first) {
-          lb = l, ub = u, step = s, first = false;
-        } else if (l != lb || u != ub || s != step) {
-          // Thread-dependent bounds (the element-copy loop): run per thread.
-          lb = ub = 0, step = 0;
-        }
-      });
-      Block &body = *forOp.getBody();
-      auto iterArgs = forOp.getRegionIterArgs();
-      for (auto pair : llvm::zip(iterArgs, forOp.getInitArgs())) {
-        Value a = std::get<0>(pair), init = std::get<1>(pair);
-        forEach(mask, [&](int64_t t) { at(a, t) = at(init, t); });
-      }
-      auto yield = cast<scf::YieldOp>(body.getTerminator());
-      auto iterate = [&](int64_t l, int64_t u, int64_t s,
-                         const std::vector<char> &m) {
-        for (int64_t iv = l; iv < u; iv += s) {
-          forEach(m, [&](int64_t t) { at(forOp.getInductionVar(), t).i = iv; });
-          if (failed(runBlock(body, m)))
-            return;
-          std::vector<Val> next;
-          for (Value y : yield.getOperands())
-            for (int64_t t = 0; t < threads; ++t)
-              next.push_back(at(y, t));
-          for (auto it : llvm::enumerate(iterArgs)) {
-            size_t k = it.index();
-            Value a = it.value();
-            forEach(m, [&](int64_t t) { at(a, t) = next[k * threads + t]; });
+    return TypeSwitch<Operation *, bool>(op)
+        .Case([&](scf::IfOp ifOp) {
+          std::vector<char> thenMask(threads, 0), elseMask(threads, 0);
+          forEach(mask, [&](int64_t t) {
+            (at(ifOp.getCondition(), t).i ? thenMask : elseMask)[t] = 1;
+          });
+          auto branch = [&](Region &r, const std::vector<char> &m) {
+            if (r.empty() ||
+                std::none_of(m.begin(), m.end(), [](char c) { return c; }))
+              return;
+            if (failed(runBlock(r.front(), m)))
+              return;
+            auto yield = cast<scf::YieldOp>(r.front().getTerminator());
+            for (auto pair :
+                 llvm::zip(ifOp.getResults(), yield.getOperands())) {
+              Value res = std::get<0>(pair), y = std::get<1>(pair);
+              forEach(m, [&](int64_t t) { at(res, t) = at(y, t); });
+            }
+          };
+          branch(ifOp.getThenRegion(), thenMask);
+          branch(ifOp.getElseRegion(), elseMask);
+          return true;
+        })
+        .Case([&](scf::ForOp forOp) {
+          int64_t lb = 0, ub = 0, step = 1;
+          bool first = true;
+          forEach(mask, [&](int64_t t) {
+            int64_t l = at(forOp.getLowerBound(), t).i,
+                    u = at(forOp.getUpperBound(), t).i,
+                    s = at(forOp.getStep(), t).i;
+            if (first) {
+              lb = l, ub = u, step = s, first = false;
+            } else if (l != lb || u != ub || s != step) {
+              // Thread-dependent bounds (the element-copy loop): run per
+              // thread.
+              lb = ub = 0, step = 0;
+            }
+          });
+          Block &body = *forOp.getBody();
+          auto iterArgs = forOp.getRegionIterArgs();
+          for (auto pair : llvm::zip(iterArgs, forOp.getInitArgs())) {
+            Value a = std::get<0>(pair), init = std::get<1>(pair);
+            forEach(mask, [&](int64_t t) { at(a, t) = at(init, t); });
           }
-        }
-      };
-      if (step != 0) {
-        iterate(lb, ub, step, mask);
-      } else {
-        if (!iterArgs.empty())
-          return fail("divergent loop with iter_args"), true;
-        forEach(mask, [&](int64_t t) {
-          std::vector<char> one(threads, 0);
-          one[t] = 1;
-          iterate(at(forOp.getLowerBound(), t).i,
-                  at(forOp.getUpperBound(), t).i, at(forOp.getStep(), t).i,
-                  one);
-        });
-      }
-      for (auto pair : llvm::zip(forOp.getResults(), iterArgs)) {
-        Value res = std::get<0>(pair), a = std::get<1>(pair);
-        forEach(mask, [&](int64_t t) { at(res, t) = at(a, t); });
-      }
-      return true;
-    }
-    if (auto whileOp = dyn_cast<scf::WhileOp>(op))
-      return runWhile(whileOp, mask), true;
-    if (isa<scf::YieldOp, scf::ConditionOp>(op))
-      return true;
-    return false;
+          auto yield = cast<scf::YieldOp>(body.getTerminator());
+          auto iterate = [&](int64_t l, int64_t u, int64_t s,
+                             const std::vector<char> &m) {
+            for (int64_t iv = l; iv < u; iv += s) {
+              forEach(
+                  m, [&](int64_t t) { at(forOp.getInductionVar(), t).i = iv; });
+              if (failed(runBlock(body, m)))
+                return;
+              std::vector<Val> next;
+              for (Value y : yield.getOperands())
+                for (int64_t t = 0; t < threads; ++t)
+                  next.push_back(at(y, t));
+              for (auto it : llvm::enumerate(iterArgs)) {
+                size_t k = it.index();
+                Value a = it.value();
+                forEach(m,
+                        [&](int64_t t) { at(a, t) = next[k * threads + t]; });
+              }
+            }
+          };
+          if (step != 0) {
+            iterate(lb, ub, step, mask);
+          } else {
+            if (!iterArgs.empty())
+              return fail("divergent loop with iter_args"), true;
+            forEach(mask, [&](int64_t t) {
+              std::vector<char> one(threads, 0);
+              one[t] = 1;
+              iterate(at(forOp.getLowerBound(), t).i,
+                      at(forOp.getUpperBound(), t).i, at(forOp.getStep(), t).i,
+                      one);
+            });
+          }
+          for (auto pair : llvm::zip(forOp.getResults(), iterArgs)) {
+            Value res = std::get<0>(pair), a = std::get<1>(pair);
+            forEach(mask, [&](int64_t t) { at(res, t) = at(a, t); });
+          }
+          return true;
+        })
+        .Case(
+            [&](scf::WhileOp whileOp) { return runWhile(whileOp, mask), true; })
+        .Case<scf::YieldOp, scf::ConditionOp>([&](auto) { return true; })
+        .Default([](Operation *) { return false; });
   }
 
   /// scf.while with a condition every thread of `mask` agrees on (the
@@ -1132,38 +1161,41 @@ struct HostBuffers {
   /// The sizes the host code computes: dimensions of its buffers and grid
   /// sizes derived from them. False for an op it does not evaluate.
   bool evaluate(Operation *op) {
-    if (auto dim = dyn_cast<memref::DimOp>(op)) {
-      auto it = of.find(dim.getSource());
-      std::optional<int64_t> d = dim.getConstantIndex();
-      if (it == of.end() || !d ||
-          *d >= static_cast<int64_t>(it->second.shape.size()))
-        return false;
-      sizes[dim] = it->second.shape[*d];
-      return true;
-    }
-    if (auto div = dyn_cast<arith::CeilDivUIOp>(op)) {
-      std::optional<int64_t> by = getConstantIntValue(div.getRhs());
-      auto it = sizes.find(div.getLhs());
-      if (!by || *by < 1 || it == sizes.end())
-        return false;
-      sizes[div] = llvm::divideCeil(it->second, *by);
-      return true;
-    }
-    // A varlen grid: the query blocks plus the sequences.
-    if (auto add = dyn_cast<arith::AddIOp>(op)) {
-      auto value = [&](Value v) -> std::optional<int64_t> {
-        if (auto it = sizes.find(v); it != sizes.end())
-          return it->second;
-        return getConstantIntValue(v);
-      };
-      std::optional<int64_t> x = value(add.getLhs()), y = value(add.getRhs());
-      if (!x || !y)
-        return false;
-      sizes[add] = *x + *y;
-      return true;
-    }
-    return false;
+    return TypeSwitch<Operation *, bool>(op)
+        .Case([&](memref::DimOp dim) {
+          auto it = of.find(dim.getSource());
+          std::optional<int64_t> d = dim.getConstantIndex();
+          if (it == of.end() || !d ||
+              *d >= static_cast<int64_t>(it->second.shape.size()))
+            return false;
+          sizes[dim] = it->second.shape[*d];
+          return true;
+        })
+        .Case([&](arith::CeilDivUIOp div) {
+          std::optional<int64_t> by = getConstantIntValue(div.getRhs());
+          auto it = sizes.find(div.getLhs());
+          if (!by || *by < 1 || it == sizes.end())
+            return false;
+          sizes[div] = llvm::divideCeil(it->second, *by);
+          return true;
+        })
+        // A varlen grid: the query blocks plus the sequences.
+        .Case([&](arith::AddIOp add) {
+          auto value = [&](Value v) -> std::optional<int64_t> {
+            if (auto it = sizes.find(v); it != sizes.end())
+              return it->second;
+            return getConstantIntValue(v);
+          };
+          std::optional<int64_t> x = value(add.getLhs()),
+                                 y = value(add.getRhs());
+          if (!x || !y)
+            return false;
+          sizes[add] = *x + *y;
+          return true;
+        })
+        .Default([](Operation *) { return false; });
   }
+
   DenseMap<Value, int64_t> sizes;
   /// The buffer of `alloc`, its dynamic sizes evaluated; an error when the
   /// host code computed no such size or the memory cannot be had.
@@ -1228,8 +1260,8 @@ LogicalResult runHostLaunch(gpu::LaunchOp launch, HostBuffers &host,
     captured.push_back(v);
     views.push_back(View{a.base, a.bytes, a.shape, a.elt});
   }
-  for (Value v : {launch.getGridSizeX(), launch.getGridSizeY(),
-                  launch.getGridSizeZ()})
+  for (Value v :
+       {launch.getGridSizeX(), launch.getGridSizeY(), launch.getGridSizeZ()})
     if (auto it = host.sizes.find(v); it != host.sizes.end())
       sizes.insert(*it);
   Emulator emulator(launch, std::move(captured), std::move(views),
@@ -1247,8 +1279,7 @@ LogicalResult attn::emulateLaunch(gpu::LaunchOp launch,
                                   ArrayRef<EmulatedBuffer> args,
                                   std::string &error) {
   HostBuffers host;
-  if (!host.bindArguments(launch->getParentOfType<func::FuncOp>(), args,
-                          error))
+  if (!host.bindArguments(launch->getParentOfType<func::FuncOp>(), args, error))
     return failure();
   return runHostLaunch(launch, host, error);
 }
@@ -1260,28 +1291,37 @@ LogicalResult attn::emulateFunction(func::FuncOp func,
   if (!host.bindArguments(func, args, error))
     return failure();
   for (Operation &op : func.getBody().front()) {
-    LogicalResult ok = success();
-    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-      ok = host.allocate(alloc, error);
-    } else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
-                   memref::ReinterpretCastOp>(op)) {
-      if (!host.alias(&op)) {
-        error = "a reshape of a buffer the host code did not make";
-        ok = failure();
-      }
-    } else if (isa<memref::DimOp, arith::CeilDivUIOp, arith::AddIOp>(op)) {
-      if (!host.evaluate(&op)) {
-        error = "a size the host code computes from something the emulator "
-                "does not know";
-        ok = failure();
-      }
-    } else if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
-      ok = runHostLaunch(launch, host, error);
-    } else if (!isa<arith::ConstantOp, func::ReturnOp>(op)) {
-      error = "the host code holds '" + op.getName().getStringRef().str() +
-              "', which the emulator does not run";
-      ok = failure();
-    }
+    LogicalResult ok =
+        TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](memref::AllocOp alloc) {
+              return host.allocate(alloc, error);
+            })
+            .Case<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                  memref::ReinterpretCastOp>([&](auto) -> LogicalResult {
+              if (host.alias(&op))
+                return success();
+              error = "a reshape of a buffer the host code did not make";
+              return failure();
+            })
+            .Case<memref::DimOp, arith::CeilDivUIOp, arith::AddIOp>(
+                [&](auto) -> LogicalResult {
+                  if (host.evaluate(&op))
+                    return success();
+                  error = "a size the host code computes from something the "
+                          "emulator does not know";
+                  return failure();
+                })
+            .Case([&](gpu::LaunchOp launch) {
+              return runHostLaunch(launch, host, error);
+            })
+            .Case<arith::ConstantOp, func::ReturnOp>(
+                [](auto) { return success(); })
+            .Default([&](Operation *) {
+              error = "the host code holds '" +
+                      op.getName().getStringRef().str() +
+                      "', which the emulator does not run";
+              return failure();
+            });
     if (failed(ok))
       return failure();
   }
