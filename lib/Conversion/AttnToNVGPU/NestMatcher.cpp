@@ -33,9 +33,8 @@ Value sourceTensor(Value tile, scf::ForallOp forall) {
     src = slice.getSource();
   else if (auto extract = tile.getDefiningOp<tensor::ExtractOp>())
     src = extract.getTensor();
-  return src && !forall.getRegion().isAncestor(src.getParentRegion())
-             ? src
-             : Value();
+  return src && !forall.getRegion().isAncestor(src.getParentRegion()) ? src
+                                                                      : Value();
 }
 
 /// True when `v` is a linalg.fill of the float constant `c`.
@@ -199,7 +198,7 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
     return failure();
   }
   t.step = steps.front();
-  if (t.step.getPackedHeads() != t.packed()) {
+  if (static_cast<int64_t>(t.step.getPackedHeads()) != t.packed()) {
     why = "attn.online_step must pack the heads its #attn.plan says";
     return failure();
   }
@@ -237,7 +236,6 @@ static RankedTensorType staticHeadsType(Value a, int64_t rank) {
              ? type
              : nullptr;
 }
-
 
 /// The tensor.extract under the clamps and the cast attn-tile puts around
 /// an index it reads (arith.maxsi, arith.minsi of it and a bound, in

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 #include "attn-mlir/Dialect/Attn/Transforms/Passes.h"
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -103,8 +103,8 @@ static LogicalResult verifyExponentScale(Operation *op, double c) {
 /// The key loop of `step`: the scf.for whose index is its key offset.
 static scf::ForOp keyLoopOf(OnlineStepOp step) {
   auto kb = dyn_cast<BlockArgument>(step.getKeyOffset());
-  auto loop = kb ? dyn_cast<scf::ForOp>(kb.getOwner()->getParentOp())
-                 : scf::ForOp();
+  auto loop =
+      kb ? dyn_cast<scf::ForOp>(kb.getOwner()->getParentOp()) : scf::ForOp();
   return loop && loop.getInductionVar() == kb ? loop : scf::ForOp();
 }
 
@@ -124,13 +124,14 @@ static std::string stepContradiction(OnlineStepOp step, PlanAttr plan,
     os << "key_block = " << plan.getKeyBlock()
        << ", but its key offset is not the index of a key loop stepping by "
           "that many keys";
-  else if (step.getPackedHeads() != plan.getHeads())
+  else if (static_cast<int64_t>(step.getPackedHeads()) != plan.getHeads())
     os << "heads = " << plan.getHeads() << ", but the step packs "
        << step.getPackedHeads();
   else if (!oneBlock && !ShapedType::isDynamic(rows) &&
            rows > plan.getQueryBlock() * plan.getHeads())
-    os << "query_block = " << plan.getQueryBlock() << " and heads = "
-       << plan.getHeads() << ", but the step takes " << rows << " rows";
+    os << "query_block = " << plan.getQueryBlock()
+       << " and heads = " << plan.getHeads() << ", but the step takes " << rows
+       << " rows";
   return msg;
 }
 
@@ -178,15 +179,14 @@ static LogicalResult verifySchedule(scf::ForallOp forall, PlanAttr plan) {
     std::optional<int64_t> n =
         getConstantIntValue(forall.getMixedUpperBound()[2]);
     if (n.value_or(0) != plan.getSplits())
-      return fail("its third dimension is not of splits = " +
-                  Twine(plan.getSplits()) +
-                  " (0: a number known only at run time)");
+      return fail(
+          "its third dimension is not of splits = " + Twine(plan.getSplits()) +
+          " (0: a number known only at run time)");
     for (Operation *user : forall->getUsers()) {
       auto combine = user->getParentOfType<scf::ForallOp>();
       auto theirs = combine ? combine->getAttrOfType<PlanAttr>(kPlanAttrName)
                             : PlanAttr();
-      if (!theirs ||
-          theirs != withSchedule(plan, Schedule::combine))
+      if (!theirs || theirs != withSchedule(plan, Schedule::combine))
         return fail("its partial states are read by a forall whose plan is "
                     "not the same plan's combine schedule");
     }
@@ -198,13 +198,14 @@ static LogicalResult verifySchedule(scf::ForallOp forall, PlanAttr plan) {
 /// #attn.plan), and the nest is what the plan says.
 static LogicalResult verifyPlans(Operation *root) {
   WalkResult r = root->walk([&](scf::ForallOp forall) {
-    bool nest = forall->walk([](Operation *op) {
-                        return isa<OnlineStepOp, OnlineMergeOp, OnlineFinishOp>(
-                                   op)
-                                   ? WalkResult::interrupt()
-                                   : WalkResult::advance();
-                      })
-                    .wasInterrupted();
+    bool nest =
+        forall
+            ->walk([](Operation *op) {
+              return isa<OnlineStepOp, OnlineMergeOp, OnlineFinishOp>(op)
+                         ? WalkResult::interrupt()
+                         : WalkResult::advance();
+            })
+            .wasInterrupted();
     if (!nest)
       return WalkResult::advance();
     auto plan = forall->getAttrOfType<PlanAttr>(kPlanAttrName);
