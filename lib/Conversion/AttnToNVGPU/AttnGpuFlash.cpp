@@ -16,7 +16,8 @@
 //   SimtKernel        the f32 body and its tile layout
 //   TensorCoreKernel  the f16/bf16 body and its mma.sync fragment layout
 //   CombineKernel     the merge of a split decode kernel's partials
-//   Diagnose          why something was not lowered
+//   Diagnose          the pass on one function: each failure reported
+//                     where it arises (lowerAttention)
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +32,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir {
 namespace attn {
@@ -50,7 +50,7 @@ template <typename OpTy> struct TileSdpaForKernel : OpRewritePattern<OpTy> {
   TileSdpaForKernel(MLIRContext *ctx, const AttnGpuFlashPassOptions &o)
       : OpRewritePattern<OpTy>(ctx), options(o) {}
   /// Tiles the op and lowers the nest it made at once (a nest that does
-  /// not lower stays for attn-gpu-flash's diagnostics).
+  /// not lower stays, silently: the pass reports why, lowerAttention).
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     FailureOr<scf::ForallOp> forall =
@@ -99,16 +99,12 @@ struct AttnGpuFlashPass
       module.emitError("attn-gpu-flash: ") << describeUnsupportedCudaChip(chip);
       return signalPassFailure();
     }
-    RewritePatternSet patterns(&getContext());
-    populateAttnToNVGPUPatterns(patterns, o);
-    // One walk: each attn.sdpa is tiled and its nest lowered by one
-    // rewrite, and nests given as input are lowered. Nothing else is folded
-    // or erased.
-    walkAndApplyPatterns(module, std::move(patterns));
+    // Each attention op and nest lowered in turn, every failure reported
+    // where it arises. Nothing else is folded or erased.
     bool ok = true;
     bool any = false;
     for (auto func : module.getOps<func::FuncOp>()) {
-      ok = succeeded(diagnoseLeftovers(func, o)) && ok;
+      ok = succeeded(lowerAttention(func, o)) && ok;
       func.walk([&](gpu::LaunchOp) { any = true; });
     }
     if (!ok)

@@ -1,10 +1,12 @@
 //===- Diagnose.cpp - what attn-gpu-flash left, and why ---------*- C++ -*-===//
 //
-// attn-gpu-flash's diagnostics: after the patterns, every attention op or
-// nest they left is tried again with its reason emitted (tileForKernel and
-// lowerNest with Why{true}), and the ops no CUDA kernel lowers (attn.mha
+// attn-gpu-flash on one function: each attention op tiled with the
+// kernel's blocks and its nest lowered, then each nest given as input
+// lowered, every failure reported where it arises (at the op or nest, with
+// its reason: Why{true}); then the ops no CUDA kernel lowers (attn.mha
 // before attn-decompose-mha, attn.softmax, tile ops outside a nest) are
-// named.
+// named. The silent patterns (populateAttnToNVGPUPatterns) are for
+// callers that want no diagnostics.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,57 +18,87 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir {
 namespace attn {
 namespace cuda {
 
-LogicalResult diagnoseLeftovers(func::FuncOp func,
-                                const AttnGpuFlashPassOptions &o) {
-  bool ok = true;
-  IRRewriter rewriter(func.getContext());
-  func.walk([&](Operation *op) {
-    if (auto sdpa = dyn_cast<SdpaOp>(op))
-      ok = succeeded(tileForKernel(rewriter, sdpa, o, Why{true})) && ok;
-    else if (auto paged = dyn_cast<PagedSdpaOp>(op))
-      ok = succeeded(tileForKernel(rewriter, paged, o, Why{true})) && ok;
-    else if (auto varlen = dyn_cast<VarlenSdpaOp>(op))
-      ok = succeeded(tileForKernel(rewriter, varlen, o, Why{true})) && ok;
-    else if (isa<MhaOp>(op))
-      ok = succeeded(LogicalResult(op->emitError(
-          "attn.mha is lowered for CUDA as GEMM kernels around the fused "
-          "attention kernel: run attn-decompose-mha first (attn-gpu-pipeline "
-          "does)"))) && ok;
-    else if (isa<SoftmaxOp>(op))
-      ok = succeeded(LogicalResult(
-               op->emitError("attn.softmax has no CUDA lowering; run this "
-                             "graph on the CPU target (--target=cpu)"))) &&
-           ok;
-  });
-  SmallVector<scf::ForallOp> nests;
+/// The next attention nest of `func` not in `failed`, or null.
+static scf::ForallOp nextNest(func::FuncOp func,
+                              const DenseSet<Operation *> &failed) {
+  scf::ForallOp found;
   func.walk([&](scf::ForallOp f) {
-    if (isAttentionNest(f))
-      nests.push_back(f);
+    if (failed.contains(f) || !isAttentionNest(f))
+      return WalkResult::advance();
+    found = f;
+    return WalkResult::interrupt();
   });
-  for (scf::ForallOp forall : nests)
-    ok = succeeded(lowerNest(rewriter, forall, o, Why{true})) && ok;
-  bool reported = !ok;
+  return found;
+}
+
+/// Names the ops of `func` no CUDA kernel lowers: attn.mha (before
+/// attn-decompose-mha), attn.softmax, and tile ops outside a nest (or,
+/// when no nest failure was reported, in a nest that is not finished).
+static bool nameUnlowered(func::FuncOp func, bool reported) {
+  bool ok = true;
+  auto refuse = [&](Operation *op, const Twine &msg) {
+    op->emitError(msg);
+    ok = false;
+  };
   func.walk([&](Operation *op) {
-    if (!isa<OnlineStepOp, OnlineMergeOp, OnlineFinishOp>(op))
+    if (isa<MhaOp>(op))
+      refuse(op, "attn.mha is lowered for CUDA as GEMM kernels around the "
+                 "fused attention kernel: run attn-decompose-mha first "
+                 "(attn-gpu-pipeline does)");
+    else if (isa<SoftmaxOp>(op))
+      refuse(op, "attn.softmax has no CUDA lowering; run this graph on the "
+                 "CPU target (--target=cpu)");
+    else if (!isa<OnlineStepOp, OnlineMergeOp, OnlineFinishOp>(op))
       return;
-    if (!op->getParentOfType<scf::ForallOp>())
-      ok = succeeded(LogicalResult(
-               op->emitError("the CUDA kernel lowers attention tile ops only "
-                             "inside attn-tile's scf.forall nest"))) &&
-           ok;
+    else if (!op->getParentOfType<scf::ForallOp>())
+      refuse(op, "the CUDA kernel lowers attention tile ops only inside "
+                 "attn-tile's scf.forall nest");
     else if (!reported)
-      ok = succeeded(LogicalResult(op->emitError(
-               "the CUDA kernel lowers attention tile ops only in a nest "
-               "finished by attn.online_finish (a split forall's partial "
-               "states merged by the forall after it)"))) &&
-           ok;
+      refuse(op, "the CUDA kernel lowers attention tile ops only in a nest "
+                 "finished by attn.online_finish (a split forall's partial "
+                 "states merged by the forall after it)");
   });
-  return success(ok);
+  return ok;
+}
+
+LogicalResult lowerAttention(func::FuncOp func,
+                             const AttnGpuFlashPassOptions &o) {
+  IRRewriter rewriter(func.getContext());
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (isa<SdpaOp, PagedSdpaOp, VarlenSdpaOp>(op))
+      ops.push_back(op);
+  });
+  bool ok = true;
+  DenseSet<Operation *> failedNests;
+  for (Operation *op : ops) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<scf::ForallOp> forall =
+        TypeSwitch<Operation *, FailureOr<scf::ForallOp>>(op)
+            .Case<SdpaOp, PagedSdpaOp, VarlenSdpaOp>([&](auto attention) {
+              return tileForKernel(rewriter, attention, o, Why{true});
+            });
+    if (failed(forall)) {
+      ok = false;
+    } else if (failed(lowerNest(rewriter, *forall, o, Why{true}))) {
+      failedNests.insert(*forall);
+      ok = false;
+    }
+  }
+  // The nests given as input (one at a time: lowering one erases its ops).
+  while (scf::ForallOp forall = nextNest(func, failedNests)) {
+    if (succeeded(lowerNest(rewriter, forall, o, Why{true})))
+      continue;
+    failedNests.insert(forall);
+    ok = false;
+  }
+  return success(nameUnlowered(func, /*reported=*/!ok) && ok);
 }
 
 } // namespace cuda

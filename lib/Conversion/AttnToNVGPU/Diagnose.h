@@ -1,9 +1,10 @@
 //===- Diagnose.h - why attn-gpu-flash cannot lower -------------*- C++ -*-===//
 //
-// How the CUDA attention lowering says why it cannot lower something. The
-// patterns try silently (Why{false}); once they are done, the pass runs the
-// same checks again on what they left, this time emitting each reason
-// (Why{true}, diagnoseLeftovers). Private to lib/Conversion/AttnToNVGPU.
+// How the CUDA attention lowering says why it cannot lower something: each
+// check returns its failure through Why, which emits the reason at the op
+// (the pass: Why{true}, lowerAttention) or stays silent (the patterns of
+// populateAttnToNVGPUPatterns: Why{false}). Private to
+// lib/Conversion/AttnToNVGPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,11 +30,11 @@ struct Why {
   }
 };
 
-
-/// What the patterns left, each with its diagnostic (the same checks,
-/// this time emitting their reasons).
-LogicalResult diagnoseLeftovers(func::FuncOp func,
-                                const AttnGpuFlashPassOptions &o);
+/// attn-gpu-flash on `func`: each attention op tiled and lowered, each nest
+/// given as input lowered, every failure reported where it arises; then
+/// the ops no CUDA kernel lowers named.
+LogicalResult lowerAttention(func::FuncOp func,
+                             const AttnGpuFlashPassOptions &o);
 
 } // namespace cuda
 } // namespace attn
