@@ -17,6 +17,8 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::attn::driver;
@@ -63,35 +65,83 @@ std::string CpuKernels::featuresRecord(ModuleOp module) const {
   return features.empty() ? "" : "cpu-features" + features + "\n";
 }
 
-/// The CUDA toolkit: $CUDA_ROOT, else /usr/local/cuda, else the directory
-/// above the ptxas on $PATH ("" when none is found).
-static std::string findCudaRoot() {
-  if (const char *cuda = std::getenv("CUDA_ROOT"); cuda && *cuda)
-    return cuda;
+/// The CUDA toolkit: $CUDA_ROOT (an absolute path), else /usr/local/cuda,
+/// else the directory above the ptxas on $PATH ("" when none is found).
+static llvm::Expected<std::string> findCudaRoot() {
+  if (const char *cuda = std::getenv("CUDA_ROOT"); cuda && *cuda) {
+    if (!llvm::sys::path::is_absolute(cuda))
+      return driverError("CUDA_ROOT must be an absolute path (it chooses "
+                         "the ptxas that runs), found '" +
+                         llvm::Twine(cuda) + "'");
+    return std::string(cuda);
+  }
   if (llvm::sys::fs::exists("/usr/local/cuda/nvvm/libdevice"))
-    return "/usr/local/cuda";
+    return std::string("/usr/local/cuda");
   if (auto ptxas = llvm::sys::findProgramByName("ptxas"))
-    return llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
-        .str();
+    if (llvm::sys::path::is_absolute(*ptxas))
+      return llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
+          .str();
+  return std::string();
+}
+
+/// Why `path` may not be trusted as code to run or link: it, its target or
+/// a directory above either is owned by someone other than root and this
+/// user, or writable by others (a directory world-writable only with the
+/// sticky bit, as /tmp); "" when it may be.
+static std::string untrusted(const std::string &path) {
+  llvm::SmallString<256> real;
+  if (std::error_code ec = llvm::sys::fs::real_path(path, real))
+    return "cannot resolve '" + path + "': " + ec.message();
+  for (llvm::StringRef p = real; !p.empty();
+       p = llvm::sys::path::parent_path(p)) {
+    struct stat st;
+    if (::stat(p.str().c_str(), &st) != 0)
+      return "cannot stat '" + p.str() + "'";
+    bool dir = S_ISDIR(st.st_mode);
+    if (st.st_uid != 0 && st.st_uid != ::geteuid())
+      return "'" + p.str() + "' is owned by another user (uid " +
+             std::to_string(st.st_uid) + ")";
+    bool stickyDir = dir && (st.st_mode & S_ISVTX);
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !stickyDir)
+      return "'" + p.str() + "' is writable by others";
+    if (p == "/")
+      break;
+  }
   return "";
+}
+
+/// An error when the toolkit file `path` (`what`) may not be trusted.
+static llvm::Error checkTrusted(const std::string &path, const char *what) {
+  std::string why = untrusted(path);
+  if (why.empty())
+    return llvm::Error::success();
+  return driverError(llvm::Twine("refusing the CUDA toolkit's ") + what + " '" +
+                     path + "': " + why +
+                     "; it must be owned by root or you and writable by "
+                     "no one else, like every directory above it (set "
+                     "CUDA_ROOT to such a toolkit)");
 }
 
 llvm::Expected<Toolchain>
 mlir::attn::driver::findToolchain(const CompileOptions &o) {
   Toolchain tc;
-  bool cuda = o.target == Target::CUDA;
-  std::string cudaRoot = cuda ? findCudaRoot() : "";
-  tc.cudaRoot = cudaRoot;
-  if (cuda &&
-      !llvm::sys::fs::exists(cudaRoot + "/nvvm/libdevice/libdevice.10.bc"))
+  if (o.target != Target::CUDA)
+    return tc;
+  llvm::Expected<std::string> root = findCudaRoot();
+  if (!root)
+    return root.takeError();
+  std::string cudaRoot = tc.cudaRoot = *root;
+  std::string libdevice = cudaRoot + "/nvvm/libdevice/libdevice.10.bc";
+  if (!llvm::sys::fs::exists(libdevice))
     return driverError(
         "the CUDA target needs the CUDA toolkit's libdevice "
         "(nvvm/libdevice/libdevice.10.bc) to compile kernels; none "
         "found under '" +
         cudaRoot + "': install the toolkit or set CUDA_ROOT");
-  bool ptxas = cuda && llvm::sys::fs::can_execute(cudaRoot + "/bin/ptxas");
-  if (cuda &&
-      (o.kernelFormat == KernelFormat::Cubin || o.emit == Emit::Cubin) &&
+  if (llvm::Error e = checkTrusted(libdevice, "libdevice"))
+    return std::move(e);
+  bool ptxas = llvm::sys::fs::can_execute(cudaRoot + "/bin/ptxas");
+  if ((o.kernelFormat == KernelFormat::Cubin || o.emit == Emit::Cubin) &&
       !ptxas)
     return driverError(
         "a cubin needs ptxas (CUDA toolkit), which is not installed "
@@ -103,5 +153,9 @@ mlir::attn::driver::findToolchain(const CompileOptions &o) {
     embedPtx = true;
   if (o.emit == Emit::Cubin)
     embedPtx = false;
+  // ptxas runs only for cubins.
+  if (!embedPtx)
+    if (llvm::Error e = checkTrusted(cudaRoot + "/bin/ptxas", "ptxas"))
+      return std::move(e);
   return tc;
 }

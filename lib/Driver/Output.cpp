@@ -25,6 +25,8 @@
 
 #include <unistd.h>
 
+extern char **environ;
+
 using namespace mlir;
 using namespace mlir::attn::driver;
 
@@ -107,6 +109,28 @@ static llvm::Error sealFile(const std::string &path) {
   return writeFile(fd, path, [&](llvm::raw_ostream &os) { os << seal; });
 }
 
+/// The environment clang runs in: this process's, without the variables
+/// that would change what clang compiles, links or runs (extra arguments,
+/// header and library search paths, preloaded libraries) and with PATH
+/// (where it finds `ld`) set to the system's directories. An artifact is
+/// code: what builds it is chosen here, not by whoever sets the
+/// environment (docs/Security.md lists each variable).
+static std::vector<std::string> clangEnvironment() {
+  static const char *const kDropped[] = {
+      "CCC_OVERRIDE_OPTIONS", "COMPILER_PATH",      "CPATH",
+      "C_INCLUDE_PATH",       "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH",
+      "LIBRARY_PATH",         "GCC_EXEC_PREFIX",    "LD_PRELOAD",
+      "LD_LIBRARY_PATH",      "LD_AUDIT",           "PATH"};
+  std::vector<std::string> env{"PATH=/usr/bin:/bin"};
+  for (char **e = environ; e && *e; ++e) {
+    llvm::StringRef var(*e);
+    llvm::StringRef name = var.split('=').first;
+    if (!llvm::is_contained(kDropped, name))
+      env.push_back(var.str());
+  }
+  return env;
+}
+
 /// Compiles `module` (plus the C support code when `support`) with clang:
 /// `clang flags... module.ll [support.c] post... -o output`. Written to a
 /// new uniquely named file beside the output and renamed, so a failure
@@ -153,8 +177,9 @@ llvm::Error mlir::attn::driver::buildWithClang(
   args.insert(args.end(), post.begin(), post.end());
   args.insert(args.end(), {"-o", tmp});
   std::string clangError;
-  int rc = llvm::sys::ExecuteAndWait(o.clang, args, std::nullopt, {}, 0, 0,
-                                     &clangError);
+  std::vector<std::string> envStrings = clangEnvironment();
+  std::vector<llvm::StringRef> env(envStrings.begin(), envStrings.end());
+  int rc = llvm::sys::ExecuteAndWait(o.clang, args, env, {}, 0, 0, &clangError);
   if (rc != 0)
     return driverError("linking with '" + o.clang + "' failed" +
                        (clangError.empty() ? "" : ": " + clangError));
