@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "attn-mlir/Runtime/SharedObject.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/FileSystem.h"
@@ -17,8 +18,6 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
-#include <sys/stat.h>
-#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::attn::driver;
@@ -84,35 +83,9 @@ static llvm::Expected<std::string> findCudaRoot() {
   return std::string();
 }
 
-/// Why `path` may not be trusted as code to run or link: it, its target or
-/// a directory above either is owned by someone other than root and this
-/// user, or writable by others (a directory world-writable only with the
-/// sticky bit, as /tmp); "" when it may be.
-static std::string untrusted(const std::string &path) {
-  llvm::SmallString<256> real;
-  if (std::error_code ec = llvm::sys::fs::real_path(path, real))
-    return "cannot resolve '" + path + "': " + ec.message();
-  for (llvm::StringRef p = real; !p.empty();
-       p = llvm::sys::path::parent_path(p)) {
-    struct stat st;
-    if (::stat(p.str().c_str(), &st) != 0)
-      return "cannot stat '" + p.str() + "'";
-    bool dir = S_ISDIR(st.st_mode);
-    if (st.st_uid != 0 && st.st_uid != ::geteuid())
-      return "'" + p.str() + "' is owned by another user (uid " +
-             std::to_string(st.st_uid) + ")";
-    bool stickyDir = dir && (st.st_mode & S_ISVTX);
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !stickyDir)
-      return "'" + p.str() + "' is writable by others";
-    if (p == "/")
-      break;
-  }
-  return "";
-}
-
 /// An error when the toolkit file `path` (`what`) may not be trusted.
 static llvm::Error checkTrusted(const std::string &path, const char *what) {
-  std::string why = untrusted(path);
+  std::string why = ::attn::rt::untrustedCode(path);
   if (why.empty())
     return llvm::Error::success();
   return driverError(llvm::Twine("refusing the CUDA toolkit's ") + what + " '" +

@@ -130,14 +130,21 @@ struct Driver {
   Error load() {
     const char *path = std::getenv("ATTN_CUDA_DRIVER");
     std::string name = path && *path ? path : "libcuda.so.1";
-    // A library named by path is checked first: dlopen of a truncated
-    // one dies of SIGBUS. A bare name is found by dlopen's own search, like
+    // A library named by path is checked first: its owner and modes (it
+    // runs in this process), and its file (dlopen of a truncated one dies
+    // of SIGBUS). A bare name is found by dlopen's own search, like
     // the system's libcuda.so.1, and trusted.
     SharedObject so;
-    if (path && std::strchr(path, '/') && access(path, F_OK) == 0)
+    if (path && std::strchr(path, '/') && access(path, F_OK) == 0) {
+      if (std::string why = untrustedCode(name); !why.empty())
+        return {"refusing the CUDA driver '" + name +
+                "' ($ATTN_CUDA_DRIVER): " + why +
+                "; it must be owned by root or you and writable by no one "
+                "else, like every directory above it"};
       if (Error e = inspectSharedObject(name, so, /*withSymbols=*/false))
         return {"cannot load the CUDA driver '" + name +
                 "' ($ATTN_CUDA_DRIVER): " + e.message};
+    }
     lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return {"no CUDA driver: cannot load '" + name + "' (" + dlerror() +

@@ -20,11 +20,14 @@
 #include "attn-mlir/Runtime/Runtime.h"
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fstream>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -181,8 +184,7 @@ static Error checkImage(const SharedObject &so, const EntryInfo &e,
   const char *image = so.object(k.image, size);
   if (!image || size < want)
     return {"kernel image '" + k.image + "' of entry '" + e.name +
-            "' is missing or shorter than " + std::to_string(want) +
-            " bytes"};
+            "' is missing or shorter than " + std::to_string(want) + " bytes"};
   // The driver reads PTX up to its terminator.
   if (k.format == "ptx" && image[want - 1] != '\0')
     return {"the PTX image '" + k.image + "' of entry '" + e.name +
@@ -300,4 +302,26 @@ void attn::rt::dlcloseBytes(void *handle, int fd) {
   // descriptor, so that no later artifact is loaded under its name.
   if (!loadedAs("/proc/self/fd/" + std::to_string(fd)))
     ::close(fd);
+}
+
+std::string attn::rt::untrustedCode(const std::string &path) {
+  char resolved[PATH_MAX];
+  if (!realpath(path.c_str(), resolved))
+    return "cannot resolve '" + path + "': " + std::strerror(errno);
+  for (std::string p = resolved; !p.empty();) {
+    struct stat st;
+    if (stat(p.c_str(), &st) != 0)
+      return "cannot stat '" + p + "': " + std::strerror(errno);
+    if (st.st_uid != 0 && st.st_uid != geteuid())
+      return "'" + p + "' is owned by another user (uid " +
+             std::to_string(st.st_uid) + ")";
+    bool stickyDir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !stickyDir)
+      return "'" + p + "' is writable by others";
+    if (p == "/")
+      break;
+    size_t slash = p.find_last_of('/');
+    p = slash == 0 ? "/" : p.substr(0, slash);
+  }
+  return "";
 }

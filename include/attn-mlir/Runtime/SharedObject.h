@@ -57,6 +57,13 @@ Error dlopenBytes(const std::string &bytes, const std::string &name,
                   void *&handle, int &fd);
 void dlcloseBytes(void *handle, int fd);
 
+/// Why the file at `path` may not be trusted as code to run or load: it
+/// (links resolved) or a directory above it is owned by someone other than
+/// root and this user, or is writable by others (a sticky directory, as
+/// /tmp, may be world-writable); "" when it may be. The one rule for the
+/// CUDA toolkit attn-compile runs and the CUDA driver the runtime loads.
+std::string untrustedCode(const std::string &path);
+
 } // namespace attn::rt
 
 #endif // ATTN_MLIR_RUNTIME_SHAREDOBJECT_H
