@@ -2,11 +2,11 @@
 //
 // The parts of the attention kernel's body that do not depend on the tile
 // layout: where Q, K, V, the mask and the results are for a tile row or a
-// key (dense, paged through the block table, or a varlen sequence's packed
-// rows), the cp.async copies of the tiles and their stages, the visible key
-// blocks of a query block (and of a split), the varlen block's search for
-// its sequence, and Kernel::build, which sets the block up and picks the
-// SIMT or the tensor-core body.
+// key (asked of the key source and the schedule, KernelVariants.h), the
+// cp.async copies of the tiles and their stages, the visible key blocks of
+// a query block (the key source's and the schedule's share of them), and
+// Kernel::build, which sets the block up and picks the SIMT or the
+// tensor-core body.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,32 +87,18 @@ void Kernel::copyTile(Value src, RowAt at, Value row0, int64_t rows, Value T,
 void Kernel::copyKV(Value kb, Value stage) {
   Value row0 = k.mul(kb, cfg.kvBlock);
   auto at = [&](Value r) { return keyAt(r); };
-  bool paged = static_cast<bool>(table);
+  bool rolled = keys.rolledKeys();
   copyTile(key, at, row0, cfg.kvBlock, tkV, cfg.d, cfg.dp, ks, {stage},
-           paged);
+           rolled);
   copyTile(val, at, row0, cfg.kvBlock, tkV, cfg.dv, cfg.dvp, vs, {stage},
-           paged);
+           rolled);
 }
 
-SmallVector<Value, 4> Kernel::keyAt(Value r) {
-  if (cfg.varlen)
-    return {packedRow(keyStart, r, numK), hk};
-  if (!table)
-    return {bIdx, hk, r};
-  Value id = arith::IndexCastOp::create(
-      b, b.getIndexType(),
-      memref::LoadOp::create(b, table,
-                             ValueRange{bIdx, k.div(r, cfg.blockSize)}));
-  Value last = k.add(k.min(cacheBlocks[0], cacheBlocks[1]), -1);
-  Value page = arith::MaxSIOp::create(b, k.min(id, last), k.c(0));
-  return {page, k.rem(r, cfg.blockSize), hk};
-}
+SmallVector<Value, 4> Kernel::keyAt(Value r) { return keys.keyAt(*this, r); }
 
 SmallVector<Value, 4> Kernel::queryIndex(Value r) {
   auto [head, row] = queryAt(r);
-  if (cfg.varlen)
-    return {packedRow(rowStart, row, numQ), head};
-  return {bIdx, head, row};
+  return keys.queryIndex(*this, head, row);
 }
 
 Value Kernel::packedRow(Value start, Value r, Value n) {
@@ -121,24 +107,11 @@ Value Kernel::packedRow(Value start, Value r, Value n) {
 }
 
 std::pair<Value, Value> Kernel::queryAt(Value r) {
-  return cfg.decode ? decodeRow(k, cfg, h, r) : std::pair(h, r);
+  return sched.queryAt(*this, r);
 }
 
 SmallVector<Value> Kernel::resultAt(Value r, Value col) {
-  if (cfg.varlen) {
-    Value row = k.add(rowStart, r);
-    return col ? SmallVector<Value>{row, h, col} : SmallVector<Value>{h, row};
-  }
-  SmallVector<Value> idx{bIdx};
-  if (cfg.splits > 1) {
-    idx.append({grp, split, r});
-  } else {
-    auto [head, row] = queryAt(r);
-    idx.append({head, row});
-  }
-  if (col)
-    idx.push_back(col);
-  return idx;
+  return keys.resultAt(*this, r, col);
 }
 
 Value Kernel::maskAt(Value row, Value col) {
@@ -162,11 +135,7 @@ ScoreSite Kernel::siteAt(Value s, Value row, Value col, bool positions) {
   return site;
 }
 
-std::pair<Value, Value> Kernel::positions() {
-  if (cfg.decode && cfg.packed > 1)
-    return {k.c(0), k.c(cfg.tq - 1)};
-  return {q0, k.min(k.add(q0, cfg.bm - 1), k.add(rowEnd, -1))};
-}
+std::pair<Value, Value> Kernel::positions() { return sched.positions(*this); }
 
 Value Kernel::needsPredicate(Value kv0) {
   auto [first, last] = positions();
@@ -188,16 +157,8 @@ std::pair<Value, Value> Kernel::visibleBlocks() {
       k.add(arith::DivSIOp::create(b, k.sub(hi, k.c(1)), k.c(cfg.kvBlock)),
             1),
       kbBegin);
-  // A varlen block past its sequence's rows (or in no sequence's range)
-  // runs no key block.
-  if (cfg.varlen)
-    kbEnd = k.sel(k.lt(q0, rowEnd), kbEnd, kbBegin);
-  if (cfg.splits == 1)
-    return {kbBegin, kbEnd};
-  Value per = k.div(k.add(k.sub(kbEnd, kbBegin), cfg.splits - 1), cfg.splits);
-  Value from =
-      k.min(k.add(kbBegin, arith::MulIOp::create(b, split, per)), kbEnd);
-  return {from, k.min(k.add(from, per), kbEnd)};
+  kbEnd = keys.lastKeyBlock(*this, kbBegin, kbEnd);
+  return sched.splitBlocks(*this, kbBegin, kbEnd);
 }
 
 void Kernel::prologueKV(Value kbBegin, Value kbEnd) {
@@ -232,78 +193,7 @@ Value Kernel::stageBlock(Value kb, Value kbBegin, Value kbEnd) {
   return stage;
 }
 
-/// A varlen block's sequence b and query block, from its grid x. Sequence
-/// b's blocks are x in [s_b, s_b + ceil(Tq_b / BM)), s_b = start_b / BM + b:
-/// s is strictly increasing, so the ranges never overlap, and all of them
-/// fit in Nq / BM + B blocks; b is found by a binary search over s. A block
-/// in no range is past its sequence's rows: it runs no key block and stores
-/// nothing. Sequence b's rows are [clamp(cu[b], 0, N), clamp(cu[b + 1],
-/// that, N)), as attn-tile's nest reads them, with B = min(|cu_q|, |cu_k|)
-/// - 1 (the runtime checks the offsets before a call; these clamps keep
-/// every read inside the tensors whatever they hold).
-void Kernel::locateVarlenTile(Value x) {
-  numQ = varlenSizes[2];
-  numK = k.min(varlenSizes[3], varlenSizes[4]);
-  Value seqs = arith::MaxSIOp::create(
-      b, k.add(k.min(varlenSizes[0], varlenSizes[1]), -1), k.c(0));
-  auto offset = [&](Value cu, Value i, Value floor, Value n) -> Value {
-    Value v = arith::IndexCastOp::create(
-        b, b.getIndexType(),
-        memref::LoadOp::create(b, cu, ValueRange{k.min(i, seqs)}));
-    return k.min(arith::MaxSIOp::create(b, v, floor), n);
-  };
-  auto firstBlock = [&](Value seq) {
-    return k.add(k.div(offset(cuQ, seq, k.c(0), numQ), cfg.bm), seq);
-  };
-  // The last sequence b in [0, B) with s_b <= x: invariant s_lo <= x (s_0
-  // = 0) and, below B, s_hi > x.
-  Type index = b.getIndexType();
-  auto search = scf::WhileOp::create(b, TypeRange{index, index},
-                                     ValueRange{k.c(0), seqs});
-  {
-    OpBuilder::InsertionGuard ig(b);
-    Block *before = b.createBlock(&search.getBefore(), {}, {index, index},
-                                  {b.getLoc(), b.getLoc()});
-    Value lo = before->getArgument(0), hi = before->getArgument(1);
-    scf::ConditionOp::create(
-        b, k.cmp(arith::CmpIPredicate::sgt, k.sub(hi, lo), k.c(1)),
-        ValueRange{lo, hi});
-    Block *after = b.createBlock(&search.getAfter(), {}, {index, index},
-                                 {b.getLoc(), b.getLoc()});
-    lo = after->getArgument(0);
-    hi = after->getArgument(1);
-    Value mid = k.div(k.add(lo, hi), 2);
-    Value below = k.cmp(arith::CmpIPredicate::sle, firstBlock(mid), x);
-    scf::YieldOp::create(
-        b, ValueRange{k.sel(below, mid, lo), k.sel(below, hi, mid)});
-  }
-  bIdx = search.getResult(0);
-  rowStart = offset(cuQ, bIdx, k.c(0), numQ);
-  keyStart = offset(cuK, bIdx, k.c(0), numK);
-  Value next = k.add(bIdx, 1);
-  tqV = rowEnd = k.sub(offset(cuQ, next, rowStart, numQ), rowStart);
-  tkV = k.sub(offset(cuK, next, keyStart, numK), keyStart);
-  spec.queryLengthValue = tqV;
-  spec.keyLengthValue = tkV;
-  // (x < s_b only for offsets the runtime refuses: then no rows.)
-  Value first = k.add(k.div(rowStart, cfg.bm), bIdx);
-  q0 = k.sel(k.cmp(arith::CmpIPredicate::sge, x, first),
-             k.mul(k.sub(x, first), cfg.bm), rowEnd);
-}
-
 void Kernel::build() {
-  if (table) {
-    // A paged sequence's length, within the table's capacity: a bad table
-    // never makes the kernel read outside the caches (attn-run and the
-    // runtime refuse one before the call).
-    Value len = arith::IndexCastOp::create(
-        b, b.getIndexType(),
-        memref::LoadOp::create(b, seqLens, ValueRange{bIdx}));
-    tkV = arith::MaxSIOp::create(
-        b, k.min(len, arith::MulIOp::create(b, tableCols, k.c(cfg.blockSize))),
-        k.c(0));
-    spec.keyLengthValue = tkV;
-  }
   form = ScoreForm{spec, /*scaleFolded=*/false, /*base2=*/true};
   vis.emplace(spec);
   // Shared memory: Q [BM, D+pad] (tensor cores only), K [stages, BN,

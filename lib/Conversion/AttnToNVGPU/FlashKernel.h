@@ -32,8 +32,10 @@
 // block table, the sequence's length from seq_lens. attn.varlen_sdpa
 // (packed sequences, cu_seqlens): grid (Nq / BM + B + 1, Hq, 1), each
 // block finding its sequence and query block by a binary search over the
-// offsets (Kernel::locateVarlenTile), its rows and keys at the sequence's
-// packed offsets.
+// offsets, its rows and keys at the sequence's packed offsets. These
+// variants are a KeySource (dense, paged, packed sequences) and a
+// KernelSchedule (prefill, decode, split) the body calls (KernelVariants.h);
+// no code here tests which one it has.
 //
 // The SIMT and tensor-core bodies are in SimtKernel.cpp and
 // TensorCoreKernel.cpp; the rest of Kernel in FlashKernel.cpp, the combine
@@ -45,6 +47,7 @@
 #define ATTN_MLIR_LIB_CONVERSION_ATTNTONVGPU_FLASHKERNEL_H
 
 #include "KernelConfig.h"
+#include "KernelVariants.h"
 
 #include "attn-mlir/Conversion/KernelBuilder.h"
 #include "attn-mlir/Dialect/Attn/Transforms/OnlineSoftmax.h"
@@ -64,6 +67,10 @@ struct Kernel {
   KB k;
   AttentionSpec spec; // of the attn.online_step lowered
   const Config &cfg;
+  // Where keys, queries and results are, and how blocks map to tiles
+  // (KernelVariants.h): the body calls these instead of testing cfg.
+  const KeySource &keys = KeySource::of(cfg);
+  const KernelSchedule &sched = KernelSchedule::of(cfg);
   Value q = {}, key = {}, val = {}, mask = {}, alibi = {}, out = {}, lse = {};
   Value tqV = {}, tkV = {}; // Tq and Tk: constants, or kernel arguments
   // The rows of the tile: Tq, or a decode tile's packed·Tq.
@@ -193,8 +200,6 @@ struct Kernel {
   // ldmatrix rows/columns of this lane (tensor-core kernel).
   Value half = {}, quarter = {}, qRow = {}, kRow = {}, vRow = {};
 
-  /// A varlen block's sequence and rows from its grid x (FlashKernel.cpp).
-  void locateVarlenTile(Value x);
   /// The f32 kernel body (SimtKernel.cpp).
   void buildSimt();
   /// The f16/bf16 kernel body and its stores (TensorCoreKernel.cpp).

@@ -42,24 +42,6 @@ static void eraseDeadHostCode(RewriterBase &rewriter, ValueRange roots) {
   }
 }
 
-namespace {
-/// What the host computes before a nest's launch, in this order: buffers
-/// of the tensors the kernel reads, the batch and lengths (constants, or
-/// sizes read at run time), buffers of the results, the grid's x size, a
-/// split's f32 partials and a paged cache's tables.
-struct NestBuffers {
-  Value q, key, val, mask, alibi;
-  Value batch, tq, tk;
-  SmallVector<Value> outs;
-  Value cuQ, cuK;
-  SmallVector<Value, 5> varlenSizes;
-  Value blocks;
-  SmallVector<Value> parts;
-  Value table, seqLens, tableCols;
-  SmallVector<Value, 2> cacheBlocks;
-};
-} // namespace
-
 /// The host side of nest `t`'s launch, built at `b` (before the nest).
 static NestBuffers buildNestBuffers(ImplicitLocOpBuilder &b,
                                     const TiledAttention &t,
@@ -67,6 +49,8 @@ static NestBuffers buildNestBuffers(ImplicitLocOpBuilder &b,
   scf::ForallOp forall = t.forall;
   Location loc = t.step.getLoc();
   KB k{b};
+  const KeySource &keys = KeySource::of(cfg);
+  const KernelSchedule &sched = KernelSchedule::of(cfg);
   DenseMap<Value, Value> buffers;
   // Each tile's buffer is that of the tensor it is read from.
   auto memrefOf = [&](Value tile) -> Value {
@@ -78,80 +62,30 @@ static NestBuffers buildNestBuffers(ImplicitLocOpBuilder &b,
       buf = bufferForRead(b, loc, src);
     return buf;
   };
-  Value q = memrefOf(t.step.getQuery()), key = memrefOf(t.step.getKey()),
-        val = memrefOf(t.step.getValue()), mask = memrefOf(t.step.getMask()),
-        alibi = memrefOf(t.step.getAlibiSlope());
+  NestBuffers h;
+  h.q = memrefOf(t.step.getQuery());
+  h.key = memrefOf(t.step.getKey());
+  h.val = memrefOf(t.step.getValue());
+  h.mask = memrefOf(t.step.getMask());
+  h.alibi = memrefOf(t.step.getAlibiSlope());
   // B, Tq and Tk on the host: constants, or the sizes of Q and K.
-  auto size = [&](Value buf, int64_t dim, int64_t n) -> Value {
-    return ShapedType::isDynamic(n)
-               ? memref::DimOp::create(b, buf, dim).getResult()
-               : k.c(n);
-  };
-  auto sizeOf = [&](Value buf, int64_t dim) {
-    return size(buf, dim, cast<MemRefType>(buf.getType()).getDimSize(dim));
-  };
-  // (A paged sequence's Tk is its own, read by the kernel; a varlen
-  // sequence's Tq and Tk too, and its results go to rows of [Nq, Hq, Dv]
-  // and LSE [Hq, Nq].)
-  Value batch = cfg.varlen ? k.c(1) : size(q, 0, cfg.batch),
-        tq = cfg.varlen ? sizeOf(q, 0) : size(q, 2, cfg.tq),
-        tk = t.table || cfg.varlen ? Value() : size(key, 2, cfg.tk);
+  keys.hostSizes(b, cfg, h);
   // Results [B, Hq, Tq, Dv] and LSE [B, Hq, Tq].
   scf::ForallOp last = t.combine ? t.combine : forall;
-  SmallVector<Value> outs;
   for (Type type : last.getResultTypes()) {
     auto tt = cast<RankedTensorType>(type);
     SmallVector<Value> dyn;
     for (int64_t d = 0; d < tt.getRank(); ++d)
       if (tt.isDynamicDim(d))
-        dyn.push_back(d == 0 && !cfg.varlen ? batch : tq);
-    outs.push_back(allocateBuffer(b, loc, tt, dyn));
+        dyn.push_back(keys.resultDim(h, d));
+    h.outs.push_back(allocateBuffer(b, loc, tt, dyn));
   }
-  // Grid: (q-blocks, Hq, B); of a decode kernel (row blocks · splits, head
-  // groups, B); of a varlen one (Nq / BM + B + 1, Hq, 1): see
-  // Kernel::locateVarlenTile.
-  int64_t groups = cfg.hq / cfg.packed;
-  Value cuQ, cuK;
-  SmallVector<Value, 5> varlenSizes;
-  if (cfg.varlen) {
-    cuQ = bufferForRead(b, loc, t.cuQ);
-    cuK = bufferForRead(b, loc, t.cuK);
-    varlenSizes = {sizeOf(cuQ, 0), sizeOf(cuK, 0), tq, sizeOf(key, 0),
-                   sizeOf(val, 0)};
-  }
-  Value blocks = cfg.decode ? k.c(cfg.rowBlocks * cfg.splits)
-                 : ShapedType::isDynamic(cfg.tq) || cfg.varlen
-                     ? arith::CeilDivUIOp::create(b, tq, k.c(cfg.bm))
-                     : k.c((cfg.tq + cfg.bm - 1) / cfg.bm);
-  if (cfg.varlen)
-    blocks = k.add(blocks, varlenSizes[0]);
-  // A split's partial results: normalized outputs and LSEs in f32.
-  SmallVector<Value> parts;
-  if (cfg.splits > 1) {
-    Type f32 = b.getF32Type();
-    SmallVector<int64_t> shape{cfg.batch, groups, cfg.splits, cfg.tileRows(),
-                               cfg.dv};
-    SmallVector<Value> dyn;
-    if (ShapedType::isDynamic(cfg.batch))
-      dyn.push_back(batch);
-    parts.push_back(
-        allocateBuffer(b, loc, RankedTensorType::get(shape, f32), dyn));
-    shape.pop_back();
-    parts.push_back(
-        allocateBuffer(b, loc, RankedTensorType::get(shape, f32), dyn));
-  }
-  // A paged cache's tables, the table's columns and the caches' blocks.
-  Value table, seqLens, tableCols;
-  SmallVector<Value, 2> cacheBlocks;
-  if (t.table) {
-    table = bufferForRead(b, loc, t.table);
-    seqLens = bufferForRead(b, loc, t.seqLens);
-    tableCols = sizeOf(table, 1);
-    cacheBlocks = {sizeOf(key, 0), sizeOf(val, 0)};
-  }
-  return NestBuffers{q,      key,   val,   mask,    alibi,     batch,
-                     tq,     tk,    outs,  cuQ,     cuK,       varlenSizes,
-                     blocks, parts, table, seqLens, tableCols, cacheBlocks};
+  // Grid x: the schedule's, widened by the key source.
+  keys.hostOffsets(b, t, h);
+  h.blocks = keys.gridX(k, h, sched.gridX(k, cfg, h.tq, keys.dynamicRows()));
+  h.parts = sched.partials(b, cfg, h.batch);
+  keys.hostTables(b, t, h);
+  return h;
 }
 
 /// The attention kernel's launch on `host`'s buffers, its body built by
@@ -162,7 +96,7 @@ static gpu::LaunchOp buildAttentionLaunch(ImplicitLocOpBuilder &b,
                                           const NestBuffers &host) {
   scf::ForallOp forall = t.forall;
   KB k{b};
-  int64_t groups = cfg.hq / cfg.packed;
+  int64_t groups = KernelSchedule::of(cfg).groups(cfg);
   std::string name = uniqueKernelName(forall, "attention");
   gpu::LaunchOp launch =
       buildLaunch(b, {host.blocks, k.c(groups), host.batch}, cfg.threads(),
@@ -197,16 +131,11 @@ static gpu::LaunchOp buildAttentionLaunch(ImplicitLocOpBuilder &b,
   // known at run time become its arguments.
   kern.tqV = kern.spec.queryLengthValue = host.tq;
   kern.tkV = kern.spec.keyLengthValue = host.tk;
-  kern.rowEnd = cfg.decode ? k.c(cfg.tileRows()) : host.tq;
   kern.tid = launch.getThreadIds().x;
   Value bx = launch.getBlockIds().x;
-  kern.q0 = k.mul(cfg.decode ? k.rem(bx, cfg.rowBlocks) : bx, cfg.bm);
-  kern.split = cfg.decode ? k.div(bx, cfg.rowBlocks) : k.c(0);
-  kern.grp = launch.getBlockIds().y;
-  kern.h = cfg.packed > 1 ? k.mul(kern.grp, cfg.packed) : kern.grp;
   kern.bIdx = launch.getBlockIds().z;
-  if (cfg.varlen)
-    kern.locateVarlenTile(bx);
+  kern.sched.place(kern, host.tq, bx, launch.getBlockIds().y);
+  kern.keys.locate(kern, bx);
   kern.build();
   gpu::TerminatorOp::create(b);
   b.setInsertionPointAfter(launch);

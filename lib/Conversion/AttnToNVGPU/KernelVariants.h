@@ -1,0 +1,138 @@
+//===- KernelVariants.h - key sources and schedules of a kernel -*- C++ -*-===//
+//
+// The two axes along which CUDA attention kernels differ, as abstractions
+// the kernel body calls instead of branching on Config's flags. A
+// KeySource (dense, paged through a block table, or packed varlen
+// sequences; KeySource.cpp) says where a key, query and result row of the
+// tile's batch element is, what the tile's lengths are, and which host
+// buffers and sizes the launch needs. A KernelSchedule (prefill, decode
+// with packed heads, or split-KV decode; KernelSchedule.cpp) maps a block to
+// its head (group), first row and key split, a tile row to Q's (head, row),
+// says which query positions and key blocks the block covers, where a
+// finished row goes, and sizes the grid. Each is chosen once from the
+// Config (KeySource::of, KernelSchedule::of) and holds no state: the
+// values live in Kernel and NestBuffers. Both build IR in exactly the order
+// the kernel did before they existed. Private to lib/Conversion/AttnToNVGPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_MLIR_LIB_CONVERSION_ATTNTONVGPU_KERNELVARIANTS_H
+#define ATTN_MLIR_LIB_CONVERSION_ATTNTONVGPU_KERNELVARIANTS_H
+
+#include "KernelConfig.h"
+
+namespace mlir {
+namespace attn {
+namespace cuda {
+
+struct Kernel;
+
+/// What the host computes before a nest's launch, in this order: buffers
+/// of the tensors the kernel reads, the batch and lengths (constants, or
+/// sizes read at run time), buffers of the results, a varlen batch's
+/// offsets and sizes, the grid's x size, a split's f32 partials and a
+/// paged cache's tables.
+struct NestBuffers {
+  Value q, key, val, mask, alibi;
+  Value batch, tq, tk;
+  SmallVector<Value> outs;
+  Value cuQ, cuK;
+  SmallVector<Value, 5> varlenSizes;
+  Value blocks;
+  SmallVector<Value> parts;
+  Value table, seqLens, tableCols;
+  SmallVector<Value, 2> cacheBlocks;
+};
+
+/// Dimension `dim` of `buf` on the host: the constant `n`, or memref.dim
+/// when `n` is dynamic; hostSizeOf takes `n` from the buffer's type.
+Value hostSize(ImplicitLocOpBuilder &b, Value buf, int64_t dim, int64_t n);
+Value hostSizeOf(ImplicitLocOpBuilder &b, Value buf, int64_t dim);
+
+/// Where the keys, queries and results of a tile's batch element are.
+class KeySource {
+public:
+  virtual ~KeySource() = default;
+  /// The key source of `cfg`'s kernel (one static instance per source).
+  static const KeySource &of(const Config &cfg);
+
+  // Host side (LowerNest.cpp), in the order the host builds them.
+  /// The batch B (the grid's z), Tq and Tk (null: the kernel reads it).
+  virtual void hostSizes(ImplicitLocOpBuilder &b, const Config &cfg,
+                         NestBuffers &h) const = 0;
+  /// The size of a result's dynamic dimension d.
+  virtual Value resultDim(const NestBuffers &h, int64_t d) const = 0;
+  /// Buffers and sizes the kernel needs before the grid is sized.
+  virtual void hostOffsets(ImplicitLocOpBuilder &, const TiledAttention &,
+                           NestBuffers &) const {}
+  /// Whether the rows of the grid are known only at run time.
+  virtual bool dynamicRows() const { return false; }
+  /// The grid's x size from the schedule's `blocks`.
+  virtual Value gridX(KB &, const NestBuffers &, Value blocks) const {
+    return blocks;
+  }
+  /// Buffers and sizes built after the grid and the partials.
+  virtual void hostTables(ImplicitLocOpBuilder &, const TiledAttention &,
+                          NestBuffers &) const {}
+
+  // Kernel side (Kernel's members call these).
+  /// Finds the tile's sequence and lengths from grid x, once the schedule
+  /// has placed the block.
+  virtual void locate(Kernel &, Value) const {}
+  /// Where key r (below Tk) of the block's sequence and KV head is.
+  virtual SmallVector<Value, 4> keyAt(Kernel &kern, Value r) const = 0;
+  /// Whether the K/V tiles are copied in an scf.for (see copyTile).
+  virtual bool rolledKeys() const { return false; }
+  /// Q's index of Q's (head, row) of this block's batch element.
+  virtual SmallVector<Value, 4> queryIndex(Kernel &kern, Value head,
+                                           Value row) const = 0;
+  /// Where the finished tile row r goes (lse without col).
+  virtual SmallVector<Value> resultAt(Kernel &kern, Value r,
+                                      Value col) const = 0;
+  /// The end of the visible key blocks [kbBegin, kbEnd) of the block.
+  virtual Value lastKeyBlock(Kernel &, Value, Value kbEnd) const {
+    return kbEnd;
+  }
+};
+
+/// How the blocks of the grid cover the query rows, heads and keys.
+class KernelSchedule {
+public:
+  virtual ~KernelSchedule() = default;
+  /// The schedule of `cfg`'s kernel (one static instance per schedule).
+  static const KernelSchedule &of(const Config &cfg);
+
+  // Host side.
+  /// The grid's y size: heads, or head groups of packed heads.
+  int64_t groups(const Config &cfg) const { return cfg.hq / cfg.packed; }
+  /// The grid's x size before the key source's extension; `dynamicRows`
+  /// when Tq is known only at run time.
+  virtual Value gridX(KB &k, const Config &cfg, Value tq,
+                      bool dynamicRows) const = 0;
+  /// The buffers the block writes before a combine kernel (none).
+  virtual SmallVector<Value> partials(ImplicitLocOpBuilder &, const Config &,
+                                      Value) const {
+    return {};
+  }
+
+  // Kernel side.
+  /// Sets rowEnd, q0, split, grp and h of the block at grid (x, y).
+  virtual void place(Kernel &kern, Value tq, Value x, Value y) const = 0;
+  /// Tile row r as Q's (head, query row).
+  virtual std::pair<Value, Value> queryAt(Kernel &kern, Value r) const = 0;
+  /// The first and last query positions of the block's rows.
+  virtual std::pair<Value, Value> positions(Kernel &kern) const;
+  /// The block's share [from, to) of the visible key blocks.
+  virtual std::pair<Value, Value> splitBlocks(Kernel &, Value kbBegin,
+                                              Value kbEnd) const {
+    return {kbBegin, kbEnd};
+  }
+  /// The indices after the batch element's of tile row r's result.
+  virtual SmallVector<Value> resultRow(Kernel &kern, Value r) const;
+};
+
+} // namespace cuda
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_MLIR_LIB_CONVERSION_ATTNTONVGPU_KERNELVARIANTS_H
