@@ -89,10 +89,8 @@ static llvm::Error checkTrusted(const std::string &path, const char *what) {
   if (why.empty())
     return llvm::Error::success();
   return driverError(llvm::Twine("refusing the CUDA toolkit's ") + what + " '" +
-                     path + "': " + why +
-                     "; it must be owned by root or you and writable by "
-                     "no one else, like every directory above it (set "
-                     "CUDA_ROOT to such a toolkit)");
+                     path + "': " + why + "; " + ::attn::rt::kTrustedCodeRule +
+                     " (set CUDA_ROOT to such a toolkit)");
 }
 
 llvm::Expected<Toolchain>

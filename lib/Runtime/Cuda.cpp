@@ -138,9 +138,7 @@ struct Driver {
     if (path && std::strchr(path, '/') && access(path, F_OK) == 0) {
       if (std::string why = untrustedCode(name); !why.empty())
         return {"refusing the CUDA driver '" + name +
-                "' ($ATTN_CUDA_DRIVER): " + why +
-                "; it must be owned by root or you and writable by no one "
-                "else, like every directory above it"};
+                "' ($ATTN_CUDA_DRIVER): " + why + "; " + kTrustedCodeRule};
       if (Error e = inspectSharedObject(name, so, /*withSymbols=*/false))
         return {"cannot load the CUDA driver '" + name +
                 "' ($ATTN_CUDA_DRIVER): " + e.message};

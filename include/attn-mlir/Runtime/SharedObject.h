@@ -64,6 +64,11 @@ void dlcloseBytes(void *handle, int fd);
 /// CUDA toolkit attn-compile runs and the CUDA driver the runtime loads.
 std::string untrustedCode(const std::string &path);
 
+/// What untrustedCode asks of a file, for the messages that refuse one.
+inline constexpr const char *kTrustedCodeRule =
+    "it must be owned by root or you and writable by no one else, like "
+    "every directory above it";
+
 } // namespace attn::rt
 
 #endif // ATTN_MLIR_RUNTIME_SHAREDOBJECT_H
