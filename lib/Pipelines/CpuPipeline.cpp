@@ -80,14 +80,15 @@ static void addBufferization(OpPassManager &pm) {
 /// Loops, OpenMP and everything to the LLVM dialect, each function with its
 /// C interface (memref descriptors, whatever the shapes).
 static void addLowerToLLVM(OpPassManager &pm, const CpuPipelineOptions &o) {
-  // Projections (linalg.matmul) take the same register-blocked path.
-  pm.addPass(createLinalgGeneralizeNamedOpsPass());
+  // Projections (linalg.matmul) take the same register-blocked path: the
+  // vectorizer generalizes and tags them before the other named ops are.
   AttnCpuVectorizeMatmulPassOptions vectorize;
   vectorize.vectorWidth = o.vectorWidth;
   vectorize.bf16Dot = o.bf16Dot;
   vectorize.amx = o.amx;
   vectorize.amxCols = o.amxCols;
   pm.addPass(createAttnCpuVectorizeMatmulPass(vectorize));
+  pm.addPass(createLinalgGeneralizeNamedOpsPass());
   bool amxEmulated = o.amx && o.amxEmulate;
   if (amxEmulated)
     pm.addPass(createAttnCpuEmulateAmxPass());

@@ -137,10 +137,17 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
   let summary = "Register-block the tile matmuls of the loop nest with "
                 "AVX-512-sized vectors";
   let description = [{
-    Rewrites every `linalg.generic` on memrefs of the form
-    `C[M, N] += A[M, K] · B[K, N]` (loops (i, k, j), f32 C, B and C
-    contiguous in j) — the two matmuls that `attn-tile` leaves in the
-    online-softmax loop — into a loop nest of `vector.fma` on
+    Takes each `linalg.generic` on memrefs by what its `attn.tile_op`
+    attribute says it is (`attn-decompose-online` records it on the tile
+    ops it emits; a named `linalg.matmul`, an `attn.mha` projection, is
+    generalized and tagged `matmul` here first), never by the shape of an
+    untagged op: the kernel of that kind then checks only its own
+    preconditions (static sizes, strides, element types), and an op
+    outside them is left to `convert-linalg-to-loops`.
+
+    A `matmul`, `C[M, N] += A[M, K] · B[K, N]` (loops (i, k, j), f32 C, B
+    and C contiguous in j) — the two matmuls of the online-softmax loop —
+    becomes a loop nest of `vector.fma` on
     `vector<W x f32>`: blocks of `rows` x (`cols`·W) elements of C live in
     registers for the whole k loop, fed per step by `cols` vector loads of B
     and `rows` broadcasts of A; partial columns use masked W-wide blocks;
@@ -163,18 +170,21 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
     reads of other buffers, and, when its buffers are local allocations,
     writes of other buffers (a bf16 step's per-block V pack).
 
-    `out[i, j] = f(in[j, i])` with f elementwise, out of 32-bit elements,
+    A `transpose`, `out[i, j] = f(in[j, i])` with f elementwise, out of
+    32-bit elements,
     static sizes multiples of W (the Qᵀ that `attn-decompose-online`
     builds once per query tile: Q transposed, widened, scaled) becomes
     W x W blocks: W rows of `in` loaded, f on each row vector, the block
     transposed in registers by shuffles and stored as W rows of `out`.
 
-    `C[M, N] += A[M, K] · B[N, K]` with A and B contiguous in k, N <= 8 and
+    A `dot`, `C[M, N] += A[M, K] · B[N, K]` with A and B contiguous in k,
+    N <= 8 and
     K static (the transposed score tile `Sᵀ = K · Q` of a decode tile of at
     most 8 query rows) becomes a dot kernel: blocks of 16 / N rows of A
     keep W-wide partial dot products with every row of B over k (the tail
-    of k masked), each reduced into its element of C at the end. The
-    split form of `attn-decompose-online`'s scores on bf16 keys, at the
+    of k masked), each reduced into its element of C at the end. A
+    `split_dot`, the split form of `attn-decompose-online`'s scores on bf16
+    keys, at the
     same W, reads 2W elements of a row of A in one load split into its even
     and odd elements against B's matching W columns, in a step loop marked
     for LLVM not to unroll. Runs after bufferization, before
@@ -207,6 +217,7 @@ def AttnCpuVectorizeMatmulPass : Pass<"attn-cpu-vectorize-matmul"> {
            "where its rows are not a multiple of 32)">
   ];
   let dependentDialects = ["::mlir::amx::AMXDialect",
+                           "::mlir::attn::AttnDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::x86vector::X86VectorDialect",
                            "::mlir::scf::SCFDialect",

@@ -37,6 +37,13 @@ using mlir::attn::cpu::PForm;
 
 namespace {
 
+/// `tile`, its defining linalg op recording what it computes (`kind`): the
+/// CPU vectorizer picks its kernel by this tag (TileOpKindAttr).
+Value tagged(Value tile, TileOpKind kind) {
+  setTileOpKind(tile.getDefiningOp(), kind);
+  return tile;
+}
+
 /// `x` expanded to the sizes `split` by `groups`.
 Value expandView(LinalgBuilder &in, Value x, ArrayRef<OpFoldResult> split,
                  ArrayRef<ReassociationIndices> groups) {
@@ -85,12 +92,15 @@ Value buildPairs(LinalgBuilder &in, Value x, unsigned pairDim, Type elt) {
   SmallVector<unsigned> perm = pairDim == 0 ? SmallVector<unsigned>{0, 2, 1}
                                             : SmallVector<unsigned>{1, 0, 2};
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, split);
-  return in.generic(
-      in.empty({sizes[perm[0]], sizes[perm[1]], sizes[perm[2]]}, elt),
-      ValueRange{split}, {in.map(3, perm), in.map(3, {0, 1, 2})},
-      {kPar, kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-        return castFloat(bb, bl, a[0], elt);
-      });
+  return tagged(
+      in.generic(
+          in.empty({sizes[perm[0]], sizes[perm[1]], sizes[perm[2]]}, elt),
+          ValueRange{split}, {in.map(3, perm), in.map(3, {0, 1, 2})},
+          {kPar, kPar, kPar},
+          [&](OpBuilder &bb, Location bl, ValueRange a) {
+            return castFloat(bb, bl, a[0], elt);
+          }),
+      TileOpKind::pair_pack);
 }
 
 /// Row strides (bytes) that paddedF32Tile avoids: multiples of this.
@@ -137,7 +147,7 @@ Value f32Tile(LinalgBuilder &in, Value x, bool transposed,
               std::optional<double> scale) {
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, x);
   Type f32 = in.b.getF32Type();
-  return in.generic(
+  Value tile = in.generic(
       paddedF32Tile(in, transposed
                             ? SmallVector<OpFoldResult>{sizes[1], sizes[0]}
                             : sizes),
@@ -150,6 +160,7 @@ Value f32Tile(LinalgBuilder &in, Value x, bool transposed,
         Value c = arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(*scale));
         return arith::MulFOp::create(bb, bl, v, c).getResult();
       });
+  return transposed ? tagged(tile, TileOpKind::transpose) : tile;
 }
 
 /// The 2-D tile `x` in f32 (`x` itself when it already is).
@@ -192,10 +203,12 @@ Value mulAddF32(OpBuilder &b, Location loc, ValueRange a) {
 Value pairMatmul(LinalgBuilder &in, Value c, Value a, Value b,
                  bool aPairsFirst) {
   // Loops (m, k2, n, t).
-  return in.generic(c, ValueRange{a, b},
-                    {aPairsFirst ? in.map(4, {1, 0, 3}) : in.map(4, {0, 1, 3}),
-                     in.map(4, {1, 2, 3}), in.map(4, {0, 2})},
-                    {kPar, kRed, kPar, kRed}, mulAddF32);
+  return tagged(
+      in.generic(c, ValueRange{a, b},
+                 {aPairsFirst ? in.map(4, {1, 0, 3}) : in.map(4, {0, 1, 3}),
+                  in.map(4, {1, 2, 3}), in.map(4, {0, 2})},
+                 {kPar, kRed, kPar, kRed}, mulAddF32),
+      TileOpKind::pair_matmul);
 }
 
 /// The CPU layout of the online-softmax tiles, as linalg ops on tensors:
@@ -295,10 +308,11 @@ public:
     if (pairs)
       return {pairMatmul(in, acc[0], buildPairs(in, p[0], 0, bf16), vp(),
                          /*aPairsFirst=*/true)};
-    return {
+    return {tagged(
         in.generic(acc[0], ValueRange{p[0], vTile},
                    {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
-                   {kPar, kRed, kPar}, mulAddF32)};
+                   {kPar, kRed, kPar}, mulAddF32),
+        TileOpKind::matmul)};
   }
 
 private:
@@ -454,9 +468,9 @@ static constexpr int64_t kMaxHoistedPairBytes = int64_t(64) << 20;
 /// forms already built, by V and forall, for other steps on the same V in
 /// the same forall (a pack before one forall need not dominate another:
 /// each gets its own). Null when V is not such a window.
-static Value hoistedValuePairs(
-    RewriterBase &rewriter, OnlineStepOp op,
-    DenseMap<std::pair<Value, Operation *>, Value> &packs) {
+static Value
+hoistedValuePairs(RewriterBase &rewriter, OnlineStepOp op,
+                  DenseMap<std::pair<Value, Operation *>, Value> &packs) {
   auto window = op.getValue().getDefiningOp<tensor::ExtractSliceOp>();
   auto forall = op->getParentOfType<scf::ForallOp>();
   if (!window || !forall || !window.hasUnitStride() ||
@@ -493,12 +507,11 @@ static Value hoistedValuePairs(
         ArrayRef<OpFoldResult>{in.b.getIndexAttr(shape[0]),
                                in.b.getIndexAttr(shape[1]),
                                in.b.getIndexAttr(shape[2] / chunk)},
-        ValueRange{in.empty({in.b.getIndexAttr(shape[0]),
-                             in.b.getIndexAttr(shape[1]),
-                             in.b.getIndexAttr(shape[2] / 2),
-                             in.b.getIndexAttr(shape[3]),
-                             in.b.getIndexAttr(2)},
-                            bf16)},
+        ValueRange{
+            in.empty({in.b.getIndexAttr(shape[0]), in.b.getIndexAttr(shape[1]),
+                      in.b.getIndexAttr(shape[2] / 2),
+                      in.b.getIndexAttr(shape[3]), in.b.getIndexAttr(2)},
+                     bf16)},
         std::nullopt);
     rewriter.setInsertionPointToStart(pack.getBody());
     SmallVector<Value> ivs = llvm::to_vector(pack.getInductionVars());
@@ -642,17 +655,19 @@ static int64_t splitKeyWidth(OnlineStepOp op, bool dotForm, int64_t width) {
 static Value scoreTile(LinalgBuilder &in, Value zeros, Value key, Value qT,
                        bool dot, int64_t splitWidth) {
   if (splitWidth)
-    return in.generic(
-        zeros,
-        ValueRange{splitColumns(in, key, splitWidth, 2),
-                   splitColumns(in, qT, 2, splitWidth)},
-        {in.map(5, {0, 2, 4, 3}), in.map(5, {1, 2, 3, 4}), in.map(5, {0, 1})},
-        {kPar, kPar, kRed, kRed, kRed}, mulAddF32);
-  return in.generic(zeros, ValueRange{key, qT},
-                    {in.map(3, {0, 1}),
-                     dot ? in.map(3, {2, 1}) : in.map(3, {1, 2}),
-                     in.map(3, {0, 2})},
-                    {kPar, kRed, kPar}, mulAddF32);
+    return tagged(in.generic(zeros,
+                             ValueRange{splitColumns(in, key, splitWidth, 2),
+                                        splitColumns(in, qT, 2, splitWidth)},
+                             {in.map(5, {0, 2, 4, 3}), in.map(5, {1, 2, 3, 4}),
+                              in.map(5, {0, 1})},
+                             {kPar, kPar, kRed, kRed, kRed}, mulAddF32),
+                  TileOpKind::split_dot);
+  return tagged(in.generic(zeros, ValueRange{key, qT},
+                           {in.map(3, {0, 1}),
+                            dot ? in.map(3, {2, 1}) : in.map(3, {1, 2}),
+                            in.map(3, {0, 2})},
+                           {kPar, kRed, kPar}, mulAddF32),
+                dot ? TileOpKind::dot : TileOpKind::matmul);
 }
 
 /// attn.online_step -> Sᵀ = K · Qᵀ, the logits (the visibility predicate

@@ -3,8 +3,11 @@
 // attn-cpu-vectorize-matmul: the tile ops of the online-softmax loop nest,
 // on memrefs after bufferization, rewritten into register-blocked vector
 // kernels (Kernels.h: FMA blocks, decode dot products, bf16 pair packs,
-// register transposes; CpuAmx.cpp with `amx`). This file holds the pass:
-// its option checks and which kernels it adds.
+// register transposes; CpuAmx.cpp with `amx`). A kernel takes an op by
+// what its attn.tile_op says it is (attn-decompose-online records it; a
+// named linalg.matmul is tagged here), never by the shape of an untagged
+// op. This file holds the pass: its option checks, the tagging of named
+// matmuls and which kernels it adds.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -75,6 +79,7 @@ struct AttnCpuVectorizeMatmulPass
              "and needs amx";
       return signalPassFailure();
     }
+    tagNamedMatmuls();
     RewritePatternSet patterns(&getContext());
     attn::populateCpuVectorizeMatmulPatterns(patterns, vectorWidth, rows, cols,
                                              bf16Dot);
@@ -82,6 +87,19 @@ struct AttnCpuVectorizeMatmulPass
       attn::populateCpuAmxPatterns(patterns, amxCols);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
+  }
+
+  /// A named linalg.matmul (attn.mha's projections, a user's) is a tile
+  /// matmul by what it is: generalized here, recording it (attn.tile_op).
+  void tagNamedMatmuls() {
+    IRRewriter rewriter(&getContext());
+    getOperation()->walk([&](linalg::MatmulOp mm) {
+      rewriter.setInsertionPoint(mm);
+      FailureOr<linalg::GenericOp> generic =
+          linalg::generalizeNamedOp(rewriter, mm);
+      if (succeeded(generic))
+        attn::setTileOpKind(*generic, attn::TileOpKind::matmul);
+    });
   }
 };
 } // namespace

@@ -177,9 +177,13 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    bool split = isSplitTileDot(op, kWidth);
-    if (!split && !isTileDot(op))
-      return rewriter.notifyMatchFailure(op, "not a tile dot");
+    std::optional<TileOpKind> kind = getTileOpKind(op);
+    bool split = kind == TileOpKind::split_dot;
+    if (!split && kind != TileOpKind::dot)
+      return rewriter.notifyMatchFailure(op, "not an attn.tile_op dot");
+    if (split ? !isSplitTileDot(op, kWidth) : !isTileDot(op))
+      return rewriter.notifyMatchFailure(
+          op, "a tile dot outside the dot kernel's preconditions");
     Location loc = op.getLoc();
     Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1],
           c = op.getDpsInits()[0];

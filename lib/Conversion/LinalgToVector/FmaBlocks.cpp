@@ -339,9 +339,13 @@ struct TileMatmulToVector : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    bool aT = false, pairs = false;
-    if (!isTileMatmul(op, aT) && !(pairs = bf16Dot && isPairMatmul(op, aT)))
-      return rewriter.notifyMatchFailure(op, "not a tile matmul");
+    std::optional<TileOpKind> kind = getTileOpKind(op);
+    bool aT = false, pairs = bf16Dot && kind == TileOpKind::pair_matmul;
+    if (kind != TileOpKind::matmul && !pairs)
+      return rewriter.notifyMatchFailure(op, "not an attn.tile_op matmul");
+    if (pairs ? !isPairMatmul(op, aT) : !isTileMatmul(op, aT))
+      return rewriter.notifyMatchFailure(
+          op, "a tile matmul outside the FMA blocks' preconditions");
     Location loc = op.getLoc();
     Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1],
           c = op.getDpsInits()[0];

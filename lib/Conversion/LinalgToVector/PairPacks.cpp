@@ -27,8 +27,10 @@ struct RowPairPackToVector : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
+    if (getTileOpKind(op) != TileOpKind::pair_pack)
+      return rewriter.notifyMatchFailure(op, "not an attn.tile_op pair_pack");
     if (!isRowPairPack(op))
-      return rewriter.notifyMatchFailure(op, "not a row pair pack");
+      return rewriter.notifyMatchFailure(op, "not a pack of rows");
     Location loc = op.getLoc();
     Value in = op.getDpsInputs()[0], out = op.getDpsInits()[0];
     Type elt = cast<MemRefType>(in.getType()).getElementType();

@@ -1,14 +1,20 @@
 //===- TileMatch.h - the tile ops the CPU kernels take ----------*- C++ -*-===//
 //
 // What the CPU tile kernels (attn-cpu-vectorize-matmul's and the AMX
-// path's) share: recognizers of the tile ops attn-decompose-online leaves
-// (on memrefs, after bufferization) and the loop helpers their rewrites
-// build with (TileMatch.cpp). Private to lib/Conversion/LinalgToVector.
+// path's) share: the preconditions of each kernel on the tile ops
+// attn-decompose-online leaves (on memrefs, after bufferization), and the
+// loop helpers their rewrites build with (TileMatch.cpp). A kernel takes
+// an op by what its attn.tile_op says it is (a matmul, a dot, ...); the
+// checks here then say whether this kernel can run it (static sizes,
+// strides, element types) and read its operands' roles (which is
+// transposed). Private to lib/Conversion/LinalgToVector.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_MLIR_LIB_CONVERSION_LINALGTOVECTOR_TILEMATCH_H
 #define ATTN_MLIR_LIB_CONVERSION_LINALGTOVECTOR_TILEMATCH_H
+
+#include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
@@ -16,6 +22,9 @@
 namespace mlir {
 namespace attn {
 namespace cpu {
+
+using attn::getTileOpKind;
+using attn::TileOpKind;
 
 /// The strides of a strided memref `v` (false when it is none).
 bool stridesOf(Value v, SmallVectorImpl<int64_t> &strides);

@@ -112,8 +112,11 @@ struct TransposeToVector : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
+    if (getTileOpKind(op) != TileOpKind::transpose)
+      return rewriter.notifyMatchFailure(op, "not an attn.tile_op transpose");
     if (!matches(op))
-      return rewriter.notifyMatchFailure(op, "not a transposing copy");
+      return rewriter.notifyMatchFailure(
+          op, "a transpose outside the register transposes' preconditions");
     Location loc = op.getLoc();
     Value in = op.getDpsInputs()[0], out = op.getDpsInits()[0];
     auto outT = cast<MemRefType>(out.getType());

@@ -69,7 +69,7 @@ func.func @scores(%k: memref<64x32x2xbf16, strided<[128, 2, 1], offset: ?>>, %qp
   ^bb0(%in: f32, %out: f32):
     linalg.yield %in : f32
   }
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"]}
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"], attn.tile_op = #attn.tile_op<pair_matmul>}
       ins(%k, %qp : memref<64x32x2xbf16, strided<[128, 2, 1], offset: ?>>, memref<32x64x2xbf16>) outs(%s : memref<64x64xf32>) {
   ^bb0(%x: bf16, %y: bf16, %o: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -114,7 +114,7 @@ func.func @scores(%k: memref<64x32x2xbf16, strided<[128, 2, 1], offset: ?>>, %qp
 // ONE-COUNT-4: amx.tile_mulf
 // ONE-NOT: amx.tile_mulf
 func.func @pv_narrow(%pa: memref<32x32x2xbf16>, %vp: memref<32x16x2xbf16>, %acc: memref<32x16xf32>) {
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"]}
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"], attn.tile_op = #attn.tile_op<pair_matmul>}
       ins(%pa, %vp : memref<32x32x2xbf16>, memref<32x16x2xbf16>) outs(%acc : memref<32x16xf32>) {
   ^bb0(%x: bf16, %y: bf16, %o: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -161,7 +161,7 @@ func.func @pv_narrow(%pa: memref<32x32x2xbf16>, %vp: memref<32x16x2xbf16>, %acc:
 // ONE-COUNT-2: amx.tile_mulf
 // ONE-NOT: amx.tile_mulf
 func.func @pv_rows16(%pa: memref<16x32x2xbf16>, %vp: memref<32x32x2xbf16>, %acc: memref<16x32xf32>) {
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"]}
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"], attn.tile_op = #attn.tile_op<pair_matmul>}
       ins(%pa, %vp : memref<16x32x2xbf16>, memref<32x32x2xbf16>) outs(%acc : memref<16x32xf32>) {
   ^bb0(%x: bf16, %y: bf16, %o: f32):
     %xf = arith.extf %x : bf16 to f32

@@ -48,7 +48,7 @@ func.func @scores(%k: memref<64x32x2xbf16, strided<[128, 2, 1], offset: ?>>, %qp
   ^bb0(%in: f32, %out: f32):
     linalg.yield %in : f32
   }
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"]}
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"], attn.tile_op = #attn.tile_op<pair_matmul>}
       ins(%k, %qp : memref<64x32x2xbf16, strided<[128, 2, 1], offset: ?>>, memref<32x32x2xbf16>) outs(%s : memref<64x32xf32>) {
   ^bb0(%x: bf16, %y: bf16, %o: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -75,7 +75,7 @@ func.func @scores(%k: memref<64x32x2xbf16, strided<[128, 2, 1], offset: ?>>, %qp
 // CHECK-NOT: amx.tile_mulf
 // CHECK: amx.tile_store
 func.func @pv(%pa: memref<16x16x2xbf16>, %vp: memref<16x16x2xbf16>, %acc: memref<16x16xf32>) {
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"]}
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"], attn.tile_op = #attn.tile_op<pair_matmul>}
       ins(%pa, %vp : memref<16x16x2xbf16>, memref<16x16x2xbf16>) outs(%acc : memref<16x16xf32>) {
   ^bb0(%x: bf16, %y: bf16, %o: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -103,7 +103,7 @@ func.func @pv(%pa: memref<16x16x2xbf16>, %vp: memref<16x16x2xbf16>, %acc: memref
 func.func @not_tiles(%a: memref<24x16x2xbf16>, %b: memref<16x16x2xbf16>, %c: memref<24x16xf32>,
                      %a2: memref<16x8x2xbf16>, %b2: memref<8x16x2xbf16>, %c2: memref<16x16xf32>,
                      %a3: memref<16x16x2xbf16>) {
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"]}
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"], attn.tile_op = #attn.tile_op<pair_matmul>}
       ins(%a, %b : memref<24x16x2xbf16>, memref<16x16x2xbf16>) outs(%c : memref<24x16xf32>) {
   ^bb0(%x: bf16, %y: bf16, %o: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -112,7 +112,7 @@ func.func @not_tiles(%a: memref<24x16x2xbf16>, %b: memref<16x16x2xbf16>, %c: mem
     %r = arith.addf %o, %p : f32
     linalg.yield %r : f32
   }
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"]}
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"], attn.tile_op = #attn.tile_op<pair_matmul>}
       ins(%a2, %b2 : memref<16x8x2xbf16>, memref<8x16x2xbf16>) outs(%c2 : memref<16x16xf32>) {
   ^bb0(%x: bf16, %y: bf16, %o: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -121,7 +121,7 @@ func.func @not_tiles(%a: memref<24x16x2xbf16>, %b: memref<16x16x2xbf16>, %c: mem
     %r = arith.addf %o, %p : f32
     linalg.yield %r : f32
   }
-  linalg.generic {indexing_maps = [#at, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"]}
+  linalg.generic {indexing_maps = [#at, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"], attn.tile_op = #attn.tile_op<pair_matmul>}
       ins(%a3, %b : memref<16x16x2xbf16>, memref<16x16x2xbf16>) outs(%c2 : memref<16x16xf32>) {
   ^bb0(%x: bf16, %y: bf16, %o: f32):
     %xf = arith.extf %x : bf16 to f32

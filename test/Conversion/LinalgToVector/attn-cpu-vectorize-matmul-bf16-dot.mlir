@@ -42,7 +42,7 @@
 // W8-LABEL: func.func @scores
 // W8: x86vector.avx512.dot %{{.*}} : vector<16xbf16> -> vector<8xf32>
 func.func @scores(%k: memref<16x32x2xbf16, strided<[64, 2, 1], offset: ?>>, %qp: memref<32x40x2xbf16>, %s: memref<16x40xf32>) {
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"]}
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"], attn.tile_op = #attn.tile_op<pair_matmul>}
       ins(%k, %qp : memref<16x32x2xbf16, strided<[64, 2, 1], offset: ?>>, memref<32x40x2xbf16>) outs(%s : memref<16x40xf32>) {
   ^bb0(%x: bf16, %y: bf16, %o: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -69,7 +69,7 @@ func.func @scores(%k: memref<16x32x2xbf16, strided<[64, 2, 1], offset: ?>>, %qp:
 // CHECK: x86vector.avx512.dot
 // CHECK-NOT: linalg.generic
 func.func @pv(%p: memref<8x?x2xbf16>, %v: memref<8x64x2xbf16>, %acc: memref<?x64xf32>) {
-  linalg.generic {indexing_maps = [#at, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"]}
+  linalg.generic {indexing_maps = [#at, #b, #c], iterator_types = ["parallel", "reduction", "parallel", "reduction"], attn.tile_op = #attn.tile_op<pair_matmul>}
       ins(%p, %v : memref<8x?x2xbf16>, memref<8x64x2xbf16>) outs(%acc : memref<?x64xf32>) {
   ^bb0(%x: bf16, %y: bf16, %o: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -103,7 +103,7 @@ func.func @pv(%p: memref<8x?x2xbf16>, %v: memref<8x64x2xbf16>, %acc: memref<?x64
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK-NOT: linalg.generic
 func.func @pack_p(%p: memref<8x2x40xf32>, %out: memref<8x40x2xbf16>) {
-  linalg.generic {indexing_maps = [#rows, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+  linalg.generic {indexing_maps = [#rows, #id], iterator_types = ["parallel", "parallel", "parallel"], attn.tile_op = #attn.tile_op<pair_pack>}
       ins(%p : memref<8x2x40xf32>) outs(%out : memref<8x40x2xbf16>) {
   ^bb0(%x: f32, %o: bf16):
     %t = arith.truncf %x : f32 to bf16
@@ -126,12 +126,12 @@ func.func @pack_p(%p: memref<8x2x40xf32>, %out: memref<8x40x2xbf16>) {
 // CHECK: linalg.generic
 func.func @pack_v_and_q(%v: memref<8x2x64xbf16, strided<[256, 128, 1], offset: ?>>, %out: memref<8x64x2xbf16>,
                         %q: memref<32x32x2xbf16>, %qout: memref<32x32x2xbf16>) {
-  linalg.generic {indexing_maps = [#rows, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+  linalg.generic {indexing_maps = [#rows, #id], iterator_types = ["parallel", "parallel", "parallel"], attn.tile_op = #attn.tile_op<pair_pack>}
       ins(%v : memref<8x2x64xbf16, strided<[256, 128, 1], offset: ?>>) outs(%out : memref<8x64x2xbf16>) {
   ^bb0(%x: bf16, %o: bf16):
     linalg.yield %x : bf16
   }
-  linalg.generic {indexing_maps = [#qp, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+  linalg.generic {indexing_maps = [#qp, #id], iterator_types = ["parallel", "parallel", "parallel"], attn.tile_op = #attn.tile_op<pair_pack>}
       ins(%q : memref<32x32x2xbf16>) outs(%qout : memref<32x32x2xbf16>) {
   ^bb0(%x: bf16, %o: bf16):
     linalg.yield %x : bf16

@@ -6,10 +6,10 @@
 // W = 8 and 16 the 6 and 3 sums of a block reduce as one vector; at W = 4
 // the 6 sums of a block take two vectors, one row's lanes in both; W = 6
 // (not a power of two) reduces each accumulator on its own.
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=8" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=4" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=6" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=8" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=4" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=6" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
 // CHECK: ( 13, 0, -6 )
 // CHECK-NEXT: ( 2, 3, 11 )
 // CHECK-NEXT: ( 21, 36, 23 )
@@ -20,7 +20,7 @@ memref.global "private" constant @b : memref<3x20xf32> = dense<[[-3.0, -2.0, -1.
 
 func.func @dot(%a: memref<5x20xf32>, %b: memref<3x20xf32>, %c: memref<5x3xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, k, q) -> (i, k)>, affine_map<(i, k, q) -> (q, k)>, affine_map<(i, k, q) -> (i, q)>],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
       ins(%a, %b : memref<5x20xf32>, memref<3x20xf32>) outs(%c : memref<5x3xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32

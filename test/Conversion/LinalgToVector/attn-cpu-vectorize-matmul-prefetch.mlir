@@ -68,14 +68,14 @@ func.func @decode_blocks(%k: memref<1x2x?x64xf32>, %v: memref<1x2x?x64xf32>, %q:
   scf.for %j = %c0 to %n step %c32 {
     %kb = memref.subview %k[0, 1, %j, 0] [1, 1, 32, 64] [1, 1, 1, 1] : memref<1x2x?x64xf32> to memref<32x64xf32, strided<[64, 1], offset: ?>>
     %vb = memref.subview %v[0, 1, %j, 0] [1, 1, 32, 64] [1, 1, 1, 1] : memref<1x2x?x64xf32> to memref<32x64xf32, strided<[64, 1], offset: ?>>
-    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
         ins(%kb, %q : memref<32x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<32x4xf32>) {
     ^bb0(%x: f32, %y: f32, %a: f32):
       %m = arith.mulf %x, %y : f32
       %r = arith.addf %a, %m : f32
       linalg.yield %r : f32
     }
-    linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"]}
+    linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
         ins(%s, %vb : memref<32x4xf32>, memref<32x64xf32, strided<[64, 1], offset: ?>>) outs(%acc : memref<4x64xf32>) {
     ^bb0(%x: f32, %y: f32, %a: f32):
       %m = arith.mulf %x, %y : f32
@@ -141,7 +141,7 @@ func.func @paged_heads(%kc: memref<?x16x16x64xbf16>, %table: memref<?x?xi32>, %s
     scf.for %h = %c0 to %c8 step %c1 {
       %head = arith.muli %h, %c2 : index
       %kb = memref.subview %kc[%page, 0, %head, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xbf16> to memref<16x64xbf16, strided<[1024, 1], offset: ?>>
-      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
           ins(%kb, %q : memref<16x64xbf16, strided<[1024, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
       ^bb0(%x: bf16, %y: f32, %a: f32):
         %xf = arith.extf %x : bf16 to f32
@@ -183,7 +183,7 @@ func.func @no_prefetch(%k: memref<?x64xf32>, %q: memref<4x64xf32>,
   %c1 = arith.constant 1 : index
   %last = scf.for %j = %c0 to %n step %c1 iter_args(%row = %c0) -> (index) {
     %kb = memref.subview %k[%row, 0] [16, 64] [1, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[64, 1], offset: ?>>
-    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
         ins(%kb, %q : memref<16x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
     ^bb0(%x: f32, %y: f32, %a: f32):
       %m = arith.mulf %x, %y : f32
@@ -192,7 +192,7 @@ func.func @no_prefetch(%k: memref<?x64xf32>, %q: memref<4x64xf32>,
     }
     %rows = arith.subi %n, %j : index
     %kp = memref.subview %kd[%j, 0] [%rows, 64] [1, 1] : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
-    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
         ins(%kp, %q : memref<?x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%sd : memref<?x4xf32>) {
     ^bb0(%x: f32, %y: f32, %a: f32):
       %m = arith.mulf %x, %y : f32
@@ -200,7 +200,7 @@ func.func @no_prefetch(%k: memref<?x64xf32>, %q: memref<4x64xf32>,
       linalg.yield %r : f32
     }
     %vb = memref.subview %k[%j, 0] [16, 64] [1, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[64, 1], offset: ?>>
-    linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"]}
+    linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
         ins(%p, %vb : memref<16x12xf32>, memref<16x64xf32, strided<[64, 1], offset: ?>>) outs(%acc : memref<12x64xf32>) {
     ^bb0(%x: f32, %y: f32, %a: f32):
       %m = arith.mulf %x, %y : f32
@@ -208,7 +208,7 @@ func.func @no_prefetch(%k: memref<?x64xf32>, %q: memref<4x64xf32>,
       linalg.yield %r : f32
     }
     %every = memref.subview %kd[%j, 0] [16, 64] [2, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[128, 1], offset: ?>>
-    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+    linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
         ins(%every, %q : memref<16x64xf32, strided<[128, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
     ^bb0(%x: f32, %y: f32, %a: f32):
       %m = arith.mulf %x, %y : f32
@@ -217,7 +217,7 @@ func.func @no_prefetch(%k: memref<?x64xf32>, %q: memref<4x64xf32>,
     }
     scf.forall (%t) in (2) {
       %kt = memref.subview %kd[%j, 0] [16, 64] [1, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[64, 1], offset: ?>>
-      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
           ins(%kt, %q : memref<16x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
       ^bb0(%x: f32, %y: f32, %a: f32):
         %m = arith.mulf %x, %y : f32
@@ -228,7 +228,7 @@ func.func @no_prefetch(%k: memref<?x64xf32>, %q: memref<4x64xf32>,
     %after = arith.addi %row, %c1 : index
     scf.yield %after : index
   }
-  linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+  linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
       ins(%k16, %q : memref<16x64xf32>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
   ^bb0(%x: f32, %y: f32, %a: f32):
     %m = arith.mulf %x, %y : f32
@@ -263,7 +263,7 @@ func.func @no_wrap(%k: memref<?x64xf32>, %q: memref<4x64xf32>, %s: memref<16x4xf
   %end = scf.for %j = %c0 to %n step %c1 iter_args(%start = %c0) -> (index) {
     scf.for %i = %start to %c64 step %c16 {
       %kb = memref.subview %k[%i, 0] [16, 64] [1, 1] : memref<?x64xf32> to memref<16x64xf32, strided<[64, 1], offset: ?>>
-      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
           ins(%kb, %q : memref<16x64xf32, strided<[64, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
       ^bb0(%x: f32, %y: f32, %a: f32):
         %m = arith.mulf %x, %y : f32
@@ -323,14 +323,14 @@ func.func @paged_step(%kc: memref<?x16x16x64xf32>, %vc: memref<?x16x16x64xf32>, 
       %head = arith.muli %h, %c2 : index
       %kb = memref.subview %kc[%page, 0, %head, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32> to memref<16x64xf32, strided<[1024, 1], offset: ?>>
       %vb = memref.subview %vc[%page, 0, %head, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32> to memref<16x64xf32, strided<[1024, 1], offset: ?>>
-      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
           ins(%kb, %q : memref<16x64xf32, strided<[1024, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
       ^bb0(%x: f32, %y: f32, %a: f32):
         %m = arith.mulf %x, %y : f32
         %r = arith.addf %a, %m : f32
         linalg.yield %r : f32
       }
-      linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"]}
+      linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
           ins(%s, %vb : memref<16x4xf32>, memref<16x64xf32, strided<[1024, 1], offset: ?>>) outs(%acc : memref<4x64xf32>) {
       ^bb0(%x: f32, %y: f32, %a: f32):
         %m = arith.mulf %x, %y : f32
@@ -404,14 +404,14 @@ func.func @paged_block(%kc: memref<?x16x16x64xf32>, %vc: memref<?x16x16x64xf32>,
     scf.for %h = %c0 to %c16 step %c1 {
       %kb = memref.subview %kc[%page, 0, %h, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32> to memref<16x64xf32, strided<[1024, 1], offset: ?>>
       %vb = memref.subview %vc[%page, 0, %h, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32> to memref<16x64xf32, strided<[1024, 1], offset: ?>>
-      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
           ins(%kb, %q : memref<16x64xf32, strided<[1024, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
       ^bb0(%x: f32, %y: f32, %a: f32):
         %m = arith.mulf %x, %y : f32
         %r = arith.addf %a, %m : f32
         linalg.yield %r : f32
       }
-      linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"]}
+      linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
           ins(%s, %vb : memref<16x4xf32>, memref<16x64xf32, strided<[1024, 1], offset: ?>>) outs(%acc : memref<4x64xf32>) {
       ^bb0(%x: f32, %y: f32, %a: f32):
         %m = arith.mulf %x, %y : f32
@@ -453,14 +453,14 @@ func.func @paged_block_strided(%kc: memref<?x16x16x64xf32, strided<[32768, 2048,
     scf.for %h = %c0 to %c16 step %c1 {
       %kb = memref.subview %kc[%page, 0, %h, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32, strided<[32768, 2048, 64, 1]>> to memref<16x64xf32, strided<[2048, 1], offset: ?>>
       %vb = memref.subview %vc[%page, 0, %h, 0] [1, 16, 1, 64] [1, 1, 1, 1] : memref<?x16x16x64xf32, strided<[32768, 2048, 64, 1]>> to memref<16x64xf32, strided<[2048, 1], offset: ?>>
-      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"]}
+      linalg.generic {indexing_maps = [#map_a, #map_q, #map_s], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
           ins(%kb, %q : memref<16x64xf32, strided<[2048, 1], offset: ?>>, memref<4x64xf32>) outs(%s : memref<16x4xf32>) {
       ^bb0(%x: f32, %y: f32, %a: f32):
         %m = arith.mulf %x, %y : f32
         %r = arith.addf %a, %m : f32
         linalg.yield %r : f32
       }
-      linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"]}
+      linalg.generic {indexing_maps = [#map_p, #map_v, #map_o], iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
           ins(%s, %vb : memref<16x4xf32>, memref<16x64xf32, strided<[2048, 1], offset: ?>>) outs(%acc : memref<4x64xf32>) {
       ^bb0(%x: f32, %y: f32, %a: f32):
         %m = arith.mulf %x, %y : f32

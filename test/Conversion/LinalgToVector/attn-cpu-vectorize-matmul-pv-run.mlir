@@ -8,9 +8,9 @@
 // 4 blocks of 3 (a pair and one) and, for the one vector left, the last
 // 4 as two blocks of 2 (pairs). Small integers and halves: every
 // summation order gives the exact result (computed in Python).
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=8" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=4" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=8" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=4" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
 // CHECK: ( 12, 4, -4, 15, 7, -1, 18, 10, 2, 21, 13, 5, 24, 16, 8, 27, 19, 11, 30, 22, 14, 33, 25, 17, 36, 28, 20, 39, 31, 23, 42, 34, 26, 45, 37, 29, 48, 40, 32, 51, 43, 35, 54, 46, 38, 57, 49, 41, 60, 52, 44, 63, 55, 47, 66, 58, 50, 69, 61, 53, 72, 64, 56, 75 )
 // CHECK-NEXT: ( 12, 20, 28, 18, 26, 34, 24, 32, 40, 30, 38, 46, 36, 44, 52, 42, 50, 58, 48, 56, 64, 54, 62, 70, 60, 68, 76, 66, 74, 82, 72, 80, 88, 78, 86, 94, 84, 92, 100, 90, 98, 106, 96, 104, 112, 102, 110, 118, 108, 116, 124, 114, 122, 130, 120, 128, 136, 126, 134, 142, 132, 140, 148, 138 )
 // CHECK-NEXT: ( -20, -21, -22, -23, -24, -25, -26, -27, -28, -29, -30, -31, -32, -33, -34, -35, -36, -37, -38, -39, -40, -41, -42, -43, -44, -45, -46, -47, -48, -49, -50, -51, -52, -53, -54, -55, -56, -57, -58, -59, -60, -61, -62, -63, -64, -65, -66, -67, -68, -69, -70, -71, -72, -73, -74, -75, -76, -77, -78, -79, -80, -81, -82, -83 )
@@ -27,7 +27,7 @@ func.func @pv(%alpha: memref<4xf32>, %p: memref<64x4xf32>, %v: memref<64x64xbf16
     linalg.yield %y : f32
   }
   linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<64x4xf32>, memref<64x64xbf16>) outs(%c : memref<4x64xf32>) {
   ^bb0(%x: f32, %y: bf16, %a: f32):
     %yf = arith.extf %y : bf16 to f32

@@ -8,8 +8,8 @@
 // second stays a linalg loop nest (not the kernel's W); at 16 the other way
 // round. Small integers: every order of summation gives the exact result,
 // which the CHECK lines hold (computed in Python).
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=8" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=8" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
 // CHECK: ( -3, 6, -6 )
 // CHECK-NEXT: ( 2, 16, 9 )
 // CHECK-NEXT: ( 32, 21, 24 )
@@ -27,7 +27,7 @@ memref.global "private" constant @b16 : memref<3x1x2x16xf32> = dense<[[[[-3.0, -
 
 func.func @dot8(%a: memref<5x2x8x2xbf16>, %b: memref<3x2x2x8xf32>, %c: memref<5x3xf32>) {
   linalg.generic {indexing_maps = [affine_map<(j, i, c, p, w) -> (j, c, w, p)>, affine_map<(j, i, c, p, w) -> (i, c, p, w)>, affine_map<(j, i, c, p, w) -> (j, i)>],
-                  iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"]}
+                  iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"], attn.tile_op = #attn.tile_op<split_dot>}
       ins(%a, %b : memref<5x2x8x2xbf16>, memref<3x2x2x8xf32>) outs(%c : memref<5x3xf32>) {
   ^bb0(%x: bf16, %y: f32, %acc: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -40,7 +40,7 @@ func.func @dot8(%a: memref<5x2x8x2xbf16>, %b: memref<3x2x2x8xf32>, %c: memref<5x
 
 func.func @dot16(%a: memref<5x1x16x2xbf16>, %b: memref<3x1x2x16xf32>, %c: memref<5x3xf32>) {
   linalg.generic {indexing_maps = [affine_map<(j, i, c, p, w) -> (j, c, w, p)>, affine_map<(j, i, c, p, w) -> (i, c, p, w)>, affine_map<(j, i, c, p, w) -> (j, i)>],
-                  iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"]}
+                  iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"], attn.tile_op = #attn.tile_op<split_dot>}
       ins(%a, %b : memref<5x1x16x2xbf16>, memref<3x1x2x16xf32>) outs(%c : memref<5x3xf32>) {
   ^bb0(%x: bf16, %y: f32, %acc: f32):
     %xf = arith.extf %x : bf16 to f32

@@ -5,9 +5,9 @@
 // multiples of 16: left to the loop lowering, the same result). in[j, i] =
 // 8 j + i, s = 0.5: out[i, j] = 4 j + i / 2, exact.
 // RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=8" | FileCheck %s --check-prefix=IR
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=8" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=4" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
-// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" | mlir-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=8" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=4" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" | attn-opt --convert-linalg-to-loops --convert-vector-to-scf --lower-affine --convert-scf-to-cf --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm --convert-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%runner_libs | FileCheck %s
 // IR-LABEL: func.func @transpose
 // IR-NOT: linalg.generic
 // IR-COUNT-8: vector.load %arg0{{.*}} : memref<16x8xbf16>, vector<8xbf16>
@@ -29,7 +29,7 @@
 func.func @transpose(%in: memref<16x8xbf16>, %out: memref<8x16xf32>) {
   %s = arith.constant 0.5 : f32
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
-                  iterator_types = ["parallel", "parallel"]}
+                  iterator_types = ["parallel", "parallel"], attn.tile_op = #attn.tile_op<transpose>}
       ins(%in : memref<16x8xbf16>) outs(%out : memref<8x16xf32>) {
   ^bb0(%x: bf16, %o: f32):
     %w = arith.extf %x : bf16 to f32

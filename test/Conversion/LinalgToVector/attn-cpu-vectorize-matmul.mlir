@@ -1,6 +1,6 @@
 // attn-cpu-vectorize-matmul: register-blocked vector.fma loops for the tile
 // matmuls C[M, N] += A[M, K] · B[K, N] on memrefs.
-// RUN: attn-opt %s --linalg-generalize-named-ops --attn-cpu-vectorize-matmul -split-input-file | FileCheck %s
+// RUN: attn-opt %s --attn-cpu-vectorize-matmul -split-input-file | FileCheck %s
 // RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16 rows=4 cols=1" -split-input-file | FileCheck %s --check-prefix=W16
 // RUN: attn-opt %s --attn-cpu-vectorize-matmul="vector-width=16" -split-input-file | FileCheck %s --check-prefix=AVX512
 // RUN: not attn-opt %s -split-input-file --attn-cpu-vectorize-matmul="rows=0" 2>&1 | FileCheck %s --check-prefix=BADOPT
@@ -54,7 +54,7 @@
 // W16: vector.load {{.*}} vector<16xf32>
 func.func @f32_static(%a: memref<64x32xf32>, %b: memref<32x64xf32>, %c: memref<64x64xf32>) {
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%a, %b : memref<64x32xf32>, memref<32x64xf32>) outs(%c : memref<64x64xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
@@ -84,7 +84,7 @@ func.func @f32_static(%a: memref<64x32xf32>, %b: memref<32x64xf32>, %c: memref<6
 // CHECK: return
 func.func @two_rows_left(%a: memref<128x32xf32>, %b: memref<32x64xf32>, %c: memref<128x64xf32>) {
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%a, %b : memref<128x32xf32>, memref<32x64xf32>) outs(%c : memref<128x64xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
@@ -106,7 +106,7 @@ func.func @two_rows_left(%a: memref<128x32xf32>, %b: memref<32x64xf32>, %c: memr
 // CHECK-COUNT-10: vector.fma
 func.func @two_row_tile(%p: memref<64x2xf32>, %v: memref<64x128xf32>, %c: memref<2x128xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<64x2xf32>, memref<64x128xf32>) outs(%c : memref<2x128xf32>) {
   ^bb0(%x: f32, %y: f32, %a: f32):
     %m = arith.mulf %x, %y : f32
@@ -135,7 +135,7 @@ func.func @two_row_tile(%p: memref<64x2xf32>, %v: memref<64x128xf32>, %c: memref
 func.func @f16_transposed_dynamic(%a: memref<?x?xf16>,
     %b: memref<?x64xf16, strided<[128, 1], offset: ?>>, %c: memref<?x64xf32>) {
   linalg.generic {indexing_maps = [#map_at, #map_b, #map_c],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%a, %b : memref<?x?xf16>, memref<?x64xf16, strided<[128, 1], offset: ?>>)
       outs(%c : memref<?x64xf32>) {
   ^bb0(%x: f16, %y: f16, %acc: f32):
@@ -154,15 +154,15 @@ func.func @f16_transposed_dynamic(%a: memref<?x?xf16>,
 #map_bt = affine_map<(i, k, j) -> (j, k)>
 #map_c = affine_map<(i, k, j) -> (i, j)>
 
-// Not the tile-matmul form (B read transposed: not contiguous in j) nor a
-// tile dot (16 > 8 columns), or not a multiply-add: left alone.
+// Tagged a dot, but outside the kernels' preconditions: B read transposed
+// with 16 > 8 columns (no tile dot), or not a multiply-add: left alone.
 // CHECK-LABEL: func.func @not_matched
 // CHECK: linalg.generic
 // CHECK: linalg.generic
 // CHECK-NOT: vector.fma
 func.func @not_matched(%a: memref<8x8xf32>, %b: memref<16x8xf32>, %c: memref<8x8xf32>, %c16: memref<8x16xf32>) {
   linalg.generic {indexing_maps = [#map_a, #map_bt, #map_c],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
       ins(%a, %b : memref<8x8xf32>, memref<16x8xf32>) outs(%c16 : memref<8x16xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
@@ -170,7 +170,7 @@ func.func @not_matched(%a: memref<8x8xf32>, %b: memref<16x8xf32>, %c: memref<8x8
     linalg.yield %s : f32
   }
   linalg.generic {indexing_maps = [#map_a, #map_bt, #map_c],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
       ins(%a, %a : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %s = arith.maxnumf %acc, %x : f32
@@ -181,8 +181,31 @@ func.func @not_matched(%a: memref<8x8xf32>, %b: memref<16x8xf32>, %c: memref<8x8
 
 // -----
 
-// A projection: linalg.matmul generalized (loops (i, j, k)) takes the same
-// path; f16 operands with an f32 accumulator.
+// The same multiply-add as @f32_static without attn.tile_op: the kernels
+// take an op by what it says it is, never by the shape of its body, so
+// an untagged generic stays a generic (it lowers to loops later).
+// CHECK-LABEL: func.func @untagged
+// CHECK: linalg.generic
+// CHECK-NOT: attn.tile_op
+// CHECK-NOT: vector.fma
+// CHECK: return
+func.func @untagged(%a: memref<64x32xf32>, %b: memref<32x64xf32>, %c: memref<64x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (i, k)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<64x32xf32>, memref<32x64xf32>) outs(%c : memref<64x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A named linalg.matmul (a projection) is a tile matmul by what it is: the
+// pass generalizes it (loops (i, j, k)) and takes it the same way; f16
+// operands with an f32 accumulator.
 // CHECK-LABEL: func.func @generalized_matmul
 // CHECK-NOT: linalg.matmul
 // CHECK: scf.for {{.*}} step %c6
@@ -246,7 +269,7 @@ func.func @generalized_matmul(%a: memref<32x48xf16>, %b: memref<48x40xf16>, %c: 
 // W16: vector.maskedload {{.*}} vector<16xbf16>
 func.func @decode_scores(%k: memref<?x20xbf16>, %q: memref<4x20xf32>, %s: memref<?x4xf32>) {
   linalg.generic {indexing_maps = [#map_a, #map_q, #map_s],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
       ins(%k, %q : memref<?x20xbf16>, memref<4x20xf32>) outs(%s : memref<?x4xf32>) {
   ^bb0(%x: bf16, %y: f32, %acc: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -310,7 +333,7 @@ func.func @decode_scores(%k: memref<?x20xbf16>, %q: memref<4x20xf32>, %s: memref
 // W16-COUNT-4: vector.fma
 func.func @decode_pv(%p: memref<128x4xf32>, %v: memref<128x128xbf16>, %acc: memref<4x128xf32>) {
   linalg.generic {indexing_maps = [#map_p, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<128x4xf32>, memref<128x128xbf16>) outs(%acc : memref<4x128xf32>) {
   ^bb0(%x: f32, %y: bf16, %a: f32):
     %yf = arith.extf %y : bf16 to f32
@@ -346,7 +369,7 @@ func.func @decode_pv(%p: memref<128x4xf32>, %v: memref<128x128xbf16>, %acc: memr
 // CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c120] : memref<1x128xf32>, vector<8xf32>
 func.func @decode_pv_d64(%p: memref<128x4xf32>, %v: memref<128x64xf32>, %acc: memref<4x64xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<128x4xf32>, memref<128x64xf32>) outs(%acc : memref<4x64xf32>) {
   ^bb0(%x: f32, %y: f32, %a: f32):
     %m = arith.mulf %x, %y : f32
@@ -357,7 +380,7 @@ func.func @decode_pv_d64(%p: memref<128x4xf32>, %v: memref<128x64xf32>, %acc: me
 }
 func.func @decode_pv_one_row(%p: memref<128x1xf32>, %v: memref<128x128xf32>, %acc: memref<1x128xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<128x1xf32>, memref<128x128xf32>) outs(%acc : memref<1x128xf32>) {
   ^bb0(%x: f32, %y: f32, %a: f32):
     %m = arith.mulf %x, %y : f32
@@ -382,7 +405,7 @@ func.func @decode_pv_one_row(%p: memref<128x1xf32>, %v: memref<128x128xf32>, %ac
 // CHECK: return
 func.func @decode_pv_few_keys(%p: memref<16x4xf32>, %v: memref<16x128xbf16>, %acc: memref<4x128xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<16x4xf32>, memref<16x128xbf16>) outs(%acc : memref<4x128xf32>) {
   ^bb0(%x: f32, %y: bf16, %a: f32):
     %yf = arith.extf %y : bf16 to f32
@@ -394,7 +417,7 @@ func.func @decode_pv_few_keys(%p: memref<16x4xf32>, %v: memref<16x128xbf16>, %ac
 }
 func.func @decode_pv_dynamic_keys(%p: memref<?x4xf32>, %v: memref<?x128xbf16>, %acc: memref<4x128xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, k, j) -> (k, i)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<?x4xf32>, memref<?x128xbf16>) outs(%acc : memref<4x128xf32>) {
   ^bb0(%x: f32, %y: bf16, %a: f32):
     %yf = arith.extf %y : bf16 to f32
@@ -416,7 +439,7 @@ func.func @empty_tiles(%a: memref<0x8xf32>, %b: memref<8x16xf32>, %c: memref<0x1
                        %k: memref<16x8xf32>, %q: memref<0x8xf32>, %s: memref<16x0xf32>) {
   linalg.matmul ins(%a, %b : memref<0x8xf32>, memref<8x16xf32>) outs(%c : memref<0x16xf32>)
   linalg.generic {indexing_maps = [affine_map<(j, d, i) -> (j, d)>, affine_map<(j, d, i) -> (i, d)>, affine_map<(j, d, i) -> (j, i)>],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<dot>}
       ins(%k, %q : memref<16x8xf32>, memref<0x8xf32>) outs(%s : memref<16x0xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
@@ -457,7 +480,7 @@ func.func @rescale_fused(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %v: memr
     linalg.yield %m : f32
   }
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
   ^bb0(%x: f32, %y: f32, %o: f32):
     %m = arith.mulf %x, %y : f32
@@ -486,7 +509,7 @@ func.func @rescale_not_fused(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %v: 
   }
   memref.store %x, %alpha[%c0] : memref<12xf32>
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
   ^bb0(%x0: f32, %y: f32, %o: f32):
     %m = arith.mulf %x0, %y : f32
@@ -500,7 +523,7 @@ func.func @rescale_not_fused(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %v: 
     linalg.yield %m : f32
   }
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
   ^bb0(%x0: f32, %y: f32, %o: f32):
     %m = arith.mulf %x0, %y : f32
@@ -514,7 +537,7 @@ func.func @rescale_not_fused(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %v: 
     linalg.yield %m : f32
   }
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
   ^bb0(%x0: f32, %y: f32, %o: f32):
     %m = arith.mulf %x0, %y : f32
@@ -543,7 +566,7 @@ func.func @rescale_aliasing(%alpha: memref<12xf32>, %p: memref<32x12xf32>, %buf:
     linalg.yield %m : f32
   }
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<32x12xf32>, memref<32x16xf32, strided<[16, 1], offset: 192>>) outs(%acc : memref<12x16xf32, strided<[16, 1]>>) {
   ^bb0(%x: f32, %y: f32, %o: f32):
     %m = arith.mulf %x, %y : f32
@@ -588,7 +611,7 @@ func.func @rescale_across_other_write(%p: memref<32x12xf32>, %v: memref<32x16xf3
     linalg.yield %a : f32
   }
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %vp : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
   ^bb0(%x: f32, %y: f32, %o: f32):
     %m = arith.mulf %x, %y : f32
@@ -609,7 +632,7 @@ func.func @rescale_across_other_write(%p: memref<32x12xf32>, %v: memref<32x16xf3
     linalg.yield %m : f32
   }
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %vp : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
   ^bb0(%x: f32, %y: f32, %o: f32):
     %m = arith.mulf %x, %y : f32
@@ -619,9 +642,8 @@ func.func @rescale_across_other_write(%p: memref<32x12xf32>, %v: memref<32x16xf3
   return
 }
 
-// A score tile's zeros before Sᵀ = K · Qᵀ (linalg.fill, in its generic
-// form after linalg-generalize-named-ops; effect-free ops may stand
-// between): the accumulators start at the fill's value, C is never
+// A score tile's zeros before Sᵀ = K · Qᵀ (linalg.fill, or its generic
+// form; effect-free ops may stand between): the accumulators start at the fill's value, C is never
 // loaded, and the fill goes (fillBefore, which the AMX kernel shares).
 // Kept: a fill separated from the matmul by a write, one of another
 // buffer, one of a buffer the matmul also reads.
@@ -645,7 +667,7 @@ func.func @fill_fused(%p: memref<32x12xf32>, %v: memref<32x16xf32>, %acc: memref
   linalg.fill ins(%x : f32) outs(%acc : memref<12x16xf32>)
   %between = arith.addf %x, %x : f32
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
   ^bb0(%a: f32, %b: f32, %o: f32):
     %m = arith.mulf %a, %b : f32
@@ -656,14 +678,14 @@ func.func @fill_fused(%p: memref<32x12xf32>, %v: memref<32x16xf32>, %acc: memref
 }
 
 // CHECK-LABEL: func.func @fill_not_fused
-// CHECK: linalg.generic
+// CHECK: linalg.fill
 // CHECK-SAME: outs(%arg2 : memref<12x16xf32>)
 // CHECK: memref.store
 // CHECK: vector.load %arg2
-// CHECK: linalg.generic
+// CHECK: linalg.fill
 // CHECK-SAME: outs(%arg3 : memref<12x16xf32>)
 // CHECK: vector.load %arg2
-// CHECK: linalg.generic
+// CHECK: linalg.fill
 // CHECK-SAME: outs(%[[C:.*]] : memref<12x16xf32, strided<[16, 1]>>)
 // CHECK: vector.load %[[C]]
 // CHECK: return
@@ -672,7 +694,7 @@ func.func @fill_not_fused(%p: memref<32x12xf32>, %v: memref<32x16xf32>, %acc: me
   linalg.fill ins(%x : f32) outs(%acc : memref<12x16xf32>)
   memref.store %x, %p[%c0, %c0] : memref<32x12xf32>
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
   ^bb0(%a: f32, %b: f32, %o: f32):
     %m = arith.mulf %a, %b : f32
@@ -681,7 +703,7 @@ func.func @fill_not_fused(%p: memref<32x12xf32>, %v: memref<32x16xf32>, %acc: me
   }
   linalg.fill ins(%x : f32) outs(%other : memref<12x16xf32>)
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %v : memref<32x12xf32>, memref<32x16xf32>) outs(%acc : memref<12x16xf32>) {
   ^bb0(%a: f32, %b: f32, %o: f32):
     %m = arith.mulf %a, %b : f32
@@ -692,7 +714,7 @@ func.func @fill_not_fused(%p: memref<32x12xf32>, %v: memref<32x16xf32>, %acc: me
   %b = memref.subview %buf[12, 0] [32, 16] [1, 1] : memref<44x16xf32> to memref<32x16xf32, strided<[16, 1], offset: 192>>
   linalg.fill ins(%x : f32) outs(%c : memref<12x16xf32, strided<[16, 1]>>)
   linalg.generic {indexing_maps = [#map_pt, #map_v, #map_o],
-                  iterator_types = ["parallel", "reduction", "parallel"]}
+                  iterator_types = ["parallel", "reduction", "parallel"], attn.tile_op = #attn.tile_op<matmul>}
       ins(%p, %b : memref<32x12xf32>, memref<32x16xf32, strided<[16, 1], offset: 192>>) outs(%c : memref<12x16xf32, strided<[16, 1]>>) {
   ^bb0(%a: f32, %b0: f32, %o: f32):
     %m = arith.mulf %a, %b0 : f32
@@ -737,7 +759,7 @@ func.func @decode_scores_split(%k: memref<?x64xbf16>, %q: memref<4x64xf32>, %s: 
   %k4 = memref.expand_shape %k [[0], [1, 2, 3]] output_shape [%n, 4, 8, 2] : memref<?x64xbf16> into memref<?x4x8x2xbf16>
   %q4 = memref.expand_shape %q [[0], [1, 2, 3]] output_shape [4, 4, 2, 8] : memref<4x64xf32> into memref<4x4x2x8xf32>
   linalg.generic {indexing_maps = [affine_map<(j, i, c, p, w) -> (j, c, w, p)>, affine_map<(j, i, c, p, w) -> (i, c, p, w)>, affine_map<(j, i, c, p, w) -> (j, i)>],
-                  iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"]}
+                  iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"], attn.tile_op = #attn.tile_op<split_dot>}
       ins(%k4, %q4 : memref<?x4x8x2xbf16>, memref<4x4x2x8xf32>) outs(%s : memref<?x4xf32>) {
   ^bb0(%x: bf16, %y: f32, %a: f32):
     %xf = arith.extf %x : bf16 to f32
@@ -768,26 +790,26 @@ func.func @decode_scores_split(%k: memref<?x64xbf16>, %q: memref<4x64xf32>, %s: 
 // CHECK: return
 func.func @transpose_not_taken(%a: memref<8x12xf32>, %b: memref<12x8xf32>, %c: memref<16x8xf32>, %d: memref<8x16xf32>, %e: memref<8x8xf32>, %f: memref<16x8xi1>) {
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
-                  iterator_types = ["parallel", "parallel"]}
+                  iterator_types = ["parallel", "parallel"], attn.tile_op = #attn.tile_op<transpose>}
       ins(%e : memref<8x8xf32>) outs(%e : memref<8x8xf32>) {
   ^bb0(%x: f32, %o: f32):
     linalg.yield %x : f32
   }
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
-                  iterator_types = ["parallel", "parallel"]}
+                  iterator_types = ["parallel", "parallel"], attn.tile_op = #attn.tile_op<transpose>}
       ins(%f : memref<16x8xi1>) outs(%d : memref<8x16xf32>) {
   ^bb0(%x: i1, %o: f32):
     %y = arith.uitofp %x : i1 to f32
     linalg.yield %y : f32
   }
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
-                  iterator_types = ["parallel", "parallel"]}
+                  iterator_types = ["parallel", "parallel"], attn.tile_op = #attn.tile_op<transpose>}
       ins(%a : memref<8x12xf32>) outs(%b : memref<12x8xf32>) {
   ^bb0(%x: f32, %o: f32):
     linalg.yield %x : f32
   }
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
-                  iterator_types = ["parallel", "parallel"]}
+                  iterator_types = ["parallel", "parallel"], attn.tile_op = #attn.tile_op<transpose>}
       ins(%c : memref<16x8xf32>) outs(%d : memref<8x16xf32>) {
   ^bb0(%x: f32, %o: f32):
     %y = arith.addf %x, %o : f32

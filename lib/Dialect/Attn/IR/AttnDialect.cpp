@@ -26,8 +26,7 @@ struct AttnInlinerInterface : public DialectInlinerInterface {
   bool isLegalToInline(Operation *, Operation *, bool) const final {
     return true;
   }
-  bool isLegalToInline(Operation *, Region *, bool,
-                       IRMapping &) const final {
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
     return true;
   }
 };
@@ -74,5 +73,31 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << " schedule has splits = 1 (got " << splits << ")";
   if (schedule == Schedule::prefill && heads != 1)
     return emitError() << "#attn.plan: a prefill tile holds one head";
+  return success();
+}
+
+/// The attn attributes other dialects' ops carry that are contracts
+/// between passes: attn.plan (attn-tile's plan of an scf.forall) and
+/// attn.tile_op (what a CPU tile op computes, on a linalg op). Checked by
+/// name: the dialect does not load SCF or Linalg.
+LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef opName = op->getName().getStringRef();
+  if (attr.getName() == kPlanAttrName) {
+    if (!isa<PlanAttr>(attr.getValue()) || opName != "scf.forall")
+      return op->emitError() << "'" << kPlanAttrName
+                             << "' must be an #attn.plan on an scf.forall";
+    return success();
+  }
+  if (attr.getName() == kTileOpAttrName) {
+    if (!isa<TileOpKindAttr>(attr.getValue()) ||
+        op->getName().getDialectNamespace() != "linalg")
+      return op->emitError()
+             << "'" << kTileOpAttrName
+             << "' must be an #attn.tile_op<...> on a linalg op";
+    return success();
+  }
+  // The markers of the lowerings (attn.kernel_config,
+  // attn.nonpositive_arg, attn.bf16_weight) are their passes' own.
   return success();
 }

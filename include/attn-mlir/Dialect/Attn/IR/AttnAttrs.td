@@ -55,6 +55,35 @@ def Attn_Schedule : I32EnumAttr<"Schedule", "how an attention is tiled",
   let genSpecializedAttr = 0;
 }
 
+def Attn_TileOpMatmul : I32EnumAttrCase<"matmul", 0>;
+def Attn_TileOpDot : I32EnumAttrCase<"dot", 1>;
+def Attn_TileOpSplitDot : I32EnumAttrCase<"split_dot", 2>;
+def Attn_TileOpPairMatmul : I32EnumAttrCase<"pair_matmul", 3>;
+def Attn_TileOpPairPack : I32EnumAttrCase<"pair_pack", 4>;
+def Attn_TileOpTranspose : I32EnumAttrCase<"transpose", 5>;
+
+def Attn_TileOpKind : I32EnumAttr<"TileOpKind",
+    "what a tile op of the CPU lowering computes",
+    [Attn_TileOpMatmul, Attn_TileOpDot, Attn_TileOpSplitDot,
+     Attn_TileOpPairMatmul, Attn_TileOpPairPack, Attn_TileOpTranspose]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
+/// What a linalg.generic of the CPU lowering is, recorded on it as
+/// `attn.tile_op` by attn-decompose-online (and by
+/// attn-cpu-vectorize-matmul for a named linalg.matmul), so that the
+/// vectorizer picks a kernel by what an op is, not by the shape of its
+/// body; the kernel then checks only its own preconditions (static sizes,
+/// strides, widths). `matmul`: C[M, N] += A · B in f32 (A possibly stored
+/// transposed); `dot`: a decode step's scores C[M, N] += A[M, K] · B[N, K];
+/// `split_dot`: its bf16 form with keys split into even and odd elements;
+/// `pair_matmul`: the bf16 pair-form matmul (vdpbf16ps, AMX); `pair_pack`:
+/// a bf16 pair-interleaved copy; `transpose`: a transposing copy (Qᵀ).
+def Attn_TileOpAttr : EnumAttr<Attn_Dialect, Attn_TileOpKind, "tile_op"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 /// The plan attn-tile chose for one scf.forall of the loop nest, recorded
 /// on it as `attn.plan` so that the backends read the schedule instead of
 /// rebuilding it from slice shapes, and attn-verify-tiled checks the nest

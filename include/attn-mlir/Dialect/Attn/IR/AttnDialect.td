@@ -28,6 +28,8 @@ def Attn_Dialect : Dialect {
   }];
   let cppNamespace = "::mlir::attn";
   let useDefaultAttributePrinterParser = 1;
+  // attn.plan on an scf.forall, attn.tile_op on a linalg op.
+  let hasOperationAttrVerify = 1;
 }
 
 class Attn_Op<string mnemonic, list<Trait> traits = []>

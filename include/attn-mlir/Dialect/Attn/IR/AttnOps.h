@@ -13,6 +13,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <optional>
+
 #include "attn-mlir/Dialect/Attn/IR/AttnEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
@@ -22,6 +24,19 @@ namespace mlir::attn {
 /// The discardable attribute under which attn-tile records its PlanAttr
 /// on each scf.forall of a loop nest.
 inline constexpr llvm::StringLiteral kPlanAttrName = "attn.plan";
+/// The discardable attribute under which a CPU tile op (a linalg.generic)
+/// records what it computes (TileOpKindAttr).
+inline constexpr llvm::StringLiteral kTileOpAttrName = "attn.tile_op";
+/// What `op` computes as a CPU tile op, when it records it.
+inline std::optional<TileOpKind> getTileOpKind(Operation *op) {
+  if (auto kind = op->getAttrOfType<TileOpKindAttr>(kTileOpAttrName))
+    return kind.getValue();
+  return std::nullopt;
+}
+/// Records on `op` what it computes as a CPU tile op.
+inline void setTileOpKind(Operation *op, TileOpKind kind) {
+  op->setAttr(kTileOpAttrName, TileOpKindAttr::get(op->getContext(), kind));
+}
 } // namespace mlir::attn
 
 #include <optional>
