@@ -232,7 +232,7 @@ static void allGroupsStep(OpBuilder &nb, Location nl, const SdpaTiling &t,
                           Value kb, OpFoldResult ks, ValueRange iter) {
   LinalgBuilder in{nb, nl, nb.getContext()};
   int64_t heads = first.heads, m = heads * *getConstantIntValue(first.qs);
-  Value page = pagedBlock(in, *t.paged, first, kb);
+  Value page = t.keys->keyBlock(in, first, kb);
   auto loop = scf::ForOp::create(
       nb, nl, in.idx(0), in.idx(tiles), in.idx(1), iter,
       [&](OpBuilder &ob, Location ol, Value g, ValueRange st) {
@@ -292,7 +292,7 @@ static TiledSdpa buildAllGroupsNest(RewriterBase &rewriter,
                                     const SdpaTiling &tiling, int64_t rows,
                                     ValueRange outs, int64_t forcedSplits) {
   SdpaTiling t = tiling;
-  t.bk = std::gcd(std::min(t.bk, kAllGroupsKeys), t.paged->blockSize);
+  t.bk = std::gcd(std::min(t.bk, kAllGroupsKeys), t.keys->cacheBlock());
   Location loc = t.loc;
   LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
   int64_t heads = packedHeads(t, rows), tiles = t.hq / heads, m = heads * rows;
@@ -361,7 +361,7 @@ TiledSdpa tiling::buildDecodeNest(RewriterBase &rewriter, const SdpaTiling &t,
                                   int64_t rows, ValueRange outs,
                                   int64_t forcedSplits) {
   // A paged cache of several KV heads: tasks of every head group.
-  if (t.paged && t.pagedAllGroups && t.hq / t.group > 1)
+  if (isa<PagedKeys>(*t.keys) && t.pagedAllGroups && t.hq / t.group > 1)
     return buildAllGroupsNest(rewriter, t, rows, outs, forcedSplits);
   Location loc = t.loc;
   LinalgBuilder bld{rewriter, loc, rewriter.getContext()};

@@ -3,8 +3,8 @@
 // A query tile's key loop: the range of key blocks it sees (tileKeyRange:
 // visibility bounds, lengths), the loop over them (plain, or chunked for
 // long or unknown lengths: kChunkKeys), and the attn.online_step of one
-// block, its keys read from the key source (dense rows, a paged cache's
-// block through the block table, or a packed sequence's rows).
+// block, its K/V rows where the key source says (TileKeys::keyRows: dense
+// rows, a paged cache's block, a packed sequence's rows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,48 +34,18 @@ static Value sliceMask(LinalgBuilder &in, const QueryTile &qt, Value kb,
                                         strides);
 }
 
-/// The cache block of key kb of the tile's batch element:
-/// block_table[b, kb floordiv BS], clamped to [0, NB) (the runtime checks
-/// the table before a call; a direct caller's bad id still reads inside
-/// the cache).
-Value tiling::pagedBlock(LinalgBuilder &in, const PagedKeys &p,
-                         const QueryTile &qt, Value kb) {
-  OpBuilder &b = in.b;
-  Value slot = arith::DivUIOp::create(b, in.loc, kb, in.idx(p.blockSize));
-  Value id = arith::IndexCastOp::create(
-      b, in.loc, b.getIndexType(),
-      tensor::ExtractOp::create(b, in.loc, p.blockTable,
-                                ValueRange{qt.b, slot}));
-  Value last = arith::SubIOp::create(b, in.loc, in.val(p.numBlocks), in.idx(1));
-  return arith::MaxSIOp::create(b, in.loc, in.idx(0),
-                                arith::MinSIOp::create(b, in.loc, id, last));
-}
-
 /// One key block [kb, kb + ks): the K, V and mask tiles and one
-/// attn.online_step of the state `iter` (m, l, acc). `page`: the block's
-/// cache block when the caller read it already (paged).
+/// attn.online_step of the state `iter` (m, l, acc). `block`: the key
+/// source's TileKeys::keyBlock of kb when the caller read it already.
 OnlineStepOp tiling::buildKeyStep(OpBuilder &nb, Location nl,
                                   const SdpaTiling &t, const QueryTile &qt,
                                   Value kb, OpFoldResult ks, ValueRange iter,
-                                  Value page) {
+                                  Value block) {
   LinalgBuilder in{nb, nl, nb.getContext()};
-  OpFoldResult zeroA = nb.getIndexAttr(0), oneA = nb.getIndexAttr(1);
-  // K[b, kvh, kb:kb+ks, :], or rows off:off+ks of the block's page
-  // key_cache[page, :, kvh, :].
-  SmallVector<OpFoldResult> offs{qt.b, qt.kvh, kb, zeroA},
-      sizes{oneA, oneA, ks, oneA};
-  if (t.paged) {
-    if (!page)
-      page = pagedBlock(in, *t.paged, qt, kb);
-    Value off = arith::RemUIOp::create(nb, nl, kb, in.idx(t.paged->blockSize));
-    offs = {page, off, qt.kvh, zeroA};
-    sizes = {oneA, ks, oneA, oneA};
-  } else if (qt.key0) {
-    // Packed rows key0 + kb: K[key0 + kb : +ks, kvh, :].
-    offs = {arith::AddIOp::create(nb, nl, qt.key0, kb).getResult(), qt.kvh,
-            zeroA};
-    sizes = {ks, oneA, oneA};
-  }
+  OpFoldResult oneA = nb.getIndexAttr(1);
+  // The K and V rows of the block, where the key source has them.
+  SmallVector<OpFoldResult> offs, sizes;
+  t.keys->keyRows(in, qt, kb, ks, block, offs, sizes);
   auto slice = [&](Value src, int64_t width) {
     sizes.back() = nb.getIndexAttr(width);
     return tensor::ExtractSliceOp::create(
@@ -147,9 +117,10 @@ scf::ForOp tiling::buildBlockLoops(OpBuilder &b, Location loc,
   // f32 form and the unfused softmax (8% of a T=2k D=128 bf16 causal
   // prefill on vdpbf16ps). f32 tiles stay cut: computing the masked keys
   // cost more than the fused softmax gained (1-4%).
-  // Not for paged or packed sequences: their key lengths are their own.
-  bool wholeLast = t.wholeBf16Blocks && t.elt.isBF16() && !t.paged &&
-                   !t.varlen && !ShapedType::isDynamic(t.tk) &&
+  // Not where the tiles' key lengths are their own (paged, packed
+  // sequences).
+  bool wholeLast = t.wholeBf16Blocks && t.elt.isBF16() &&
+                   !t.keys->ownKeyLengths() && !ShapedType::isDynamic(t.tk) &&
                    t.tk % t.bk == 0 && isConstantIntValue(from, 0);
   return loop(fullEnd, to, full.getResults(), /*full=*/wholeLast);
 }
@@ -183,15 +154,16 @@ scf::ForOp tiling::buildChunkedKeyLoop(LinalgBuilder &bld, const SdpaTiling &t,
       });
 }
 
-/// [lo, hi): the keys some row of the tile sees. A paged tile's lo is
-/// aligned down to its key block, so that no block straddles a cache
-/// block (the step masks the keys below the true lo).
+/// [lo, hi): the keys some row of the tile sees. Where the key source
+/// wants aligned ranges (paged), lo is aligned down to its key block, so
+/// that no block straddles a cache block (the step masks the keys below
+/// the true lo).
 std::pair<Value, Value> tiling::tileKeyRange(LinalgBuilder &bld,
                                              const SdpaTiling &t,
                                              const QueryTile &qt) {
   auto [lo, hi] = KeyVisibility(t.tileSpec(qt.queryLength, qt.keyLength))
                       .keyRange(bld.b, bld.loc, qt.q0, qt.qLast);
-  if (t.paged && t.bounded())
+  if (t.keys->alignedKeyRanges() && t.bounded())
     lo = arith::SubIOp::create(
         bld.b, bld.loc, lo,
         arith::RemUIOp::create(bld.b, bld.loc, lo, bld.idx(t.bk)));

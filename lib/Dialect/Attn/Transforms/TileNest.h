@@ -1,11 +1,11 @@
 //===- TileNest.h - what attn-tile's schedules share ------------*- C++ -*-===//
 //
-// The facts of one attention being tiled (SdpaTiling: shapes, blocks, the
-// key source: dense, paged (PagedKeys) or packed sequences
-// (PackedSequences)), one query tile (QueryTile), and the builders every
-// schedule composes: the key loop and its step (TileKeys.cpp), the query
-// tiles, their results and the forall over them with its plan
-// (TileQueries.cpp), and the schedules themselves: prefill
+// The facts of one attention being tiled (SdpaTiling: shapes, blocks, and
+// its key source, a TileKeys chosen once from the op: DenseKeys, PagedKeys
+// or PackedSequences, TileKeySources.cpp), one query tile (QueryTile), and
+// the builders every schedule composes: the key loop and its step
+// (TileKeys.cpp), the query tiles, their results and the forall over them
+// with its plan (TileQueries.cpp), and the schedules themselves: prefill
 // (TilePrefill.cpp), decode and split-KV (TileDecode.cpp), packed
 // sequences (TileVarlen.cpp). The pass is Tile.cpp. Private to
 // lib/Dialect/Attn/Transforms.
@@ -25,6 +25,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <memory>
 #include <numeric>
 
 namespace mlir {
@@ -41,22 +42,119 @@ namespace tiling {
 // and a chunk's f32 sums of at most 16384 terms stay far from stalling.
 constexpr int64_t kChunkKeys = 16384;
 
+struct SdpaTiling;
+struct QueryTile;
+
+/// Where the keys of a tile's batch element are, and what follows from
+/// that for the nest: the questions the builders ask instead of branching
+/// on the op. Chosen once, by TileKeys::of when SdpaTiling is built; holds
+/// the source's values (tables, offsets), never changes after.
+class TileKeys {
+public:
+  virtual ~TileKeys() = default;
+  /// The key source of `op`, its sizes set in `t` (tk, keyLength, the
+  /// batch, Tq and the blocks), its IR built before the nest.
+  static std::shared_ptr<const TileKeys> of(OpBuilder &b,
+                                            AttentionOpInterface op,
+                                            SdpaTiling &t, int64_t qBlock,
+                                            int64_t kvBlock);
+
+  /// The source recorded in the plan (the op's getKeySource()).
+  KeySource kind() const { return source; }
+  /// The plan's cache_block: a paged cache's block size, else 0.
+  virtual int64_t cacheBlock() const { return 0; }
+  /// Whether a tile's key length is its batch element's own, not
+  /// SdpaTiling::keyLength (which then only bounds it): the tile's spec
+  /// takes it, and no last key block runs whole past it.
+  virtual bool ownKeyLengths() const { return false; }
+  /// Whether a tile's query length is its sequence's own.
+  virtual bool ownQueryLengths() const { return false; }
+  /// The key length of the tiles of batch element b; `bound`: keyLength.
+  virtual Value keyLengthOf(LinalgBuilder &, Value b, Value bound) const {
+    return bound;
+  }
+  /// Whether a tile's key range starts at a key block's start, so that no
+  /// block straddles a cache block.
+  virtual bool alignedKeyRanges() const { return false; }
+  /// What locating key block kb of the tile's batch element reads, the
+  /// same for every head (a paged cache's block), or null.
+  virtual Value keyBlock(LinalgBuilder &, const QueryTile &, Value) const {
+    return {};
+  }
+  /// The offsets and sizes of K/V rows [kb, kb + ks) of the tile's KV head
+  /// (the last size, the width, is the caller's); `block`: keyBlock's
+  /// value, null when not read yet.
+  virtual void keyRows(LinalgBuilder &in, const QueryTile &qt, Value kb,
+                       OpFoldResult ks, Value block,
+                       SmallVectorImpl<OpFoldResult> &offs,
+                       SmallVectorImpl<OpFoldResult> &sizes) const = 0;
+
+protected:
+  explicit TileKeys(KeySource source) : source(source) {}
+
+private:
+  KeySource source;
+};
+
+/// [B, Hkv, Tk, D] keys (attn.sdpa).
+class DenseKeys : public TileKeys {
+public:
+  DenseKeys() : TileKeys(KeySource::dense) {}
+  void keyRows(LinalgBuilder &in, const QueryTile &qt, Value kb,
+               OpFoldResult ks, Value block,
+               SmallVectorImpl<OpFoldResult> &offs,
+               SmallVectorImpl<OpFoldResult> &sizes) const override;
+  static bool classof(const TileKeys *k) {
+    return k->kind() == KeySource::dense;
+  }
+};
+
 /// Where a paged attention's keys are (attn.paged_sdpa): key j of batch
-/// element b is row j mod BS of cache block block_table[b, j floordiv BS].
-struct PagedKeys {
+/// element b is row j mod BS of cache block block_table[b, j floordiv BS];
+/// its key length is seq_lens[b].
+class PagedKeys : public TileKeys {
+public:
   Value blockTable, seqLens;
   int64_t blockSize = 0;
   /// NB, and the most keys a sequence has (MB · BS, or 0 when NB is 0:
   /// no block to read).
   OpFoldResult numBlocks, keyCapacity;
+
+  PagedKeys() : TileKeys(KeySource::paged) {}
+  int64_t cacheBlock() const override { return blockSize; }
+  bool ownKeyLengths() const override { return true; }
+  Value keyLengthOf(LinalgBuilder &bld, Value b, Value bound) const override;
+  bool alignedKeyRanges() const override { return true; }
+  Value keyBlock(LinalgBuilder &in, const QueryTile &qt,
+                 Value kb) const override;
+  void keyRows(LinalgBuilder &in, const QueryTile &qt, Value kb,
+               OpFoldResult ks, Value block,
+               SmallVectorImpl<OpFoldResult> &offs,
+               SmallVectorImpl<OpFoldResult> &sizes) const override;
+  static bool classof(const TileKeys *k) {
+    return k->kind() == KeySource::paged;
+  }
 };
 
 /// Where a varlen attention's sequences are (attn.varlen_sdpa): sequence b
 /// is rows [cuQ[b], cuQ[b + 1]) of the packed query (numQ rows) and
-/// [cuK[b], cuK[b + 1]) of the packed keys (numK rows).
-struct PackedSequences {
+/// [cuK[b], cuK[b + 1]) of the packed keys (numK rows); a tile's
+/// QueryTile::key0 is its sequence's first key row.
+class PackedSequences : public TileKeys {
+public:
   Value cuQ, cuK;
   OpFoldResult numQ, numK;
+
+  PackedSequences() : TileKeys(KeySource::packed) {}
+  bool ownKeyLengths() const override { return true; }
+  bool ownQueryLengths() const override { return true; }
+  void keyRows(LinalgBuilder &in, const QueryTile &qt, Value kb,
+               OpFoldResult ks, Value block,
+               SmallVectorImpl<OpFoldResult> &offs,
+               SmallVectorImpl<OpFoldResult> &sizes) const override;
+  static bool classof(const TileKeys *k) {
+    return k->kind() == KeySource::packed;
+  }
 };
 
 /// The facts of one attention being tiled (attn.sdpa, attn.paged_sdpa or
@@ -67,7 +165,7 @@ struct PackedSequences {
 struct SdpaTiling {
   Location loc;
   Type elt;
-  int64_t batch, hq, tq, d, tk, dv, group, bq, bk;
+  int64_t batch = 0, hq, tq = 0, d, tk = 0, dv, group, bq = 0, bk = 0;
   OpFoldResult batchSize, queryLength, keyLength;
   AttentionSpec spec;
   Value query, key, value, mask, alibi;
@@ -75,157 +173,34 @@ struct SdpaTiling {
   CausalKindAttr causal;
   DenseI64ArrayAttr window;
   FloatAttr softcap;
-  std::optional<PagedKeys> paged;
-  std::optional<PackedSequences> varlen;
+  /// Where the keys are (shared by copies: it never changes).
+  std::shared_ptr<const TileKeys> keys;
   bool chunkLongKeys = true, splitPartialBlocks = true, pagedAllGroups = true;
   bool wholeBf16Blocks = false;
 
-  SdpaTiling(OpBuilder &b, SdpaOp op, int64_t qBlock, int64_t kvBlock)
-      : loc(op.getLoc()), spec(AttentionSpec::get(op)) {
-    setOperands(op);
-    tk = op.getKey().getType().getDimSize(2);
-    dv = op.getValue().getType().getDimSize(3);
-    group = op.getGroupSize();
-    keyLength = size(b, op.getKey(), 2);
-    init(b, qBlock, kvBlock);
-  }
-  SdpaTiling(OpBuilder &b, PagedSdpaOp op, int64_t qBlock, int64_t kvBlock)
-      : loc(op.getLoc()), spec(AttentionSpec::get(op)) {
-    setOperands(op);
-    ArrayRef<int64_t> cache = op.getKeyCache().getType().getShape();
-    dv = op.getValueCache().getType().getDimSize(3);
-    group = op.getGroupSize();
-    PagedKeys p{op.getBlockTable(), op.getSeqLens(), cache[1], {}, {}};
-    LinalgBuilder bld{b, loc, b.getContext()};
-    // Ids are clamped to the smaller cache (the verifier cannot compare
-    // two dynamic sizes; the runtime checks they agree).
-    p.numBlocks = size(b, op.getKeyCache(), 0);
-    OpFoldResult valueBlocks = size(b, op.getValueCache(), 0);
-    if (p.numBlocks != valueBlocks)
-      p.numBlocks = arith::MinUIOp::create(b, loc, bld.val(p.numBlocks),
-                                           bld.val(valueBlocks))
-                        .getResult();
-    int64_t mb = op.getBlockTable().getType().getDimSize(1);
-    tk = ShapedType::isDynamic(mb) || ShapedType::isDynamic(cache[0])
-             ? ShapedType::kDynamic
-             : (cache[0] ? mb * cache[1] : 0);
-    if (!ShapedType::isDynamic(tk)) {
-      p.keyCapacity = b.getIndexAttr(tk);
-    } else {
-      Value cap = arith::MulIOp::create(
-          b, loc, bld.val(size(b, op.getBlockTable(), 1)), bld.idx(cache[1]));
-      Value none = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         bld.val(p.numBlocks), bld.idx(0));
-      p.keyCapacity =
-          arith::SelectOp::create(b, loc, none, bld.idx(0), cap).getResult();
-    }
-    keyLength = p.keyCapacity;
-    paged = p;
-    // Key blocks never straddle a cache block.
-    init(b, qBlock, std::gcd(kvBlock, cache[1]));
-    // The per-element lengths are not this one.
-    tk = ShapedType::kDynamic;
-    spec.keyLength = ShapedType::kDynamic;
-    spec.keyLengthValue = Value();
-  }
-  /// A varlen attention: lengths per sequence, both dynamic; the packed
-  /// row counts bound them.
-  SdpaTiling(OpBuilder &b, VarlenSdpaOp op, int64_t qBlock, int64_t kvBlock)
-      : loc(op.getLoc()), spec(AttentionSpec::get(op)) {
-    setOperands(op);
-    ArrayRef<int64_t> q = op.getQuery().getType().getShape();
-    hq = q[1];
-    d = q[2];
-    dv = op.getValue().getType().getDimSize(2);
-    group = op.getGroupSize();
-    tq = tk = ShapedType::kDynamic;
-    LinalgBuilder bld{b, loc, b.getContext()};
-    // The smaller of two sizes the runtime checks to be equal (a direct
-    // caller's disagreeing ones still read inside both).
-    auto smaller = [&](Value x, Value y, int64_t dim) -> OpFoldResult {
-      OpFoldResult sx = size(b, x, dim), sy = size(b, y, dim);
-      if (sx == sy)
-        return sx;
-      return arith::MinUIOp::create(b, loc, bld.val(sx), bld.val(sy))
-          .getResult();
-    };
-    varlen = PackedSequences{op.getCuSeqlensQ(), op.getCuSeqlensK(),
-                             size(b, op.getQuery(), 0),
-                             smaller(op.getKey(), op.getValue(), 0)};
-    queryLength = varlen->numQ;
-    keyLength = varlen->numK;
-    // B = max(B + 1, 1) - 1 sequences (B + 1 of both offset arrays).
-    OpFoldResult offsets = smaller(op.getCuSeqlensQ(), op.getCuSeqlensK(), 0);
-    batch = LinalgBuilder::dim(offsets);
-    if (!ShapedType::isDynamic(batch)) {
-      batch = std::max<int64_t>(batch, 1) - 1;
-      batchSize = b.getIndexAttr(batch);
-    } else {
-      batchSize =
-          arith::SubIOp::create(
-              b, loc,
-              arith::MaxUIOp::create(b, loc, bld.val(offsets), bld.idx(1)),
-              bld.idx(1))
-              .getResult();
-    }
-    bq = qBlock;
-    bk = kvBlock;
-  }
+  /// The facts every op has, then its key source's (TileKeys::of).
+  SdpaTiling(OpBuilder &b, AttentionOpInterface op, const TileOptions &o);
+
   static OpFoldResult size(OpBuilder &b, Value v, int64_t dim) {
     int64_t n = cast<RankedTensorType>(v.getType()).getDimSize(dim);
     if (!ShapedType::isDynamic(n))
       return b.getIndexAttr(n);
     return tensor::DimOp::create(b, v.getLoc(), v, dim).getResult();
   }
-  /// The operands and attributes both ops share.
-  template <typename OpTy> void setOperands(OpTy op) {
-    query = op.getQuery();
-    elt = op.getQuery().getType().getElementType();
-    mask = op.getMask();
-    alibi = op.getAlibi();
-    withLse = static_cast<bool>(op.getLse());
-    causal = op.getCausalAttr();
-    window = op.getWindowAttr();
-    softcap = op.getSoftcapAttr();
-    if constexpr (!std::is_same_v<OpTy, PagedSdpaOp>) {
-      key = op.getKey();
-      value = op.getValue();
-    } else {
-      key = op.getKeyCache();
-      value = op.getValueCache();
-    }
-  }
-  /// The query's sizes and the block sizes (after tk is set).
-  void init(OpBuilder &b, int64_t qBlock, int64_t kvBlock) {
-    ArrayRef<int64_t> qShape =
-        cast<RankedTensorType>(query.getType()).getShape();
-    batch = qShape[0];
-    hq = qShape[1];
-    tq = qShape[2];
-    d = qShape[3];
-    batchSize = size(b, query, 0);
-    queryLength = size(b, query, 2);
-    spec.queryLengthValue = dyn_cast<Value>(queryLength);
-    spec.keyLengthValue = dyn_cast<Value>(keyLength);
-    // Blocks no longer than a static length; any length may be shorter
-    // than a block when it is dynamic.
-    bq = ShapedType::isDynamic(tq) ? qBlock
-                                   : std::max<int64_t>(1, std::min(qBlock, tq));
-    bk = ShapedType::isDynamic(tk)
-             ? kvBlock
-             : std::max<int64_t>(1, std::min(kvBlock, tk));
-  }
+  /// The sizes of a [B, Hq, Tq, D] query and the block sizes (after tk and
+  /// keyLength are set).
+  void initQuery(OpBuilder &b, int64_t qBlock, int64_t kvBlock);
   /// Causal or a window: some key is invisible to some row.
   bool bounded() const { return KeyVisibility(spec).bounded(); }
-  /// The spec of one tile of these lengths: a paged attention's own key
-  /// length, a varlen one's sequence's lengths.
+  /// The spec of one tile of these lengths: its own key (and query)
+  /// lengths where the key source has them.
   AttentionSpec tileSpec(Value queryLen, Value keyLen) const {
     AttentionSpec s = spec;
-    if (paged || varlen) {
+    if (keys->ownKeyLengths()) {
       s.keyLength = ShapedType::kDynamic;
       s.keyLengthValue = keyLen;
     }
-    if (varlen) {
+    if (keys->ownQueryLengths()) {
       s.queryLength = ShapedType::kDynamic;
       s.queryLengthValue = queryLen;
     }
@@ -278,19 +253,12 @@ struct QueryBlocks {
 
 // The key loop and its step (TileKeys.cpp).
 
-/// The cache block of key kb of the tile's batch element:
-/// block_table[b, kb floordiv BS], clamped to [0, NB) (the runtime checks
-/// the table before a call; a direct caller's bad id still reads inside
-/// the cache).
-Value pagedBlock(LinalgBuilder &in, const PagedKeys &p, const QueryTile &qt,
-                 Value kb);
-
 /// One key block [kb, kb + ks): the K, V and mask tiles and one
-/// attn.online_step of the state `iter` (m, l, acc). `page`: the block's
-/// cache block when the caller read it already (paged).
+/// attn.online_step of the state `iter` (m, l, acc). `block`: the key
+/// source's TileKeys::keyBlock of kb when the caller read it already.
 OnlineStepOp buildKeyStep(OpBuilder &nb, Location nl, const SdpaTiling &t,
                           const QueryTile &qt, Value kb, OpFoldResult ks,
-                          ValueRange iter, Value page = {});
+                          ValueRange iter, Value block = {});
 
 /// The key blocks of [from, to) from `init`: one scf.for. Blocks of bk
 /// keys have static tiles; where a block can be cut short (a bound, or a
@@ -309,9 +277,10 @@ scf::ForOp buildChunkedKeyLoop(LinalgBuilder &bld, const SdpaTiling &t,
                                Value lo, Value hi, ValueRange init,
                                KeyBlockFn body);
 
-/// [lo, hi): the keys some row of the tile sees. A paged tile's lo is
-/// aligned down to its key block, so that no block straddles a cache
-/// block (the step masks the keys below the true lo).
+/// [lo, hi): the keys some row of the tile sees. Where the key source
+/// wants aligned ranges (paged), lo is aligned down to its key block, so
+/// that no block straddles a cache block (the step masks the keys below
+/// the true lo).
 std::pair<Value, Value> tileKeyRange(LinalgBuilder &bld, const SdpaTiling &t,
                                      const QueryTile &qt);
 
@@ -330,9 +299,9 @@ Value sliceQueryRows(LinalgBuilder &bld, const SdpaTiling &t, Value b, Value h,
                      Value q0, OpFoldResult qs, int64_t heads);
 
 /// The query tile of rows [q0, q0 + qs) of `heads` heads from h without
-/// its Q slice: its KV head, last row, ALiBi slope and key length
-/// (`keyLength` when given: a paged tile of a batch element whose length
-/// is read already).
+/// its Q slice: its KV head, last row, ALiBi slope and key length (the
+/// key source's TileKeys::keyLengthOf, or `keyLength` when given: a tile
+/// of a batch element whose length is read already).
 QueryTile queryTileAt(LinalgBuilder &bld, const SdpaTiling &t, Value b, Value h,
                       Value q0, OpFoldResult qs, int64_t heads,
                       Value keyLength = {});
@@ -377,9 +346,9 @@ scf::ForallOp buildForall(RewriterBase &rewriter, const SdpaTiling &t,
 /// (static tiles) and one over the last, partial block when Tq may leave
 /// one; for a Tq known only at run time, those under an scf.if whose other
 /// branch runs a decode step (Tq = 1) on the decode nest (one-row tiles
-/// without `decode`).
-template <typename OpTy>
-TiledSdpa buildLoopNest(RewriterBase &rewriter, OpTy op, const TileOptions &o);
+/// without `decode`). attn.sdpa and attn.paged_sdpa.
+TiledSdpa buildLoopNest(RewriterBase &rewriter, AttentionOpInterface op,
+                        const TileOptions &o);
 
 /// The decode nest over queries of `rows` rows per head into `outs`.
 /// Unsplit: one forall over (b, head group, 1) finishing its tiles. Split:

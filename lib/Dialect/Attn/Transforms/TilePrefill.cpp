@@ -21,14 +21,9 @@ using namespace mlir::attn::tiling;
 /// one; for a Tq known only at run time, those under an scf.if whose other
 /// branch runs a decode step (Tq = 1) on the decode nest (one-row tiles
 /// without `decode`).
-template <typename OpTy>
-TiledSdpa tiling::buildLoopNest(RewriterBase &rewriter, OpTy op,
+TiledSdpa tiling::buildLoopNest(RewriterBase &rewriter, AttentionOpInterface op,
                                 const TileOptions &o) {
-  SdpaTiling t(rewriter, op, o.qBlock, o.kvBlock);
-  t.chunkLongKeys = o.chunkLongKeys;
-  t.pagedAllGroups = o.pagedAllGroups;
-  t.splitPartialBlocks = o.splitPartialBlocks;
-  t.wholeBf16Blocks = o.wholeBf16Blocks;
+  SdpaTiling t(rewriter, op, o);
   Location loc = op.getLoc();
   LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
   auto idxA = [&](int64_t v) { return rewriter.getIndexAttr(v); };
@@ -102,9 +97,3 @@ TiledSdpa tiling::buildLoopNest(RewriterBase &rewriter, OpTy op,
   tiled.results = SmallVector<Value>(ifOp.getResults());
   return tiled;
 }
-
-template TiledSdpa tiling::buildLoopNest<SdpaOp>(RewriterBase &, SdpaOp,
-                                                 const TileOptions &);
-template TiledSdpa tiling::buildLoopNest<PagedSdpaOp>(RewriterBase &,
-                                                      PagedSdpaOp,
-                                                      const TileOptions &);

@@ -38,9 +38,9 @@ Value tiling::sliceQueryRows(LinalgBuilder &bld, const SdpaTiling &t, Value b,
 }
 
 /// The query tile of rows [q0, q0 + qs) of `heads` heads from h without
-/// its Q slice: its KV head, last row, ALiBi slope and key length
-/// (`keyLength` when given: a paged tile of a batch element whose length
-/// is read already).
+/// its Q slice: its KV head, last row, ALiBi slope and key length (the
+/// key source's TileKeys::keyLengthOf, or `keyLength` when given: a tile
+/// of a batch element whose length is read already).
 QueryTile tiling::queryTileAt(LinalgBuilder &bld, const SdpaTiling &t, Value b,
                               Value h, Value q0, OpFoldResult qs, int64_t heads,
                               Value keyLength) {
@@ -59,16 +59,8 @@ QueryTile tiling::queryTileAt(LinalgBuilder &bld, const SdpaTiling &t, Value b,
   qt.qLast = arith::SubIOp::create(
       rb, loc, arith::AddIOp::create(rb, loc, q0, bld.val(qs)), bld.idx(1));
   qt.queryLength = bld.val(t.queryLength);
-  qt.keyLength = keyLength ? keyLength : bld.val(t.keyLength);
-  if (t.paged && !keyLength) {
-    // seq_lens[b] within [0, capacity].
-    Value len = arith::IndexCastOp::create(
-        rb, loc, rb.getIndexType(),
-        tensor::ExtractOp::create(rb, loc, t.paged->seqLens, ValueRange{b}));
-    qt.keyLength = arith::MaxSIOp::create(
-        rb, loc, bld.idx(0),
-        arith::MinSIOp::create(rb, loc, len, qt.keyLength));
-  }
+  qt.keyLength =
+      keyLength ? keyLength : t.keys->keyLengthOf(bld, b, bld.val(t.keyLength));
   if (Value alibi = t.alibi)
     qt.slope = tensor::ExtractOp::create(rb, loc, alibi, ValueRange{h});
   return qt;
@@ -196,14 +188,11 @@ static void buildQueryTile(LinalgBuilder &bld, const SdpaTiling &t,
 void tiling::recordPlan(scf::ForallOp forall, const SdpaTiling &t,
                         Schedule schedule, int64_t rows, int64_t heads,
                         OpFoldResult splits) {
-  KeySource keys = t.paged    ? KeySource::paged
-                   : t.varlen ? KeySource::packed
-                              : KeySource::dense;
   forall->setAttr(kPlanAttrName,
-                  PlanAttr::get(forall.getContext(), schedule, keys, rows,
-                                heads, t.bk,
+                  PlanAttr::get(forall.getContext(), schedule, t.keys->kind(),
+                                rows, heads, t.bk,
                                 getConstantIntValue(splits).value_or(0),
-                                t.paged ? t.paged->blockSize : 0));
+                                t.keys->cacheBlock()));
 }
 
 /// One scf.forall over (b, h, q-block) of `blocks`, into `outs`.

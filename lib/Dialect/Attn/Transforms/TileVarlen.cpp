@@ -2,7 +2,8 @@
 //
 // attn.varlen_sdpa to the prefill nest over (sequence, h, q-block of the
 // longest sequence): each tile's rows and keys found through the cumulative
-// sequence lengths, a tile past its sequence's end doing nothing.
+// sequence lengths of its key source (PackedSequences), a tile past its
+// sequence's end doing nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,13 +37,14 @@ static std::pair<Value, Value> sequenceRows(LinalgBuilder &bld, Value cu,
 
 /// The most query rows of any sequence of a varlen attention: an scf.for
 /// over the sequences.
-static Value longestSequence(LinalgBuilder &bld, const SdpaTiling &t) {
+static Value longestSequence(LinalgBuilder &bld, const SdpaTiling &t,
+                             const PackedSequences &seqs) {
   auto loop = scf::ForOp::create(
       bld.b, bld.loc, bld.idx(0), bld.val(t.batchSize), bld.idx(1),
       ValueRange{bld.idx(0)},
       [&](OpBuilder &nb, Location nl, Value b, ValueRange run) {
         LinalgBuilder in{nb, nl, nb.getContext()};
-        Value rows = sequenceRows(in, t.varlen->cuQ, t.varlen->numQ, b).second;
+        Value rows = sequenceRows(in, seqs.cuQ, seqs.numQ, b).second;
         scf::YieldOp::create(
             nb, nl, ValueRange{arith::MaxSIOp::create(nb, nl, run[0], rows)});
       });
@@ -88,18 +90,17 @@ static SmallVector<Value> buildVarlenTile(LinalgBuilder &bld,
 /// sequence's, found through cu_seqlens_k.
 TiledSdpa tiling::buildVarlenNest(RewriterBase &rewriter, VarlenSdpaOp op,
                                   const TileOptions &o) {
-  SdpaTiling t(rewriter, op, o.qBlock, o.kvBlock);
-  t.chunkLongKeys = o.chunkLongKeys;
-  t.splitPartialBlocks = o.splitPartialBlocks;
+  SdpaTiling t(rewriter, op, o);
+  const auto &seqs = cast<PackedSequences>(*t.keys);
   Location loc = t.loc;
   LinalgBuilder bld{rewriter, loc, rewriter.getContext()};
   OpFoldResult hqA = rewriter.getIndexAttr(t.hq);
   SmallVector<Value> outs{
-      bld.empty({t.varlen->numQ, hqA, rewriter.getIndexAttr(t.dv)}, t.elt)};
+      bld.empty({seqs.numQ, hqA, rewriter.getIndexAttr(t.dv)}, t.elt)};
   if (op.getLse())
-    outs.push_back(bld.empty({hqA, t.varlen->numQ}, rewriter.getF32Type()));
+    outs.push_back(bld.empty({hqA, seqs.numQ}, rewriter.getF32Type()));
   Value blocks = arith::CeilDivUIOp::create(
-      rewriter, loc, longestSequence(bld, t), bld.idx(t.bq));
+      rewriter, loc, longestSequence(bld, t, seqs), bld.idx(t.bq));
   auto forall = scf::ForallOp::create(
       rewriter, loc, ArrayRef<OpFoldResult>{t.batchSize, hqA, blocks}, outs,
       std::nullopt);
@@ -107,8 +108,8 @@ TiledSdpa tiling::buildVarlenNest(RewriterBase &rewriter, VarlenSdpaOp op,
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(forall.getBody());
   SmallVector<Value> ivs = llvm::to_vector(forall.getInductionVars());
-  auto [row, tq] = sequenceRows(bld, t.varlen->cuQ, t.varlen->numQ, ivs[0]);
-  auto [key0, tk] = sequenceRows(bld, t.varlen->cuK, t.varlen->numK, ivs[0]);
+  auto [row, tq] = sequenceRows(bld, seqs.cuQ, seqs.numQ, ivs[0]);
+  auto [key0, tk] = sequenceRows(bld, seqs.cuK, seqs.numK, ivs[0]);
   Value q0 = arith::MulIOp::create(rewriter, loc, ivs[2], bld.idx(t.bq));
   // qs = clamp(Tq_b - q0, 0, bq).
   Value qs = arith::MaxSIOp::create(
