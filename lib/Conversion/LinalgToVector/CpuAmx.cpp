@@ -67,8 +67,7 @@ struct PairMatmulToAmx : OpRewritePattern<linalg::GenericOp> {
                                 PatternRewriter &rewriter) const override {
     bool aT = false;
     if (getTileOpKind(op) != TileOpKind::pair_matmul)
-      return rewriter.notifyMatchFailure(op,
-                                         "not an attn.tile_op pair_matmul");
+      return rewriter.notifyMatchFailure(op, "not an attn.tile_op pair_matmul");
     if (!isPairMatmul(op, aT) || aT)
       return rewriter.notifyMatchFailure(op, "not a row-major pair matmul");
     Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1],
