@@ -40,6 +40,17 @@ static std::string formatShape(ArrayRef<int64_t> shape) {
   return s;
 }
 
+/// KV grouping (MHA, GQA, MQA): query head h reads KV head h / (Hq / Hkv),
+/// so Hq must be a multiple of Hkv (checked when both are static). The one
+/// check of it, for the attention ops and attn.mha.
+static LogicalResult verifyKvGrouping(Operation *op, int64_t hq, int64_t hkv) {
+  if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) || hkv == 0 ||
+      hq % hkv == 0)
+    return success();
+  return op->emitOpError("expected Hq (")
+         << hq << ") to be a multiple of Hkv (" << hkv << ")";
+}
+
 /// True when two dimensions may be equal (either is dynamic or they match).
 static bool dimsAgree(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
@@ -291,14 +302,14 @@ struct OperandLayout {
 static OperandLayout layoutOf(KeySource source) {
   switch (source) {
   case KeySource::dense:
-    return {"key", "value", "[B, Hq, Tq, D]", "[B, Hkv, Tk, D]",
-            "[B, Hkv, Tk, Dv]", 4};
+    return {
+        "key", "value", "[B, Hq, Tq, D]", "[B, Hkv, Tk, D]", "[B, Hkv, Tk, Dv]",
+        4};
   case KeySource::paged:
-    return {"key cache", "value cache", "[B, Hq, Tq, D]", "[NB, BS, Hkv, D]",
-            "[NB, BS, Hkv, Dv]", 4};
+    return {"key cache",        "value cache",       "[B, Hq, Tq, D]",
+            "[NB, BS, Hkv, D]", "[NB, BS, Hkv, Dv]", 4};
   case KeySource::packed:
-    return {"key", "value", "[Nq, Hq, D]", "[Nk, Hkv, D]", "[Nk, Hkv, Dv]",
-            3};
+    return {"key", "value", "[Nq, Hq, D]", "[Nk, Hkv, D]", "[Nk, Hkv, Dv]", 3};
   }
   llvm_unreachable("unknown key source");
 }
@@ -343,8 +354,8 @@ static LogicalResult verifyPagedKeys(PagedSdpaOp op) {
       !dimsAgree(slT.getDimSize(0), q[0]))
     return op.emitOpError("expected the block table ")
            << formatShape(btT.getShape()) << " and sequence lengths "
-           << formatShape(slT.getShape()) << " to have the query batch B = "
-           << formatShape(q[0]);
+           << formatShape(slT.getShape())
+           << " to have the query batch B = " << formatShape(q[0]);
   for (int d = 0; d < 3; ++d)
     if (!dimsAgree(k[d], v[d]))
       return op.emitOpError("expected the key and value caches to agree in "
@@ -409,11 +420,8 @@ LogicalResult attn::detail::verifyAttentionOp(Operation *operation) {
           .Default([&](Operation *) { return verifyDenseKeys(op); });
   if (failed(keys))
     return failure();
-  int64_t hq = op.getNumQueryHeads(), hkv = op.getNumKvHeads();
-  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
-      hq % hkv != 0)
-    return op->emitOpError("expected Hq (")
-           << hq << ") to be a multiple of Hkv (" << hkv << ")";
+  if (failed(verifyKvGrouping(op, op.getNumQueryHeads(), op.getNumKvHeads())))
+    return failure();
   int64_t d = op.getHeadDim(), kd = kT.getDimSize(kT.getRank() - 1);
   if (!dimsAgree(d, kd))
     return op->emitOpError("expected ")
@@ -423,10 +431,9 @@ LogicalResult attn::detail::verifyAttentionOp(Operation *operation) {
     return failure();
   if (Value mask = op.getMask()) {
     ArrayRef<int64_t> q = qT.getShape();
-    if (failed(verifyMask(op, cast<RankedTensorType>(mask.getType()),
-                          qT.getElementType(),
-                          {q[0], q[1], q[2], kT.getDimSize(2)},
-                          "[B, Hq, Tq, Tk] =")))
+    if (failed(verifyMask(
+            op, cast<RankedTensorType>(mask.getType()), qT.getElementType(),
+            {q[0], q[1], q[2], kT.getDimSize(2)}, "[B, Hq, Tq, Tk] =")))
       return failure();
   }
   return verifyAttentionAttrs(op, op.getScale(), op.getSoftcap(),
@@ -527,9 +534,8 @@ LogicalResult MhaOp::verify() {
     return emitOpError("expected num_heads > 0, found ") << hq;
   if (hkv <= 0)
     return emitOpError("expected num_kv_heads > 0, found ") << hkv;
-  if (hq % hkv != 0)
-    return emitOpError("expected Hq (")
-           << hq << ") to be a multiple of Hkv (" << hkv << ")";
+  if (failed(verifyKvGrouping(*this, hq, hkv)))
+    return failure();
 
   auto wq = getWq().getType(), wk = getWk().getType(), wv = getWv().getType(),
        wo = getWo().getType();
@@ -744,7 +750,8 @@ LogicalResult OnlineStepOp::verifyPackedHeads() {
   if (ShapedType::isDynamic(rows) || rows % p != 0)
     return emitOpError("with packed_heads = ")
            << p << " expects a static row count M that is a multiple of it, "
-           << "found M = " << (ShapedType::isDynamic(rows) ? "?" : std::to_string(rows));
+           << "found M = "
+           << (ShapedType::isDynamic(rows) ? "?" : std::to_string(rows));
   if (getAlibiSlope())
     return emitOpError("with packed_heads = ")
            << p << " takes no ALiBi slope (it is one head's); pack heads "
