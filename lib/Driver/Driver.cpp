@@ -38,11 +38,12 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
 
 using namespace mlir;
 using namespace mlir::attn::driver;
@@ -134,6 +135,25 @@ static void buildPipeline(PassManager &pm, const CompileOptions &o,
   }
 }
 
+/// Entries enough for an artifact to be compiled by several clangs: each
+/// more costs a process start and a link (about 0.1 s), an entry about
+/// 0.3 s of clang's -O3.
+constexpr unsigned kSplitEntries = 4;
+
+/// The clang processes that compile `module`: one per entry (its C
+/// interface wrapper; MergeFunctions' thunks count too) up to o.jobs or
+/// this host's threads, and one below kSplitEntries entries.
+static unsigned clangParts(const CompileOptions &o, const llvm::Module &m) {
+  unsigned entries = llvm::count_if(m, [](const llvm::Function &f) {
+    return !f.isDeclaration() && f.getName().starts_with("_mlir_ciface_");
+  });
+  if (entries < kSplitEntries)
+    return 1;
+  unsigned jobs =
+      o.jobs ? o.jobs : llvm::hardware_concurrency().compute_thread_count();
+  return std::max(1u, std::min(entries, jobs));
+}
+
 /// Writes what --emit asks for from the compiled module: MLIR, LLVM IR, an
 /// object, one kernel's PTX or cubin, or the shared object with its
 /// metadata.
@@ -216,7 +236,8 @@ static llvm::Error writeOutputs(const CompileOptions &o, ModuleOp module,
           .str() +
       "/lib";
   flags.insert(flags.end(), {"-shared", "-fopenmp", "-Wl,-rpath," + libDir});
-  return buildWithClang(o, *llvmModule, flags, {"-lm"}, /*support=*/true);
+  return buildWithClang(o, *llvmModule, flags, {"-lm"}, /*support=*/true,
+                        clangParts(o, *llvmModule));
 }
 
 /// The option combinations a compile cannot honour: an output or value

@@ -4,7 +4,9 @@
 // (a failed write is an error naming the file, not LLVM's fatal IO error),
 // the file seal of a shared object (Format.h), and clang run on the
 // module's LLVM IR plus the C support code (Support.c, embedded as text by
-// CMake) into a uniquely named file renamed into place.
+// CMake) into a uniquely named file renamed into place; a module of many
+// entries split into groups, each optimized by its own clang at once, and
+// the objects linked.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,8 +14,11 @@
 #include "attn-mlir/Artifact/Format.h"
 
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -22,6 +27,8 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
 
 #include <unistd.h>
 
@@ -131,6 +138,127 @@ static std::vector<std::string> clangEnvironment() {
   return env;
 }
 
+/// A new temporary file `prefix`-XXXXXX.`suffix` holding what `write`
+/// writes, removed with `remover`.
+static llvm::Error
+writeTemporary(llvm::StringRef prefix, llvm::StringRef suffix,
+               llvm::SmallVectorImpl<char> &path, llvm::FileRemover &remover,
+               llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  int fd;
+  if (auto ec = llvm::sys::fs::createTemporaryFile(prefix, suffix, fd, path))
+    return driverError("cannot create a temporary file in '" + tempDirectory() +
+                       "': " + ec.message());
+  remover.setFile(path);
+  return writeFile(fd, path, write);
+}
+
+/// The partition of each defined function of `module` among `parts`
+/// (lowered to the number of groups when fewer): an
+/// entry, its C interface wrapper and the internal functions they reach
+/// (outlined parallel bodies, MergeFunctions' shared bodies) stay
+/// together, so that clang optimizes each function with its callers as in
+/// one module; the groups are dealt round robin. Empty when the module
+/// cannot be split so (a local variable that refers to a function).
+static llvm::DenseMap<const llvm::Function *, unsigned>
+partitionFunctions(llvm::Module &module, unsigned &parts) {
+  llvm::EquivalenceClasses<const llvm::Function *> groups;
+  llvm::StringMap<const llvm::Function *> entries;
+  for (const llvm::Function &f : module)
+    if (!f.isDeclaration()) {
+      groups.insert(&f);
+      entries[f.getName()] = &f;
+    }
+  for (const llvm::GlobalVariable &g : module.globals())
+    if (g.hasLocalLinkage() && g.hasInitializer() &&
+        llvm::any_of(g.getInitializer()->operands(),
+                     [](const llvm::Use &u) { return isa<llvm::Function>(u); }))
+      return llvm::DenseMap<const llvm::Function *, unsigned>();
+  for (const llvm::Function &f : module) {
+    if (f.isDeclaration())
+      continue;
+    llvm::StringRef name = f.getName();
+    if (name.consume_front("_mlir_ciface_"))
+      if (const llvm::Function *entry = entries.lookup(name))
+        groups.unionSets(&f, entry);
+    for (const llvm::Instruction &inst : llvm::instructions(f))
+      for (const llvm::Value *operand : inst.operands())
+        if (auto *callee =
+                dyn_cast<llvm::Function>(operand->stripPointerCasts()))
+          if (callee->hasLocalLinkage() && !callee->isDeclaration())
+            groups.unionSets(&f, callee);
+  }
+  llvm::DenseMap<const llvm::Function *, unsigned> partOf, leaderPart;
+  unsigned next = 0;
+  parts = std::min<unsigned>(parts, llvm::count_if(groups, [](const auto &c) {
+                               return c->isLeader();
+                             }));
+  for (const llvm::Function &f : module) {
+    if (f.isDeclaration())
+      continue;
+    const llvm::Function *leader = groups.getLeaderValue(&f);
+    auto [it, isNew] = leaderPart.try_emplace(leader, next);
+    if (isNew)
+      next = (next + 1) % parts;
+    partOf[&f] = it->second;
+  }
+  return partOf;
+}
+
+/// Compiles the partitions of `module` (partitionFunctions) to objects,
+/// one clang each, all running at once: `clang flags... -c part.ll -o
+/// part.o`. Each part holds its functions, every local constant, and
+/// (part 0) the exported variables. The objects' paths go to `objects`,
+/// removed with `removers`.
+static llvm::Error
+compileParts(const CompileOptions &o, llvm::Module &module,
+             const llvm::DenseMap<const llvm::Function *, unsigned> &partOf,
+             unsigned parts, const std::vector<std::string> &flags,
+             llvm::ArrayRef<llvm::StringRef> env,
+             std::vector<llvm::SmallString<128>> &objects,
+             std::vector<std::unique_ptr<llvm::FileRemover>> &removers) {
+  std::vector<llvm::SmallString<128>> sources(parts);
+  llvm::Error error = llvm::Error::success();
+  for (unsigned p = 0; p < sources.size(); ++p) {
+    llvm::ValueToValueMapTy map;
+    std::unique_ptr<llvm::Module> part =
+        llvm::CloneModule(module, map, [&](const llvm::GlobalValue *g) {
+          if (auto *f = dyn_cast<llvm::Function>(g))
+            return partOf.lookup(f) == p;
+          return g->hasLocalLinkage() || p == 0;
+        });
+    removers.push_back(std::make_unique<llvm::FileRemover>());
+    if (llvm::Error e = writeTemporary(
+            "attn-part", "ll", sources[p], *removers.back(),
+            [&](llvm::raw_ostream &os) { part->print(os, nullptr); }))
+      return e;
+  }
+  std::vector<llvm::sys::ProcessInfo> running;
+  for (const llvm::SmallString<128> &source : sources) {
+    objects.emplace_back();
+    removers.push_back(std::make_unique<llvm::FileRemover>());
+    if (llvm::Error e =
+            writeTemporary("attn-part", "o", objects.back(), *removers.back(),
+                           [](llvm::raw_ostream &) {}))
+      error = llvm::joinErrors(std::move(error), std::move(e));
+    std::vector<llvm::StringRef> args{o.clang, "-Wno-override-module",
+                                      "-Qunused-arguments"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"-c", source, "-o", objects.back()});
+    if (!error)
+      running.push_back(llvm::sys::ExecuteNoWait(o.clang, args, env));
+  }
+  // Every started clang is waited for, whatever failed.
+  for (llvm::sys::ProcessInfo &process : running) {
+    std::string why;
+    llvm::sys::ProcessInfo done =
+        llvm::sys::Wait(process, /*SecondsToWait=*/std::nullopt, &why);
+    if (done.ReturnCode != 0 && !error)
+      error = driverError("compiling with '" + o.clang + "' failed" +
+                          (why.empty() ? "" : ": " + why));
+  }
+  return error;
+}
+
 /// Compiles `module` (plus the C support code when `support`) with clang:
 /// `clang flags... module.ll [support.c] post... -o output`. Written to a
 /// new uniquely named file beside the output and renamed, so a failure
@@ -138,30 +266,38 @@ static std::vector<std::string> clangEnvironment() {
 /// never share a temporary; every temporary is removed on every path.
 /// A shared object (`-shared` in `flags`) gets its file seal.
 llvm::Error mlir::attn::driver::buildWithClang(
-    const CompileOptions &o, const llvm::Module &module,
+    const CompileOptions &o, llvm::Module &module,
     const std::vector<std::string> &flags, const std::vector<std::string> &post,
-    bool support) {
-  llvm::SmallString<128> llPath, cPath, tmpPath;
-  int fd, cFd, tmpFd;
-  if (auto ec = llvm::sys::fs::createTemporaryFile("attn", "ll", fd, llPath))
-    return driverError("cannot create a temporary file in '" + tempDirectory() +
-                       "': " + ec.message());
-  llvm::FileRemover llRemover(llPath);
-  if (llvm::Error e = writeFile(fd, llPath, [&](llvm::raw_ostream &os) {
-        module.print(os, nullptr);
-      }))
-    return e;
-  llvm::FileRemover cRemover;
-  if (support) {
-    if (auto ec =
-            llvm::sys::fs::createTemporaryFile("attn-support", "c", cFd, cPath))
-      return driverError("cannot create a temporary file in '" +
-                         tempDirectory() + "': " + ec.message());
-    cRemover.setFile(cPath);
-    if (llvm::Error e = writeFile(
-            cFd, cPath, [&](llvm::raw_ostream &os) { os << kSupportSource; }))
+    bool support, unsigned parts) {
+  std::vector<std::string> envStrings = clangEnvironment();
+  std::vector<llvm::StringRef> env(envStrings.begin(), envStrings.end());
+  // The module's text, or the objects of its partitions.
+  // One group (identical entries folded into one body): one clang.
+  llvm::DenseMap<const llvm::Function *, unsigned> partOf;
+  if (parts > 1)
+    partOf = partitionFunctions(module, parts);
+  bool split = parts > 1 && !partOf.empty();
+  std::vector<llvm::SmallString<128>> inputs(split ? 0 : 1);
+  std::vector<std::unique_ptr<llvm::FileRemover>> removers;
+  if (split) {
+    if (llvm::Error e = compileParts(o, module, partOf, parts, flags, env,
+                                     inputs, removers))
+      return e;
+  } else {
+    removers.push_back(std::make_unique<llvm::FileRemover>());
+    if (llvm::Error e = writeTemporary(
+            "attn", "ll", inputs.front(), *removers.back(),
+            [&](llvm::raw_ostream &os) { module.print(os, nullptr); }))
       return e;
   }
+  llvm::SmallString<128> cPath, tmpPath;
+  int tmpFd;
+  llvm::FileRemover cRemover;
+  if (support)
+    if (llvm::Error e = writeTemporary(
+            "attn-support", "c", cPath, cRemover,
+            [&](llvm::raw_ostream &os) { os << kSupportSource; }))
+      return e;
   if (auto ec = llvm::sys::fs::createUniqueFile(o.output + ".tmp-%%%%%%%%",
                                                 tmpFd, tmpPath))
     return driverError("cannot create a file next to '" + o.output +
@@ -171,14 +307,13 @@ llvm::Error mlir::attn::driver::buildWithClang(
   std::string tmp = tmpPath.str().str();
   std::vector<llvm::StringRef> args{o.clang, "-Wno-override-module"};
   args.insert(args.end(), flags.begin(), flags.end());
-  args.push_back(llPath);
+  for (const llvm::SmallString<128> &input : inputs)
+    args.push_back(input);
   if (support)
     args.push_back(cPath);
   args.insert(args.end(), post.begin(), post.end());
   args.insert(args.end(), {"-o", tmp});
   std::string clangError;
-  std::vector<std::string> envStrings = clangEnvironment();
-  std::vector<llvm::StringRef> env(envStrings.begin(), envStrings.end());
   int rc = llvm::sys::ExecuteAndWait(o.clang, args, env, {}, 0, 0, &clangError);
   if (rc != 0)
     return driverError("linking with '" + o.clang + "' failed" +

@@ -131,6 +131,13 @@ static cl::opt<int64_t> amxCols(
              "(2 x 1 blocks, the next k step's tiles loaded ahead; the "
              "default) or 2 (2 x 2 blocks: one tile load per product)"),
     cl::cat(cat));
+static cl::opt<unsigned> jobs(
+    "jobs",
+    cl::desc("cpu: the most clang processes compiling one artifact at once "
+             "(0, the default: this host's hardware threads); a graph of "
+             "at least 4 entry functions is split into that many parts, at "
+             "most one per entry, optimized in parallel and linked"),
+    cl::init(0), cl::cat(cat));
 static cl::opt<bool> noParallel("no-parallel",
                                 cl::desc("Run on one core (no OpenMP)"),
                                 cl::cat(cat));
@@ -185,11 +192,12 @@ static int checkTargetFlags(bool cuda) {
   if (cuda) {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
              &reference, &noParallel, &qBlock, &bf16Dot, &amx, &amxEmulate,
-             &amxCols})
+             &amxCols, &jobs})
       if (given(*o))
-        return fail("--" + o->ArgStr.str() +
-                    " is a CPU option; on --target=cuda a block covers 16 x "
-                    "--row-tiles x --warps query rows");
+        return fail("--" + o->ArgStr.str() + " is a CPU option" +
+                    (o == &qBlock ? "; on --target=cuda a block covers 16 x "
+                                    "--row-tiles x --warps query rows"
+                                  : " (not for --target=cuda)"));
     return 0;
   }
   for (const cl::Option *o : std::initializer_list<const cl::Option *>{
@@ -241,6 +249,7 @@ int main(int argc, char **argv) {
   o.kvBlock = kvBlock;
   o.kvBlockGiven = kvBlock.getNumOccurrences() > 0;
   o.noParallel = noParallel;
+  o.jobs = jobs;
   o.decode = decode;
   o.kvSplits = kvSplits;
   if (bf16Dot.getNumOccurrences())

@@ -80,6 +80,10 @@ struct CompileOptions {
   bool printIR = false;
   /// The clang that optimizes and links shared objects.
   std::string clang;
+  /// CPU: the most clang processes compiling one artifact at once (0: this
+  /// host's hardware threads). A graph of at least 4 entries is split into
+  /// that many partitions (at most one per entry).
+  unsigned jobs = 0;
 };
 
 /// Compiles `options.input` into `options.output`. Returns the process exit

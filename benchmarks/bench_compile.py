@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Compile time of graphs of many entries (one function per layer).
+
+For N in --entries: a graph of N functions, each one causal f32 attn.sdpa
+(B=1, H=8, D=64) of a different length T = 128 + 8·i (so no two entries
+share code and MergeFunctions cannot fold them), compiled to a shared
+object with `attn-compile --jobs=1` (one clang) and with `--jobs=0` (as
+many clangs as this host has threads, the default); the two interleaved
+round by round, --rounds rounds, the median wall time of each printed
+with their ratio (jobs=1 / default: above 1, the default is faster).
+This compares attn-compile with itself: there is no peer.
+
+Installs nothing. Usage: python3 benchmarks/bench_compile.py [--build build]
+       [--entries 10,40] [--rounds 3]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+
+def graph(n):
+    lines = []
+    for i in range(n):
+        t = 128 + 8 * i
+        ty = f"tensor<1x8x{t}x64xf32>"
+        lines.append(
+            f"func.func @layer{i}(%q: {ty}, %k: {ty}, %v: {ty}) -> {ty} {{\n"
+            f"  %o = attn.sdpa %q, %k, %v {{causal = #attn.causal<top_left>}}"
+            f" : {ty}, {ty}, {ty} -> {ty}\n"
+            f"  return %o : {ty}\n}}")
+    return "\n".join(lines) + "\n"
+
+
+def timed(cmd):
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    return time.perf_counter() - start
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", default="build")
+    p.add_argument("--entries", default="10,40")
+    p.add_argument("--rounds", type=int, default=3)
+    a = p.parse_args()
+    compiler = os.path.join(a.build, "bin", "attn-compile")
+    print(f"host: {os.cpu_count()} threads; rounds {a.rounds}, interleaved")
+    print("| entries | --jobs=1 (s) | default (s) | jobs=1 / default |")
+    print("|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as d:
+        for n in (int(x) for x in a.entries.split(",")):
+            src = os.path.join(d, f"g{n}.mlir")
+            with open(src, "w") as f:
+                f.write(graph(n))
+            times = {1: [], 0: []}
+            for _ in range(a.rounds):
+                for jobs in (1, 0):
+                    out = os.path.join(d, f"g{n}-{jobs}.so")
+                    times[jobs].append(timed(
+                        [compiler, src, f"--jobs={jobs}", "-o", out]))
+            one, default = (statistics.median(times[j]) for j in (1, 0))
+            print(f"| {n} | {one:.2f} | {default:.2f} | {one / default:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
