@@ -22,13 +22,6 @@ namespace cuda {
 
 static int64_t alignTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-std::pair<Value, Value> decodeRow(KB &k, const Config &cfg, Value h,
-                                  Value r) {
-  if (cfg.tq == 1)
-    return {cfg.packed == 1 ? h : k.add(h, r), k.c(0)};
-  return {k.add(h, k.div(r, cfg.tq)), k.rem(r, cfg.tq)};
-}
-
 RankedTensorType pagedView(RankedTensorType q, RankedTensorType cache) {
   return RankedTensorType::get({q.getDimSize(0), cache.getDimSize(2),
                                 ShapedType::kDynamic, cache.getDimSize(3)},
@@ -45,10 +38,11 @@ RankedTensorType varlenView(RankedTensorType packed) {
 /// the key block (0: the largest of 64, 32, 16 that fits the chip's shared
 /// memory). A decode kernel of `tileRows` rows takes no more warps than
 /// those rows need.
-static FailureOr<Config>
-configure(const AttnGpuFlashPassOptions &o, Operation *at, RankedTensorType qT,
-          RankedTensorType kT, RankedTensorType vT, int64_t block, Why why,
-          int64_t tileRows = 0) {
+static FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
+                                   Operation *at, RankedTensorType qT,
+                                   RankedTensorType kT, RankedTensorType vT,
+                                   int64_t block, Why why,
+                                   int64_t tileRows = 0) {
   Type elt = qT.getElementType();
   bool simt = elt.isF32();
   Config cfg;
@@ -134,8 +128,8 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
   bool keys = cfg->kvBlock == t.keyBlock || t.table ||
               (t.keyBlock == tk && cfg->kvBlock >= tk);
   // A block of rows is clamped to a static Tq shorter than it.
-  int64_t rows = ShapedType::isDynamic(cfg->tq) ? cfg->bm
-                                                : std::min(cfg->bm, cfg->tq);
+  int64_t rows =
+      ShapedType::isDynamic(cfg->tq) ? cfg->bm : std::min(cfg->bm, cfg->tq);
   if (t.decode())
     rows = t.queryBlock; // any number of blocks of BM rows
   if (t.queryBlock != rows || !keys)

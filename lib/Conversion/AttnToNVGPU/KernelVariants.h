@@ -9,7 +9,8 @@
 // with packed heads, or split-KV decode; KernelSchedule.cpp) maps a block to
 // its head (group), first row and key split, a tile row to Q's (head, row),
 // says which query positions and key blocks the block covers, where a
-// finished row goes, and sizes the grid. Each is chosen once from the
+// finished row goes, and sizes the grid; the split schedule also builds
+// the kernel that merges its partials. Each is chosen once from the
 // Config (KeySource::of, KernelSchedule::of) and holds no state: the
 // values live in Kernel and NestBuffers. Both build IR in exactly the order
 // the kernel did before they existed. Private to lib/Conversion/AttnToNVGPU.
@@ -114,6 +115,14 @@ public:
                                       Value) const {
     return {};
   }
+  /// The buffers the block's rows and LSEs go to (the LSE's null when the
+  /// nest has none): the results, or the partials.
+  virtual std::pair<Value, Value> resultBuffers(const NestBuffers &h) const;
+  /// After the block's launch, the launch that merges the partials into
+  /// the results (the split schedule's combine kernel), `b` left after it;
+  /// none.
+  virtual void combine(ImplicitLocOpBuilder &, const Config &,
+                       const NestBuffers &, Operation *) const {}
 
   // Kernel side.
   /// Sets rowEnd, q0, split, grp and h of the block at grid (x, y).

@@ -122,11 +122,7 @@ static gpu::LaunchOp buildAttentionLaunch(ImplicitLocOpBuilder &b,
   kern.cuQ = host.cuQ;
   kern.cuK = host.cuK;
   kern.varlenSizes = host.varlenSizes;
-  kern.out = host.parts.empty() ? host.outs[0] : host.parts[0];
-  if (!host.parts.empty())
-    kern.lse = host.parts[1];
-  else if (t.finish.getLse())
-    kern.lse = host.outs[1];
+  std::tie(kern.out, kern.lse) = kern.sched.resultBuffers(host);
   // Host values: constants move into the kernel (attn-gpu-host), sizes
   // known at run time become its arguments.
   kern.tqV = kern.spec.queryLengthValue = host.tq;
@@ -161,13 +157,8 @@ static LogicalResult convertNest(RewriterBase &rewriter,
   ImplicitLocOpBuilder b(loc, rewriter);
   NestBuffers host = buildNestBuffers(b, t, cfg);
   buildAttentionLaunch(b, t, cfg, host);
+  KernelSchedule::of(cfg).combine(b, cfg, host, forall);
   ArrayRef<Value> outs = host.outs;
-  if (!host.parts.empty()) {
-    b.setInsertionPointAfter(buildCombine(
-        b, cfg, host.parts, outs[0], t.finish.getLse() ? outs[1] : Value(),
-        host.batch, kernelModuleName(forall),
-        uniqueKernelName(forall, "combine")));
-  }
   scf::ForallOp last = t.combine ? t.combine : forall;
   SmallVector<Value> outTensors = llvm::map_to_vector(
       outs, [&](Value buf) { return resultTensor(b, loc, buf); });
