@@ -68,24 +68,15 @@ struct Kernel {
   AttentionSpec spec; // of the attn.online_step lowered
   const Config &cfg;
   // Where keys, queries and results are, and how blocks map to tiles
-  // (KernelVariants.h): the body calls these instead of testing cfg.
-  const KeySource &keys = KeySource::of(cfg);
+  // (KernelVariants.h): the body calls these instead of testing cfg. The
+  // key source holds the values only it has (a paged cache's tables, a
+  // varlen batch's offsets).
+  KeySource &keys;
   const KernelSchedule &sched = KernelSchedule::of(cfg);
   Value q = {}, key = {}, val = {}, mask = {}, alibi = {}, out = {}, lse = {};
   Value tqV = {}, tkV = {}; // Tq and Tk: constants, or kernel arguments
   // The rows of the tile: Tq, or a decode tile's packed·Tq.
   Value rowEnd = {};
-  // A paged cache: the block table [B, MB] and sequence lengths [B] (i32),
-  // MB, and the blocks of the K and V caches (host sizes).
-  Value table = {}, seqLens = {}, tableCols = {};
-  SmallVector<Value, 2> cacheBlocks = {};
-  // A varlen batch: the offsets cu_seqlens_q and _k [B + 1] (i32) and the
-  // host sizes |cu_q|, |cu_k|, Nq and the rows of K and of V; Nq, Nk (the
-  // smaller of K's and V's) and where this block's sequence starts in Q
-  // and in K and V.
-  Value cuQ = {}, cuK = {};
-  SmallVector<Value, 5> varlenSizes = {};
-  Value numQ = {}, numK = {}, rowStart = {}, keyStart = {};
   Value slope = {};                           // this block's head's ALiBi slope
   Value smem = {}, qs = {}, ks = {}, vs = {}; // shared memory and views
   // h: the block's (first) query head; grp: grid y, the head, or the head
@@ -124,10 +115,6 @@ struct Kernel {
   /// Q's (b, head, query row) of tile row r; of a varlen batch, (packed
   /// row, head).
   SmallVector<Value, 4> queryIndex(Value r);
-
-  /// Row `start + r` of a packed tensor of `n` rows, clamped into it (a
-  /// clamped row is only ever read past a sequence's end, and never used).
-  Value packedRow(Value start, Value r, Value n);
 
   /// Tile row r (below rowEnd) as Q's (head, query row): (h, r), or in a
   /// decode tile (h + r / Tq, r mod Tq).
