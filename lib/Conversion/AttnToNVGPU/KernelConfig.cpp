@@ -105,15 +105,16 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
   int64_t block = t.keyBlock == tk && tk % 16 ? alignTo(tk, 16) : t.keyBlock;
   // A paged cache is read a key row at a time through the table: the
   // kernel's key blocks need not be the nest's (gcd(kv-block, BS) keys).
-  if (t.table)
+  bool paged = t.keys() == attn::KeySource::paged;
+  if (paged)
     block = o.kvBlock ? o.kvBlock : 64;
   if (block < 16 || block % 16 || block > 256)
     return why(t.step, "the CUDA kernel needs a key block that is a multiple "
                        "of 16 in [16, 256] (or all of Tk), found " +
                            Twine(t.keyBlock));
   FailureOr<Config> cfg = configure(o, t.step, t.qType, t.kType, t.vType,
-                                    o.kvBlock || t.table ? o.kvBlock : block,
-                                    why, t.decode() ? t.queryBlock : 0);
+                                    o.kvBlock || paged ? o.kvBlock : block, why,
+                                    t.decode() ? t.queryBlock : 0);
   if (failed(cfg))
     return failure();
   if (t.decode()) {
@@ -122,10 +123,10 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
     cfg->splits = t.splits();
     cfg->rowBlocks = llvm::divideCeil(cfg->tileRows(), cfg->bm);
   }
-  cfg->blockSize = t.blockSize;
-  cfg->varlen = static_cast<bool>(t.cuQ);
+  cfg->blockSize = t.cacheBlock();
+  cfg->varlen = t.keys() == attn::KeySource::packed;
   // A key block clamped to a short Tk is one block of any larger size.
-  bool keys = cfg->kvBlock == t.keyBlock || t.table ||
+  bool keys = cfg->kvBlock == t.keyBlock || paged ||
               (t.keyBlock == tk && cfg->kvBlock >= tk);
   // A block of rows is clamped to a static Tq shorter than it.
   int64_t rows =
