@@ -17,13 +17,13 @@
 //   FlashKernel       the kernel body's shared parts (Kernel)
 //   SimtKernel        the f32 body and its tile layout
 //   TensorCoreKernel  the f16/bf16 body and its mma.sync fragment layout
-//   Diagnose          the pass on one function: each failure reported
-//                     where it arises (lowerAttention)
+//   LowerFunction     the pass on one function: each failure reported
+//                     where it arises (lowerAttention; Diagnose.h: Why)
 //
 //===----------------------------------------------------------------------===//
 
-#include "Diagnose.h"
 #include "KernelConfig.h"
+#include "LowerFunction.h"
 #include "LowerNest.h"
 
 #include "attn-mlir/Conversion/Passes.h"
