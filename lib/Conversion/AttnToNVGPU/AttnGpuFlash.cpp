@@ -12,17 +12,18 @@
 //                     tileForKernel (an attention op -> its nest)
 //   NestMatcher       attn-tile's nest as the kernel reads it
 //   LowerNest         a nest -> its launch on buffers
+//   KernelVariants.h  the key sources (KeySource) and schedules
+//                     (KernelSchedule, with a split's combine kernel)
 //   FlashKernel       the kernel body's shared parts (Kernel)
 //   SimtKernel        the f32 body and its tile layout
 //   TensorCoreKernel  the f16/bf16 body and its mma.sync fragment layout
-//   CombineKernel     the merge of a split decode kernel's partials
-//   Diagnose          the pass on one function: each failure reported
-//                     where it arises (lowerAttention)
+//   LowerFunction     the pass on one function: each failure reported
+//                     where it arises (lowerAttention; Diagnose.h: Why)
 //
 //===----------------------------------------------------------------------===//
 
-#include "Diagnose.h"
 #include "KernelConfig.h"
+#include "LowerFunction.h"
 #include "LowerNest.h"
 
 #include "attn-mlir/Conversion/Passes.h"

@@ -42,8 +42,8 @@ void Kernel::copyTile(Value src, RowAt at, Value row0, int64_t rows, Value T,
       di.append({r, col});
       SmallVector<Value, 4> si = at(grc);
       si.push_back(colc);
-      nvgpu::DeviceAsyncCopyOp::create(b, dst, di, src, si,
-                                       b.getIndexAttr(vec), n,
+      nvgpu::DeviceAsyncCopyOp::create(b, dst, di, src, si, b.getIndexAttr(vec),
+                                       n,
                                        /*bypassL1=*/UnitAttr());
     };
     if (rolled) {
@@ -88,8 +88,7 @@ void Kernel::copyKV(Value kb, Value stage) {
   Value row0 = k.mul(kb, cfg.kvBlock);
   auto at = [&](Value r) { return keyAt(r); };
   bool rolled = keys.rolledKeys();
-  copyTile(key, at, row0, cfg.kvBlock, tkV, cfg.d, cfg.dp, ks, {stage},
-           rolled);
+  copyTile(key, at, row0, cfg.kvBlock, tkV, cfg.d, cfg.dp, ks, {stage}, rolled);
   copyTile(val, at, row0, cfg.kvBlock, tkV, cfg.dv, cfg.dvp, vs, {stage},
            rolled);
 }
@@ -99,11 +98,6 @@ SmallVector<Value, 4> Kernel::keyAt(Value r) { return keys.keyAt(*this, r); }
 SmallVector<Value, 4> Kernel::queryIndex(Value r) {
   auto [head, row] = queryAt(r);
   return keys.queryIndex(*this, head, row);
-}
-
-Value Kernel::packedRow(Value start, Value r, Value n) {
-  return arith::MaxSIOp::create(b, k.min(k.add(start, r), k.add(n, -1)),
-                                k.c(0));
 }
 
 std::pair<Value, Value> Kernel::queryAt(Value r) {
@@ -143,8 +137,7 @@ Value Kernel::needsPredicate(Value kv0) {
                                        k.add(kv0, cfg.kvBlock - 1));
   if (!paddedKeys())
     return any;
-  Value tail =
-      k.cmp(arith::CmpIPredicate::sgt, k.add(kv0, cfg.kvBlock), tkV);
+  Value tail = k.cmp(arith::CmpIPredicate::sgt, k.add(kv0, cfg.kvBlock), tkV);
   return any ? arith::OrIOp::create(b, any, tail).getResult() : tail;
 }
 
@@ -154,8 +147,7 @@ std::pair<Value, Value> Kernel::visibleBlocks() {
   Value kbBegin = k.div(lo, cfg.kvBlock);
   Value kbEnd = k.sel(
       k.lt(lo, hi),
-      k.add(arith::DivSIOp::create(b, k.sub(hi, k.c(1)), k.c(cfg.kvBlock)),
-            1),
+      k.add(arith::DivSIOp::create(b, k.sub(hi, k.c(1)), k.c(cfg.kvBlock)), 1),
       kbBegin);
   kbEnd = keys.lastKeyBlock(*this, kbBegin, kbEnd);
   return sched.splitBlocks(*this, kbBegin, kbEnd);
@@ -200,8 +192,7 @@ void Kernel::build() {
   // D+pad], V [stages, BN, Dv+pad].
   if (cfg.qBytes)
     qs = sharedView({cfg.bm, cfg.qStride}, cfg.elt, 0);
-  ks = sharedView({cfg.stages, cfg.kvBlock, cfg.kStride}, cfg.elt,
-                  cfg.qBytes);
+  ks = sharedView({cfg.stages, cfg.kvBlock, cfg.kStride}, cfg.elt, cfg.qBytes);
   vs = sharedView({cfg.stages, cfg.kvBlock, cfg.vStride}, cfg.elt,
                   cfg.qBytes + cfg.kBytes);
   lane = k.rem(tid, 32);

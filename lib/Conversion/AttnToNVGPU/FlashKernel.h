@@ -2,8 +2,8 @@
 //
 // What the body of the FlashAttention-2 forward kernel is built from
 // (Kernel: the buffers it reads and writes, the block's indices and the
-// shared-memory tiles, and the steps both layouts share), and the combine
-// kernel of a split decode kernel. One gpu.launch per attention nest:
+// shared-memory tiles, and the steps both layouts share). One gpu.launch
+// per attention nest:
 //
 //   grid  (ceil(Tq / BM), Hq, B), block 32·W threads, BM = 16·MT·W rows
 //   Q tile -> shared memory (cp.async), once
@@ -28,18 +28,18 @@
 // splits, Hq / P, B), as few warps as the rows need; with splits, each
 // block takes its share of the visible key blocks and writes its
 // normalized output and LSE in f32, and a combine kernel, grid (Hq / P, 1,
-// B), merges them. attn.paged_sdpa: each key row is read through the
-// block table, the sequence's length from seq_lens. attn.varlen_sdpa
-// (packed sequences, cu_seqlens): grid (Nq / BM + B + 1, Hq, 1), each
-// block finding its sequence and query block by a binary search over the
-// offsets, its rows and keys at the sequence's packed offsets. These
+// B), merges them (the split schedule's own). attn.paged_sdpa: each key row is
+// read through the block table, the sequence's length from seq_lens.
+// attn.varlen_sdpa (packed sequences, cu_seqlens): grid (Nq / BM + B + 1, Hq,
+// 1), each block finding its sequence and query block by a binary search over
+// the offsets, its rows and keys at the sequence's packed offsets. These
 // variants are a KeySource (dense, paged, packed sequences) and a
 // KernelSchedule (prefill, decode, split) the body calls (KernelVariants.h);
 // no code here tests which one it has.
 //
 // The SIMT and tensor-core bodies are in SimtKernel.cpp and
-// TensorCoreKernel.cpp; the rest of Kernel in FlashKernel.cpp, the combine
-// kernel in CombineKernel.cpp. Private to lib/Conversion/AttnToNVGPU.
+// TensorCoreKernel.cpp; the rest of Kernel in FlashKernel.cpp. Private to
+// lib/Conversion/AttnToNVGPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,25 +68,16 @@ struct Kernel {
   AttentionSpec spec; // of the attn.online_step lowered
   const Config &cfg;
   // Where keys, queries and results are, and how blocks map to tiles
-  // (KernelVariants.h): the body calls these instead of testing cfg.
-  const KeySource &keys = KeySource::of(cfg);
+  // (KernelVariants.h): the body calls these instead of testing cfg. The
+  // key source holds the values only it has (a paged cache's tables, a
+  // varlen batch's offsets).
+  KeySource &keys;
   const KernelSchedule &sched = KernelSchedule::of(cfg);
   Value q = {}, key = {}, val = {}, mask = {}, alibi = {}, out = {}, lse = {};
   Value tqV = {}, tkV = {}; // Tq and Tk: constants, or kernel arguments
   // The rows of the tile: Tq, or a decode tile's packed·Tq.
   Value rowEnd = {};
-  // A paged cache: the block table [B, MB] and sequence lengths [B] (i32),
-  // MB, and the blocks of the K and V caches (host sizes).
-  Value table = {}, seqLens = {}, tableCols = {};
-  SmallVector<Value, 2> cacheBlocks = {};
-  // A varlen batch: the offsets cu_seqlens_q and _k [B + 1] (i32) and the
-  // host sizes |cu_q|, |cu_k|, Nq and the rows of K and of V; Nq, Nk (the
-  // smaller of K's and V's) and where this block's sequence starts in Q
-  // and in K and V.
-  Value cuQ = {}, cuK = {};
-  SmallVector<Value, 5> varlenSizes = {};
-  Value numQ = {}, numK = {}, rowStart = {}, keyStart = {};
-  Value slope = {}; // this block's head's ALiBi slope
+  Value slope = {};                           // this block's head's ALiBi slope
   Value smem = {}, qs = {}, ks = {}, vs = {}; // shared memory and views
   // h: the block's (first) query head; grp: grid y, the head, or the head
   // group of a decode tile; split: the block's key split.
@@ -124,10 +115,6 @@ struct Kernel {
   /// Q's (b, head, query row) of tile row r; of a varlen batch, (packed
   /// row, head).
   SmallVector<Value, 4> queryIndex(Value r);
-
-  /// Row `start + r` of a packed tensor of `n` rows, clamped into it (a
-  /// clamped row is only ever read past a sequence's end, and never used).
-  Value packedRow(Value start, Value r, Value n);
 
   /// Tile row r (below rowEnd) as Q's (head, query row): (h, r), or in a
   /// decode tile (h + r / Tq, r mod Tq).
@@ -209,16 +196,6 @@ struct Kernel {
   /// buildTensorCore by the element type.
   void build();
 };
-
-/// The combine kernel of a split decode kernel: block (g, 0, b) merges the
-/// `splits` normalized partial outputs and LSEs of the tile rows of head
-/// group g (parts [B, groups, S, M, Dv] and [B, groups, S, M], f32)
-/// exactly, one thread per (row, column): m = max_s lse_s, w_s =
-/// exp(lse_s - m), O = Σ w_s O_s / Σ w_s, LSE = m + ln Σ w_s; a row no
-/// split saw (m = -inf) gives 0 and -inf.
-gpu::LaunchOp buildCombine(ImplicitLocOpBuilder &b, const Config &cfg,
-                           ArrayRef<Value> parts, Value out, Value lse,
-                           Value batch, StringRef module, StringRef name);
 
 } // namespace cuda
 } // namespace attn

@@ -22,13 +22,6 @@ namespace cuda {
 
 static int64_t alignTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-std::pair<Value, Value> decodeRow(KB &k, const Config &cfg, Value h,
-                                  Value r) {
-  if (cfg.tq == 1)
-    return {cfg.packed == 1 ? h : k.add(h, r), k.c(0)};
-  return {k.add(h, k.div(r, cfg.tq)), k.rem(r, cfg.tq)};
-}
-
 RankedTensorType pagedView(RankedTensorType q, RankedTensorType cache) {
   return RankedTensorType::get({q.getDimSize(0), cache.getDimSize(2),
                                 ShapedType::kDynamic, cache.getDimSize(3)},
@@ -45,10 +38,11 @@ RankedTensorType varlenView(RankedTensorType packed) {
 /// the key block (0: the largest of 64, 32, 16 that fits the chip's shared
 /// memory). A decode kernel of `tileRows` rows takes no more warps than
 /// those rows need.
-static FailureOr<Config>
-configure(const AttnGpuFlashPassOptions &o, Operation *at, RankedTensorType qT,
-          RankedTensorType kT, RankedTensorType vT, int64_t block, Why why,
-          int64_t tileRows = 0) {
+static FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
+                                   Operation *at, RankedTensorType qT,
+                                   RankedTensorType kT, RankedTensorType vT,
+                                   int64_t block, Why why,
+                                   int64_t tileRows = 0) {
   Type elt = qT.getElementType();
   bool simt = elt.isF32();
   Config cfg;
@@ -111,15 +105,16 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
   int64_t block = t.keyBlock == tk && tk % 16 ? alignTo(tk, 16) : t.keyBlock;
   // A paged cache is read a key row at a time through the table: the
   // kernel's key blocks need not be the nest's (gcd(kv-block, BS) keys).
-  if (t.table)
+  bool paged = t.keys() == attn::KeySource::paged;
+  if (paged)
     block = o.kvBlock ? o.kvBlock : 64;
   if (block < 16 || block % 16 || block > 256)
     return why(t.step, "the CUDA kernel needs a key block that is a multiple "
                        "of 16 in [16, 256] (or all of Tk), found " +
                            Twine(t.keyBlock));
   FailureOr<Config> cfg = configure(o, t.step, t.qType, t.kType, t.vType,
-                                    o.kvBlock || t.table ? o.kvBlock : block,
-                                    why, t.decode() ? t.queryBlock : 0);
+                                    o.kvBlock || paged ? o.kvBlock : block, why,
+                                    t.decode() ? t.queryBlock : 0);
   if (failed(cfg))
     return failure();
   if (t.decode()) {
@@ -128,14 +123,14 @@ FailureOr<Config> configure(const AttnGpuFlashPassOptions &o,
     cfg->splits = t.splits();
     cfg->rowBlocks = llvm::divideCeil(cfg->tileRows(), cfg->bm);
   }
-  cfg->blockSize = t.blockSize;
-  cfg->varlen = static_cast<bool>(t.cuQ);
+  cfg->blockSize = t.cacheBlock();
+  cfg->varlen = t.keys() == attn::KeySource::packed;
   // A key block clamped to a short Tk is one block of any larger size.
-  bool keys = cfg->kvBlock == t.keyBlock || t.table ||
+  bool keys = cfg->kvBlock == t.keyBlock || paged ||
               (t.keyBlock == tk && cfg->kvBlock >= tk);
   // A block of rows is clamped to a static Tq shorter than it.
-  int64_t rows = ShapedType::isDynamic(cfg->tq) ? cfg->bm
-                                                : std::min(cfg->bm, cfg->tq);
+  int64_t rows =
+      ShapedType::isDynamic(cfg->tq) ? cfg->bm : std::min(cfg->bm, cfg->tq);
   if (t.decode())
     rows = t.queryBlock; // any number of blocks of BM rows
   if (t.queryBlock != rows || !keys)

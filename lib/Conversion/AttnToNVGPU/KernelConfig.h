@@ -54,10 +54,6 @@ struct Config {
   int64_t tileRows() const { return packed * tq; }
 };
 
-/// Row r of a decode tile of `cfg` whose first query head is h, as Q's
-/// (head, query row): (h + r / Tq, r mod Tq).
-std::pair<Value, Value> decodeRow(KB &k, const Config &cfg, Value h, Value r);
-
 /// The [B, Hkv, Tk, Dk] view the kernel reads of a paged cache
 /// [NB, BS, Hkv, Dk] for queries `q`: a per-sequence (dynamic) length.
 RankedTensorType pagedView(RankedTensorType q, RankedTensorType cache);

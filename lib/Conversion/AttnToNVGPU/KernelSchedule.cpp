@@ -8,15 +8,22 @@
 // of BM rows, grid (row blocks, Hq / packed, B). SplitSchedule: a decode
 // schedule whose keys split over `splits` blocks, grid x row blocks ·
 // splits; each block takes its share of the visible key blocks and writes
-// its normalized output and LSE to f32 partials, which the combine kernel
-// (CombineKernel.cpp) merges.
+// its normalized output and LSE to f32 partials, which the split
+// schedule's second kernel (SplitSchedule::combine) merges exactly into
+// the output and the LSE.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FlashKernel.h"
 #include "KernelVariants.h"
 
+#include "attn-mlir/Dialect/Attn/Transforms/Utils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
 
 namespace mlir {
 namespace attn {
@@ -33,7 +40,20 @@ SmallVector<Value> KernelSchedule::resultRow(Kernel &kern, Value r) const {
   return {head, row};
 }
 
+std::pair<Value, Value>
+KernelSchedule::resultBuffers(const NestBuffers &h) const {
+  return {h.outs[0], h.outs.size() > 1 ? h.outs[1] : Value()};
+}
+
 namespace {
+
+/// Row r of a decode tile of `cfg` whose first query head is h, as Q's
+/// (head, query row): (h + r / Tq, r mod Tq).
+std::pair<Value, Value> decodeRow(KB &k, const Config &cfg, Value h, Value r) {
+  if (cfg.tq == 1)
+    return {cfg.packed == 1 ? h : k.add(h, r), k.c(0)};
+  return {k.add(h, k.div(r, cfg.tq)), k.rem(r, cfg.tq)};
+}
 
 /// One query head per block row, ceil(Tq / BM) blocks of rows.
 class PrefillSchedule : public KernelSchedule {
@@ -97,11 +117,11 @@ public:
     if (ShapedType::isDynamic(cfg.batch))
       dyn.push_back(batch);
     SmallVector<Value> parts;
-    parts.push_back(allocateBuffer(b, b.getLoc(),
-                                   RankedTensorType::get(shape, f32), dyn));
+    parts.push_back(
+        allocateBuffer(b, b.getLoc(), RankedTensorType::get(shape, f32), dyn));
     shape.pop_back();
-    parts.push_back(allocateBuffer(b, b.getLoc(),
-                                   RankedTensorType::get(shape, f32), dyn));
+    parts.push_back(
+        allocateBuffer(b, b.getLoc(), RankedTensorType::get(shape, f32), dyn));
     return parts;
   }
   /// [begin + s·c, begin + (s+1)·c) within kbEnd, c = ceil((kbEnd -
@@ -112,14 +132,91 @@ public:
     int64_t splits = kern.cfg.splits;
     Value per = k.div(k.add(k.sub(kbEnd, kbBegin), splits - 1), splits);
     Value from = k.min(
-        k.add(kbBegin, arith::MulIOp::create(kern.b, kern.split, per)),
-        kbEnd);
+        k.add(kbBegin, arith::MulIOp::create(kern.b, kern.split, per)), kbEnd);
     return {from, k.min(k.add(from, per), kbEnd)};
   }
   SmallVector<Value> resultRow(Kernel &kern, Value r) const override {
     return {kern.grp, kern.split, r};
   }
+  std::pair<Value, Value> resultBuffers(const NestBuffers &h) const override {
+    return {h.parts[0], h.parts[1]};
+  }
+  void combine(ImplicitLocOpBuilder &b, const Config &cfg, const NestBuffers &h,
+               Operation *nest) const override;
 };
+
+/// The combine kernel: block (g, 0, b) merges the `splits` normalized
+/// partial outputs and LSEs of the tile rows of head group g exactly, one
+/// thread per (row, column): m = max_s lse_s, w_s = exp(lse_s - m), O =
+/// Σ w_s O_s / Σ w_s, LSE = m + ln Σ w_s; a row no split saw (m = -inf)
+/// gives 0 and -inf.
+void SplitSchedule::combine(ImplicitLocOpBuilder &b, const Config &cfg,
+                            const NestBuffers &h, Operation *nest) const {
+  constexpr int64_t threads = 128;
+  KB k{b};
+  ArrayRef<Value> parts = h.parts;
+  auto [out, lse] = KernelSchedule::resultBuffers(h);
+  int64_t rows = cfg.tileRows();
+  gpu::LaunchOp launch =
+      buildLaunch(b, {k.c(groups(cfg)), k.c(1), h.batch}, threads, 0,
+                  kernelModuleName(nest), uniqueKernelName(nest, "combine"));
+  Value g = launch.getBlockIds().x, bIdx = launch.getBlockIds().z;
+  Value head0 = k.mul(g, cfg.packed), n = k.c(cfg.splits);
+  auto loop = scf::ForOp::create(b, launch.getThreadIds().x, k.c(rows * cfg.dv),
+                                 k.c(threads));
+  b.setInsertionPointToStart(loop.getBody());
+  Value idx = loop.getInductionVar();
+  Value r = k.div(idx, cfg.dv), col = k.rem(idx, cfg.dv);
+  auto lseOf = [&](Value s) {
+    return memref::LoadOp::create(b, parts[1], ValueRange{bIdx, g, s, r});
+  };
+  auto maxLoop =
+      scf::ForOp::create(b, k.c(0), n, k.c(1), ValueRange{k.f(kNegInf)});
+  {
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(maxLoop.getBody());
+    scf::YieldOp::create(b,
+                         ValueRange{k.fmax(maxLoop.getRegionIterArgs()[0],
+                                           lseOf(maxLoop.getInductionVar()))});
+  }
+  Value m = maxLoop.getResult(0);
+  Value empty =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, k.f(kNegInf));
+  Value mSafe = k.sel(empty, k.f(0.0), m);
+  auto sumLoop =
+      scf::ForOp::create(b, k.c(0), n, k.c(1), ValueRange{k.f(0.0), k.f(0.0)});
+  {
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(sumLoop.getBody());
+    Value s = sumLoop.getInductionVar();
+    Value w = math::Exp2Op::create(
+        b, k.fmul(arith::SubFOp::create(b, lseOf(s), mSafe), k.f(M_LOG2E)));
+    Value o =
+        memref::LoadOp::create(b, parts[0], ValueRange{bIdx, g, s, r, col});
+    auto it = sumLoop.getRegionIterArgs();
+    scf::YieldOp::create(
+        b, ValueRange{k.fadd(it[0], w), k.fadd(it[1], k.fmul(w, o))});
+  }
+  Value sum = sumLoop.getResult(0);
+  Value o = k.sel(empty, k.f(0.0),
+                  arith::DivFOp::create(b, sumLoop.getResult(1), sum));
+  if (cfg.elt != o.getType())
+    o = arith::TruncFOp::create(b, cfg.elt, o);
+  auto [head, row] = decodeRow(k, cfg, head0, r);
+  memref::StoreOp::create(b, o, out, ValueRange{bIdx, head, row, col});
+  if (lse) {
+    auto first =
+        scf::IfOp::create(b, k.cmp(arith::CmpIPredicate::eq, col, k.c(0)));
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    Value l =
+        k.sel(empty, k.f(kNegInf), k.fadd(mSafe, math::LogOp::create(b, sum)));
+    memref::StoreOp::create(b, l, lse, ValueRange{bIdx, head, row});
+  }
+  b.setInsertionPointAfter(loop);
+  gpu::TerminatorOp::create(b);
+  b.setInsertionPointAfter(launch);
+}
 
 } // namespace
 

@@ -9,10 +9,14 @@
 // with packed heads, or split-KV decode; KernelSchedule.cpp) maps a block to
 // its head (group), first row and key split, a tile row to Q's (head, row),
 // says which query positions and key blocks the block covers, where a
-// finished row goes, and sizes the grid. Each is chosen once from the
-// Config (KeySource::of, KernelSchedule::of) and holds no state: the
-// values live in Kernel and NestBuffers. Both build IR in exactly the order
-// the kernel did before they existed. Private to lib/Conversion/AttnToNVGPU.
+// finished row goes, and sizes the grid; the split schedule also builds
+// the kernel that merges its partials. Each is chosen once from the
+// Config (KeySource::of, KernelSchedule::of). A schedule holds no state; a
+// key source is made for one nest and holds what only it has (a paged
+// cache's tables, a varlen batch's offsets, the sizes and values found from
+// them), Kernel and NestBuffers what every kernel has. Both build IR in
+// exactly the order the kernel did before they existed. Private to
+// lib/Conversion/AttnToNVGPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +24,8 @@
 #define ATTN_MLIR_LIB_CONVERSION_ATTNTONVGPU_KERNELVARIANTS_H
 
 #include "KernelConfig.h"
+
+#include <memory>
 
 namespace mlir {
 namespace attn {
@@ -29,19 +35,15 @@ struct Kernel;
 
 /// What the host computes before a nest's launch, in this order: buffers
 /// of the tensors the kernel reads, the batch and lengths (constants, or
-/// sizes read at run time), buffers of the results, a varlen batch's
-/// offsets and sizes, the grid's x size, a split's f32 partials and a
-/// paged cache's tables.
+/// sizes read at run time), buffers of the results, the grid's x size and
+/// a split's f32 partials. (A key source's own buffers, a varlen batch's
+/// offsets or a paged cache's tables, are its own: KeySource.)
 struct NestBuffers {
   Value q, key, val, mask, alibi;
   Value batch, tq, tk;
   SmallVector<Value> outs;
-  Value cuQ, cuK;
-  SmallVector<Value, 5> varlenSizes;
   Value blocks;
   SmallVector<Value> parts;
-  Value table, seqLens, tableCols;
-  SmallVector<Value, 2> cacheBlocks;
 };
 
 /// Dimension `dim` of `buf` on the host: the constant `n`, or memref.dim
@@ -53,8 +55,8 @@ Value hostSizeOf(ImplicitLocOpBuilder &b, Value buf, int64_t dim);
 class KeySource {
 public:
   virtual ~KeySource() = default;
-  /// The key source of `cfg`'s kernel (one static instance per source).
-  static const KeySource &of(const Config &cfg);
+  /// The key source of `cfg`'s kernel, for one nest.
+  static std::unique_ptr<KeySource> of(const Config &cfg);
 
   // Host side (LowerNest.cpp), in the order the host builds them.
   /// The batch B (the grid's z), Tq and Tk (null: the kernel reads it).
@@ -64,7 +66,7 @@ public:
   virtual Value resultDim(const NestBuffers &h, int64_t d) const = 0;
   /// Buffers and sizes the kernel needs before the grid is sized.
   virtual void hostOffsets(ImplicitLocOpBuilder &, const TiledAttention &,
-                           NestBuffers &) const {}
+                           const NestBuffers &) {}
   /// Whether the rows of the grid are known only at run time.
   virtual bool dynamicRows() const { return false; }
   /// The grid's x size from the schedule's `blocks`.
@@ -73,12 +75,12 @@ public:
   }
   /// Buffers and sizes built after the grid and the partials.
   virtual void hostTables(ImplicitLocOpBuilder &, const TiledAttention &,
-                          NestBuffers &) const {}
+                          const NestBuffers &) {}
 
   // Kernel side (Kernel's members call these).
   /// Finds the tile's sequence and lengths from grid x, once the schedule
   /// has placed the block.
-  virtual void locate(Kernel &, Value) const {}
+  virtual void locate(Kernel &, Value) {}
   /// Where key r (below Tk) of the block's sequence and KV head is.
   virtual SmallVector<Value, 4> keyAt(Kernel &kern, Value r) const = 0;
   /// Whether the K/V tiles are copied in an scf.for (see copyTile).
@@ -114,6 +116,14 @@ public:
                                       Value) const {
     return {};
   }
+  /// The buffers the block's rows and LSEs go to (the LSE's null when the
+  /// nest has none): the results, or the partials.
+  virtual std::pair<Value, Value> resultBuffers(const NestBuffers &h) const;
+  /// After the block's launch, the launch that merges the partials into
+  /// the results (the split schedule's combine kernel), `b` left after it;
+  /// none.
+  virtual void combine(ImplicitLocOpBuilder &, const Config &,
+                       const NestBuffers &, Operation *) const {}
 
   // Kernel side.
   /// Sets rowEnd, q0, split, grp and h of the block at grid (x, y).

@@ -44,12 +44,11 @@ static void eraseDeadHostCode(RewriterBase &rewriter, ValueRange roots) {
 
 /// The host side of nest `t`'s launch, built at `b` (before the nest).
 static NestBuffers buildNestBuffers(ImplicitLocOpBuilder &b,
-                                    const TiledAttention &t,
-                                    const Config &cfg) {
+                                    const TiledAttention &t, const Config &cfg,
+                                    KeySource &keys) {
   scf::ForallOp forall = t.forall;
   Location loc = t.step.getLoc();
   KB k{b};
-  const KeySource &keys = KeySource::of(cfg);
   const KernelSchedule &sched = KernelSchedule::of(cfg);
   DenseMap<Value, Value> buffers;
   // Each tile's buffer is that of the tensor it is read from.
@@ -88,12 +87,13 @@ static NestBuffers buildNestBuffers(ImplicitLocOpBuilder &b,
   return h;
 }
 
-/// The attention kernel's launch on `host`'s buffers, its body built by
-/// Kernel; `b` is left after it.
+/// The attention kernel's launch on `host`'s and `keys`' buffers, its body
+/// built by Kernel; `b` is left after it.
 static gpu::LaunchOp buildAttentionLaunch(ImplicitLocOpBuilder &b,
                                           const TiledAttention &t,
                                           const Config &cfg,
-                                          const NestBuffers &host) {
+                                          const NestBuffers &host,
+                                          KeySource &keys) {
   scf::ForallOp forall = t.forall;
   KB k{b};
   int64_t groups = KernelSchedule::of(cfg).groups(cfg);
@@ -109,24 +109,13 @@ static gpu::LaunchOp buildAttentionLaunch(ImplicitLocOpBuilder &b,
           b.getNamedAttr("kv_block", b.getI64IntegerAttr(cfg.kvBlock)),
           b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),
       }));
-  Kernel kern{b, k, AttentionSpec::get(t.step), cfg};
+  Kernel kern{b, k, AttentionSpec::get(t.step), cfg, keys};
   kern.q = host.q;
   kern.key = host.key;
   kern.val = host.val;
   kern.mask = host.mask;
   kern.alibi = host.alibi;
-  kern.table = host.table;
-  kern.seqLens = host.seqLens;
-  kern.tableCols = host.tableCols;
-  kern.cacheBlocks = host.cacheBlocks;
-  kern.cuQ = host.cuQ;
-  kern.cuK = host.cuK;
-  kern.varlenSizes = host.varlenSizes;
-  kern.out = host.parts.empty() ? host.outs[0] : host.parts[0];
-  if (!host.parts.empty())
-    kern.lse = host.parts[1];
-  else if (t.finish.getLse())
-    kern.lse = host.outs[1];
+  std::tie(kern.out, kern.lse) = kern.sched.resultBuffers(host);
   // Host values: constants move into the kernel (attn-gpu-host), sizes
   // known at run time become its arguments.
   kern.tqV = kern.spec.queryLengthValue = host.tq;
@@ -159,15 +148,11 @@ static LogicalResult convertNest(RewriterBase &rewriter,
   Location loc = t.step.getLoc();
   rewriter.setInsertionPoint(forall);
   ImplicitLocOpBuilder b(loc, rewriter);
-  NestBuffers host = buildNestBuffers(b, t, cfg);
-  buildAttentionLaunch(b, t, cfg, host);
+  std::unique_ptr<KeySource> keys = KeySource::of(cfg);
+  NestBuffers host = buildNestBuffers(b, t, cfg, *keys);
+  buildAttentionLaunch(b, t, cfg, host, *keys);
+  KernelSchedule::of(cfg).combine(b, cfg, host, forall);
   ArrayRef<Value> outs = host.outs;
-  if (!host.parts.empty()) {
-    b.setInsertionPointAfter(buildCombine(
-        b, cfg, host.parts, outs[0], t.finish.getLse() ? outs[1] : Value(),
-        host.batch, kernelModuleName(forall),
-        uniqueKernelName(forall, "combine")));
-  }
   scf::ForallOp last = t.combine ? t.combine : forall;
   SmallVector<Value> outTensors = llvm::map_to_vector(
       outs, [&](Value buf) { return resultTensor(b, loc, buf); });

@@ -254,8 +254,9 @@ static tensor::ExtractOp clampedElement(Value v) {
 
 /// A paged nest's K and V tiles: slices of the caches at (id, kb mod BS,
 /// kvh, 0) with id block_table[b, kb / BS] clamped, and a key length of
-/// seq_lens[b] clamped, both tables from outside the nest. Sets the
-/// tables, the block size and `kvh`.
+/// seq_lens[b] clamped, both tables from outside the nest; BS is the
+/// plan's cache_block (the caches' blocks, checked by matchTiles). Sets the
+/// tables and `kvh`.
 static bool matchPagedKeys(TiledAttention &t, Value b, Value kb, Value &kvh) {
   auto kSlice = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
   auto vSlice = t.step.getValue().getDefiningOp<tensor::ExtractSliceOp>();
@@ -263,12 +264,9 @@ static bool matchPagedKeys(TiledAttention &t, Value b, Value kb, Value &kvh) {
       !llvm::equal(kSlice.getMixedOffsets(), vSlice.getMixedOffsets()))
     return false;
   SmallVector<OpFoldResult> offs = kSlice.getMixedOffsets();
-  RankedTensorType kc = kSlice.getSourceType(), vc = vSlice.getSourceType();
-  int64_t bs = kc.getDimSize(1);
-  // Static block sizes (the same in both caches) and head counts; rows
-  // from column 0.
-  if (ShapedType::isDynamic(bs) || vc.getDimSize(1) != bs ||
-      kc.isDynamicDim(2) || !isConstantIntValue(offs[3], 0))
+  int64_t bs = t.cacheBlock();
+  // Static head counts; rows from column 0.
+  if (kSlice.getSourceType().isDynamicDim(2) || !isConstantIntValue(offs[3], 0))
     return false;
   auto isBlockOf = [&](Value v, auto op) {
     auto o = v ? v.getDefiningOp<decltype(op)>() : decltype(op)();
@@ -287,7 +285,6 @@ static bool matchPagedKeys(TiledAttention &t, Value b, Value kb, Value &kvh) {
     return false;
   t.table = id.getTensor();
   t.seqLens = len.getTensor();
-  t.blockSize = bs;
   kvh = dyn_cast<Value>(offs[2]);
   return true;
 }
@@ -398,6 +395,19 @@ static bool matchVarlenTiles(TiledAttention &t, Value b, Value h, Value &kvh) {
   return true;
 }
 
+/// A paged nest's caches have the plan's cache_block rows per block.
+static LogicalResult matchCacheBlock(const TiledAttention &t,
+                                     std::string &why) {
+  int64_t bs = t.cacheBlock(), kbs = t.kType.getDimSize(1),
+          vbs = t.vType.getDimSize(1);
+  if (kbs == bs && vbs == bs)
+    return success();
+  why = "its #attn.plan's cache_block is " + std::to_string(bs) +
+        ", but the key and value caches' blocks are " + std::to_string(kbs) +
+        " and " + std::to_string(vbs) + " rows";
+  return failure();
+}
+
 /// The tiles: Q at (b, h, q0), K and V at (b, h / G, kb), the mask
 /// broadcast the same way, the ALiBi slope of h, all from arguments.
 static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
@@ -418,7 +428,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
         kb = t.loop.getInductionVar();
   Value kvh;
   // The plan says where the keys are; the tiles must be read from there.
-  KeySource keys = t.plan.getKeys();
+  KeySource keys = t.keys();
   bool varlen = keys == KeySource::packed;
   if (varlen && !matchVarlenTiles(t, b, h, kvh))
     return failure();
@@ -429,8 +439,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
     if (!t.qType || !t.kType || !t.vType)
       return failure();
     if (keys == KeySource::paged) {
-      if (!matchPagedKeys(t, b, kb, kvh) ||
-          t.blockSize != t.plan.getCacheBlock())
+      if (failed(matchCacheBlock(t, why)) || !matchPagedKeys(t, b, kb, kvh))
         return failure();
       t.kType = pagedView(t.qType, t.kType);
       t.vType = pagedView(t.qType, t.vType);
@@ -455,7 +464,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   }
   // The key/value head: the K slice's head offset, h or h / G.
   auto kSlice = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
-  if (!t.table && !varlen)
+  if (keys == KeySource::dense)
     kvh = kSlice && kSlice.getMixedOffsets().size() == 4
               ? dyn_cast<Value>(kSlice.getMixedOffsets()[1])
               : Value();
@@ -465,7 +474,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
                                  isConstantIntValue(div.getRhs(), group);
   if (!headOk ||
       (!varlen && !sliceAt(t.step.getQuery(), {b, h, q0, Value()})) ||
-      (!t.table && !varlen &&
+      (keys == KeySource::dense &&
        (!sliceAt(t.step.getKey(), {b, kvh, kb, Value()}) ||
         !sliceAt(t.step.getValue(), {b, kvh, kb, Value()}))))
     return failure();
@@ -514,8 +523,9 @@ static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
   why = "the nest's lengths, element types, exponent scale and outputs must "
         "be those of its arguments and of the attention";
   // (A varlen nest's lengths are its sequence's: matchVarlenTiles.)
-  bool dense = !t.table && !t.cuQ;
-  if ((!t.cuQ && !isLengthOf(t.step.getQueryLength(), t.qSrc)) ||
+  bool varlen = t.keys() == KeySource::packed;
+  bool dense = t.keys() == KeySource::dense;
+  if ((!varlen && !isLengthOf(t.step.getQueryLength(), t.qSrc)) ||
       (dense && !isLengthOf(t.step.getKeyLength(), t.kSrc)) ||
       t.kType.getDimSize(2) != t.vType.getDimSize(2) ||
       t.finish.getOutput().getType().getElementType() !=

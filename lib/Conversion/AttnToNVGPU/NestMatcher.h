@@ -49,15 +49,17 @@ struct TiledAttention {
   // attn-tile's decode schedule: the forall merging the split partial
   // states (null when unsplit).
   mutable scf::ForallOp combine;
-  /// Heads packed per tile and key splits: the plan's.
+  /// Heads packed per tile, key splits, the key source and a paged
+  /// cache's block size (0 for other keys): the plan's.
   int64_t packed() const { return plan.getHeads(); }
   int64_t splits() const { return plan.getSplits(); }
+  attn::KeySource keys() const { return plan.getKeys(); }
+  int64_t cacheBlock() const { return plan.getCacheBlock(); }
   // attn.paged_sdpa: the block table [B, MB] and sequence lengths [B] the
-  // keys are read through, and the block size; kSrc and vSrc are then the
-  // caches [NB, BS, Hkv, D], kType and vType the [B, Hkv, ?, D] the kernel
-  // reads through them (pagedView).
+  // keys are read through; kSrc and vSrc are then the caches [NB, BS, Hkv,
+  // D] (BS the plan's cache_block), kType and vType the [B, Hkv, ?, D] the
+  // kernel reads through them (pagedView).
   Value table, seqLens;
-  int64_t blockSize = 0;
   // attn.varlen_sdpa: the offsets cu_seqlens_q and cu_seqlens_k [B + 1]
   // each sequence's rows are read through; qSrc, kSrc and vSrc are then
   // packed [N, H, D], qType, kType and vType the [B, H, T, D] the kernel

@@ -1,16 +1,16 @@
-//===- Diagnose.cpp - what attn-gpu-flash left, and why ---------*- C++ -*-===//
+//===- LowerFunction.cpp - attn-gpu-flash on one function -------*- C++ -*-===//
 //
-// attn-gpu-flash on one function: each attention op tiled with the
-// kernel's blocks and its nest lowered, then each nest given as input
-// lowered, every failure reported where it arises (at the op or nest, with
-// its reason: Why{true}); then the ops no CUDA kernel lowers (attn.mha
-// before attn-decompose-mha, attn.softmax, tile ops outside a nest) are
-// named. The silent patterns (populateAttnToNVGPUPatterns) are for
-// callers that want no diagnostics.
+// The pass's driver for one function (lowerAttention): each attention op
+// tiled with the kernel's blocks and its nest lowered, then each nest given
+// as input (collected once) lowered, every failure reported where it
+// arises (at the op or nest, with its reason: Why{true}); then the ops no
+// CUDA kernel lowers (attn.mha before attn-decompose-mha, attn.softmax,
+// tile ops outside a nest) are named. The silent patterns
+// (populateAttnToNVGPUPatterns) are for callers that want no diagnostics.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Diagnose.h"
+#include "LowerFunction.h"
 #include "KernelConfig.h"
 #include "LowerNest.h"
 
@@ -24,18 +24,14 @@ namespace mlir {
 namespace attn {
 namespace cuda {
 
-/// The next attention nest of `func` not in `failed`, or null.
-static scf::ForallOp nextNest(func::FuncOp func,
-                              const DenseSet<Operation *> &failed) {
-  scf::ForallOp found;
-  func.walk([&](scf::ForallOp f) {
-    if (failed.contains(f) || !isAttentionNest(f))
-      return WalkResult::advance();
-    found = f;
-    return WalkResult::interrupt();
-  });
-  return found;
-}
+namespace {
+/// The nests not yet erased of those it was given: lowering a nest erases
+/// its ops, and code only it used.
+struct LiveNests : RewriterBase::Listener {
+  DenseSet<Operation *> nests;
+  void notifyOperationErased(Operation *op) override { nests.erase(op); }
+};
+} // namespace
 
 /// Names the ops of `func` no CUDA kernel lowers: attn.mha (before
 /// attn-decompose-mha), attn.softmax, and tile ops outside a nest (or,
@@ -91,13 +87,22 @@ LogicalResult lowerAttention(func::FuncOp func,
       ok = false;
     }
   }
-  // The nests given as input (one at a time: lowering one erases its ops).
-  while (scf::ForallOp forall = nextNest(func, failedNests)) {
-    if (succeeded(lowerNest(rewriter, forall, o, Why{true})))
-      continue;
-    failedNests.insert(forall);
-    ok = false;
-  }
+  // The nests given as input, in order, each lowered unless a lowering
+  // before it erased it.
+  SmallVector<scf::ForallOp> nests;
+  LiveNests live;
+  func.walk([&](scf::ForallOp f) {
+    if (!failedNests.contains(f) && isAttentionNest(f)) {
+      nests.push_back(f);
+      live.nests.insert(f);
+    }
+  });
+  rewriter.setListener(&live);
+  for (scf::ForallOp forall : nests)
+    if (live.nests.contains(forall) &&
+        failed(lowerNest(rewriter, forall, o, Why{true})))
+      ok = false;
+  rewriter.setListener(nullptr);
   return success(nameUnlowered(func, /*reported=*/!ok) && ok);
 }
 
