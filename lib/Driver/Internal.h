@@ -120,7 +120,7 @@ llvm::Error writeOutput(llvm::StringRef path,
 /// with clang into o.output, atomically; a shared object gets its seal.
 /// With `parts` > 1 the module is split into that many partitions, each
 /// compiled by its own clang at once, and the objects linked.
-llvm::Error buildWithClang(const CompileOptions &o, llvm::Module &module,
+llvm::Error buildWithClang(const CompileOptions &o, const llvm::Module &module,
                            const std::vector<std::string> &flags,
                            const std::vector<std::string> &post, bool support,
                            unsigned parts = 1);

@@ -14,6 +14,7 @@
 #include "attn-mlir/Artifact/Format.h"
 
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/IR/Constants.h"
@@ -152,27 +153,62 @@ writeTemporary(llvm::StringRef prefix, llvm::StringRef suffix,
   return writeFile(fd, path, write);
 }
 
+/// Whether constant `c` refers to a function, through any aggregate or
+/// constant expression.
+static bool refersToFunction(const llvm::Constant *c) {
+  if (isa<llvm::Function>(c))
+    return true;
+  return llvm::any_of(c->operands(), [](const llvm::Use &u) {
+    auto *operand = dyn_cast<llvm::Constant>(u.get());
+    return operand && !isa<llvm::GlobalVariable>(operand) &&
+           refersToFunction(operand);
+  });
+}
+
+/// The variables of `module` allow a split: each a local constant (copied
+/// into every part) or an exported variable (part 0), none referring to a
+/// function, none of LLVM's special ones (llvm.used, llvm.global_ctors).
+static bool splittableVariables(const llvm::Module &module) {
+  return llvm::all_of(module.globals(), [](const llvm::GlobalVariable &g) {
+    if (g.hasAppendingLinkage() || g.getName().starts_with("llvm."))
+      return false;
+    if (g.hasLocalLinkage() && !g.isConstant())
+      return false;
+    return !g.hasInitializer() || !refersToFunction(g.getInitializer());
+  });
+}
+
+/// A function of more than a call and a return (MergeFunctions' thunks and
+/// the C interface wrappers are not): what is worth a clang of its own.
+static bool hasBody(const llvm::Function &f) {
+  return f.getInstructionCount() > 4;
+}
+
 /// The partition of each defined function of `module` among `parts`
-/// (lowered to the number of groups when fewer): an
-/// entry, its C interface wrapper and the internal functions they reach
-/// (outlined parallel bodies, MergeFunctions' shared bodies) stay
-/// together, so that clang optimizes each function with its callers as in
-/// one module; the groups are dealt round robin. Empty when the module
-/// cannot be split so (a local variable that refers to a function).
+/// (lowered to the number of groups with a body when fewer): an entry, its
+/// C interface wrapper and the internal functions they reach (outlined
+/// parallel bodies, MergeFunctions' shared bodies) stay together, so that
+/// clang optimizes each function with its callers as in one module; the
+/// groups with a body are dealt round robin, the others go to part 0.
+/// Empty when the module cannot be split so (splittableVariables, or a
+/// local function referred to by other than an instruction).
 static llvm::DenseMap<const llvm::Function *, unsigned>
-partitionFunctions(llvm::Module &module, unsigned &parts) {
+partitionFunctions(const llvm::Module &module, unsigned &parts) {
+  llvm::DenseMap<const llvm::Function *, unsigned> none;
+  if (!splittableVariables(module))
+    return none;
   llvm::EquivalenceClasses<const llvm::Function *> groups;
   llvm::StringMap<const llvm::Function *> entries;
-  for (const llvm::Function &f : module)
+  for (const llvm::Function &f : module) {
+    if (f.hasLocalLinkage() && llvm::any_of(f.users(), [](const llvm::User *u) {
+          return !isa<llvm::Instruction>(u) && !isa<llvm::Constant>(u);
+        }))
+      return none;
     if (!f.isDeclaration()) {
       groups.insert(&f);
       entries[f.getName()] = &f;
     }
-  for (const llvm::GlobalVariable &g : module.globals())
-    if (g.hasLocalLinkage() && g.hasInitializer() &&
-        llvm::any_of(g.getInitializer()->operands(),
-                     [](const llvm::Use &u) { return isa<llvm::Function>(u); }))
-      return llvm::DenseMap<const llvm::Function *, unsigned>();
+  }
   for (const llvm::Function &f : module) {
     if (f.isDeclaration())
       continue;
@@ -187,18 +223,24 @@ partitionFunctions(llvm::Module &module, unsigned &parts) {
           if (callee->hasLocalLinkage() && !callee->isDeclaration())
             groups.unionSets(&f, callee);
   }
+  llvm::DenseSet<const llvm::Function *> bodies; // leaders of groups
+  for (const llvm::Function &f : module)
+    if (!f.isDeclaration() && hasBody(f))
+      bodies.insert(groups.getLeaderValue(&f));
+  parts = std::min<unsigned>(parts, bodies.size());
+  if (parts < 2)
+    return none;
   llvm::DenseMap<const llvm::Function *, unsigned> partOf, leaderPart;
   unsigned next = 0;
-  parts = std::min<unsigned>(parts, llvm::count_if(groups, [](const auto &c) {
-                               return c->isLeader();
-                             }));
   for (const llvm::Function &f : module) {
     if (f.isDeclaration())
       continue;
     const llvm::Function *leader = groups.getLeaderValue(&f);
-    auto [it, isNew] = leaderPart.try_emplace(leader, next);
-    if (isNew)
+    auto [it, isNew] = leaderPart.try_emplace(leader, 0);
+    if (isNew && bodies.contains(leader)) {
+      it->second = next;
       next = (next + 1) % parts;
+    }
     partOf[&f] = it->second;
   }
   return partOf;
@@ -210,7 +252,7 @@ partitionFunctions(llvm::Module &module, unsigned &parts) {
 /// (part 0) the exported variables. The objects' paths go to `objects`,
 /// removed with `removers`.
 static llvm::Error
-compileParts(const CompileOptions &o, llvm::Module &module,
+compileParts(const CompileOptions &o, const llvm::Module &module,
              const llvm::DenseMap<const llvm::Function *, unsigned> &partOf,
              unsigned parts, const std::vector<std::string> &flags,
              llvm::ArrayRef<llvm::StringRef> env,
@@ -244,8 +286,16 @@ compileParts(const CompileOptions &o, llvm::Module &module,
                                       "-Qunused-arguments"};
     args.insert(args.end(), flags.begin(), flags.end());
     args.insert(args.end(), {"-c", source, "-o", objects.back()});
-    if (!error)
-      running.push_back(llvm::sys::ExecuteNoWait(o.clang, args, env));
+    if (error)
+      continue;
+    std::string why;
+    bool failed = false;
+    llvm::sys::ProcessInfo process =
+        llvm::sys::ExecuteNoWait(o.clang, args, env, {}, 0, &why, &failed);
+    if (failed || !process.Pid)
+      error = driverError("cannot run '" + o.clang + "': " + why);
+    else
+      running.push_back(process);
   }
   // Every started clang is waited for, whatever failed.
   for (llvm::sys::ProcessInfo &process : running) {
@@ -266,7 +316,7 @@ compileParts(const CompileOptions &o, llvm::Module &module,
 /// never share a temporary; every temporary is removed on every path.
 /// A shared object (`-shared` in `flags`) gets its file seal.
 llvm::Error mlir::attn::driver::buildWithClang(
-    const CompileOptions &o, llvm::Module &module,
+    const CompileOptions &o, const llvm::Module &module,
     const std::vector<std::string> &flags, const std::vector<std::string> &post,
     bool support, unsigned parts) {
   std::vector<std::string> envStrings = clangEnvironment();
@@ -307,6 +357,10 @@ llvm::Error mlir::attn::driver::buildWithClang(
   std::string tmp = tmpPath.str().str();
   std::vector<llvm::StringRef> args{o.clang, "-Wno-override-module"};
   args.insert(args.end(), flags.begin(), flags.end());
+  // A split module's parts must resolve each other's symbols now, not at
+  // dlopen.
+  if (split)
+    args.push_back("-Wl,-z,defs");
   for (const llvm::SmallString<128> &input : inputs)
     args.push_back(input);
   if (support)

@@ -402,9 +402,12 @@ static LogicalResult matchCacheBlock(const TiledAttention &t,
           vbs = t.vType.getDimSize(1);
   if (kbs == bs && vbs == bs)
     return success();
+  auto rows = [](int64_t n) {
+    return ShapedType::isDynamic(n) ? std::string("?") : std::to_string(n);
+  };
   why = "its #attn.plan's cache_block is " + std::to_string(bs) +
-        ", but the key and value caches' blocks are " + std::to_string(kbs) +
-        " and " + std::to_string(vbs) + " rows";
+        ", but the key and value caches' blocks are " + rows(kbs) + " and " +
+        rows(vbs) + " rows";
   return failure();
 }
 
