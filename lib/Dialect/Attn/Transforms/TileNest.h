@@ -96,23 +96,27 @@ private:
   KeySource source;
 };
 
-/// [B, Hkv, Tk, D] keys (attn.sdpa).
-class DenseKeys : public TileKeys {
+/// The base of the key source of kind K: its kind and its classof (for
+/// isa / cast).
+template <KeySource K> class TileKeysOf : public TileKeys {
 public:
-  DenseKeys() : TileKeys(KeySource::dense) {}
+  TileKeysOf() : TileKeys(K) {}
+  static bool classof(const TileKeys *k) { return k->kind() == K; }
+};
+
+/// [B, Hkv, Tk, D] keys (attn.sdpa).
+class DenseKeys : public TileKeysOf<KeySource::dense> {
+public:
   void keyRows(LinalgBuilder &in, const QueryTile &qt, Value kb,
                OpFoldResult ks, Value block,
                SmallVectorImpl<OpFoldResult> &offs,
                SmallVectorImpl<OpFoldResult> &sizes) const override;
-  static bool classof(const TileKeys *k) {
-    return k->kind() == KeySource::dense;
-  }
 };
 
 /// Where a paged attention's keys are (attn.paged_sdpa): key j of batch
 /// element b is row j mod BS of cache block block_table[b, j floordiv BS];
 /// its key length is seq_lens[b].
-class PagedKeys : public TileKeys {
+class PagedKeys : public TileKeysOf<KeySource::paged> {
 public:
   Value blockTable, seqLens;
   int64_t blockSize = 0;
@@ -120,7 +124,6 @@ public:
   /// no block to read).
   OpFoldResult numBlocks, keyCapacity;
 
-  PagedKeys() : TileKeys(KeySource::paged) {}
   int64_t cacheBlock() const override { return blockSize; }
   bool ownKeyLengths() const override { return true; }
   Value keyLengthOf(LinalgBuilder &bld, Value b, Value bound) const override;
@@ -131,30 +134,23 @@ public:
                OpFoldResult ks, Value block,
                SmallVectorImpl<OpFoldResult> &offs,
                SmallVectorImpl<OpFoldResult> &sizes) const override;
-  static bool classof(const TileKeys *k) {
-    return k->kind() == KeySource::paged;
-  }
 };
 
 /// Where a varlen attention's sequences are (attn.varlen_sdpa): sequence b
 /// is rows [cuQ[b], cuQ[b + 1]) of the packed query (numQ rows) and
 /// [cuK[b], cuK[b + 1]) of the packed keys (numK rows); a tile's
 /// QueryTile::key0 is its sequence's first key row.
-class PackedSequences : public TileKeys {
+class PackedSequences : public TileKeysOf<KeySource::packed> {
 public:
   Value cuQ, cuK;
   OpFoldResult numQ, numK;
 
-  PackedSequences() : TileKeys(KeySource::packed) {}
   bool ownKeyLengths() const override { return true; }
   bool ownQueryLengths() const override { return true; }
   void keyRows(LinalgBuilder &in, const QueryTile &qt, Value kb,
                OpFoldResult ks, Value block,
                SmallVectorImpl<OpFoldResult> &offs,
                SmallVectorImpl<OpFoldResult> &sizes) const override;
-  static bool classof(const TileKeys *k) {
-    return k->kind() == KeySource::packed;
-  }
 };
 
 /// The facts of one attention being tiled (attn.sdpa, attn.paged_sdpa or
