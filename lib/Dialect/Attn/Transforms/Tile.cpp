@@ -54,11 +54,11 @@ using namespace mlir::attn::tiling;
 namespace {
 
 /// attn.sdpa, attn.paged_sdpa or attn.varlen_sdpa to the loop nest.
-template <typename OpTy> struct TileSdpa : OpRewritePattern<OpTy> {
+struct TileSdpa : OpInterfaceRewritePattern<AttentionOpInterface> {
   TileSdpa(MLIRContext *ctx, const TileOptions &options)
-      : OpRewritePattern<OpTy>(ctx), options(options) {}
+      : OpInterfaceRewritePattern(ctx), options(options) {}
 
-  LogicalResult matchAndRewrite(OpTy op,
+  LogicalResult matchAndRewrite(AttentionOpInterface op,
                                 PatternRewriter &rewriter) const override {
     if (!onlyLengthsDynamic(op))
       return rewriter.notifyMatchFailure(op, "dynamic head count or dim");
@@ -125,29 +125,17 @@ static bool validOptions(const TileOptions &options) {
          options.kvSplits <= kMaxKvSplits;
 }
 
-FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter, SdpaOp op,
+FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter,
+                                    AttentionOpInterface op,
                                     const TileOptions &options) {
   if (!onlyLengthsDynamic(op) || !validOptions(options))
     return failure();
+  if (auto varlen = dyn_cast<VarlenSdpaOp>(op.getOperation()))
+    return buildVarlenNest(rewriter, varlen, options);
   return buildLoopNest(rewriter, op, options);
-}
-
-FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter, PagedSdpaOp op,
-                                    const TileOptions &options) {
-  if (!onlyLengthsDynamic(op) || !validOptions(options))
-    return failure();
-  return buildLoopNest(rewriter, op, options);
-}
-
-FailureOr<TiledSdpa> attn::tileSdpa(RewriterBase &rewriter, VarlenSdpaOp op,
-                                    const TileOptions &options) {
-  if (!onlyLengthsDynamic(op) || !validOptions(options))
-    return failure();
-  return buildVarlenNest(rewriter, op, options);
 }
 
 void attn::populateTilePatterns(RewritePatternSet &patterns,
                                 const TileOptions &options) {
-  patterns.add<TileSdpa<SdpaOp>, TileSdpa<PagedSdpaOp>, TileSdpa<VarlenSdpaOp>>(
-      patterns.getContext(), options);
+  patterns.add<TileSdpa>(patterns.getContext(), options);
 }

@@ -14,10 +14,10 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -98,18 +98,14 @@ struct TiledSdpa {
 /// (b, group) (see TileOptions::decode). The batch and the lengths may be
 /// dynamic. Fails, changing nothing, on other dynamic dimensions, blocks
 /// below 1 or kv-splits outside [0, kMaxKvSplits].
-FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, SdpaOp op,
-                              const TileOptions &options);
-/// The same nest over a paged KV cache: key blocks of gcd(kv-block, BS)
-/// keys, each read from its cache block through the block table, and each
-/// batch element's key length from seq_lens.
-FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, PagedSdpaOp op,
-                              const TileOptions &options);
-/// The nest of a packed varlen batch: one scf.forall over (sequence, head,
-/// q-block of the longest sequence), each tile's query rows, keys and
-/// lengths read through the cumulative offsets. The decode schedule does
-/// not apply.
-FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, VarlenSdpaOp op,
+/// Over a paged KV cache (attn.paged_sdpa) the same nest: key blocks of
+/// gcd(kv-block, BS) keys, each read from its cache block through the
+/// block table, and each batch element's key length from seq_lens. Of a
+/// packed varlen batch (attn.varlen_sdpa): one scf.forall over (sequence,
+/// head, q-block of the longest sequence), each tile's query rows, keys
+/// and lengths read through the cumulative offsets; the decode schedule
+/// does not apply.
+FailureOr<TiledSdpa> tileSdpa(RewriterBase &rewriter, AttentionOpInterface op,
                               const TileOptions &options);
 
 #define GEN_PASS_REGISTRATION
