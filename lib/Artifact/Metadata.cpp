@@ -238,7 +238,13 @@ void DimNames::visit(Operation *op) {
 }
 
 DimNames::DimNames(func::FuncOp func) : func(func) {
-  func.walk([&](Operation *op) { visit(op); });
+  // The ops of score and mask functions read tables at scalar indices:
+  // they relate no dimensions.
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    visit(op);
+    return isa<attn::AttentionOpInterface>(op) ? WalkResult::skip()
+                                               : WalkResult::advance();
+  });
 }
 
 std::string DimNames::nameOf(Value v, int64_t dim) {
@@ -329,7 +335,12 @@ static void writeAttentionRecord(llvm::raw_ostream &os, StringRef kind,
      << llvm::format("%.9g", op.getEffectiveScale())
      << " causal=" << attn::stringifyCausalKind(op.getCausal())
      << " window=" << left << "," << right << " softcap="
-     << (op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0) << "\n";
+     << (op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0);
+  // Score or mask functions: the runtime's fp64 reference does not
+  // evaluate them (attn-run --check refuses such an entry).
+  if (attn::ScoreMods::of(op))
+    os << " functions=1";
+  os << "\n";
 }
 
 LogicalResult attn::describeEntries(ModuleOp module,
@@ -412,6 +423,11 @@ LogicalResult attn::describeEntries(ModuleOp module,
         name = "x";
       else if (mha)
         name = mhaOperandName(mha, arg);
+      if (auto attention = dyn_cast_or_null<attn::AttentionOpInterface>(
+              argsInOrder ? single : nullptr))
+        for (auto [c, capture] : llvm::enumerate(attention.getCaptures()))
+          if (capture == arg)
+            name = "capture" + std::to_string(c);
       os << "in " << name << " " << dtypeName(t.getElementType()) << " ";
       writeShape(arg, t);
     }

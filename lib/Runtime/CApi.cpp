@@ -59,6 +59,7 @@ static std::string jsonOp(const OpInfo &op) {
          ", \"temperature\": " + jsonNumber(op.temperature) +
          ", \"heads\": " + std::to_string(op.heads) +
          ", \"kv_heads\": " + std::to_string(op.kvHeads) +
+         ", \"functions\": " + (op.functions ? "true" : "false") +
          ", \"causal\": " + jsonString(op.causal) + ", \"window\": [" +
          std::to_string(op.windowLeft) + ", " + std::to_string(op.windowRight) +
          "]}";

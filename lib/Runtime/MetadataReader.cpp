@@ -279,6 +279,8 @@ static Error parseOp(std::istringstream &ls, OpInfo &op) {
       ok = parseInt(v, op.kvHeads);
     else if (k == "causal")
       op.causal = v;
+    else if (k == "functions")
+      ok = (op.functions = v == "1") || v == "0";
     else if (k == "window") {
       std::vector<int64_t> w;
       ok = parseInts(v, w) && w.size() == 2;

@@ -92,8 +92,20 @@ static Error checkAttentionOutputs(const EntryInfo &e, const ArgInfo &q,
   return {};
 }
 
+/// Whether `a` is a tensor that score or mask functions read (any shape).
+static bool isCapture(const ArgInfo &a) {
+  return a.name.rfind("capture", 0) == 0;
+}
+
+/// The inputs of an attention entry before the captures of its score and
+/// mask functions (which come last, of any shape and dtype).
+static std::vector<ArgInfo> withoutCaptures(const EntryInfo &e) {
+  auto first = std::find_if(e.inputs.begin(), e.inputs.end(), isCapture);
+  return {e.inputs.begin(), first};
+}
+
 static Error checkSdpa(const EntryInfo &e) {
-  const auto &in = e.inputs;
+  const std::vector<ArgInfo> in = withoutCaptures(e);
   // q, k, v, then mask and alibi when present, in that order.
   size_t next = 3;
   const ArgInfo *mask = nullptr, *alibi = nullptr;
@@ -129,7 +141,7 @@ static Error checkSdpa(const EntryInfo &e) {
 /// value_cache [NB, BS, Hkv, Dv], block_table [B, MB] i32, seq_lens [B]
 /// i32, optional alibi [Hq] f32.
 static Error checkPaged(const EntryInfo &e) {
-  const auto &in = e.inputs;
+  const std::vector<ArgInfo> in = withoutCaptures(e);
   const char *names[] = {"q", "key_cache", "value_cache", "block_table",
                          "seq_lens"};
   bool ok = in.size() == 5 || (in.size() == 6 && in[5].name == "alibi");
@@ -164,7 +176,7 @@ static Error checkPaged(const EntryInfo &e) {
 /// cu_seqlens_q and cu_seqlens_k [B + 1] i32, optional alibi [Hq] f32;
 /// output [Nq, Hq, Dv] and an optional f32 lse [Hq, Nq].
 static Error checkVarlen(const EntryInfo &e) {
-  const auto &in = e.inputs;
+  const std::vector<ArgInfo> in = withoutCaptures(e);
   const char *names[] = {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k"};
   bool ok = in.size() == 5 || (in.size() == 6 && in[5].name == "alibi");
   for (size_t i = 0; ok && i < 5; ++i)
@@ -420,6 +432,14 @@ static Error checkDynamic(const EntryInfo &e) {
   bool sdpa = e.op.kind == "sdpa", mha = e.op.kind == "mha",
        paged = e.op.kind == "paged_sdpa", varlen = e.op.kind == "varlen_sdpa";
   for (const ArgInfo &a : e.inputs) {
+    if (isCapture(a)) {
+      // The tables of score and mask functions: last, any shape.
+      if (!e.op.functions || !std::all_of(&a, e.inputs.data() + e.inputs.size(),
+                                          isCapture))
+        return {"entry '" + e.name + "' input '" + a.name +
+                "': captures come last, and only for an op with functions"};
+      continue;
+    }
     std::vector<size_t> lengths; // the dimensions that may be named
     if (sdpa && (a.name == "q" || a.name == "k" || a.name == "v"))
       lengths = {0, 2};

@@ -389,6 +389,11 @@ Error attn::rt::reference(const EntryInfo &entry,
                 std::to_string(i) + " has the shape " +
                 formatShape(inputs[i].shape) +
                 " (resolve its named dimensions first)"};
+  if (entry.op.functions)
+    return {"entry '" + entry.name +
+            "' has score_mod or mask_mod regions, which the runtime's fp64 "
+            "reference does not evaluate: check it against a reference of "
+            "your own (see docs/ScoreFunctions.md)"};
   if (entry.op.kind == "sdpa")
     return sdpaReference(entry, inputs, outputs, roundLikeDtype,
                          scales ? &(*scales)[0] : nullptr);

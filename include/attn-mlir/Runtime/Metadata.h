@@ -45,6 +45,9 @@ struct OpInfo {
   int64_t heads = 0, kvHeads = 0; ///< attn.mha only
   std::string causal = "none";
   int64_t windowLeft = -1, windowRight = -1;
+  /// The op has score_mod / mask_mod regions, which the fp64 reference
+  /// does not evaluate.
+  bool functions = false;
 };
 
 /// One kernel launch of a CUDA entry (artifacts of target cuda).

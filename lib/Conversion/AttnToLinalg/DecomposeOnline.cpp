@@ -225,6 +225,8 @@ public:
   // tile, the head's ALiBi slope and, with a mask, its mask tile and map.
   // With packed heads, row i is query position q0 + i mod rowsPerHead.
   Value q0, kb, vTile, slope, maskTile;
+  // With score or mask functions: the tile's batch element and first head.
+  Value batch, head;
   AffineMap maskMap;
   int64_t packedHeads = 1, rowsPerHead = 1;
   // P·V as bf16 dot products: P rounded to bf16, P and V in pair form;
@@ -258,13 +260,19 @@ public:
     return {in.generic(
         like(s, in.b.getF32Type()), ins, maps, {kPar, kPar},
         [&](OpBuilder &bb, Location bl, ValueRange a) {
-          ScoreSite site{a[0], maskTile ? a[1] : Value(), {}, {}, {}, slope};
+          ScoreSite site{a[0], maskTile ? a[1] : Value(), {}, {}, {}, slope, {}, {}};
           if (positions) {
             Value r = linalg::IndexOp::create(bb, bl, 1);
-            if (packedHeads > 1)
-              r = arith::RemUIOp::create(
-                  bb, bl, r,
-                  arith::ConstantIndexOp::create(bb, bl, rowsPerHead));
+            site.batch = batch;
+            site.head = head;
+            if (packedHeads > 1) {
+              Value perHead =
+                  arith::ConstantIndexOp::create(bb, bl, rowsPerHead);
+              if (head)
+                site.head = arith::AddIOp::create(
+                    bb, bl, head, arith::DivUIOp::create(bb, bl, r, perHead));
+              r = arith::RemUIOp::create(bb, bl, r, perHead);
+            }
             site.row = arith::AddIOp::create(bb, bl, q0, r);
             site.col = arith::AddIOp::create(
                 bb, bl, kb, linalg::IndexOp::create(bb, bl, 0));
@@ -726,6 +734,8 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
       ops.vPairs = hoistedValuePairs(rewriter, op, packs);
     Value key = widen ? widenToF32(in, op.getKey()) : op.getKey();
     ops.slope = op.getAlibiSlope();
+    ops.batch = op.getBatchIndex();
+    ops.head = op.getHeadIndex();
     ops.packedHeads = op.getPackedHeads();
     ops.rowsPerHead = op.getRowsPerHead();
     if (Value mask = op.getMask()) {

@@ -202,7 +202,8 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
         AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)}, ctx),
         sInit);
 
-    // Scale, softcap, mask, causal and window, elementwise on (b,h,i,j).
+    // Scale, softcap, mask, score and mask functions, causal and window,
+    // elementwise on (b,h,i,j).
     AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
     SmallVector<Value> ins{scores};
     SmallVector<AffineMap> maps{id4};
@@ -230,9 +231,11 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
               Value bias =
                   alibi ? buildAlibiBias(b, l, spec, a[mask ? 2 : 1], i, j)
                         : Value();
-              Value s =
-                  applyScoreModifiers(b, l, spec, a[0], mask ? a[1] : Value(),
-                                      visible, /*scale=*/true, bias);
+              Value at[] = {linalg::IndexOp::create(b, l, 0),
+                            linalg::IndexOp::create(b, l, 1), i, j};
+              Value s = applyScoreFunctions(b, l, spec, a[0],
+                                            mask ? a[1] : Value(), visible,
+                                            /*scale=*/true, bias, at);
               yieldValue(b, l, s);
             })
             .getResult(0);

@@ -123,7 +123,7 @@ Value Kernel::maskAt(Value row, Value col) {
 
 ScoreSite Kernel::siteAt(Value s, Value row, Value col, bool positions) {
   ScoreSite site{
-      s, mask ? maskAt(row, col) : Value(), position(row), col, {}, slope};
+      s, mask ? maskAt(row, col) : Value(), position(row), col, {}, slope, {}, {}};
   if (positions && paddedKeys())
     site.inBounds = k.lt(col, tkV);
   return site;

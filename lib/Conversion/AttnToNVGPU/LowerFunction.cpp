@@ -74,6 +74,15 @@ LogicalResult lowerAttention(func::FuncOp func,
   bool ok = true;
   DenseSet<Operation *> failedNests;
   for (Operation *op : ops) {
+    auto attention = cast<AttentionOpInterface>(op);
+    if (!attention.getScoreMod().empty() || !attention.getMaskMod().empty()) {
+      op->emitError() << op->getName()
+                      << " has score_mod or mask_mod regions, which the CUDA "
+                         "kernels do not take yet: compile this graph for "
+                         "--target=cpu";
+      ok = false;
+      continue;
+    }
     rewriter.setInsertionPoint(op);
     FailureOr<scf::ForallOp> forall =
         TypeSwitch<Operation *, FailureOr<scf::ForallOp>>(op)

@@ -198,6 +198,12 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
     return failure();
   }
   t.step = steps.front();
+  if (!t.step.getScoreMod().empty() || !t.step.getMaskMod().empty()) {
+    why = "score_mod and mask_mod regions are lowered for --target=cpu only "
+          "so far; the CUDA kernels take the built-in modifiers (scale, "
+          "causal, window, softcap, alibi, mask)";
+    return failure();
+  }
   if (static_cast<int64_t>(t.step.getPackedHeads()) != t.packed()) {
     why = "attn.online_step must pack the heads its #attn.plan says";
     return failure();

@@ -144,3 +144,36 @@ func.func @alibi(%q: tensor<1x2x8x16xf32>, %a: tensor<2xf32>) -> tensor<1x2x8x16
       -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// Score and mask functions are inlined into the elementwise op of the
+// score matrix at (b, h, i, j): after the scale, the table read clamped,
+// the mask function's false selecting -inf last.
+// CHECK-LABEL: func.func @functions
+// CHECK-SAME: %[[T:[a-z0-9_]+]]: tensor<2xf32>
+// CHECK: ^bb0(%[[S:[a-z0-9_]+]]: f32, %{{[a-z0-9_]+}}: f32):
+// CHECK-NEXT: %[[I:.*]] = linalg.index 2 : index
+// CHECK-NEXT: %[[J:.*]] = linalg.index 3 : index
+// CHECK-NEXT: %[[H:.*]] = linalg.index 1 : index
+// CHECK-NEXT: %[[SC:.*]] = arith.mulf %[[S]], %{{.*}} : f32
+// CHECK-NEXT: %[[LO:.*]] = arith.maxsi %[[H]], %c0 : index
+// CHECK-NEXT: %[[HC:.*]] = arith.minsi %[[LO]], %c1 : index
+// CHECK-NEXT: %[[E:.*]] = tensor.extract %[[T]][%[[HC]]] : tensor<2xf32>
+// CHECK-NEXT: %[[N:.*]] = arith.mulf %[[SC]], %[[E]] : f32
+// CHECK-NEXT: %[[K:.*]] = arith.cmpi ne, %[[I]], %[[J]] : index
+// CHECK-NEXT: %[[R:.*]] = arith.select %[[K]], %[[N]], %{{.*}} : f32
+// CHECK-NEXT: linalg.yield %[[R]] : f32
+func.func @functions(%q: tensor<1x2x8x16xf32>, %t: tensor<2xf32>) -> tensor<1x2x8x16xf32> {
+  %o = attn.sdpa %q, %q, %q captures(%t : tensor<2xf32>) score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %tt: tensor<2xf32>):
+      %e = tensor.extract %tt[%h] : tensor<2xf32>
+      %n = arith.mulf %s, %e : f32
+      attn.yield %n : f32
+    } mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %tt: tensor<2xf32>):
+      %k = arith.cmpi ne, %i, %j : index
+      attn.yield %k : i1
+    } : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}

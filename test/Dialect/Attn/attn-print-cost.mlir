@@ -86,6 +86,59 @@ func.func @window(%q: tensor<1x1x8x4xf32>) -> tensor<1x1x8x4xf32> {
 
 // -----
 
+// A mask function the compiler can bound is counted by its kept pairs:
+// chunks of 4 over Tq = Tk = 8 keep 2·4·4 = 32 pairs, 2·32·(4 + 4) = 512
+// FLOPs (dense: 1024).
+// CHECK-LABEL: attn-print-cost: attn.sdpa
+// CHECK: attention FLOPs: 5.1200e+02
+func.func @chunked_mask(%q: tensor<1x1x8x4xf32>) -> tensor<1x1x8x4xf32> {
+  %o = attn.sdpa %q, %q, %q mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.constant 4 : index
+      %qi = arith.divui %i, %c : index
+      %kj = arith.divui %j, %c : index
+      %same = arith.cmpi eq, %qi, %kj : index
+      attn.yield %same : i1
+    } : tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32> -> tensor<1x1x8x4xf32>
+  return %o : tensor<1x1x8x4xf32>
+}
+
+// -----
+
+// With causal, a prefix-LM mask (kv < 3 or kv <= q) keeps what causal
+// keeps: 36 pairs, 576 FLOPs.
+// CHECK-LABEL: attn-print-cost: attn.sdpa
+// CHECK: attention FLOPs: 5.7600e+02
+func.func @prefix_causal(%q: tensor<1x1x8x4xf32>) -> tensor<1x1x8x4xf32> {
+  %o = attn.sdpa %q, %q, %q mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %p = arith.constant 3 : index
+      %pre = arith.cmpi ult, %j, %p : index
+      %c = arith.cmpi ule, %j, %i : index
+      %keep = arith.ori %pre, %c : i1
+      attn.yield %keep : i1
+    } {causal = #attn.causal<top_left>} : tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32> -> tensor<1x1x8x4xf32>
+  return %o : tensor<1x1x8x4xf32>
+}
+
+// -----
+
+// A data-dependent mask cannot be bounded: every pair counts (2·64·8).
+// CHECK-LABEL: attn-print-cost: attn.sdpa
+// CHECK: attention FLOPs: 1.0240e+03
+func.func @document_mask(%q: tensor<1x1x8x4xf32>, %ids: tensor<8xi32>) -> tensor<1x1x8x4xf32> {
+  %o = attn.sdpa %q, %q, %q captures(%ids : tensor<8xi32>) mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %t: tensor<8xi32>):
+      %a = tensor.extract %t[%i] : tensor<8xi32>
+      %c = tensor.extract %t[%j] : tensor<8xi32>
+      %same = arith.cmpi eq, %a, %c : i32
+      attn.yield %same : i1
+    } : tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32> -> tensor<1x1x8x4xf32>
+  return %o : tensor<1x1x8x4xf32>
+}
+
+// -----
+
 // No attention op: said so, nothing else.
 // CHECK: attn-print-cost: no attn.sdpa or attn.mha op
 func.func @none() {

@@ -436,8 +436,85 @@ LogicalResult attn::detail::verifyAttentionOp(Operation *operation) {
             {q[0], q[1], q[2], kT.getDimSize(2)}, "[B, Hq, Tq, Tk] =")))
       return failure();
   }
+  if (failed(detail::verifyScoreMods(op, op.getScoreMod(), op.getMaskMod(),
+                                     op.getCaptures())))
+    return failure();
   return verifyAttentionAttrs(op, op.getScale(), op.getSoftcap(),
                               op.getWindow());
+}
+
+//===----------------------------------------------------------------------===//
+// score_mod and mask_mod
+//===----------------------------------------------------------------------===//
+
+/// Whether a region may hold `op`: side-effect free, no region of its own,
+/// and lowered by both backends (scalar arith and math, reads of the
+/// captures).
+static bool isModOp(Operation *op) {
+  if (op->getNumRegions() != 0 || !isMemoryEffectFree(op))
+    return false;
+  StringRef dialect = op->getName().getDialectNamespace();
+  if (dialect == "arith" || dialect == "math")
+    return llvm::all_of(op->getResultTypes(), [](Type t) {
+      return t.isIntOrIndexOrFloat();
+    });
+  StringRef name = op->getName().getStringRef();
+  return name == "tensor.extract" || name == "tensor.dim";
+}
+
+/// One region: its block's arguments are `args` then the captures' types,
+/// its ops isModOp, its terminator an attn.yield of `result`.
+static LogicalResult verifyModRegion(Operation *op, Region &region,
+                                     StringRef name, ArrayRef<Type> args,
+                                     ValueRange captures, Type result,
+                                     StringRef signature) {
+  if (region.empty())
+    return success();
+  Block &block = region.front();
+  SmallVector<Type> expected(args);
+  llvm::append_range(expected, captures.getTypes());
+  if (!llvm::equal(block.getArgumentTypes(), expected)) {
+    std::string found;
+    llvm::raw_string_ostream os(found);
+    os << "(";
+    llvm::interleaveComma(block.getArgumentTypes(), os);
+    os << ")";
+    return op->emitOpError("expected the ")
+           << name << " region to take " << signature << " followed by the "
+           << captures.size() << " captures' types, found " << found;
+  }
+  for (Operation &inner : block.without_terminator())
+    if (!isModOp(&inner))
+      return inner.emitOpError("cannot be in a ")
+             << name << " region: it may hold only side-effect free arith "
+             << "and math ops on scalars, tensor.extract and tensor.dim "
+             << "(read a table through captures(...))";
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || yield.getValue().getType() != result)
+    return op->emitOpError("expected the ")
+           << name << " region to end in attn.yield of " << result;
+  return success();
+}
+
+LogicalResult attn::detail::verifyScoreMods(Operation *op, Region &score,
+                                            Region &mask,
+                                            ValueRange captures) {
+  if (score.empty() && mask.empty() && !captures.empty())
+    return op->emitOpError("has captures(...) but no score_mod or mask_mod "
+                           "region that reads them");
+  for (Value c : captures)
+    if (failed(verifyNonEmpty(op, c, "capture")))
+      return failure();
+  Builder b(op->getContext());
+  Type idx = b.getIndexType();
+  if (failed(verifyModRegion(op, score, "score_mod",
+                             {b.getF32Type(), idx, idx, idx, idx}, captures,
+                             b.getF32Type(),
+                             "(f32 score, index b, index h, index q, index kv)")))
+    return failure();
+  return verifyModRegion(op, mask, "mask_mod", {idx, idx, idx, idx}, captures,
+                         b.getI1Type(),
+                         "(index b, index h, index q, index kv)");
 }
 
 LogicalResult SdpaOp::canonicalize(SdpaOp op, PatternRewriter &rewriter) {
@@ -731,8 +808,16 @@ LogicalResult OnlineStepOp::verify() {
     if (failed(verifyMask(*this, cast<RankedTensorType>(mask.getType()), elt,
                           {1, 1, rows, keys}, "the tile [M, N] =")))
       return failure();
-  if (failed(verifyPackedHeads()))
+  if (failed(verifyPackedHeads()) ||
+      failed(detail::verifyScoreMods(*this, getScoreMod(), getMaskMod(),
+                                     getCaptures())))
     return failure();
+  bool mods = !getScoreMod().empty() || !getMaskMod().empty();
+  if (mods != (getBatchIndex() && getHeadIndex()) ||
+      (!getBatchIndex() != !getHeadIndex()))
+    return emitOpError("expected batch(...) and head(...) exactly when the "
+                       "step has a score_mod or mask_mod region (its regions "
+                       "read them)");
   return verifyAttentionAttrs(*this, getScale(), getSoftcap(), getWindow());
 }
 

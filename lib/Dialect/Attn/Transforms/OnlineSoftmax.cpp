@@ -17,10 +17,17 @@ static constexpr double kLn2 = 0.6931471805599453;
 
 Exponent ScoreForm::exponent() const { return {exponentScale(spec), base2}; }
 
-/// Softcap, ALiBi and masks need the scaled score in natural units;
-/// otherwise the scale (and log2 e) is one multiply.
+/// A score function, or a mask function not stated by its bounds (which
+/// then runs on every score, not only in the visibility predicate).
+static bool needsSites(const AttentionSpec &spec) {
+  return spec.mods.score || (spec.mods.mask && !spec.maskBounds.exact);
+}
+
+/// Softcap, ALiBi, masks and score or mask functions need the scaled
+/// score in natural units; otherwise the scale (and log2 e) is one
+/// multiply.
 static bool needsNaturalScore(const AttentionSpec &spec) {
-  return spec.softcap || spec.hasMask || spec.hasAlibi;
+  return spec.softcap || spec.hasMask || spec.hasAlibi || needsSites(spec);
 }
 
 /// The one multiply that takes a raw score to its logit when no modifier
@@ -33,7 +40,9 @@ bool ScoreForm::isIdentity() const {
   return !needsNaturalScore(spec) && scoreFactor(*this) == 1.0;
 }
 
-bool ScoreForm::needsPositions() const { return spec.hasAlibi; }
+bool ScoreForm::needsPositions() const {
+  return spec.hasAlibi || needsSites(spec);
+}
 
 double ScoreForm::plainFactor() const {
   return needsNaturalScore(spec) ? 1.0 : scoreFactor(*this);
@@ -67,8 +76,9 @@ Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
   Value bias =
       site.slope ? buildAlibiBias(b, loc, spec, site.slope, site.row, site.col)
                  : Value();
-  Value x = applyScoreModifiers(b, loc, spec, s, site.maskVal, visible,
-                                /*scale=*/!scaleFolded, bias);
+  Value x = applyScoreFunctions(
+      b, loc, spec, s, site.maskVal, visible, /*scale=*/!scaleFolded, bias,
+      {site.batch, site.head, site.row, site.col});
   // -inf stays -inf.
   return base2 ? arith::MulFOp::create(b, loc, x,
                                        createF32Constant(b, loc, kLog2e, x))
@@ -82,7 +92,7 @@ Value ScoreForm::logit(OpBuilder &b, Location loc, const ScoreSite &site,
 
 bool KeyVisibility::bounded() const {
   return spec.causal != CausalKind::none || spec.windowLeft >= 0 ||
-         spec.windowRight >= 0;
+         spec.windowRight >= 0 || spec.maskBounds.bounded();
 }
 
 std::pair<Value, Value> KeyVisibility::keyRange(OpBuilder &b, Location loc,
@@ -101,6 +111,11 @@ std::pair<Value, Value> KeyVisibility::keyRange(OpBuilder &b, Location loc,
         b, loc, hi,
         arith::AddIOp::create(b, loc, qLast,
                               arith::AddIOp::create(b, loc, upper, idx(1))));
+  auto [maskLo, maskHi] = spec.maskBounds.keyRange(b, loc, qFirst, qLast);
+  if (maskLo)
+    lo = arith::MaxSIOp::create(b, loc, lo, maskLo);
+  if (maskHi)
+    hi = arith::MinSIOp::create(b, loc, hi, maskHi);
   return {lo, hi};
 }
 
@@ -122,6 +137,12 @@ Value KeyVisibility::blockNeedsPredicate(OpBuilder &b, Location loc,
     orI(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                               arith::SubIOp::create(b, loc, kFirst, qLast),
                               bounds.lower));
+  // A mask function with exact bounds: unless they keep the block whole.
+  if (spec.maskBounds.exact)
+    orI(arith::XOrIOp::create(
+        b, loc,
+        spec.maskBounds.blockWhole(b, loc, qFirst, qLast, kFirst, kLast),
+        arith::ConstantIntOp::create(b, loc, 1, 1)));
   return any;
 }
 

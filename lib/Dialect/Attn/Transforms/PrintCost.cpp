@@ -37,6 +37,8 @@ struct AttentionShape {
   int64_t batch, hq, hkv, tq, tk, d, dv, eltBytes;
   CausalKind causal;
   int64_t left, right;
+  /// The bounds of attn.sdpa's mask function (not present: none).
+  MaskBounds mask = {};
   double params;    // weights of the layer (0 for attn.sdpa)
   double projFlops; // projection FLOPs of the layer (0 for attn.sdpa)
 
@@ -46,12 +48,34 @@ struct AttentionShape {
   }
 };
 
+/// Rows up to which a mask function's bounds are counted row by row.
+constexpr int64_t kMaxCountedRows = int64_t(1) << 22;
+
+/// The pairs of rows [0, tq) that the built-in bounds and a mask
+/// function's bounds keep, row by row.
+double maskedPairs(const AttentionShape &s) {
+  auto [low, up] = getVisibleOffsetRange(s.causal, s.left, s.right, s.tq, s.tk);
+  double pairs = 0;
+  for (int64_t i = 0; i < s.tq; ++i) {
+    int64_t lo = low ? std::max<int64_t>(0, i + *low) : 0;
+    int64_t hi = up ? std::min(s.tk - 1, i + *up) : s.tk - 1;
+    if (lo <= hi)
+      pairs += double(s.mask.keptKeys(i, lo, hi));
+  }
+  return pairs;
+}
+
 /// Query/key pairs that take part. Causal without a window is counted as
 /// half of Tq·Tk (the FlashAttention-3 convention); a window is counted
 /// exactly, in closed form: row i sees keys [lo(i), hi(i)] where both bounds
 /// are piecewise linear in i, so the clipped count is summed segment by
 /// segment (lengths may be far too large to loop over).
 double visiblePairs(const AttentionShape &s) {
+  // A bounded mask function on lengths small enough to count by rows
+  // (beyond them, the built-in bounds alone: an upper bound).
+  if (s.mask.bounded() && s.tq <= kMaxCountedRows &&
+      s.tk < std::numeric_limits<int64_t>::max() / 2)
+    return maskedPairs(s);
   if (s.left < 0 && s.right < 0) {
     double dense = static_cast<double>(s.tq) * static_cast<double>(s.tk);
     return s.causal == CausalKind::none ? dense : dense / 2;
@@ -144,8 +168,8 @@ AttentionShape shapeOf(SdpaOp op, const Assumed &a) {
       a.seqOf(k[2]),  q[3],
       v[3],           elementBytes(op.getQuery().getType().getElementType()),
       op.getCausal(), left,
-      right,          /*params=*/0,
-      /*projFlops=*/0};
+      right,          MaskBounds::of(op.getMaskMod()),
+      /*params=*/0,   /*projFlops=*/0};
 }
 
 AttentionShape shapeOf(MhaOp op, const Assumed &a) {
@@ -181,6 +205,7 @@ AttentionShape shapeOf(MhaOp op, const Assumed &a) {
           op.getCausal(),
           left,
           right,
+          MaskBounds{},
           params,
           projFlops};
 }

@@ -10,6 +10,8 @@
 
 #include "TileNest.h"
 
+#include "mlir/IR/IRMapping.h"
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::tiling;
@@ -53,13 +55,22 @@ OnlineStepOp tiling::buildKeyStep(OpBuilder &nb, Location nl,
         SmallVector<OpFoldResult>(offs.size(), oneA));
   };
   Value mask = t.mask ? sliceMask(in, qt, kb, ks, t.mask) : Value();
+  // The score and mask functions go with the step, with what they read
+  // and where the tile is (batch element, first head).
+  const ScoreMods &mods = t.spec.mods;
   auto step = OnlineStepOp::create(
       nb, nl,
       TypeRange{iter[0].getType(), iter[1].getType(), iter[2].getType()},
       qt.query, slice(t.key, t.d), slice(t.value, t.dv), mask, qt.slope,
       iter[0], iter[1], iter[2], qt.q0, kb, qt.queryLength, qt.keyLength,
+      mods.captures, mods ? qt.b : Value(), mods ? qt.h : Value(),
       nb.getF32FloatAttr(t.spec.scale), t.causal, t.window, t.softcap,
       nb.getI64IntegerAttr(qt.heads));
+  IRMapping none;
+  if (mods.score)
+    mods.score->cloneInto(&step.getScoreMod(), none);
+  if (mods.mask)
+    mods.mask->cloneInto(&step.getMaskMod(), none);
   return step;
 }
 

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <limits>
 
@@ -183,23 +184,30 @@ OffsetBounds attn::buildOffsetBounds(OpBuilder &b, Location loc,
 
 Value attn::buildVisibility(OpBuilder &b, Location loc,
                             const AttentionSpec &spec, Value i, Value j) {
-  OffsetBounds bounds = buildOffsetBounds(b, loc, spec, b.getI64Type());
-  if (!bounds.lower && bounds.upper.empty())
-    return {};
-  // Every bound is `j - i <= c` or `j - i >= c`: compute d = j - i once.
-  Value ii = arith::IndexCastOp::create(b, loc, b.getI64Type(), i);
-  Value jj = arith::IndexCastOp::create(b, loc, b.getI64Type(), j);
-  Value d = arith::SubIOp::create(b, loc, jj, ii);
   Value visible;
   auto conj = [&](Value p) {
     visible =
         visible ? arith::AndIOp::create(b, loc, visible, p).getResult() : p;
   };
-  for (Value upper : bounds.upper)
-    conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, d, upper));
-  if (bounds.lower)
-    conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, d,
-                               bounds.lower));
+  OffsetBounds bounds = buildOffsetBounds(b, loc, spec, b.getI64Type());
+  if (bounds.lower || !bounds.upper.empty()) {
+    // Every bound is `j - i <= c` or `j - i >= c`: d = j - i once.
+    Value ii = arith::IndexCastOp::create(b, loc, b.getI64Type(), i);
+    Value jj = arith::IndexCastOp::create(b, loc, b.getI64Type(), j);
+    Value d = arith::SubIOp::create(b, loc, jj, ii);
+    for (Value upper : bounds.upper)
+      conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, d, upper));
+    if (bounds.lower)
+      conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, d,
+                                 bounds.lower));
+  }
+  // A mask function its bounds state exactly reads only the positions: it
+  // is part of the predicate (the batch and head it ignores are 0).
+  if (spec.maskBounds.exact) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    conj(inlineModRegion(b, loc, *spec.mods.mask, {zero, zero, i, j},
+                         spec.mods.captures));
+  }
   return visible;
 }
 
@@ -240,6 +248,9 @@ static AttentionSpec specOf(OpTy op, double scale, int64_t queryLength,
         !cast<ShapedType>(mask.getType()).getElementType().isInteger(1);
   }
   spec.hasAlibi = hasAlibi;
+  spec.mods = ScoreMods::of(op);
+  if (spec.mods.mask)
+    spec.maskBounds = MaskBounds::of(*spec.mods.mask);
   return spec;
 }
 
@@ -270,7 +281,8 @@ AttentionSpec AttentionSpec::get(OnlineStepOp op) {
 }
 
 double attn::exponentScale(const AttentionSpec &spec) {
-  return spec.scale > 1.0 && !spec.softcap && !spec.floatMask && !spec.hasAlibi
+  return spec.scale > 1.0 && !spec.softcap && !spec.floatMask &&
+                 !spec.hasAlibi && !spec.mods.score
              ? spec.scale
              : 1.0;
 }
@@ -338,4 +350,68 @@ Value attn::applyScoreModifiers(OpBuilder &b, Location loc,
   if (visible)
     s = arith::SelectOp::create(b, loc, visible, s, negInf);
   return s;
+}
+
+Value attn::inlineModRegion(OpBuilder &b, Location loc, Region &region,
+                            ValueRange args, ValueRange captures) {
+  Block &block = region.front();
+  IRMapping map;
+  map.map(block.getArguments().take_front(args.size()), args);
+  map.map(block.getArguments().drop_front(args.size()), captures);
+  for (Operation &op : block.without_terminator()) {
+    auto extract = dyn_cast<tensor::ExtractOp>(op);
+    if (!extract) {
+      b.clone(op, map);
+      continue;
+    }
+    // A table read at a computed index: clamped into the table, so that no
+    // index a user's function computes reads outside it.
+    Value table = map.lookup(extract.getTensor());
+    SmallVector<Value> indices;
+    for (auto [d, i] : llvm::enumerate(extract.getIndices())) {
+      Value hi = arith::SubIOp::create(
+          b, loc, tensor::DimOp::create(b, loc, table, d),
+          arith::ConstantIndexOp::create(b, loc, 1));
+      Value lo = arith::ConstantIndexOp::create(b, loc, 0);
+      indices.push_back(arith::MinSIOp::create(
+          b, loc, arith::MaxSIOp::create(b, loc, map.lookup(i), lo), hi));
+    }
+    map.map(extract.getResult(),
+            tensor::ExtractOp::create(b, loc, table, indices).getResult());
+  }
+  return map.lookup(cast<YieldOp>(block.getTerminator()).getValue());
+}
+
+Value attn::applyScoreFunctions(OpBuilder &b, Location loc,
+                                const AttentionSpec &spec, Value s,
+                                Value maskVal, Value visible, bool scale,
+                                Value alibiBias, ValueRange at) {
+  const ScoreMods &mods = spec.mods;
+  if (!mods)
+    return applyScoreModifiers(b, loc, spec, s, maskVal, visible, scale,
+                               alibiBias);
+  // Dropped keys stay dropped whatever score_mod makes of their score: the
+  // boolean mask joins the visibility, applied last.
+  auto both = [&](Value x, Value y) -> Value {
+    return x ? arith::AndIOp::create(b, loc, x, y).getResult() : y;
+  };
+  Value keep = visible;
+  if (maskVal && maskVal.getType().isInteger(1)) {
+    keep = both(keep, maskVal);
+    maskVal = {};
+  }
+  s = applyScoreModifiers(b, loc, spec, s, maskVal, Value(), scale, alibiBias);
+  if (mods.score) {
+    SmallVector<Value> args{s};
+    llvm::append_range(args, at);
+    s = inlineModRegion(b, loc, *mods.score, args, mods.captures);
+  }
+  // (A mask function with exact bounds is in `visible` already.)
+  if (mods.mask && !spec.maskBounds.exact)
+    keep = both(keep, inlineModRegion(b, loc, *mods.mask, at, mods.captures));
+  if (!keep)
+    return s;
+  return arith::SelectOp::create(
+      b, loc, keep, s,
+      createF32Constant(b, loc, -std::numeric_limits<double>::infinity(), s));
 }

@@ -50,6 +50,12 @@ def Attn_AttentionOpInterface : OpInterface<"AttentionOpInterface"> {
       "std::optional<::llvm::APFloat>", "getSoftcap">,
     InterfaceMethod<"The `window` attribute, when given.",
       "std::optional<::llvm::ArrayRef<int64_t>>", "getWindow">,
+    InterfaceMethod<"The score_mod region (empty when none).",
+      "::mlir::Region &", "getScoreMod">,
+    InterfaceMethod<"The mask_mod region (empty when none).",
+      "::mlir::Region &", "getMaskMod">,
+    InterfaceMethod<"The tensors the regions read.",
+      "::mlir::OperandRange", "getCaptures">,
   ];
   let extraSharedClassDeclaration = [{
     /// The dimension of the query holding D (the last: 3, packed 2).

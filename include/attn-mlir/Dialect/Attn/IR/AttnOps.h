@@ -11,6 +11,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <optional>
@@ -53,6 +54,10 @@ std::pair<int64_t, int64_t>
 windowBounds(std::optional<llvm::ArrayRef<int64_t>> window);
 /// The checks every attention op shares (AttentionOpInterface).
 LogicalResult verifyAttentionOp(Operation *op);
+/// The checks of the score_mod and mask_mod regions of `op` (an attention
+/// op or attn.online_step) and of the captures they read.
+LogicalResult verifyScoreMods(Operation *op, Region &score, Region &mask,
+                              ValueRange captures);
 } // namespace detail
 } // namespace attn
 } // namespace mlir
@@ -67,6 +72,24 @@ LogicalResult verifyAttentionOp(Operation *op);
 
 namespace mlir {
 namespace attn {
+/// The score_mod and mask_mod regions of an attention op or of an
+/// attn.online_step (null when it has none) and the captures they read.
+struct ScoreMods {
+  Region *score = nullptr, *mask = nullptr;
+  ValueRange captures;
+
+  template <typename OpT> static ScoreMods of(OpT op) {
+    ScoreMods m;
+    if (!op.getScoreMod().empty())
+      m.score = &op.getScoreMod();
+    if (!op.getMaskMod().empty())
+      m.mask = &op.getMaskMod();
+    m.captures = op.getCaptures();
+    return m;
+  }
+  explicit operator bool() const { return score || mask; }
+};
+
 /// The keys visible from query i are those with lower <= j - i <= upper,
 /// given the causal alignment and the window (left, right; -1 unbounded) of
 /// a Tq x Tk attention; a bound is absent when that side is unbounded. The

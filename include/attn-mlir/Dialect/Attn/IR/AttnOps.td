@@ -8,17 +8,50 @@ include "attn-mlir/Dialect/Attn/IR/AttnAttrs.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "attn-mlir/Dialect/Attn/IR/AttnInterfaces.td"
 
 def Attn_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
 def Attn_MaskTensor : RankedTensorOf<[F32, F16, BF16, I1]>;
+/// What a score_mod or mask_mod region may read: tables of any shape.
+def Attn_CaptureTensor : RankedTensorOf<[F32, F16, BF16, I1, I32]>;
+
+/// The score and mask functions of an attention op (FlexAttention's
+/// score_mod and mask_mod), each an optional one-block region.
+defvar Attn_ModRegions = (region MaxSizedRegion<1>:$score_mod,
+                                 MaxSizedRegion<1>:$mask_mod);
+defvar Attn_ModDescription = [{
+
+    Score and mask functions (PyTorch FlexAttention's `score_mod` and
+    `mask_mod`): `captures(...)` lists the tensors they read (any shape, f32,
+    f16, bf16, i1 or i32; with `tensor.extract`, indices clamped into the
+    tensor), and each region receives them after its own arguments:
+
+    ```
+    score_mod ^bb0(%s: f32, %b: index, %h: index, %q: index, %kv: index,
+                   captures...):  attn.yield <f32>   -- the new score
+    mask_mod  ^bb0(%b: index, %h: index, %q: index, %kv: index,
+                   captures...):  attn.yield <i1>    -- true keeps the key
+    ```
+
+    `%s` is the score after the scale, softcap, ALiBi and the `mask`
+    operand; `score_mod`'s result replaces it, and a key is visible where
+    `mask_mod`, `causal`, `window` and a boolean mask all keep it. `%b` is
+    the batch element (the sequence of a varlen op), `%h` the query head,
+    `%q` the query row and `%kv` the key, both counted from the start of the
+    sequence (a paged sequence's logical key position). The regions hold
+    `arith`, `math`, `tensor.extract` and `tensor.dim` ops only (side-effect
+    free, lowered on both backends), end in `attn.yield` and read nothing
+    from outside but the captures.
+}];
 
 //===----------------------------------------------------------------------===//
 // attn.sdpa
 //===----------------------------------------------------------------------===//
 
 def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
+                                    IsolatedFromAbove,
                                     Attn_AttentionOpInterface]> {
   let summary = "scaled dot-product attention with mask, causal, window, "
                 "softcap and KV grouping";
@@ -88,11 +121,39 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
         : tensor<2x4x16x64xf32>, tensor<2x4x32x64xf32>, tensor<2x4x32x64xf32>
         -> tensor<2x4x16x64xf32>, tensor<2x4x16xf32>
     ```
-  }];
+
+    A per-head relative-position bias read from a table, and document
+    masking over packed documents:
+
+    ```mlir
+    %o = attn.sdpa %q, %k, %v
+        captures(%bias, %doc : tensor<8x255xf32>, tensor<128xi32>)
+        score_mod {
+        ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index,
+             %t: tensor<8x255xf32>, %d: tensor<128xi32>):
+          %c127 = arith.constant 127 : index
+          %r = arith.subi %j, %i : index
+          %x = arith.addi %r, %c127 : index
+          %e = tensor.extract %t[%h, %x] : tensor<8x255xf32>
+          %n = arith.addf %s, %e : f32
+          attn.yield %n : f32
+        } mask_mod {
+        ^bb0(%b: index, %h: index, %i: index, %j: index,
+             %t: tensor<8x255xf32>, %d: tensor<128xi32>):
+          %di = tensor.extract %d[%i] : tensor<128xi32>
+          %dj = tensor.extract %d[%j] : tensor<128xi32>
+          %same = arith.cmpi eq, %di, %dj : i32
+          attn.yield %same : i1
+        }
+        : tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>,
+          tensor<1x8x128x64xf32> -> tensor<1x8x128x64xf32>
+    ```
+  }] # Attn_ModDescription;
 
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
       Attn_FloatTensor:$value, Optional<Attn_MaskTensor>:$mask,
       Optional<RankedTensorOf<[F32]>>:$alibi,
+      Variadic<Attn_CaptureTensor>:$captures,
       OptionalAttr<F32Attr>:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
       OptionalAttr<DenseI64ArrayAttr>:$window,
@@ -103,9 +164,12 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type(results)
   }];
+  let regions = Attn_ModRegions;
 
   let extraClassDeclaration = [{
     ::mlir::attn::KeySource getKeySource() {
@@ -124,7 +188,8 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
 // attn.paged_sdpa
 //===----------------------------------------------------------------------===//
 
-def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure,
+def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
+                                               IsolatedFromAbove,
                                                Attn_AttentionOpInterface]> {
   let summary = "scaled dot-product attention over a paged KV cache "
                 "(vLLM's layout)";
@@ -161,12 +226,13 @@ def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure,
           tensor<?x16x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>
         -> tensor<?x32x1x128xbf16>
     ```
-  }];
+  }] # Attn_ModDescription;
 
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key_cache,
       Attn_FloatTensor:$value_cache, RankedTensorOf<[I32]>:$block_table,
       RankedTensorOf<[I32]>:$seq_lens,
       Optional<RankedTensorOf<[F32]>>:$alibi,
+      Variadic<Attn_CaptureTensor>:$captures,
       OptionalAttr<F32Attr>:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
       OptionalAttr<DenseI64ArrayAttr>:$window,
@@ -178,9 +244,12 @@ def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure,
     $query `,` $key_cache `,` $value_cache
     `tables` `(` $block_table `,` $seq_lens `)`
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
     attr-dict `:` type($query) `,` type($key_cache) `,` type($value_cache)
     `,` type($block_table) `,` type($seq_lens) `->` type(results)
   }];
+  let regions = Attn_ModRegions;
 
   let extraClassDeclaration = [{
     ::mlir::attn::KeySource getKeySource() {
@@ -204,6 +273,8 @@ def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure,
 //===----------------------------------------------------------------------===//
 
 def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure,
+                                                 AttrSizedOperandSegments,
+                                                 IsolatedFromAbove,
                                                  Attn_AttentionOpInterface]> {
   let summary = "scaled dot-product attention over a packed batch of "
                 "sequences of different lengths (FlashAttention's varlen)";
@@ -246,12 +317,13 @@ def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure,
           tensor<?xi32>, tensor<?xi32>
         -> tensor<?x32x128xbf16>, tensor<32x?xf32>
     ```
-  }];
+  }] # Attn_ModDescription;
 
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
       Attn_FloatTensor:$value, RankedTensorOf<[I32]>:$cu_seqlens_q,
       RankedTensorOf<[I32]>:$cu_seqlens_k,
       Optional<RankedTensorOf<[F32]>>:$alibi,
+      Variadic<Attn_CaptureTensor>:$captures,
       OptionalAttr<F32Attr>:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
       OptionalAttr<DenseI64ArrayAttr>:$window,
@@ -263,9 +335,12 @@ def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure,
     $query `,` $key `,` $value
     `seqlens` `(` $cu_seqlens_q `,` $cu_seqlens_k `)`
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `,` type($cu_seqlens_q) `,` type($cu_seqlens_k) `->` type(results)
   }];
+  let regions = Attn_ModRegions;
 
   let extraClassDeclaration = [{
     ::mlir::attn::KeySource getKeySource() {
@@ -391,7 +466,7 @@ def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
 def Attn_F32Tensor : RankedTensorOf<[F32]>;
 
 def Attn_OnlineStepOp : Attn_Op<"online_step",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments, IsolatedFromAbove]> {
   let summary = "one online-softmax step: a query tile against one key block";
   let description = [{
     The body of the key loop that `attn-tile` produces, and the contract
@@ -425,6 +500,11 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
     static, no ALiBi slope is given (one slope per op) and the mask tile has
     one row (it broadcasts over the packed rows).
 
+    The attention's `score_mod` and `mask_mod` regions, when it has them,
+    are the step's, with its `captures`; `batch(%b) head(%h)` then say
+    which batch element and (first) query head the tile holds, and the
+    regions see each row's head, query position and key position.
+
     ```mlir
     %m1, %l1, %acc1 = attn.online_step %qt, %kt, %vt
         state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>)
@@ -441,6 +521,8 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
       Attn_F32Tensor:$max, Attn_F32Tensor:$sum, Attn_F32Tensor:$acc,
       Index:$query_offset, Index:$key_offset,
       Index:$query_length, Index:$key_length,
+      Variadic<Attn_CaptureTensor>:$captures,
+      Optional<Index>:$batch_index, Optional<Index>:$head_index,
       F32Attr:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
       OptionalAttr<DenseI64ArrayAttr>:$window,
@@ -455,9 +537,13 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
     `state` `(` $max `,` $sum `,` $acc `:` type($max) `,` type($sum) `,`
     type($acc) `)` `at` `(` $query_offset `,` $key_offset `)`
     `lengths` `(` $query_length `,` $key_length `)`
+    (`batch` `(` $batch_index^ `)`)? (`head` `(` $head_index^ `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($new_max) `,` type($new_sum) `,` type($new_acc)
   }];
+  let regions = Attn_ModRegions;
 
   let extraClassDeclaration = [{
     /// Left and right window extents, -1 when unbounded (or no window).
@@ -533,6 +619,25 @@ def Attn_OnlineFinishOp : Attn_Op<"online_finish",
     type($acc) `->` type(results)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// attn.yield
+//===----------------------------------------------------------------------===//
+
+def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
+    ParentOneOf<["SdpaOp", "PagedSdpaOp", "VarlenSdpaOp", "OnlineStepOp"]>]> {
+  let summary = "the result of a score_mod (f32) or mask_mod (i1) region";
+  let description = [{
+    Ends a `score_mod` region with the new score (f32) or a `mask_mod`
+    region with whether the key is kept (i1).
+
+    ```mlir
+    attn.yield %keep : i1
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[F32, I1]>:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 #endif // ATTN_OPS_TD

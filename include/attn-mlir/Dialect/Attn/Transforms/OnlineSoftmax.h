@@ -23,6 +23,7 @@
 #define ATTN_MLIR_DIALECT_ATTN_TRANSFORMS_ONLINESOFTMAX_H
 
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
+#include "attn-mlir/Dialect/Attn/Transforms/MaskBounds.h"
 #include "mlir/IR/Builders.h"
 
 #include <optional>
@@ -44,6 +45,13 @@ struct AttentionSpec {
   int64_t queryLength = 0, keyLength = 0;
   Value queryLengthValue, keyLengthValue;
   bool hasMask = false, floatMask = false, hasAlibi = false;
+  /// The op's score_mod and mask_mod regions and the captures they read
+  /// (values of the op being lowered).
+  ScoreMods mods;
+  /// What the mask function keeps (MaskBounds::of(*mods.mask)): exact
+  /// bounds make it part of the visibility predicate, evaluated on the
+  /// blocks the bounds cut only.
+  MaskBounds maskBounds;
 
   /// Of a paged cache: keyLength dynamic and no value (the length is per
   /// batch element); of packed sequences: both lengths dynamic without
@@ -66,6 +74,9 @@ struct ScoreSite {
   Value row, col; ///< index positions (i, j); null unless requested
   Value inBounds; ///< i1, false for padding keys; null when there are none
   Value slope;    ///< the head's ALiBi slope (f32), null without ALiBi
+  /// The batch element and query head (index) of the score; null unless
+  /// positions are requested.
+  Value batch, head;
 };
 
 /// The primitives of one backend's tile layout. Three kinds of tiles:
@@ -125,7 +136,8 @@ struct ScoreForm {
               Value visible) const;
   /// True when logit() of an in-bounds, visible score is the score itself.
   bool isIdentity() const;
-  /// True when logit() needs the positions of the score (ALiBi).
+  /// True when logit() needs the positions of the score (ALiBi, a
+  /// score_mod or mask_mod region).
   bool needsPositions() const;
   /// The one multiply of the raw score that logit() applies when no
   /// modifier needs the score in natural units; 1 when one does.
@@ -137,12 +149,13 @@ struct ScoreForm {
 };
 
 /// Which keys the rows of a query block can see (causal alignment,
-/// window), in key positions.
+/// window, the bounds of a mask function), in key positions.
 struct KeyVisibility {
   AttentionSpec spec;
 
   explicit KeyVisibility(const AttentionSpec &spec) : spec(spec) {}
-  /// Causal or a window: some key is invisible to some row.
+  /// Causal, a window or a bounded mask function: some key is invisible
+  /// to some row.
   bool bounded() const;
   /// [lo, hi): the keys some row of [qFirst, qLast] can see (lo >= hi when
   /// none).

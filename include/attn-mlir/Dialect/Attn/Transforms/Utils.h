@@ -165,6 +165,22 @@ Value applyScoreModifiers(OpBuilder &b, Location loc, const AttentionSpec &spec,
                           Value s, Value maskVal, Value visible,
                           bool scale = true, Value alibiBias = {});
 
+/// The score modifiers of `spec` at the score of batch element `at[0]`,
+/// head `at[1]`, query `at[2]` and key `at[3]`: applyScoreModifiers, then
+/// the score_mod region on the result, then -inf where `visible`, a
+/// boolean mask or the mask_mod region drops the key. The regions are
+/// inlined at b's insertion point, reading spec.mods.captures.
+Value applyScoreFunctions(OpBuilder &b, Location loc, const AttentionSpec &spec,
+                          Value s, Value maskVal, Value visible, bool scale,
+                          Value alibiBias, ValueRange at);
+
+/// The value a score_mod or mask_mod `region` yields for `args` (the
+/// arguments before the captures), its ops cloned at b's insertion point
+/// with the captures read from `captures` and every tensor.extract index
+/// clamped into its tensor.
+Value inlineModRegion(OpBuilder &b, Location loc, Region &region,
+                      ValueRange args, ValueRange captures);
+
 /// `plan` with another schedule: a split forall's plan and its combine
 /// forall's differ in nothing else.
 inline PlanAttr withSchedule(PlanAttr plan, Schedule schedule) {
