@@ -15,6 +15,8 @@ compile with its time to stderr.
 """
 from . import reference
 from ._tools import STATS as _STATS, CacheError, ToolsNotFoundError, UnsafeToolsError, tools
+from .flex import (BlockMask, TraceError, and_masks, create_block_mask, flex_attention,
+                   noop_mask, or_masks)
 from .layers import MultiHeadAttention, softmax
 from .paged import KVCache, paged_attention
 from .planner import decide, plan
@@ -22,6 +24,8 @@ from .sdpa import scaled_dot_product_attention
 from .varlen import varlen_attention
 
 __all__ = ["scaled_dot_product_attention", "paged_attention", "varlen_attention", "KVCache",
+           "flex_attention", "create_block_mask", "and_masks", "or_masks", "noop_mask",
+           "BlockMask", "TraceError",
            "MultiHeadAttention",
            "softmax", "reference",
            "plan", "decide", "tools", "ToolsNotFoundError", "UnsafeToolsError", "CacheError",
