@@ -59,28 +59,31 @@ static std::string mhaOperandName(attn::MhaOp op, Value v) {
   return roleOf(roles, v);
 }
 
-/// The role of `v` among the operands of `op` (q, k, v, mask, alibi).
+/// The role of `v` among the operands of `op` (q, k, v, mask, alibi,
+/// sinks).
 static std::string sdpaOperandName(attn::SdpaOp op, Value v) {
   std::pair<Value, const char *> roles[] = {{op.getQuery(), "q"},
                                             {op.getKey(), "k"},
                                             {op.getValue(), "v"},
                                             {op.getMask(), "mask"},
-                                            {op.getAlibi(), "alibi"}};
+                                            {op.getAlibi(), "alibi"},
+                                            {op.getSinks(), "sinks"}};
   return roleOf(roles, v);
 }
 
 /// The role of `v` among the operands of `op` (q, key_cache, value_cache,
-/// block_table, seq_lens, alibi).
+/// block_table, seq_lens, alibi, sinks).
 static std::string pagedOperandName(attn::PagedSdpaOp op, Value v) {
   std::pair<Value, const char *> roles[] = {
       {op.getQuery(), "q"},           {op.getKeyCache(), "key_cache"},
       {op.getValueCache(), "value_cache"}, {op.getBlockTable(), "block_table"},
-      {op.getSeqLens(), "seq_lens"},  {op.getAlibi(), "alibi"}};
+      {op.getSeqLens(), "seq_lens"},  {op.getAlibi(), "alibi"},
+      {op.getSinks(), "sinks"}};
   return roleOf(roles, v);
 }
 
 /// The role of `v` among the operands of `op` (q, k, v, cu_seqlens_q,
-/// cu_seqlens_k, alibi).
+/// cu_seqlens_k, alibi, sinks).
 static std::string varlenOperandName(attn::VarlenSdpaOp op, Value v) {
   std::pair<Value, const char *> roles[] = {
       {op.getQuery(), "q"},
@@ -88,7 +91,8 @@ static std::string varlenOperandName(attn::VarlenSdpaOp op, Value v) {
       {op.getValue(), "v"},
       {op.getCuSeqlensQ(), "cu_seqlens_q"},
       {op.getCuSeqlensK(), "cu_seqlens_k"},
-      {op.getAlibi(), "alibi"}};
+      {op.getAlibi(), "alibi"},
+      {op.getSinks(), "sinks"}};
   return roleOf(roles, v);
 }
 
@@ -320,7 +324,7 @@ static LogicalResult checkTablesChecked(func::FuncOp func, OpTy single,
   return other.emitError()
          << other->getName() << " must be the only op of @" << func.getName()
          << ", on its arguments in order (" << operands
-         << "[, alibi]) and returning its results: the runtime checks the "
+         << "[, alibi][, sinks]) and returning its results: the runtime checks the "
          << tables
          << " of such an entry before every call; compose the rest in the "
             "caller";

@@ -190,6 +190,8 @@ Tensor InputGenerator::make(const ArgInfo &a, const EntryInfo &entry) {
     scale = 1.0 / std::sqrt(static_cast<double>(a.shape[0]));
   else if (op.kind == "mha" && bias)
     scale = 0.1;
+  else if (a.name == "sinks")
+    scale = 3.0; // sinks from negligible to dominant against a row's keys
   // ALiBi slopes as models use them: 2^(-8 (h + 1) / H) for head h.
   if (a.name == "alibi") {
     for (int64_t h = 0; h < t.numElements(); ++h)

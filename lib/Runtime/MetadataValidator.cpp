@@ -104,19 +104,47 @@ static std::vector<ArgInfo> withoutCaptures(const EntryInfo &e) {
   return {e.inputs.begin(), first};
 }
 
+/// Whether `in` holds the inputs `fixed`, then some of `optional` in that
+/// order (each at most once).
+static bool inputsNamed(const std::vector<ArgInfo> &in,
+                        std::initializer_list<const char *> fixed,
+                        std::initializer_list<const char *> optional) {
+  size_t next = 0;
+  for (const char *name : fixed)
+    if (next >= in.size() || in[next++].name != name)
+      return false;
+  for (const char *name : optional)
+    if (next < in.size() && in[next].name == name)
+      ++next;
+  return next == in.size();
+}
+
+/// The input named `name`, or null.
+static const ArgInfo *inputNamed(const std::vector<ArgInfo> &in,
+                                 const char *name) {
+  auto it = std::find_if(in.begin(), in.end(),
+                         [&](const ArgInfo &a) { return a.name == name; });
+  return it == in.end() ? nullptr : &*it;
+}
+
+/// The per-query-head tables of an attention (ALiBi slopes, sinks): each
+/// f32 [Hq] when present.
+static Error checkPerHead(const std::vector<ArgInfo> &in, int64_t Hq) {
+  for (const char *name : {"alibi", "sinks"})
+    if (const ArgInfo *a = inputNamed(in, name))
+      if (a->dtype != DType::F32 || a->shape != std::vector<int64_t>{Hq})
+        return {std::string(name) + " " + dtypeName(a->dtype) + " " +
+                formatShape(a->shape) + " must be f32 " + formatShape({Hq})};
+  return {};
+}
+
 static Error checkSdpa(const EntryInfo &e) {
   const std::vector<ArgInfo> in = withoutCaptures(e);
-  // q, k, v, then mask and alibi when present, in that order.
-  size_t next = 3;
-  const ArgInfo *mask = nullptr, *alibi = nullptr;
-  if (in.size() > next && in[next].name == "mask")
-    mask = &in[next++];
-  if (in.size() > next && in[next].name == "alibi")
-    alibi = &in[next++];
-  if (in.size() < 3 || in.size() != next || in[0].name != "q" ||
-      in[1].name != "k" || in[2].name != "v")
-    return {"inputs must be q, k, v, an optional mask and optional alibi "
-            "slopes"};
+  // q, k, v, then mask, alibi and sinks when present, in that order.
+  if (!inputsNamed(in, {"q", "k", "v"}, {"mask", "alibi", "sinks"}))
+    return {"inputs must be q, k, v, an optional mask, optional alibi "
+            "slopes and optional sinks"};
+  const ArgInfo *mask = inputNamed(in, "mask");
   const ArgInfo &q = in[0], &k = in[1], &v = in[2];
   for (const ArgInfo *a : {&q, &k, &v})
     if (a->shape.size() != 4 || a->dtype != q.dtype || !isFloat(a->dtype))
@@ -130,26 +158,21 @@ static Error checkSdpa(const EntryInfo &e) {
   if (mask)
     if (Error err = checkMask(*mask, {B, Hq, Tq, Tk}, q.dtype))
       return err;
-  if (alibi &&
-      (alibi->dtype != DType::F32 || alibi->shape != std::vector<int64_t>{Hq}))
-    return {"alibi " + std::string(dtypeName(alibi->dtype)) + " " +
-            formatShape(alibi->shape) + " must be f32 " + formatShape({Hq})};
+  if (Error err = checkPerHead(in, Hq))
+    return err;
   return checkAttentionOutputs(e, q, Dv);
 }
 
 /// attn.paged_sdpa: q [B, Hq, Tq, D], key_cache [NB, BS, Hkv, D],
 /// value_cache [NB, BS, Hkv, Dv], block_table [B, MB] i32, seq_lens [B]
-/// i32, optional alibi [Hq] f32.
+/// i32, optional alibi and sinks [Hq] f32.
 static Error checkPaged(const EntryInfo &e) {
   const std::vector<ArgInfo> in = withoutCaptures(e);
-  const char *names[] = {"q", "key_cache", "value_cache", "block_table",
-                         "seq_lens"};
-  bool ok = in.size() == 5 || (in.size() == 6 && in[5].name == "alibi");
-  for (size_t i = 0; ok && i < 5; ++i)
-    ok = in[i].name == names[i];
-  if (!ok)
-    return {"inputs must be q, key_cache, value_cache, block_table, seq_lens "
-            "and optional alibi slopes"};
+  if (!inputsNamed(in,
+                   {"q", "key_cache", "value_cache", "block_table", "seq_lens"},
+                   {"alibi", "sinks"}))
+    return {"inputs must be q, key_cache, value_cache, block_table, seq_lens, "
+            "optional alibi slopes and optional sinks"};
   const ArgInfo &q = in[0], &k = in[1], &v = in[2], &bt = in[3], &sl = in[4];
   for (const ArgInfo *a : {&q, &k, &v})
     if (a->shape.size() != 4 || a->dtype != q.dtype || !isFloat(a->dtype))
@@ -166,24 +189,21 @@ static Error checkPaged(const EntryInfo &e) {
       sl.dtype != DType::I32 || sl.shape != std::vector<int64_t>{B})
     return {"block_table must be i32 [B, MB] and seq_lens i32 [B] with B = " +
             std::to_string(B)};
-  if (in.size() == 6 &&
-      (in[5].dtype != DType::F32 || in[5].shape != std::vector<int64_t>{Hq}))
-    return {"alibi must be f32 " + formatShape({Hq})};
+  if (Error err = checkPerHead(in, Hq))
+    return err;
   return checkAttentionOutputs(e, q, v.shape[3]);
 }
 
 /// attn.varlen_sdpa: q [Nq, Hq, D], k [Nk, Hkv, D], v [Nk, Hkv, Dv],
-/// cu_seqlens_q and cu_seqlens_k [B + 1] i32, optional alibi [Hq] f32;
+/// cu_seqlens_q and cu_seqlens_k [B + 1] i32, optional alibi and sinks
+/// [Hq] f32;
 /// output [Nq, Hq, Dv] and an optional f32 lse [Hq, Nq].
 static Error checkVarlen(const EntryInfo &e) {
   const std::vector<ArgInfo> in = withoutCaptures(e);
-  const char *names[] = {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k"};
-  bool ok = in.size() == 5 || (in.size() == 6 && in[5].name == "alibi");
-  for (size_t i = 0; ok && i < 5; ++i)
-    ok = in[i].name == names[i];
-  if (!ok)
-    return {"inputs must be q, k, v, cu_seqlens_q, cu_seqlens_k and "
-            "optional alibi slopes"};
+  if (!inputsNamed(in, {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k"},
+                   {"alibi", "sinks"}))
+    return {"inputs must be q, k, v, cu_seqlens_q, cu_seqlens_k, optional "
+            "alibi slopes and optional sinks"};
   const ArgInfo &q = in[0], &k = in[1], &v = in[2], &cq = in[3], &ck = in[4];
   for (const ArgInfo *a : {&q, &k, &v})
     if (a->shape.size() != 3 || a->dtype != q.dtype || !isFloat(a->dtype))
@@ -197,9 +217,8 @@ static Error checkVarlen(const EntryInfo &e) {
       cq.shape.size() != 1 || cq.shape != ck.shape || cq.shape[0] < 2)
     return {"cu_seqlens_q and cu_seqlens_k must be i32 [B + 1] of one size, "
             "B >= 1"};
-  if (in.size() == 6 &&
-      (in[5].dtype != DType::F32 || in[5].shape != std::vector<int64_t>{Hq}))
-    return {"alibi must be f32 " + formatShape({Hq})};
+  if (Error err = checkPerHead(in, Hq))
+    return err;
   const auto &out = e.outputs;
   std::vector<int64_t> shape{Nq, Hq, v.shape[2]}, lse{Hq, Nq};
   if (out.empty() || out.size() > 2 || out[0].dtype != q.dtype ||
@@ -441,17 +460,18 @@ static Error checkDynamic(const EntryInfo &e) {
       continue;
     }
     std::vector<size_t> lengths; // the dimensions that may be named
+    bool perHead = a.name == "alibi" || a.name == "sinks";
     if (sdpa && (a.name == "q" || a.name == "k" || a.name == "v"))
       lengths = {0, 2};
     else if (mha && (a.name == "x" || a.name == "kv"))
       lengths = {0, 1};
     else if (paged && (a.name == "q" || a.name == "block_table"))
       lengths = {0, a.name == "q" ? size_t(2) : size_t(1)};
-    else if (paged && a.name != "alibi")
+    else if (paged && !perHead)
       lengths = {0}; // the caches' NB, seq_lens' B
-    else if (varlen && a.name != "alibi")
+    else if (varlen && !perHead)
       lengths = {0}; // packed rows Nq and Nk, B + 1 offsets
-    else if (!((sdpa || paged || varlen) && a.name == "alibi") &&
+    else if (!((sdpa || paged || varlen) && perHead) &&
              !(mha && a.name != "mask"))
       continue; // masks broadcast (checkOp); other graphs: nothing known
     for (size_t d = 0; d < a.dimNames.size(); ++d)

@@ -48,9 +48,11 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
             "with Q's heads a multiple of K's, got " +
             formatShape(q.shape) + ", " + formatShape(k.shape) + " and " +
             formatShape(v.shape)};
-  const Tensor *mask = nullptr, *alibi = nullptr;
-  for (size_t a = 3; a < in.size() && a < e.inputs.size(); ++a)
-    (e.inputs[a].name == "alibi" ? alibi : mask) = &in[a];
+  const Tensor *mask = nullptr, *alibi = nullptr, *sinks = nullptr;
+  for (size_t a = 3; a < in.size() && a < e.inputs.size(); ++a) {
+    const std::string &name = e.inputs[a].name;
+    (name == "alibi" ? alibi : name == "sinks" ? sinks : mask) = &in[a];
+  }
   int64_t B = q.shape[0], Hq = q.shape[1], Tq = q.shape[2], D = q.shape[3];
   int64_t Hkv = k.shape[1], Tk = k.shape[2], Dv = v.shape[3];
   int64_t G = Hq / Hkv;
@@ -103,12 +105,16 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
           mx = (std::isnan(s[j]) || std::isnan(mx)) ? NAN : std::max(mx, s[j]);
         }
         double *o = &out[0][((b * Hq + h) * Tq + i) * Dv];
+        // A sink's logit joins the denominator (no value row).
+        double sink = sinks ? sinks->get(h) : -inf;
+        if (!std::isnan(mx))
+          mx = std::max(mx, sink);
         if (mx == -inf) {
           if (out.size() > 1)
             out[1][(b * Hq + h) * Tq + i] = -inf;
           continue; // fully masked row: zeros
         }
-        double l = 0;
+        double l = sink == -inf ? 0.0 : r(std::exp(sink - mx));
         for (int64_t j = 0; j < Tk; ++j) {
           s[j] = r(std::exp(s[j] - mx));
           l += s[j];
@@ -144,7 +150,7 @@ static Tensor zeroTensor(DType dtype, std::vector<int64_t> shape) {
 
 /// The attn.sdpa reference of one sequence of a paged or varlen entry `e`:
 /// dense `args` q [1, Hq, Tq, D], k and v [1, Hkv, Tk, *], with the
-/// entry's ALiBi slopes (its input 5, `in[5]`) when it has them.
+/// entry's per-head tables (its inputs from 5 on: ALiBi slopes, sinks).
 static Error sequenceReference(const EntryInfo &e,
                                const std::vector<Tensor> &in,
                                std::vector<Tensor> args,
@@ -155,9 +161,9 @@ static Error sequenceReference(const EntryInfo &e,
   one.op.kind = "sdpa";
   for (const char *n : {"q", "k", "v"})
     one.inputs.push_back({n, args[0].dtype, {}, {}});
-  if (in.size() > 5) {
-    one.inputs.push_back({"alibi", DType::F32, in[5].shape, {}});
-    args.push_back(in[5]);
+  for (size_t a = 5; a < in.size() && a < e.inputs.size(); ++a) {
+    one.inputs.push_back({e.inputs[a].name, DType::F32, in[a].shape, {}});
+    args.push_back(in[a]);
   }
   one.outputs = e.outputs;
   return sdpaReference(one, args, out, lowp, scale);

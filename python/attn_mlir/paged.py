@@ -5,7 +5,8 @@ import threading
 import numpy as np
 
 from ._tools import check_bool, check_int, compile_graph, mlir_elt, native
-from .sdpa import _CUDA_DECODE_ROWS, _ttype, attention_attrs, prepare_alibi, table_graph
+from .sdpa import (_CUDA_DECODE_ROWS, _ttype, attention_attrs, prepare_alibi, prepare_per_head,
+                   table_graph)
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
@@ -68,15 +69,16 @@ def check_table_shapes(bts, sls, batch):
         raise ValueError("block_table needs at least one column (max_blocks_per_seq >= 1)")
 
 
-def paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device="cpu"):
+def paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device="cpu", sinks=None):
     """The compiled attn.paged_sdpa graph for a query and caches of these
-    shapes (arrays or tensors; ALiBi slopes or None): B, Tq, the cache's
+    shapes (arrays or tensors; ALiBi slopes and sinks or None): B, Tq, the cache's
     blocks and the table's slots dynamic, one graph for every size; on
     CUDA a Tq of at most 16 rows is static in a graph of its own (the
     decode kernels)."""
     (_, Hq, Tq, D), (_, BS, Hkv, _), Dv = q.shape, kc.shape, vc.shape[3]
     tq = Tq if device == "cuda" and 1 <= Tq <= _CUDA_DECODE_ROWS else "?"
-    sig = (elt, Hq, tq, D, BS, Hkv, Dv, alibi is not None, attrs, return_lse, device)
+    sig = (elt, Hq, tq, D, BS, Hkv, Dv, alibi is not None, sinks is not None, attrs, return_lse,
+           device)
     art = _artifacts.get(sig)
     if art is not None:
         return art
@@ -86,14 +88,15 @@ def paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device="cpu"):
     args = [("%q", qt), ("%kc", kt), ("%vc", vt), ("%bt", "tensor<?x?xi32>"),
             ("%sl", "tensor<?xi32>")]
     mlir = table_graph("paged", "attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl)", args, Hq,
-                       alibi is not None, attrs, ot, lt, return_lse)
+                       alibi is not None, attrs, ot, lt, return_lse,
+                       with_sinks=sinks is not None)
     art = _artifacts[sig] = compile_graph(mlir, device=device)
     return art
 
 
 def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
                     is_causal=True, window=None, softcap=None, alibi_slopes=None,
-                    return_lse=False, device="cpu"):
+                    sinks=None, return_lse=False, device="cpu"):
     """Attention of each sequence's queries over its keys in a paged cache.
 
     query [B, Hq, Tq, D] holds the Tq newest tokens of each of B sequences
@@ -106,7 +109,7 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     block_size], j % block_size]. Hq a multiple of Hkv (GQA/MQA).
     is_causal (default True) hides key j from query i when j > i +
     seq_lens[b] - Tq (bottom-right: the queries are the last Tq tokens);
-    window, softcap, alibi_slopes and scale as in
+    window, softcap, alibi_slopes, sinks and scale as in
     scaled_dot_product_attention. A query that sees no key gives 0 (LSE
     -inf). Returns the output [B, Hq, Tq, Dv] (and the float32 LSE [B, Hq,
     Tq] with return_lse=True).
@@ -132,8 +135,12 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     check_table_shapes(bt.shape, sl.shape, q.shape[0])
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
-    art = paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device)
-    inputs = [q, kc, vc, bt, sl] + ([alibi] if alibi is not None else [])
+    sinks = prepare_per_head("sinks", sinks, q.shape[1])
+    if sinks is not None and device != "cpu":
+        raise NotImplementedError("sinks run on the CPU (device='cpu') so far: the CUDA "
+                                  "kernels do not take them yet")
+    art = paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device, sinks)
+    inputs = [q, kc, vc, bt, sl] + [x for x in (alibi, sinks) if x is not None]
     outs = art("paged", inputs)
     return (outs[0], outs[1]) if return_lse else outs[0]
 

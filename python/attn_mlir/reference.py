@@ -7,11 +7,12 @@ from .sdpa import attention_options
 
 def sdpa(query, key, value, attn_mask=None, is_causal=False, scale=None,
          enable_gqa=False, *, causal_alignment="top_left", window=None,
-         softcap=None, alibi_slopes=None, return_lse=False):
+         softcap=None, alibi_slopes=None, sinks=None, return_lse=False):
     """Same arguments and results as attn_mlir.scaled_dot_product_attention,
     computed in float64 with the score matrix materialized; the options are
     checked as there (a window extent is at most 2**62, so positions plus
-    extents stay inside int64)."""
+    extents stay inside int64). A sink is one more key of each row, of
+    logit sinks[h] and a zero value row."""
     scale, is_causal, causal_alignment, window, softcap = attention_options(
         scale, is_causal, causal_alignment, window, softcap)
     check_bool("enable_gqa", enable_gqa)
@@ -50,6 +51,10 @@ def sdpa(query, key, value, attn_mask=None, is_causal=False, scale=None,
         if left >= 0:
             visible &= j >= diag - left
     s = np.where(visible, s, -np.inf)
+    if sinks is not None:
+        sink = np.broadcast_to(np.asarray(sinks, np.float64)[None, :, None, None], (B, Hq, Tq, 1))
+        s = np.concatenate([s, sink], axis=-1)
+        v = np.concatenate([v, np.zeros(v.shape[:2] + (1, v.shape[3]))], axis=2)
     with np.errstate(invalid="ignore"):
         mx = s.max(axis=-1, keepdims=True)
         safe = np.where(mx == -np.inf, 0.0, mx)
@@ -64,7 +69,7 @@ def sdpa(query, key, value, attn_mask=None, is_causal=False, scale=None,
 
 def paged_sdpa(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
                is_causal=True, window=None, softcap=None, alibi_slopes=None,
-               return_lse=False):
+               sinks=None, return_lse=False):
     """attn_mlir.paged_attention in float64: each sequence's keys and values
     gathered through its block table, then sdpa with bottom-right causal
     alignment."""
@@ -80,18 +85,18 @@ def paged_sdpa(query, key_cache, value_cache, block_table, seq_lens, *, scale=No
         blk, row = bt[b][j // bs], j % bs
         k = kc[blk, row].transpose(1, 0, 2)[None]  # [1, Hkv, Tk, D]
         v = vc[blk, row].transpose(1, 0, 2)[None]
-        if len(j) == 0:
+        if len(j) == 0 and sinks is None:
             continue  # no key: output 0, LSE -inf
         out[b], lse[b] = (x[0] for x in sdpa(
             q[b:b + 1], k, v, is_causal=is_causal, scale=scale, enable_gqa=True,
             causal_alignment="bottom_right", window=window, softcap=softcap,
-            alibi_slopes=alibi_slopes, return_lse=True))
+            alibi_slopes=alibi_slopes, sinks=sinks, return_lse=True))
     return (out, lse) if return_lse else out
 
 
 def varlen_sdpa(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=None,
                 is_causal=False, window=None, softcap=None, alibi_slopes=None,
-                return_lse=False):
+                sinks=None, return_lse=False):
     """attn_mlir.varlen_attention in float64: each sequence's rows sliced
     out of the packed tensors, then sdpa with bottom-right causal
     alignment."""
@@ -103,12 +108,12 @@ def varlen_sdpa(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=None,
     lse = np.full((Hq, Nq), -np.inf)
     for b in range(len(cq) - 1):
         rq, rk = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b + 1]))
-        if rq.stop == rq.start or rk.stop == rk.start:
+        if rq.stop == rq.start or (rk.stop == rk.start and sinks is None):
             continue  # no query, or no key: output 0, LSE -inf
         heads = [x[r].transpose(1, 0, 2)[None] for x, r in ((q, rq), (k, rk), (v, rk))]
         o, l = sdpa(*heads, is_causal=is_causal, scale=scale, enable_gqa=True,
                     causal_alignment="bottom_right", window=window, softcap=softcap,
-                    alibi_slopes=alibi_slopes, return_lse=True)
+                    alibi_slopes=alibi_slopes, sinks=sinks, return_lse=True)
         out[rq], lse[:, rq] = o[0].transpose(1, 0, 2), l[0]
     return (out, lse) if return_lse else out
 

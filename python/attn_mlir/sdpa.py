@@ -49,21 +49,30 @@ def attention_results(ot, lt, return_lse):
     return ot, "%o", f"%o : {ot}"
 
 
-def table_graph(func, op, args, heads, with_alibi, attrs, ot, lt, return_lse):
+def per_head_operands(heads, with_alibi, with_sinks):
+    """The per-query-head tables of an attention op, ALiBi slopes then
+    sinks (each f32 [heads]) where present: their (SSA name, type)
+    arguments and the op's operand text."""
+    t = _ttype((heads,), "f32")
+    present = [(kw, ssa) for kw, ssa, on in (("alibi", "%a", with_alibi),
+                                             ("sinks", "%s", with_sinks)) if on]
+    return ([(ssa, t) for _, ssa in present],
+            "".join(f" {kw}({ssa} : {t})" for kw, ssa in present))
+
+
+def table_graph(func, op, args, heads, with_alibi, attrs, ot, lt, return_lse,
+                with_sinks=False):
     """The MLIR of @func: one attention op (`op`: its name and operands,
     such as 'attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl)') on arguments
-    `args` ((SSA name, type) pairs, in order), with ALiBi slopes [heads]
-    as the last argument when with_alibi, returning its output (type ot)
-    and, with return_lse, its LSE (type lt)."""
-    args = list(args)
-    extra = ""
-    if with_alibi:
-        at = _ttype((heads,), "f32")
-        args.append(("%a", at))
-        extra = f" alibi(%a : {at})"
+    `args` ((SSA name, type) pairs, in order), with ALiBi slopes and sinks
+    [heads] as the last arguments when with_alibi / with_sinks, returning
+    its output (type ot) and, with return_lse, its LSE (type lt)."""
+    head_args, extra = per_head_operands(heads, with_alibi, with_sinks)
+    op_types = [t for _, t in args]
+    args = list(args) + head_args
     results, lhs, ret = attention_results(ot, lt, return_lse)
     params = ", ".join(f"{n}: {t}" for n, t in args)
-    types = ", ".join(t for n, t in args if n != "%a")
+    types = ", ".join(op_types)
     return (f"func.func @{func}({params}) -> ({results}) {{\n"
             f"  {lhs} = {op}{extra}{attrs} : {types} -> {results}\n"
             f"  return {ret}\n}}\n")
@@ -159,21 +168,27 @@ def check_mask_shape(mshape, target, target_name):
                              f"{target_name} {list(target)}")
 
 
-def prepare_alibi(alibi_slopes, heads):
-    """Validates ALiBi slopes: one finite float per query head, returned as a
-    C-contiguous float32 array (None stays None)."""
-    if alibi_slopes is None:
+def prepare_per_head(name, values, heads):
+    """Validates a per-query-head table (ALiBi slopes, sinks): one finite
+    float per query head, returned as a C-contiguous float32 array (None
+    stays None)."""
+    if values is None:
         return None
-    a = native(alibi_slopes)
+    a = native(values)
     if a.dtype == np.bool_ or not (np.issubdtype(a.dtype, np.floating)
                                    or np.issubdtype(a.dtype, np.integer)):
-        raise ValueError(f"alibi_slopes must be floating point, got {a.dtype}")
+        raise ValueError(f"{name} must be floating point, got {a.dtype}")
     if a.shape != (heads,):
-        raise ValueError(f"alibi_slopes must have shape [Hq] = [{heads}], got {list(a.shape)}")
-    a = cast_checked("alibi_slopes", a, np.float32)
+        raise ValueError(f"{name} must have shape [Hq] = [{heads}], got {list(a.shape)}")
+    a = cast_checked(name, a, np.float32)
     if not np.all(np.isfinite(a)):
-        raise ValueError("alibi_slopes must be finite")
+        raise ValueError(f"{name} must be finite")
     return np.ascontiguousarray(a)
+
+
+def prepare_alibi(alibi_slopes, heads):
+    """prepare_per_head of ALiBi slopes."""
+    return prepare_per_head("alibi_slopes", alibi_slopes, heads)
 
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
@@ -221,10 +236,11 @@ _CUDA_DECODE_ROWS = 16
 
 
 def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, device,
-                  chip=None):
+                  chip=None, sinks=False):
     """The compiled attn.sdpa graph for arguments of element type `elt` and
     `shapes` (query, key, value; a mask of `mask_shape` and `mask_elt`, or
-    None; ALiBi slopes when `alibi`) with dynamic B, Tq and Tk: one graph
+    None; ALiBi slopes when `alibi`, sinks when `sinks`) with dynamic B, Tq
+    and Tk: one graph
     for every size, on the CPU and on CUDA (for `chip`, e.g. "sm_90", or
     attn-compile's default); on CUDA, a Tq of at most 16 rows is static in
     its graph (the decode kernels). A mask's dimensions are static 1 only
@@ -236,12 +252,13 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
     qs, ks, vs = ("?", Hq, tq, D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)
     masks = [None] if mask_shape is None else _mask_forms(mask_shape, (B, Hq, Tq, Tk), Hq, tq)
     for ms in masks:
-        art = _artifacts.get((elt, qs, ks, vs, ms, mask_elt, bool(alibi), attrs, return_lse,
-                              device, chip))
+        art = _artifacts.get((elt, qs, ks, vs, ms, mask_elt, bool(alibi), bool(sinks), attrs,
+                              return_lse, device, chip))
         if art is not None:
             return art
     ms = masks[0]
-    sig = (elt, qs, ks, vs, ms, mask_elt, bool(alibi), attrs, return_lse, device, chip)
+    sig = (elt, qs, ks, vs, ms, mask_elt, bool(alibi), bool(sinks), attrs, return_lse, device,
+           chip)
     B, Tq = qs[0], qs[2]
     qt, kt, vt = _ttype(qs, elt), _ttype(ks, elt), _ttype(vs, elt)
     ot, lt = _ttype((B, Hq, Tq, Dv), elt), _ttype((B, Hq, Tq), "f32")
@@ -251,10 +268,9 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
         mt = _ttype(ms, mask_elt)
         args.append(f"%m: {mt}")
         mask_txt = f" mask(%m : {mt})"
-    if alibi:
-        at = _ttype((Hq,), "f32")
-        args.append(f"%a: {at}")
-        mask_txt += f" alibi(%a : {at})"
+    head_args, head_txt = per_head_operands(Hq, alibi, sinks)
+    args += [f"{n}: {t}" for n, t in head_args]
+    mask_txt += head_txt
     results, lhs, ret = attention_results(ot, lt, return_lse)
     mlir = (f"func.func @sdpa({', '.join(args)}) -> ({results}) {{\n"
             f"  {lhs} = attn.sdpa %q, %k, %v{mask_txt}{attrs} : {qt}, {kt}, {vt} -> {results}\n"
@@ -267,7 +283,7 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False, *,
                                  causal_alignment="top_left", window=None, softcap=None,
-                                 alibi_slopes=None, return_lse=False, device="cpu"):
+                                 alibi_slopes=None, sinks=None, return_lse=False, device="cpu"):
     """Attention as torch.nn.functional.scaled_dot_product_attention, compiled.
 
     query [B, Hq, Tq, D] (or unbatched [Hq, Tq, D]), key [B, Hkv, Tk, D],
@@ -278,7 +294,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     enable_gqa=True. window=(left, right) is FlashAttention's window_size;
     softcap applies c·tanh(s/c) after scaling. alibi_slopes [Hq] (float32)
     subtracts slope[h]·|i + Tk - Tq - j| after scaling and softcap, as
-    FlashAttention's alibi_slopes. Returns the output array, and
+    FlashAttention's alibi_slopes. sinks [Hq] (float32) are attention
+    sinks (gpt-oss): exp(sinks[h]) joins each row's softmax denominator
+    with no value row (a fully masked row then gives 0 and LSE sinks[h]).
+    Returns the output array, and
     the float32 log-sum-exp [B, Hq, Tq] too with return_lse=True. A fully
     masked row gives 0 (LSE -inf). On the CPU the graph is compiled once
     per dtype, head counts, head dims, mask kind and options, for any batch
@@ -301,12 +320,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     attrs = attention_attrs(scale, is_causal, causal_alignment, window, softcap)
     mask = prepare_mask(attn_mask, q.dtype, (B, Hq, Tq, Tk), "[B, Hq, Tq, Tk] =")
     alibi = prepare_alibi(alibi_slopes, Hq)
+    sinks = prepare_per_head("sinks", sinks, Hq)
+    if sinks is not None and device != "cpu":
+        raise NotImplementedError("sinks run on the CPU (device='cpu') so far: the CUDA "
+                                  "kernels do not take them yet")
 
     art = sdpa_artifact(elt, (q.shape, k.shape, v.shape),
                         None if mask is None else mask.shape,
                         None if mask is None else mlir_elt(mask.dtype),
-                        alibi is not None, attrs, return_lse, device)
-    inputs = [q, k, v] + [x for x in (mask, alibi) if x is not None]
+                        alibi is not None, attrs, return_lse, device, sinks=sinks is not None)
+    inputs = [q, k, v] + [x for x in (mask, alibi, sinks) if x is not None]
     outs = art("sdpa", inputs)
     if unbatched:
         outs = [o[0] for o in outs]

@@ -4,7 +4,7 @@ import numpy as np
 
 from ._tools import check_bool, compile_graph, mlir_elt, native
 from .paged import int32_table
-from .sdpa import _ttype, attention_attrs, prepare_alibi, table_graph
+from .sdpa import _ttype, attention_attrs, prepare_alibi, prepare_per_head, table_graph
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
@@ -29,12 +29,13 @@ def check_packed_shapes(qs, ks, vs, one_dtype, dtypes):
         raise ValueError(f"query heads ({qs[1]}) must be a multiple of the key heads ({ks[1]})")
 
 
-def varlen_artifact(elt, q, k, v, alibi, attrs, return_lse, device="cpu"):
+def varlen_artifact(elt, q, k, v, alibi, attrs, return_lse, device="cpu", sinks=None):
     """The compiled attn.varlen_sdpa graph for packed tensors of these head
-    counts and dims (arrays or tensors; ALiBi slopes or None): the packed
+    counts and dims (arrays or tensors; ALiBi slopes and sinks or None): the packed
     rows and the number of sequences dynamic, one graph for every size."""
     (_, Hq, D), (_, Hkv, _), Dv = q.shape, k.shape, v.shape[2]
-    sig = (elt, Hq, D, Hkv, Dv, alibi is not None, attrs, return_lse, device)
+    sig = (elt, Hq, D, Hkv, Dv, alibi is not None, sinks is not None, attrs, return_lse,
+           device)
     art = _artifacts.get(sig)
     if art is not None:
         return art
@@ -43,14 +44,15 @@ def varlen_artifact(elt, q, k, v, alibi, attrs, return_lse, device="cpu"):
     ot, lt, cu = _ttype(("?", Hq, Dv), elt), _ttype((Hq, "?"), "f32"), "tensor<?xi32>"
     args = [("%q", qt), ("%k", kt), ("%v", vt), ("%cuq", cu), ("%cuk", cu)]
     mlir = table_graph("varlen", "attn.varlen_sdpa %q, %k, %v seqlens(%cuq, %cuk)", args, Hq,
-                       alibi is not None, attrs, ot, lt, return_lse)
+                       alibi is not None, attrs, ot, lt, return_lse,
+                       with_sinks=sinks is not None)
     art = _artifacts[sig] = compile_graph(mlir, device=device)
     return art
 
 
 def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=None,
                      is_causal=False, window=None, softcap=None, alibi_slopes=None,
-                     return_lse=False, device="cpu"):
+                     sinks=None, return_lse=False, device="cpu"):
     """Attention of B sequences of different lengths packed without padding,
     as FlashAttention's flash_attn_varlen_func takes them.
 
@@ -61,7 +63,7 @@ def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=Non
     cu_seqlens_q[b + 1]) over key rows [cu_seqlens_k[b], cu_seqlens_k[b +
     1]). Hq a multiple of Hkv (GQA/MQA). is_causal hides key j from query i
     of a sequence when j > i + Tk_b - Tq_b (bottom-right, FlashAttention's
-    varlen causal); window, softcap, alibi_slopes and scale as in
+    varlen causal); window, softcap, alibi_slopes, sinks and scale as in
     scaled_dot_product_attention, per sequence. A query that sees no key
     gives 0 (LSE -inf). Returns the output [total_q, Hq, Dv] (and the
     float32 LSE [Hq, total_q] with return_lse=True).
@@ -91,7 +93,11 @@ def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=Non
                          "must both hold B + 1 >= 2 offsets")
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
-    art = varlen_artifact(elt, q, k, v, alibi, attrs, return_lse, device)
-    inputs = [q, k, v, cq, ck] + ([alibi] if alibi is not None else [])
+    sinks = prepare_per_head("sinks", sinks, q.shape[1])
+    if sinks is not None and device != "cpu":
+        raise NotImplementedError("sinks run on the CPU (device='cpu') so far: the CUDA "
+                                  "kernels do not take them yet")
+    art = varlen_artifact(elt, q, k, v, alibi, attrs, return_lse, device, sinks)
+    inputs = [q, k, v, cq, ck] + [x for x in (alibi, sinks) if x is not None]
     outs = art("varlen", inputs)
     return (outs[0], outs[1]) if return_lse else outs[0]

@@ -818,7 +818,8 @@ struct DecomposeFinish : OpRewritePattern<OnlineFinishOp> {
     OnlineResult res =
         finishOnlineState(ops, exponentOf(op), stateOf(op),
                           op.getOutput().getType().getElementType(),
-                          static_cast<bool>(op.getLse()));
+                          static_cast<bool>(op.getLse()),
+                          op.getSinks() ? Tile{op.getSinks()} : Tile{});
     SmallVector<Value> results{res.output[0]};
     if (op.getLse())
       results.push_back(res.lse[0]);

@@ -254,26 +254,48 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
         AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(4), d(3)}, ctx),
         oInit);
     Value unnormalized = truncToF32(rewriter, loc, unnormalized64);
-    Value out = normalize(rewriter, loc, unnormalized, rowSum, elt);
+
+    // A per-row function of (m in natural units, l, the head's sink).
+    SmallVector<int64_t> lShape{batch, hq, tq};
+    AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
+    Value sinks = op.getSinks();
+    auto perRow = [&](function_ref<Value(OpBuilder &, Location, Value, Value,
+                                         Value)>
+                          fn) {
+      SmallVector<Value> rowIns{rowMax, rowSum};
+      SmallVector<AffineMap> rowMaps{id3, id3};
+      if (sinks) {
+        rowIns.push_back(sinks);
+        rowMaps.push_back(projMap(ctx, 3, {1}));
+      }
+      rowMaps.push_back(id3);
+      return linalg::GenericOp::create(
+                 rewriter, loc, TypeRange{RankedTensorType::get(lShape, f32)},
+                 rowIns, ValueRange{createEmpty(rewriter, loc, lShape, f32)},
+                 rowMaps, SmallVector<IteratorType>(3, IteratorType::parallel),
+                 [&](OpBuilder &b, Location l, ValueRange a) {
+                   Value m = scaleBy(b, l, a[0], exponentScale(spec));
+                   yieldValue(b, l, fn(b, l, m, a[1], sinks ? a[2] : Value()));
+                 })
+          .getResult(0);
+    };
+    // The denominator: l, plus e^(σ - m) with a sink.
+    Value denom = sinks ? perRow([](OpBuilder &b, Location l, Value m,
+                                    Value sum, Value sink) {
+      return rowSumWithSink(b, l, m, sum, sink);
+    })
+                        : rowSum;
+    Value out = normalize(rewriter, loc, unnormalized, denom, elt);
 
     SmallVector<Value> results{out};
-    if (op.getLse()) {
-      // LSE = m + log(l); -inf for fully masked rows (l == 0).
-      SmallVector<int64_t> lShape{batch, hq, tq};
-      AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
+    if (op.getLse())
+      // LSE = m + log(l); -inf for fully masked rows (l == 0); with a sink
+      // log(e^m·l + e^σ).
       results.push_back(
-          linalg::GenericOp::create(
-              rewriter, loc, TypeRange{RankedTensorType::get(lShape, f32)},
-              ValueRange{rowMax, rowSum},
-              ValueRange{createEmpty(rewriter, loc, lShape, f32)},
-              {id3, id3, id3},
-              SmallVector<IteratorType>(3, IteratorType::parallel),
-              [&](OpBuilder &b, Location l, ValueRange a) {
-                Value m = scaleBy(b, l, a[0], exponentScale(spec));
-                yieldValue(b, l, rowLogSumExp(b, l, m, a[1]));
-              })
-              .getResult(0));
-    }
+          perRow([](OpBuilder &b, Location l, Value m, Value sum, Value sink) {
+            return sink ? rowLogSumExpWithSink(b, l, m, sum, sink)
+                        : rowLogSumExp(b, l, m, sum);
+          }));
     rewriter.replaceOp(op, results);
     return success();
   }

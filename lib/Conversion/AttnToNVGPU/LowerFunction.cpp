@@ -75,11 +75,14 @@ LogicalResult lowerAttention(func::FuncOp func,
   DenseSet<Operation *> failedNests;
   for (Operation *op : ops) {
     auto attention = cast<AttentionOpInterface>(op);
-    if (!attention.getScoreMod().empty() || !attention.getMaskMod().empty()) {
-      op->emitError() << op->getName()
-                      << " has score_mod or mask_mod regions, which the CUDA "
-                         "kernels do not take yet: compile this graph for "
-                         "--target=cpu";
+    bool regions =
+        !attention.getScoreMod().empty() || !attention.getMaskMod().empty();
+    if (regions || attention.getSinks()) {
+      op->emitError() << op->getName() << " has "
+                      << (regions ? "score_mod or mask_mod regions"
+                                  : "attention sinks")
+                      << ", which the CUDA kernels do not take yet: compile "
+                         "this graph for --target=cpu";
       ok = false;
       continue;
     }

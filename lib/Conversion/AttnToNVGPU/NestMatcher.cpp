@@ -152,6 +152,10 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
     return failure();
   }
   t.finish = finishes.front();
+  if (t.finish.getSinks()) {
+    why = "attention sinks are lowered for --target=cpu only so far";
+    return failure();
+  }
   if (!merges.empty() &&
       forall->walk([](OnlineStepOp) { return WalkResult::interrupt(); })
           .wasInterrupted()) {

@@ -177,3 +177,24 @@ func.func @functions(%q: tensor<1x2x8x16xf32>, %t: tensor<2xf32>) -> tensor<1x2x
     } : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// Sinks in the materialized reference: per row, the denominator l + e^(σ -
+// m) from the head's sink (map (b, h, i) -> (h)), which normalizes the
+// output; the LSE log(e^m·l + e^σ) from the same three.
+// CHECK-DAG: #[[$SINKHEAD:.*]] = affine_map<(d0, d1, d2) -> (d1)>
+// CHECK-LABEL: func.func @sinks
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #[[$SINKHEAD]], #{{.*}}]
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #[[$SINKHEAD]], #{{.*}}]
+// CHECK: arith.maximumf
+// CHECK: math.log
+func.func @sinks(%q: tensor<1x2x8x16xf32>, %s: tensor<2xf32>)
+    -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>) {
+  %o, %l = attn.sdpa %q, %q, %q sinks(%s : tensor<2xf32>)
+      : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+      -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  return %o, %l : tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+}

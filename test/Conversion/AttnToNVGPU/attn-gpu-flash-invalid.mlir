@@ -53,3 +53,13 @@ func.func @functions(%q: tensor<1x2x64x64xf16>) -> tensor<1x2x64x64xf16> {
     } : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16> -> tensor<1x2x64x64xf16>
   return %o : tensor<1x2x64x64xf16>
 }
+
+// -----
+
+// Attention sinks too.
+func.func @sinks(%q: tensor<1x2x64x64xf16>, %s: tensor<2xf32>) -> tensor<1x2x64x64xf16> {
+  // expected-error @+1 {{attn.sdpa has attention sinks, which the CUDA kernels do not take yet: compile this graph for --target=cpu}}
+  %o = attn.sdpa %q, %q, %q sinks(%s : tensor<2xf32>)
+      : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16> -> tensor<1x2x64x64xf16>
+  return %o : tensor<1x2x64x64xf16>
+}

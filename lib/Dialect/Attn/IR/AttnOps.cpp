@@ -228,13 +228,13 @@ static LogicalResult verifySameElementType(Operation *op, ShapedType qT,
 }
 
 /// The output (of the query's element type, shape `outShape` named
-/// `outLayout`), the LSE (`lseShape`, `lseLayout`) and the ALiBi slopes
-/// [heads] of an attention.
+/// `outLayout`), the LSE (`lseShape`, `lseLayout`) and the per-head ALiBi
+/// slopes and sinks [heads] of an attention.
 static LogicalResult
 verifyResultsAndSlopes(Operation *op, ArrayRef<int64_t> outShape,
                        StringRef outLayout, ArrayRef<int64_t> lseShape,
                        StringRef lseLayout, int64_t heads, Value output,
-                       Value lse, Value alibi) {
+                       Value lse, Value alibi, Value sinks) {
   Type elt =
       cast<RankedTensorType>(op->getOperand(0).getType()).getElementType();
   auto oT = cast<RankedTensorType>(output.getType());
@@ -252,11 +252,15 @@ verifyResultsAndSlopes(Operation *op, ArrayRef<int64_t> outShape,
              << lseLayout << " = " << formatShape(lseShape) << ", found "
              << formatShape(lT.getShape());
   }
-  if (alibi) {
-    auto aT = cast<RankedTensorType>(alibi.getType());
+  for (auto [v, name] : {std::pair(alibi, "ALiBi slopes"),
+                          std::pair(sinks, "sinks")}) {
+    if (!v)
+      continue;
+    auto aT = cast<RankedTensorType>(v.getType());
     if (aT.getRank() != 1 || !dimsAgree(aT.getDimSize(0), heads))
-      return op->emitOpError("expected ALiBi slopes of shape [Hq] = [")
-             << heads << "], found " << formatShape(aT.getShape());
+      return op->emitOpError("expected ")
+             << name << " of shape [Hq] = [" << heads << "], found "
+             << formatShape(aT.getShape());
   }
   return success();
 }
@@ -379,17 +383,19 @@ static LogicalResult verifyPackedKeys(VarlenSdpaOp op) {
   return success();
 }
 
-/// The output and LSE shapes and the ALiBi slopes of `op`.
+/// The output and LSE shapes, the ALiBi slopes and the sinks of `op`.
 static LogicalResult verifyAttentionResults(AttentionOpInterface op) {
   ArrayRef<int64_t> q = op.getQuery().getType().getShape();
   int64_t dv = op.getValueHeadDim();
   if (op.getKeySource() == KeySource::packed)
     return verifyResultsAndSlopes(op, {q[0], q[1], dv}, "[Nq, Hq, Dv]",
                                   {q[1], q[0]}, "[Hq, Nq]", q[1],
-                                  op.getOutput(), op.getLse(), op.getAlibi());
+                                  op.getOutput(), op.getLse(), op.getAlibi(),
+                                  op.getSinks());
   return verifyResultsAndSlopes(op, {q[0], q[1], q[2], dv}, "[B, Hq, Tq, Dv]",
                                 {q[0], q[1], q[2]}, "[B, Hq, Tq]", q[1],
-                                op.getOutput(), op.getLse(), op.getAlibi());
+                                op.getOutput(), op.getLse(), op.getAlibi(),
+                                  op.getSinks());
 }
 
 LogicalResult attn::detail::verifyAttentionOp(Operation *operation) {
@@ -409,6 +415,7 @@ LogicalResult attn::detail::verifyAttentionOp(Operation *operation) {
                                  {op.getValues(), l.value},
                                  {op.getMask(), "mask"},
                                  {op.getAlibi(), "ALiBi slopes"},
+                                 {op.getSinks(), "sinks"},
                                  {op.getOutput(), "output"},
                                  {op.getLse(), "LSE"}})) ||
       failed(verifySameElementType(op, qT, kT, vT)))
@@ -873,6 +880,11 @@ LogicalResult OnlineFinishOp::verify() {
       return emitOpError("expected the LSE to have the row maximum's shape ")
              << formatShape(getMax().getType().getShape()) << ", found "
              << formatType(lse.getType());
+  if (Value sinks = getSinks())
+    if (sinks.getType() != getMax().getType())
+      return emitOpError("expected the sinks to have the row maximum's type ")
+             << formatType(getMax().getType()) << ", found "
+             << formatType(sinks.getType());
   return verifyExponentScale(*this, getExponentScale().convertToDouble());
 }
 

@@ -160,7 +160,8 @@ struct DecomposeMha : OpRewritePattern<MhaOp> {
         {batch, rewriter.getIndexAttr(hq), tq, rewriter.getIndexAttr(dv)}, elt);
     auto sdpa =
         SdpaOp::create(rewriter, loc, TypeRange{attnT}, q, k, v, op.getMask(),
-                       /*alibi=*/Value(), /*captures=*/ValueRange(),
+                       /*alibi=*/Value(), /*sinks=*/Value(),
+                       /*captures=*/ValueRange(),
                        op.getScaleAttr(), op.getCausalAttr(),
                        op.getWindowAttr(), op.getSoftcapAttr());
     Value merged = mergeHeads(rewriter, loc, sdpa.getOutput());

@@ -237,10 +237,21 @@ OnlineState attn::mergeOnlineStates(TileOps &t, Exponent e,
 
 OnlineResult attn::finishOnlineState(TileOps &t, Exponent e,
                                      const OnlineState &state, Type elt,
-                                     bool withLse) {
+                                     bool withLse, const Tile &sinks) {
   Tile l = t.completeRowSum(state.l);
+  // m is in logit units: natural units are m · c (· ln 2 for base 2).
+  double toNatural = e.scale * (e.base2 ? kLn2 : 1.0);
+  // The denominator: l, plus e^(σ - m) with a sink.
+  Tile denom = l;
+  if (!sinks.empty())
+    denom = t.mapRows({state.m, l, sinks}, {},
+                      [&](OpBuilder &b, Location loc, ValueRange a) {
+                        return rowSumWithSink(
+                            b, loc, scaleBy(b, loc, a[0], toNatural), a[1],
+                            a[2]);
+                      });
   // 1/l, 0 for a row that saw no key (l == 0).
-  Tile inv = t.mapRows({l}, {}, [](OpBuilder &b, Location loc, ValueRange a) {
+  Tile inv = t.mapRows({denom}, {}, [](OpBuilder &b, Location loc, ValueRange a) {
     Value zero = createF32Constant(b, loc, 0.0, a[0]);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a[0], zero);
@@ -257,11 +268,13 @@ OnlineResult attn::finishOnlineState(TileOps &t, Exponent e,
                });
   if (!withLse)
     return res;
-  // m is in logit units: natural units are m · c (· ln 2 for base 2).
-  double toNatural = e.scale * (e.base2 ? kLn2 : 1.0);
-  res.lse = t.mapRows(
-      {state.m, l}, {}, [&](OpBuilder &b, Location loc, ValueRange a) {
-        return rowLogSumExp(b, loc, scaleBy(b, loc, a[0], toNatural), a[1]);
-      });
+  SmallVector<Tile, 3> rows{state.m, l};
+  if (!sinks.empty())
+    rows.push_back(sinks);
+  res.lse = t.mapRows(rows, {}, [&](OpBuilder &b, Location loc, ValueRange a) {
+    Value m = scaleBy(b, loc, a[0], toNatural);
+    return a.size() == 3 ? rowLogSumExpWithSink(b, loc, m, a[1], a[2])
+                         : rowLogSumExp(b, loc, m, a[1]);
+  });
   return res;
 }

@@ -164,7 +164,7 @@ struct SdpaTiling {
   int64_t batch = 0, hq, tq = 0, d, tk = 0, dv, group, bq = 0, bk = 0;
   OpFoldResult batchSize, queryLength, keyLength;
   AttentionSpec spec;
-  Value query, key, value, mask, alibi;
+  Value query, key, value, mask, alibi, sinks;
   bool withLse;
   CausalKindAttr causal;
   DenseI64ArrayAttr window;

@@ -130,6 +130,43 @@ static void insertRows(LinalgBuilder &bld, const QueryTile &qt, Value tile,
       SmallVector<OpFoldResult>(offs.size(), oneA));
 }
 
+/// The sink logit of each row of a query tile (its head's), of the type of
+/// the row maximum `like`; null without sinks. Packed heads: row r is head
+/// h + r / qs.
+static Value sinkRows(LinalgBuilder &bld, const SdpaTiling &t,
+                      const QueryTile &qt, Value like) {
+  if (!t.sinks)
+    return {};
+  OpBuilder &rb = bld.b;
+  Location loc = bld.loc;
+  OpFoldResult rows = tileRows(bld, qt);
+  RankedTensorType type = bld.type({rows}, rb.getF32Type());
+  SmallVector<Value> dynamic;
+  if (auto v = dyn_cast<Value>(rows))
+    dynamic.push_back(v);
+  Value tile;
+  if (qt.heads == 1) {
+    Value sink = tensor::ExtractOp::create(rb, loc, t.sinks, ValueRange{qt.h});
+    tile = linalg::FillOp::create(rb, loc, sink, bld.empty({rows}, rb.getF32Type()))
+               .getResult(0);
+  } else {
+    Value qs = bld.val(qt.qs), h = qt.h, sinks = t.sinks;
+    tile = tensor::GenerateOp::create(
+        rb, loc, type, dynamic,
+        [&](OpBuilder &gb, Location gl, ValueRange ivs) {
+          Value head = arith::AddIOp::create(
+              gb, gl, h, arith::DivUIOp::create(gb, gl, ivs[0], qs));
+          tensor::YieldOp::create(
+              gb, gl,
+              tensor::ExtractOp::create(gb, gl, sinks, ValueRange{head})
+                  .getResult());
+        });
+  }
+  if (tile.getType() == like.getType())
+    return tile;
+  return tensor::CastOp::create(rb, loc, like.getType(), tile);
+}
+
 /// attn.online_finish of a key loop's state: the output tile (and LSE).
 ValueRange tiling::finishTile(LinalgBuilder &bld, const SdpaTiling &t,
                               const QueryTile &qt, ValueRange state) {
@@ -139,7 +176,8 @@ ValueRange tiling::finishTile(LinalgBuilder &bld, const SdpaTiling &t,
   if (t.withLse)
     resultTypes.push_back(bld.type({rows}, rb.getF32Type()));
   return OnlineFinishOp::create(rb, bld.loc, resultTypes, state[0], state[1],
-                                state[2], t.exponentScaleAttr(rb))
+                                state[2], sinkRows(bld, t, qt, state[0]),
+                                t.exponentScaleAttr(rb))
       .getResults();
 }
 

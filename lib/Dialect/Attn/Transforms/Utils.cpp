@@ -77,6 +77,35 @@ Value attn::rowLogSumExp(OpBuilder &b, Location loc, Value m, Value l) {
       lse);
 }
 
+Value attn::rowSumWithSink(OpBuilder &b, Location loc, Value m, Value l,
+                          Value sink) {
+  Value negInf =
+      createF32Constant(b, loc, -std::numeric_limits<double>::infinity(), l);
+  Value none =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sink, negInf);
+  Value e = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, sink, m));
+  e = arith::SelectOp::create(b, loc, none,
+                              createF32Constant(b, loc, 0.0, l), e);
+  return arith::AddFOp::create(b, loc, l, e);
+}
+
+Value attn::rowLogSumExpWithSink(OpBuilder &b, Location loc, Value m, Value l,
+                                 Value sink) {
+  Value negInf =
+      createF32Constant(b, loc, -std::numeric_limits<double>::infinity(), l);
+  Value top = arith::MaximumFOp::create(b, loc, m, sink);
+  Value a = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, top));
+  Value s =
+      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, sink, top));
+  Value sum = arith::AddFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, l, a), s);
+  Value lse =
+      arith::AddFOp::create(b, loc, top, math::LogOp::create(b, loc, sum));
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, top, negInf);
+  return arith::SelectOp::create(b, loc, empty, negInf, lse);
+}
+
 bool attn::hasStaticShapes(Operation *op) {
   auto isStatic = [](Type t) {
     auto s = dyn_cast<ShapedType>(t);
@@ -107,7 +136,7 @@ bool attn::onlyLengthsDynamic(Operation *op) {
     return staticDims(attn.getQuery(), {1, last}) &&
            staticDims(attn.getKeys(), keyDims) &&
            staticDims(attn.getValues(), keyDims) &&
-           staticShape(attn.getAlibi()) &&
+           staticShape(attn.getAlibi()) && staticShape(attn.getSinks()) &&
            (maskRank < 3 || staticDims(mask, {maskRank - 3}));
   }
   auto mha = cast<MhaOp>(op);

@@ -240,7 +240,8 @@ LogicalResult attn::verifyTiledContract(Operation *root) {
                      op, merge.getExponentScale().convertToDouble());
     else if (auto finish = dyn_cast<OnlineFinishOp>(op)) {
       auto loop = finish.getMax().getDefiningOp<scf::ForOp>();
-      if (!loop || !llvm::equal(finish->getOperands(), loop.getResults()) ||
+      Value state[] = {finish.getMax(), finish.getSum(), finish.getAcc()};
+      if (!loop || !llvm::equal(state, loop.getResults()) ||
           !op->getParentOfType<scf::ForallOp>())
         ok = op->emitOpError("breaks the attn-tile contract: it must finish "
                              "the state a key loop returns, inside the "

@@ -91,6 +91,11 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
       FlashAttention's `alibi_slopes`): the bias `-slope[h] * |i + Tk - Tq -
       j|` is added after scaling and softcap, so key `j` is penalized by its
       distance from the bottom-right-aligned diagonal.
+    - `sinks` is optional: per-query-head logits `[Hq]` in f32 (attention
+      sinks, gpt-oss): `exp(sinks[h])` joins each row's softmax denominator
+      with no value row, so `O = sum_j exp(s_j) V_j / (exp(sinks[h]) +
+      sum_j exp(s_j))` and `LSE = log(exp(sinks[h]) + sum_j exp(s_j))`; a
+      row whose every key is masked gives 0 and an LSE of `sinks[h]`.
 
     The softmax is always numerically stable (the row maximum is subtracted).
     A row whose every key is masked gives an output of 0 and an LSE of -inf.
@@ -153,6 +158,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
       Attn_FloatTensor:$value, Optional<Attn_MaskTensor>:$mask,
       Optional<RankedTensorOf<[F32]>>:$alibi,
+      Optional<RankedTensorOf<[F32]>>:$sinks,
       Variadic<Attn_CaptureTensor>:$captures,
       OptionalAttr<F32Attr>:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
@@ -164,6 +170,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
@@ -209,7 +216,7 @@ def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
     `attn.sdpa` with `Tk = Tk_b` for batch element `b`: `scale` (default
     `1/sqrt(D)`), `causal` (`bottom_right` for queries that are the last `Tq`
     tokens of their sequence: decode, speculative decoding, chunked prefill),
-    `window`, `softcap`, `alibi` slopes, GQA/MQA through `Hq / Hkv`. There is
+    `window`, `softcap`, `alibi` slopes, `sinks`, GQA/MQA through `Hq / Hkv`. There is
     no mask operand. The block size `BS`, the head counts and head dims are
     static for the tiled lowerings; `B`, `Tq`, `NB` and `MB` may be dynamic.
 
@@ -232,6 +239,7 @@ def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
       Attn_FloatTensor:$value_cache, RankedTensorOf<[I32]>:$block_table,
       RankedTensorOf<[I32]>:$seq_lens,
       Optional<RankedTensorOf<[F32]>>:$alibi,
+      Optional<RankedTensorOf<[F32]>>:$sinks,
       Variadic<Attn_CaptureTensor>:$captures,
       OptionalAttr<F32Attr>:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
@@ -244,6 +252,7 @@ def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
     $query `,` $key_cache `,` $value_cache
     `tables` `(` $block_table `,` $seq_lens `)`
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
     attr-dict `:` type($query) `,` type($key_cache) `,` type($value_cache)
@@ -298,7 +307,7 @@ def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure,
     optional LSE `[Hq, Nq]` in f32 (FlashAttention's layout). Every other
     part means what it means on `attn.sdpa` with `Tq = Tq_b` and `Tk = Tk_b`
     for sequence `b`: `scale` (default `1/sqrt(D)`), `causal` (`bottom_right`
-    is FlashAttention's varlen causal), `window`, `softcap`, `alibi` slopes,
+    is FlashAttention's varlen causal), `window`, `softcap`, `alibi` slopes, `sinks`,
     GQA/MQA through `Hq / Hkv`. There is no mask operand. The head counts
     and head dims are static for the tiled lowering; `Nq`, `Nk` and `B + 1`
     may be dynamic. Every dimension is at least 1 and `B + 1` at least 2
@@ -323,6 +332,7 @@ def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure,
       Attn_FloatTensor:$value, RankedTensorOf<[I32]>:$cu_seqlens_q,
       RankedTensorOf<[I32]>:$cu_seqlens_k,
       Optional<RankedTensorOf<[F32]>>:$alibi,
+      Optional<RankedTensorOf<[F32]>>:$sinks,
       Variadic<Attn_CaptureTensor>:$captures,
       OptionalAttr<F32Attr>:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
@@ -335,6 +345,7 @@ def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure,
     $query `,` $key `,` $value
     `seqlens` `(` $cu_seqlens_q `,` $cu_seqlens_k `)`
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
@@ -602,6 +613,9 @@ def Attn_OnlineFinishOp : Attn_Op<"online_finish",
     `O = acc / l` in the result's element type, 0 for a row that saw no
     visible key (`l == 0`), and with a second result the natural-log LSE
     `c · m + log l` (-inf for such a row), `c` the exponent scale.
+    With `sinks` (each row's sink logit, natural units, the type of `max`),
+    the sink joins the denominator: `O = acc / (l + e^(σ - c·m))`, `LSE =
+    log(e^(c·m) l + e^σ)` (σ for a row that saw no key).
 
     ```mlir
     %o, %lse = attn.online_finish state(%m, %l, %acc)
@@ -610,13 +624,14 @@ def Attn_OnlineFinishOp : Attn_Op<"online_finish",
   }];
 
   let arguments = (ins Attn_F32Tensor:$max, Attn_F32Tensor:$sum,
-      Attn_F32Tensor:$acc,
+      Attn_F32Tensor:$acc, Optional<Attn_F32Tensor>:$sinks,
       DefaultValuedAttr<F64Attr, "1.0">:$exponent_scale);
   let results = (outs Attn_FloatTensor:$output, Optional<Attn_F32Tensor>:$lse);
 
   let assemblyFormat = [{
-    `state` `(` $max `,` $sum `,` $acc `)` attr-dict `:` type($max) `,`
-    type($acc) `->` type(results)
+    `state` `(` $max `,` $sum `,` $acc `)`
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    attr-dict `:` type($max) `,` type($acc) `->` type(results)
   }];
   let hasVerifier = 1;
 }

@@ -11,7 +11,8 @@
 //            P = exp(S - m');  l' = l·a + rowsum P;
 //            acc' = acc·a + P·V                           (accumulateStep)
 //   merge    two partial states of the same rows          (mergeOnlineStates)
-//   finish   O = acc · (l == 0 ? 0 : 1/l), LSE = m + log l (finishOnlineState)
+//   finish   O = acc · (l == 0 ? 0 : 1/l), LSE = m + log l (finishOnlineState;
+//            a sink σ adds e^(σ - m) to l)
 //
 // and which key blocks a query block sees (KeyVisibility). The fp64
 // references in the runtime and in Python are independent of this file on
@@ -205,12 +206,14 @@ OnlineState mergeOnlineStates(TileOps &t, Exponent e, const OnlineState &run,
 
 /// The output of a finished state: O = acc / l in `elt` (0 for a row that
 /// saw no key) and, with `withLse`, the natural-log LSE per row (-inf for
-/// such a row).
+/// such a row). With `sinks` (a per-row tile of sink logits σ, natural
+/// units), e^σ joins the denominator: O = acc / (l + e^(σ - m)), LSE =
+/// log(e^m·l + e^σ) (σ for a row that saw no key).
 struct OnlineResult {
   Tile output, lse;
 };
 OnlineResult finishOnlineState(TileOps &t, Exponent e, const OnlineState &state,
-                               Type elt, bool withLse);
+                               Type elt, bool withLse, const Tile &sinks = {});
 
 } // namespace attn
 } // namespace mlir

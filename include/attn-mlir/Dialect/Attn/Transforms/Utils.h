@@ -130,6 +130,17 @@ Value normalizeRow(OpBuilder &b, Location loc, Value x, Value l, Type elt);
 /// The log-sum-exp m + log(l), -inf for a fully masked row (l == 0).
 Value rowLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
 
+/// A row's softmax denominator relative to e^m with its attention sink σ
+/// (m and σ in natural units): l + e^(σ - m); +inf for a row that saw no
+/// key (m = -inf) unless σ = -inf, which adds nothing.
+Value rowSumWithSink(OpBuilder &b, Location loc, Value m, Value l, Value sink);
+
+/// The log-sum-exp with a sink: log(e^m·l + e^σ), computed as M + log(l·e^(m
+/// - M) + e^(σ - M)) with M = max(m, σ); σ for a row that saw no key, -inf
+/// when both terms are 0.
+Value rowLogSumExpWithSink(OpBuilder &b, Location loc, Value m, Value l,
+                           Value sink);
+
 /// Where the scale goes. Multiplying scores by a scale above 1 can overflow
 /// f32 where the exact answer is finite (3e38 · q·k = inf, then inf - inf =
 /// NaN in the softmax). So, unless softcap, ALiBi or a float mask needs the
