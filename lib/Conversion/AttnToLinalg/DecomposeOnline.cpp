@@ -854,3 +854,5 @@ void attn::populateDecomposeOnlinePatterns(RewritePatternSet &patterns,
   patterns.add<DecomposeStep>(patterns.getContext(), bf16Dot, amx, vectorWidth);
   patterns.add<DecomposeMerge, DecomposeFinish>(patterns.getContext());
 }
+
+#undef DEBUG_TYPE

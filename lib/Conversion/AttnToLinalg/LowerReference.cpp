@@ -375,3 +375,5 @@ void attn::populateLowerReferencePatterns(RewritePatternSet &patterns) {
   patterns.add<LowerSdpaReference, LowerSoftmaxReference>(
       patterns.getContext());
 }
+
+#undef DEBUG_TYPE

@@ -441,8 +441,8 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
         kb = t.loop.getInductionVar();
   Value kvh;
   // The plan says where the keys are; the tiles must be read from there.
-  KeySource keys = t.keys();
-  bool varlen = keys == KeySource::packed;
+  attn::KeySource keys = t.keys();
+  bool varlen = keys == attn::KeySource::packed;
   if (varlen && !matchVarlenTiles(t, b, h, kvh))
     return failure();
   if (!varlen) {
@@ -451,7 +451,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
     t.vType = staticHeadsType(v, 4);
     if (!t.qType || !t.kType || !t.vType)
       return failure();
-    if (keys == KeySource::paged) {
+    if (keys == attn::KeySource::paged) {
       if (failed(matchCacheBlock(t, why)) || !matchPagedKeys(t, b, kb, kvh))
         return failure();
       t.kType = pagedView(t.qType, t.kType);
@@ -477,7 +477,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
   }
   // The key/value head: the K slice's head offset, h or h / G.
   auto kSlice = t.step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
-  if (keys == KeySource::dense)
+  if (keys == attn::KeySource::dense)
     kvh = kSlice && kSlice.getMixedOffsets().size() == 4
               ? dyn_cast<Value>(kSlice.getMixedOffsets()[1])
               : Value();
@@ -487,7 +487,7 @@ static LogicalResult matchTiles(TiledAttention &t, std::string &why) {
                                  isConstantIntValue(div.getRhs(), group);
   if (!headOk ||
       (!varlen && !sliceAt(t.step.getQuery(), {b, h, q0, Value()})) ||
-      (keys == KeySource::dense &&
+      (keys == attn::KeySource::dense &&
        (!sliceAt(t.step.getKey(), {b, kvh, kb, Value()}) ||
         !sliceAt(t.step.getValue(), {b, kvh, kb, Value()}))))
     return failure();
@@ -536,8 +536,8 @@ static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
   why = "the nest's lengths, element types, exponent scale and outputs must "
         "be those of its arguments and of the attention";
   // (A varlen nest's lengths are its sequence's: matchVarlenTiles.)
-  bool varlen = t.keys() == KeySource::packed;
-  bool dense = t.keys() == KeySource::dense;
+  bool varlen = t.keys() == attn::KeySource::packed;
+  bool dense = t.keys() == attn::KeySource::dense;
   if ((!varlen && !isLengthOf(t.step.getQueryLength(), t.qSrc)) ||
       (dense && !isLengthOf(t.step.getKeyLength(), t.kSrc)) ||
       t.kType.getDimSize(2) != t.vType.getDimSize(2) ||

@@ -51,3 +51,5 @@ struct AttnCopyRepeatedResultsPass
 };
 
 } // namespace
+
+#undef DEBUG_TYPE

@@ -197,3 +197,5 @@ struct AttnDecomposeMhaPass
 void attn::populateDecomposeMhaPatterns(RewritePatternSet &patterns) {
   patterns.add<DecomposeMha>(patterns.getContext());
 }
+
+#undef DEBUG_TYPE

@@ -516,3 +516,5 @@ struct AttnPrintCostPass
 };
 
 } // namespace
+
+#undef DEBUG_TYPE

@@ -139,3 +139,5 @@ void attn::populateTilePatterns(RewritePatternSet &patterns,
                                 const TileOptions &options) {
   patterns.add<TileSdpa>(patterns.getContext(), options);
 }
+
+#undef DEBUG_TYPE

@@ -266,3 +266,5 @@ struct AttnVerifyTiledPass
   }
 };
 } // namespace
+
+#undef DEBUG_TYPE
