@@ -2,6 +2,7 @@
 the checks of user arguments shared by the public functions."""
 import contextlib
 import ctypes
+import fcntl
 import functools
 import glob
 import hashlib
@@ -704,30 +705,77 @@ def _count(kind, mlir, so, seconds=0.0):
 def _cached_artifact(mlir, compiler, flags, key):
     """The path of `<key>.so` in the cache once it is a trusted, valid
     artifact of this graph: a cached one that is not (truncated, planted,
-    not ours, of another graph) is replaced by a fresh compile."""
+    not ours, of another graph) is replaced by a fresh compile. Processes
+    sharing the cache compile a key once: the first takes the key's lock
+    (_compile_lock) and the others wait for it, then load its artifact."""
     d = cache_dir()
     so = os.path.join(d, key + ".so")
     source = source_hash(mlir)
+    found = _trusted_cached(so, mlir, source, quiet=True)
+    if found:
+        return found
+    with _compile_lock(d, key):
+        found = _trusted_cached(so, mlir, source, quiet=False)
+        if found:
+            return found
+        start = time.perf_counter()
+        fresh, desc = _compile_private(mlir, compiler, flags, d, key, source)
+        _count("compiles", mlir, so, time.perf_counter() - start)
+        try:
+            os.replace(fresh, so)
+        except OSError:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(fresh)
+            raise
+    return so, desc
+
+
+def _trusted_cached(so, mlir, source, quiet):
+    """(so, description) when the cache holds a valid artifact of this
+    graph at `so`; None otherwise (with a warning saying why an artifact
+    there is recompiled, unless `quiet`)."""
     if os.path.isdir(so) and not os.path.islink(so):
         raise CacheError(f"{so} is a directory in the artifact cache, where the artifact "
                          "of this graph belongs: remove it")
-    if os.path.lexists(so):
-        problem, desc = _inspect(so, source)
-        if problem is None:
-            _count("cache_loads", mlir, so)
-            return so, desc
+    if not os.path.lexists(so):
+        return None
+    problem, desc = _inspect(so, source)
+    if problem is None:
+        _count("cache_loads", mlir, so)
+        return so, desc
+    if not quiet:
         warnings.warn(f"attn_mlir: recompiling the cached artifact {so}: {problem}",
-                      RuntimeWarning, stacklevel=4)
-    start = time.perf_counter()
-    fresh, desc = _compile_private(mlir, compiler, flags, d, key, source)
-    _count("compiles", mlir, so, time.perf_counter() - start)
+                      RuntimeWarning, stacklevel=5)
+    return None
+
+
+@contextlib.contextmanager
+def _compile_lock(d, key):
+    """Holds the lock of `key` across processes: a POSIX record lock on
+    one byte (chosen by the key) of the cache's `.lock` file, released by
+    the kernel if the holder dies. Two keys may share a byte (they then
+    compile one after the other). Where the lock file cannot be used (a
+    read-only or lock-less file system) each process compiles on its own,
+    as the private-file-and-rename protocol allows."""
     try:
-        os.replace(fresh, so)
+        fd = os.open(os.path.join(d, ".lock"),
+                     os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(fresh)
-        raise
-    return so, desc
+        yield
+        return
+    try:
+        offset = int(key[:7], 16)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX, 1, offset)
+        except OSError:
+            yield
+            return
+        try:
+            yield
+        finally:
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
+    finally:
+        os.close(fd)
 
 
 def _compile_private(mlir, compiler, flags, d, key, source):

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 import attn_mlir
+from conftest import cache_files
 from attn_mlir import _tools, reference
 from attn_mlir import sdpa as sdpa_module
 
 # Each round is a new graph compiled once while 8 threads (4 processes)
-# call it at the same moment; each round costs a compile (about 5 s here).
-# ATTN_MLIR_STRESS_ROUNDS=100 runs a longer stress test.
-ROUNDS = int(os.environ.get("ATTN_MLIR_STRESS_ROUNDS", "20"))
+# call it at the same moment; each round costs a compile (about 4 s on a
+# 2-core host). ATTN_MLIR_STRESS_ROUNDS=100 runs a longer stress test.
+ROUNDS = int(os.environ.get("ATTN_MLIR_STRESS_ROUNDS", "8"))
 THREADS = 8
 PROCESSES = 4
 
@@ -49,7 +50,7 @@ def fresh_cache(tmp_path, monkeypatch):
 
 def _assert_clean(cache, n):
     """`n` artifacts in the cache and no temporaries left behind."""
-    names = sorted(os.listdir(cache))
+    names = cache_files(cache)
     assert len(names) == n and all(x.endswith(".so") for x in names), names
 
 
@@ -89,12 +90,14 @@ def _process_worker(who, barrier, tasks, results):
     while (tq := tasks.get()) is not None:
         barrier.wait()
         try:
-            results.put((who, tq, attn_mlir.scaled_dot_product_attention(*_inputs(tq, who))))
+            out = attn_mlir.scaled_dot_product_attention(*_inputs(tq, who))
         except Exception as e:
-            results.put((who, tq, f"{type(e).__name__}: {e}"))
+            out = f"{type(e).__name__}: {e}"
+        results.put((who, tq, out, _tools.STATS["compiles"]))
 
 
-def test_concurrent_first_calls_in_processes_all_succeed(fresh_cache, monkeypatch):
+def test_concurrent_first_calls_in_processes_compile_once_and_all_succeed(fresh_cache,
+                                                                          monkeypatch):
     # One OpenMP thread per worker: the kernels are tiny, and idle OpenMP
     # threads spinning in 4 processes would only slow the compiles.
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
@@ -105,14 +108,14 @@ def test_concurrent_first_calls_in_processes_all_succeed(fresh_cache, monkeypatc
              for w in range(PROCESSES)]
     for p in procs:
         p.start()
-    t0 = time.perf_counter()
+    t0, compiles = time.perf_counter(), [0] * PROCESSES
     try:
         for r in range(ROUNDS):
             tq = r + 1  # a new graph each round (a fresh cache: not compiled by any process)
             for q in tasks:
                 q.put(tq)
             for _ in range(PROCESSES):
-                who, got_tq, out = results.get(timeout=120)
+                who, got_tq, out, compiles[who] = results.get(timeout=120)
                 assert got_tq == tq
                 assert isinstance(out, np.ndarray), f"round {r}, process {who}: {out}"
                 assert _max_error(tq, who, out) <= 1e-5, f"round {r}, process {who}"
@@ -122,6 +125,9 @@ def test_concurrent_first_calls_in_processes_all_succeed(fresh_cache, monkeypatc
         for p in procs:
             p.join(timeout=30)
     print(f"\n{ROUNDS} rounds x {PROCESSES} processes: {time.perf_counter() - t0:.1f} s")
+    # One process compiled each graph; the others waited on its lock and
+    # loaded its artifact.
+    assert sum(compiles) == ROUNDS, compiles
     _assert_clean(fresh_cache, ROUNDS)
 
 
@@ -147,7 +153,7 @@ def _call_in_fresh_process(marker=None):
 
 
 def _cached_artifact(cache):
-    (so,) = [os.path.join(cache, n) for n in os.listdir(cache)]
+    (so,) = [os.path.join(cache, n) for n in cache_files(cache)]
     return so
 
 
@@ -249,7 +255,7 @@ def test_fresh_artifact_failing_the_check_is_an_error(fresh_cache, monkeypatch):
     q = np.ones((1, 1, 3, 8), np.float32)
     with pytest.raises(RuntimeError, match="does not pass the runtime's check.*metadata is corrupt"):
         attn_mlir.scaled_dot_product_attention(q, q, q)
-    assert os.listdir(fresh_cache) == []
+    assert cache_files(fresh_cache) == []
 
 
 def test_capi_is_loaded_once():
@@ -408,7 +414,7 @@ def test_entries_are_read_by_the_runtime_parser(fresh_cache, tmp_path):
     kv = np.zeros((1, 1, 7, 8), np.float32)
     attn_mlir.scaled_dot_product_attention(q, kv, kv, is_causal=True, enable_gqa=True,
                                            scale=0.5, return_lse=True)
-    (so,) = os.listdir(fresh_cache)
+    (so,) = cache_files(fresh_cache)
     path = str(fresh_cache / so)
     desc = _tools.describe_artifact(path)
     assert desc["target"] == "cpu"
@@ -440,7 +446,7 @@ def test_found_by_the_second_hostile_pass(fresh_cache):
     arbitrary order)."""
     q = np.ones((1, 1, 3, 8), np.float32)
     attn_mlir.scaled_dot_product_attention(q, q, q)
-    (so,) = os.listdir(fresh_cache)
+    (so,) = cache_files(fresh_cache)
     os.unlink(fresh_cache / so)
     os.mkdir(fresh_cache / so)
     monkey_loaded = dict(_tools._loaded)
@@ -448,7 +454,7 @@ def test_found_by_the_second_hostile_pass(fresh_cache):
     sdpa_module._artifacts.clear()
     with pytest.raises(_tools.CacheError, match="is a directory in the artifact cache.*remove it"):
         attn_mlir.scaled_dot_product_attention(q, q, q)
-    assert sorted(os.listdir(fresh_cache)) == [so]
+    assert cache_files(fresh_cache) == [so]
     _tools._loaded.update(monkey_loaded)
     with pytest.raises(ValueError, match="float32, float16 or bfloat16, got bool"):
         attn_mlir.scaled_dot_product_attention(q > 0, q > 0, q > 0)
@@ -464,10 +470,10 @@ def test_artifact_of_another_graph_under_the_key_is_recompiled(fresh_cache):
     compiled from, and the cache compares it with the graph it expects.
     (Fresh interpreters: one process never reloads a path it has loaded.)"""
     _call_in_fresh_process()
-    (plain,) = os.listdir(fresh_cache)
+    (plain,) = cache_files(fresh_cache)
     q = np.ones((1, 2, 7, 8), np.float32)
     attn_mlir.scaled_dot_product_attention(q, q, q, is_causal=True)
-    (causal,) = set(os.listdir(fresh_cache)) - {plain}
+    (causal,) = set(cache_files(fresh_cache)) - {plain}
     shutil.copy(fresh_cache / causal, fresh_cache / "copy")
     os.replace(fresh_cache / "copy", fresh_cache / plain)
     proc = _call_in_fresh_process()  # the causal result would fail its check

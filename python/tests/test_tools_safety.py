@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import attn_mlir
+from conftest import cache_files
 from attn_mlir import _tools
 from attn_mlir import sdpa as sdpa_module
 
@@ -79,7 +80,7 @@ def test_compiler_killed_by_a_signal_is_named(tmp_path, use_tools, fresh_cache, 
     assert f"killed by SIG{sig}" in msg, msg
     assert str(tmp_path / "t" / "bin" / "attn-compile") in msg  # the command
     assert "lowering the graph" in msg  # the end of its stderr
-    assert os.listdir(fresh_cache) == []
+    assert cache_files(fresh_cache) == []
 
 
 def test_compiler_failing_silently_says_so(tmp_path, use_tools):
@@ -120,7 +121,7 @@ def test_hanging_compiler_is_killed_after_the_timeout(tmp_path, use_tools, fresh
         time.sleep(0.05)
     assert _dead(child), "the compiler's child outlived the timeout"
     # Nothing partial is left: not in the cache, not in the temporary directory.
-    assert os.listdir(fresh_cache) == []
+    assert cache_files(fresh_cache) == []
     assert not os.path.exists((tmp_path / "temp").read_text().strip())
 
 
@@ -273,7 +274,7 @@ def test_another_compiler_at_the_same_path_never_serves_the_cache(tmp_path, use_
     bindir = fake_tools(tmp_path / "t", compiler=os.path.join(REAL_BIN, "attn-compile"))
     use_tools(bindir)
     attn_mlir.scaled_dot_product_attention(Q, Q, Q)
-    first = set(os.listdir(fresh_cache))
+    first = set(cache_files(fresh_cache))
     exe = bindir / "attn-compile"
     st = os.stat(exe)
     with open(exe, "ab") as f:  # another compiler (one more byte), same mtime
@@ -283,7 +284,7 @@ def test_another_compiler_at_the_same_path_never_serves_the_cache(tmp_path, use_
     sdpa_module._artifacts.clear()
     out = attn_mlir.scaled_dot_product_attention(Q, Q, Q)
     assert np.allclose(out, 1.0)
-    assert len(set(os.listdir(fresh_cache)) - first) == 1, "the old compiler's artifact served"
+    assert len(set(cache_files(fresh_cache)) - first) == 1, "the old compiler's artifact served"
 
 
 def test_cuda_key_holds_cuda_root(monkeypatch):
