@@ -24,6 +24,7 @@ naming the operation and the line.
 """
 import functools
 import inspect
+import operator
 import os
 import types
 
@@ -182,28 +183,6 @@ class Sym:
         name = {"&": "andi", "|": "ori", "^": "xori"}[op]
         return a.region.emit(f"arith.{name} {a.name}, {b.name} : i1", "i1")
 
-    __add__ = lambda s, o: s._binary("+", o)
-    __radd__ = lambda s, o: s._binary("+", o, True)
-    __sub__ = lambda s, o: s._binary("-", o)
-    __rsub__ = lambda s, o: s._binary("-", o, True)
-    __mul__ = lambda s, o: s._binary("*", o)
-    __rmul__ = lambda s, o: s._binary("*", o, True)
-    __truediv__ = lambda s, o: s._binary("/", o)
-    __rtruediv__ = lambda s, o: s._binary("/", o, True)
-    __floordiv__ = lambda s, o: s._binary("//", o)
-    __rfloordiv__ = lambda s, o: s._binary("//", o, True)
-    __mod__ = lambda s, o: s._binary("%", o)
-    __rmod__ = lambda s, o: s._binary("%", o, True)
-    __lt__ = lambda s, o: s._compare("<", o)
-    __le__ = lambda s, o: s._compare("<=", o)
-    __gt__ = lambda s, o: s._compare(">", o)
-    __ge__ = lambda s, o: s._compare(">=", o)
-    __eq__ = lambda s, o: s._compare("==", o)
-    __ne__ = lambda s, o: s._compare("!=", o)
-    __and__ = __rand__ = lambda s, o: s._logic("&", o)
-    __or__ = __ror__ = lambda s, o: s._logic("|", o)
-    __xor__ = __rxor__ = lambda s, o: s._logic("^", o)
-
     def __invert__(self):
         if self.ty != "i1":
             _fail("'~' on a non-bool value")
@@ -252,6 +231,27 @@ class Sym:
         if fn is None or kwargs:
             _fail(f"torch.{name}")
         return fn(*args)
+
+
+def _operator_methods():
+    """Sym's arithmetic, comparison and logic operators, each forwarding to
+    _binary / _compare / _logic with its symbol (reflected forms swap the
+    operands; & | ^ commute)."""
+    def bind(method, op, *flag):
+        return lambda self, other: getattr(self, method)(op, other, *flag)
+    for name, op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"),
+                     ("floordiv", "//"), ("mod", "%")):
+        setattr(Sym, f"__{name}__", bind("_binary", op))
+        setattr(Sym, f"__r{name}__", bind("_binary", op, True))
+    for name, op in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq", "=="),
+                     ("ne", "!=")):
+        setattr(Sym, f"__{name}__", bind("_compare", op))
+    for name, op in (("and", "&"), ("or", "|"), ("xor", "^")):
+        setattr(Sym, f"__{name}__", bind("_logic", op))
+        setattr(Sym, f"__r{name}__", bind("_logic", op))
+
+
+_operator_methods()
 
 
 def _region_of(*xs):
@@ -333,12 +333,12 @@ def minimum(a, b):
 
 _NUMPY_UFUNCS = {"tanh": tanh, "exp": exp, "log": log, "sqrt": sqrt, "sigmoid": sigmoid,
                  "maximum": maximum, "minimum": minimum, "absolute": abs, "abs": abs,
-                 "add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
-                 "multiply": lambda a, b: a * b, "true_divide": lambda a, b: a / b,
-                 "floor_divide": lambda a, b: a // b, "negative": lambda a: -a,
-                 "logical_and": lambda a, b: a & b, "logical_or": lambda a, b: a | b,
-                 "logical_not": lambda a: ~a, "bitwise_and": lambda a, b: a & b,
-                 "bitwise_or": lambda a, b: a | b, "invert": lambda a: ~a}
+                 "add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+                 "true_divide": operator.truediv, "floor_divide": operator.floordiv,
+                 "negative": operator.neg, "logical_and": operator.and_,
+                 "logical_or": operator.or_, "logical_not": operator.invert,
+                 "bitwise_and": operator.and_, "bitwise_or": operator.or_,
+                 "invert": operator.invert}
 _NUMPY_FUNCS = {"where": where, "tanh": tanh, "exp": exp, "log": log, "sqrt": sqrt,
                 "sigmoid": sigmoid, "maximum": maximum, "minimum": minimum, "abs": abs}
 

@@ -5,7 +5,7 @@ import threading
 import numpy as np
 
 from ._tools import check_bool, check_int, compile_graph, mlir_elt, native
-from .sdpa import (_CUDA_DECODE_ROWS, _ttype, attention_attrs, prepare_alibi, prepare_per_head,
+from .sdpa import (_CUDA_DECODE_ROWS, _ttype, attention_attrs, prepare_alibi, prepare_sinks,
                    table_graph)
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
@@ -135,10 +135,7 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     check_table_shapes(bt.shape, sl.shape, q.shape[0])
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
-    sinks = prepare_per_head("sinks", sinks, q.shape[1])
-    if sinks is not None and device != "cpu":
-        raise NotImplementedError("sinks run on the CPU (device='cpu') so far: the CUDA "
-                                  "kernels do not take them yet")
+    sinks = prepare_sinks(sinks, q.shape[1], device)
     art = paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device, sinks)
     inputs = [q, kc, vc, bt, sl] + [x for x in (alibi, sinks) if x is not None]
     outs = art("paged", inputs)

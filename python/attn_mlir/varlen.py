@@ -4,7 +4,7 @@ import numpy as np
 
 from ._tools import check_bool, compile_graph, mlir_elt, native
 from .paged import int32_table
-from .sdpa import _ttype, attention_attrs, prepare_alibi, prepare_per_head, table_graph
+from .sdpa import _ttype, attention_attrs, prepare_alibi, prepare_sinks, table_graph
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
@@ -93,10 +93,7 @@ def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=Non
                          "must both hold B + 1 >= 2 offsets")
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
-    sinks = prepare_per_head("sinks", sinks, q.shape[1])
-    if sinks is not None and device != "cpu":
-        raise NotImplementedError("sinks run on the CPU (device='cpu') so far: the CUDA "
-                                  "kernels do not take them yet")
+    sinks = prepare_sinks(sinks, q.shape[1], device)
     art = varlen_artifact(elt, q, k, v, alibi, attrs, return_lse, device, sinks)
     inputs = [q, k, v, cq, ck] + [x for x in (alibi, sinks) if x is not None]
     outs = art("varlen", inputs)

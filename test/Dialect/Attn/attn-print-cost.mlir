@@ -158,3 +158,28 @@ func.func @huge_window(%q: tensor<1x1x1000000000000x4xf32>) -> tensor<1x1x100000
         tensor<1x1x1000000000000x4xf32> -> tensor<1x1x1000000000000x4xf32>
   return %o : tensor<1x1x1000000000000x4xf32>
 }
+
+// -----
+
+// docs/ScoreFunctions.md's figure: at T = 4096 (H = 8, D = 64), chunked
+// local attention of 512 keeps 4096·512 pairs per head, 0.125 of dense:
+// 4·8·4096·512·64 = 4.295e9 FLOPs against 4·8·4096²·64 = 3.436e10.
+// CHECK-LABEL: attn-print-cost: attn.sdpa
+// CHECK: attention FLOPs: 4.2950e+09
+// CHECK-LABEL: attn-print-cost: attn.sdpa
+// CHECK: attention FLOPs: 3.4360e+10
+func.func @chunked_long(%q: tensor<1x8x4096x64xf32>) -> tensor<1x8x4096x64xf32> {
+  %o = attn.sdpa %q, %q, %q mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.constant 512 : index
+      %qi = arith.divui %i, %c : index
+      %kj = arith.divui %j, %c : index
+      %same = arith.cmpi eq, %qi, %kj : index
+      attn.yield %same : i1
+    } : tensor<1x8x4096x64xf32>, tensor<1x8x4096x64xf32>, tensor<1x8x4096x64xf32> -> tensor<1x8x4096x64xf32>
+  return %o : tensor<1x8x4096x64xf32>
+}
+func.func @dense_long(%q: tensor<1x8x4096x64xf32>) -> tensor<1x8x4096x64xf32> {
+  %o = attn.sdpa %q, %q, %q : tensor<1x8x4096x64xf32>, tensor<1x8x4096x64xf32>, tensor<1x8x4096x64xf32> -> tensor<1x8x4096x64xf32>
+  return %o : tensor<1x8x4096x64xf32>
+}
