@@ -62,21 +62,23 @@ def _elt(name, t):
 # dispatch than torch.library.custom_op's Python wrapper).
 _lib = torch.library.Library("attn_mlir", "DEF")
 _lib.define("sdpa(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
-            "Tensor? alibi_slopes, bool is_causal, float? scale, str causal_alignment, "
+            "Tensor? alibi_slopes, Tensor? sinks, bool is_causal, float? scale, "
+            "str causal_alignment, "
             "int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
 _lib.define("paged_sdpa(Tensor query, Tensor key_cache, Tensor value_cache, "
-            "Tensor block_table, Tensor seq_lens, Tensor? alibi_slopes, bool is_causal, "
+            "Tensor block_table, Tensor seq_lens, Tensor? alibi_slopes, Tensor? sinks, bool is_causal, "
             "float? scale, int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
 _lib.define("varlen_sdpa(Tensor query, Tensor key, Tensor value, Tensor cu_seqlens_q, "
-            "Tensor cu_seqlens_k, Tensor? alibi_slopes, bool is_causal, float? scale, "
+            "Tensor cu_seqlens_k, Tensor? alibi_slopes, Tensor? sinks, bool is_causal, float? scale, "
             "int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
 
-# Each op's tensor arguments, in schema order (the first five arguments).
+# Each op's tensor arguments, in schema order (its first arguments).
 _TENSORS = {
-    "sdpa": ("query", "key", "value", "attn_mask", "alibi_slopes"),
+    "sdpa": ("query", "key", "value", "attn_mask", "alibi_slopes", "sinks"),
     "paged_sdpa": ("query", "key_cache", "value_cache", "block_table", "seq_lens",
-                   "alibi_slopes"),
-    "varlen_sdpa": ("query", "key", "value", "cu_seqlens_q", "cu_seqlens_k", "alibi_slopes"),
+                   "alibi_slopes", "sinks"),
+    "varlen_sdpa": ("query", "key", "value", "cu_seqlens_q", "cu_seqlens_k", "alibi_slopes",
+                    "sinks"),
 }
 
 
@@ -120,18 +122,22 @@ def _attrs(scale, is_causal, causal_alignment, window, softcap):
     return attrs
 
 
-def _check_slopes(alibi_slopes, heads, sizes):
-    if not alibi_slopes.dtype.is_floating_point or tuple(sizes(alibi_slopes.shape)) != (heads,):
-        raise ValueError(f"alibi_slopes must be a floating point tensor of shape [Hq] = "
-                         f"[{heads}], got {alibi_slopes.dtype} {list(sizes(alibi_slopes.shape))}")
+def _check_per_head(alibi_slopes, sinks, heads, sizes):
+    """The per-query-head tables (ALiBi slopes, sinks; None: not given):
+    floating point [Hq] each."""
+    for name, t in (("alibi_slopes", alibi_slopes), ("sinks", sinks)):
+        if t is not None and (not t.dtype.is_floating_point
+                              or tuple(sizes(t.shape)) != (heads,)):
+            raise ValueError(f"{name} must be a floating point tensor of shape [Hq] = "
+                             f"[{heads}], got {t.dtype} {list(sizes(t.shape))}")
 
 
-def _check_sdpa(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
-                window, softcap, return_lse, sizes=tuple):
+def _check_sdpa(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
+                causal_alignment, window, softcap, return_lse, sizes=tuple):
     """Every check of an attn_mlir::sdpa call that reads no element; `sizes`
     gives the sizes checked of a shape. Returns (the element type, the
     graph's attribute text)."""
-    _check_devices("sdpa", (query, key, value, attn_mask, alibi_slopes))
+    _check_devices("sdpa", (query, key, value, attn_mask, alibi_slopes, sinks))
     elt = _elt("query", query)
     if key.dtype != query.dtype or value.dtype != query.dtype:
         raise ValueError(f"query, key and value must have one dtype, got {query.dtype}, "
@@ -145,17 +151,16 @@ def _check_sdpa(query, key, value, attn_mask, alibi_slopes, is_causal, scale, ca
             raise ValueError(f"attn_mask must be bool or floating point, got {attn_mask.dtype}")
         check_mask_shape(sizes(attn_mask.shape), (qs[0], qs[1], qs[2], ks[2]),
                          "[B, Hq, Tq, Tk] =")
-    if alibi_slopes is not None:
-        _check_slopes(alibi_slopes, qs[1], sizes)
+    _check_per_head(alibi_slopes, sinks, qs[1], sizes)
     return elt, _attrs(scale, is_causal, causal_alignment, window, softcap)
 
 
-def _check_paged(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal,
-                 scale, window, softcap, return_lse, sizes=tuple):
+def _check_paged(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, sinks,
+                 is_causal, scale, window, softcap, return_lse, sizes=tuple):
     """Every check of an attn_mlir::paged_sdpa call that reads no element
     (the runtime checks the tables' entries); as _check_sdpa."""
     _check_devices("paged_sdpa", (query, key_cache, value_cache, block_table, seq_lens,
-                                  alibi_slopes))
+                                  alibi_slopes, sinks))
     elt = _elt("query", query)
     qs = sizes(query.shape)
     check_cache_shapes(qs, sizes(key_cache.shape), sizes(value_cache.shape),
@@ -165,17 +170,16 @@ def _check_paged(query, key_cache, value_cache, block_table, seq_lens, alibi_slo
         if t.dtype != torch.int32:
             raise ValueError(f"{name} must be int32, got {t.dtype}")
     check_table_shapes(sizes(block_table.shape), sizes(seq_lens.shape), qs[0])
-    if alibi_slopes is not None:
-        _check_slopes(alibi_slopes, qs[1], sizes)
+    _check_per_head(alibi_slopes, sinks, qs[1], sizes)
     return elt, _attrs(scale, is_causal, "bottom_right", window, softcap)
 
 
-def _check_varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, is_causal, scale,
-                  window, softcap, return_lse, sizes=tuple):
+def _check_varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, is_causal,
+                  scale, window, softcap, return_lse, sizes=tuple):
     """Every check of an attn_mlir::varlen_sdpa call that reads no element
     (the runtime checks the offsets' values); as _check_sdpa."""
     _check_devices("varlen_sdpa", (query, key, value, cu_seqlens_q, cu_seqlens_k,
-                                   alibi_slopes))
+                                   alibi_slopes, sinks))
     elt = _elt("query", query)
     qs = sizes(query.shape)
     check_packed_shapes(qs, sizes(key.shape), sizes(value.shape),
@@ -188,8 +192,7 @@ def _check_varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, i
     if cq[0] != ck[0] or cq[0] < 2:
         raise ValueError(f"cu_seqlens_q {list(cq)} and cu_seqlens_k {list(ck)} must both hold "
                          "B + 1 >= 2 offsets")
-    if alibi_slopes is not None:
-        _check_slopes(alibi_slopes, qs[1], sizes)
+    _check_per_head(alibi_slopes, sinks, qs[1], sizes)
     return elt, _attrs(scale, is_causal, "bottom_right", window, softcap)
 
 
@@ -220,29 +223,30 @@ def _fake(check, values):
 
 # --- The CPU kernels.
 
-_checked_slopes = {}  # id(tensor) -> (weak reference, version, float32 slopes or None)
+_checked_tables = {}  # id(tensor) -> (weak reference, version, float32 table or None)
 
 
-def _alibi(alibi_slopes):
-    """The ALiBi slopes as the graph takes them (float32, contiguous), after
-    checking they are finite. That reads them, so it is done once per
-    tensor and version: an in-place change bumps the version (writes that
-    bypass it, through .data or a numpy view, go unseen, as autograd's
-    checks miss them). Inference tensors have no version: checked each
-    call."""
-    a = alibi_slopes
+def _per_head(a, name):
+    """A per-query-head table (ALiBi slopes, sinks: argument `name`) as
+    the graph takes it (float32, contiguous), after checking it is finite.
+    That reads it, so it is done once per tensor and version: an in-place
+    change bumps the version (writes that bypass it, through .data or a
+    numpy view, go unseen, as autograd's checks miss them). Inference
+    tensors have no version: checked each call. None stays None."""
+    if a is None:
+        return None
     versioned = not a.is_inference()
-    hit = _checked_slopes.get(id(a)) if versioned else None
+    hit = _checked_tables.get(id(a)) if versioned else None
     if hit is not None and hit[0]() is a and hit[1] == a._version:
         return a if hit[2] is None else hit[2]
     cast = a.to(torch.float32).contiguous()
     if not bool(torch.isfinite(cast).all()):
-        raise ValueError("alibi_slopes must be finite")
+        raise ValueError(f"{name} must be finite")
     if versioned:
-        if len(_checked_slopes) >= 256:
-            _checked_slopes.clear()
-        # A strong reference only to a copy: the slopes themselves may die.
-        _checked_slopes[id(a)] = (weakref.ref(a), a._version, None if cast is a else cast)
+        if len(_checked_tables) >= 256:
+            _checked_tables.clear()
+        # A strong reference only to a copy: the table itself may die.
+        _checked_tables[id(a)] = (weakref.ref(a), a._version, None if cast is a else cast)
     return cast
 
 
@@ -282,7 +286,7 @@ class _Call:
 def _sdpa_call(args, device="cpu", chip=None):
     """The _Call of attn_mlir::sdpa arguments `args`, after every check of
     _check_sdpa: for `device` ("cpu", or "cuda" for `chip`)."""
-    query, key, value, attn_mask, alibi_slopes = args[:5]
+    query, key, value, attn_mask, alibi_slopes, sinks = args[:6]
     return_lse = args[-1]
     elt, attrs = _check_sdpa(*args)
     shapes = [tuple(query.shape), tuple(key.shape), tuple(value.shape)]
@@ -293,11 +297,12 @@ def _sdpa_call(args, device="cpu", chip=None):
         mask_elt = "i1" if attn_mask.dtype == torch.bool else elt
         shapes.append(mask_shape)
         dtypes.append("bool" if attn_mask.dtype == torch.bool else elt)
-    if alibi_slopes is not None:
-        shapes.append(tuple(alibi_slopes.shape))
-        dtypes.append("f32")
+    for t in (alibi_slopes, sinks):
+        if t is not None:
+            shapes.append(tuple(t.shape))
+            dtypes.append("f32")
     art = sdpa_artifact(elt, shapes[:3], mask_shape, mask_elt, alibi_slopes is not None, attrs,
-                        return_lse, device, chip)
+                        return_lse, device, chip, sinks=sinks is not None)
     dv = shapes[2][3]
     return _Call(art, art.plan("sdpa", shapes, dtypes), None if dv == shapes[0][3] else dv)
 
@@ -308,8 +313,8 @@ _MAX_CALLS = 4096
 _calls = {}
 
 
-def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
-              window, softcap, return_lse, empty_lse=True):
+def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
+              causal_alignment, window, softcap, return_lse, empty_lse=True):
     """attn.sdpa on [B, H, T, D] CPU tensors: (output, LSE) with the LSE
     [B, Hq, Tq] float32, or without return_lse an empty tensor (the op's
     schema returns one) or, for a caller that drops it (empty_lse=False),
@@ -319,11 +324,11 @@ def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, caus
     sig = (query.shape, key.shape, value.shape, query.dtype, key.dtype, value.dtype,
            None if attn_mask is None else (attn_mask.shape, attn_mask.dtype),
            None if alibi_slopes is None else (alibi_slopes.shape, alibi_slopes.dtype),
-           is_causal, scale, causal_alignment, None if window is None else tuple(window),
+           None if sinks is None else (sinks.shape, sinks.dtype), is_causal, scale, causal_alignment, None if window is None else tuple(window),
            softcap, return_lse)
     call = _calls.get(sig)
     if call is None:
-        call = _sdpa_call((query, key, value, attn_mask, alibi_slopes, is_causal, scale,
+        call = _sdpa_call((query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
                            causal_alignment, window, softcap, return_lse))
         if len(_calls) >= _MAX_CALLS:
             _calls.clear()
@@ -335,20 +340,28 @@ def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, is_causal, scale, caus
               value if value.is_contiguous() else value.contiguous()]
     if attn_mask is not None:
         inputs.append(_mask(attn_mask, query.dtype))
-    if alibi_slopes is not None:
-        inputs.append(_alibi(alibi_slopes))
+    inputs += _per_head_inputs(alibi_slopes, sinks)
     return _run(call.art, "sdpa", call.plan, inputs, call.dv, return_lse, empty_lse=empty_lse)
 
 
-def _sdpa_cuda(query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
-               window, softcap, return_lse):
+def _per_head_inputs(alibi_slopes, sinks):
+    """The graph's per-head inputs, ALiBi slopes then sinks, where given."""
+    return [_per_head(t, name) for name, t in (("alibi_slopes", alibi_slopes),
+                                               ("sinks", sinks)) if t is not None]
+
+
+def _sdpa_cuda(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
+               causal_alignment, window, softcap, return_lse):
     """attn.sdpa on CUDA tensors of one device: the CUDA artifact, compiled
     once for the device's chip and any batch and length, launched on the
     tensors' memory on the current stream (the runtime's attn_rt_call; no
     copy, no wait)."""
-    args = (query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
-            window, softcap, return_lse)
-    _check_devices("sdpa", args[:5])  # before anything touches the device
+    args = (query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
+            causal_alignment, window, softcap, return_lse)
+    _check_devices("sdpa", args[:6])  # before anything touches the device
+    if sinks is not None:
+        raise NotImplementedError("attn_mlir::sdpa takes sinks on CPU tensors so far: the CUDA "
+                                  "kernels do not take them yet")
     dev = query.device
     major, minor = torch.cuda.get_device_capability(dev)
     with torch.cuda.device(dev):  # its context current for the runtime
@@ -356,8 +369,7 @@ def _sdpa_cuda(query, key, value, attn_mask, alibi_slopes, is_causal, scale, cau
         inputs = [t.contiguous() for t in (query, key, value)]
         if attn_mask is not None:
             inputs.append(_mask(attn_mask, query.dtype))
-        if alibi_slopes is not None:
-            inputs.append(_alibi(alibi_slopes))
+        inputs += _per_head_inputs(alibi_slopes, None)
         # The kernels copy 16-byte chunks: a view at an odd offset is copied.
         inputs = [t if t.data_ptr() % 16 == 0 else t.clone() for t in inputs]
         return _run(call.art, "sdpa", call.plan, inputs, call.dv, return_lse,
@@ -428,36 +440,37 @@ def _run(art, entry, plan, inputs, dv, return_lse, stream=None, empty_lse=True):
     return out, lse
 
 
-def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal,
-               scale, window, softcap, return_lse):
+def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, sinks,
+               is_causal, scale, window, softcap, return_lse):
     """attn.paged_sdpa on CPU tensors (vLLM's cache layout, int32 tables):
     (output, LSE or an empty tensor). The runtime checks the tables before
     the kernel runs (a ValueError naming the first bad entry)."""
     elt, attrs = _check_paged(query, key_cache, value_cache, block_table, seq_lens,
-                              alibi_slopes, is_causal, scale, window, softcap, return_lse)
-    alibi = None if alibi_slopes is None else _alibi(alibi_slopes)
-    art = paged_artifact(elt, query, key_cache, value_cache, alibi, attrs, return_lse)
+                              alibi_slopes, sinks, is_causal, scale, window, softcap, return_lse)
+    heads = _per_head_inputs(alibi_slopes, sinks)
+    art = paged_artifact(elt, query, key_cache, value_cache, alibi_slopes, attrs, return_lse,
+                         sinks=sinks)
     inputs = [t.contiguous() for t in (query, key_cache, value_cache, block_table, seq_lens)]
-    inputs += [] if alibi is None else [alibi]
-    plan = art.plan("paged", [tuple(t.shape) for t in inputs],
-                    [elt] * 3 + ["i32", "i32"] + ([] if alibi is None else ["f32"]))
+    plan = art.plan("paged", [tuple(t.shape) for t in inputs + heads],
+                    [elt] * 3 + ["i32", "i32"] + ["f32"] * len(heads))
+    inputs += heads
     return _run(art, "paged", plan, inputs, value_cache.shape[3], return_lse)
 
 
-def _varlen_cpu(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, is_causal, scale,
-                window, softcap, return_lse):
+def _varlen_cpu(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, is_causal,
+                scale, window, softcap, return_lse):
     """attn.varlen_sdpa on CPU tensors (packed [total, H, D], int32
     offsets [B + 1]): (output, LSE or an empty tensor). The runtime checks
     the offsets before the kernel runs (a ValueError naming the first bad
     entry)."""
     elt, attrs = _check_varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes,
-                               is_causal, scale, window, softcap, return_lse)
-    alibi = None if alibi_slopes is None else _alibi(alibi_slopes)
-    art = varlen_artifact(elt, query, key, value, alibi, attrs, return_lse)
+                               sinks, is_causal, scale, window, softcap, return_lse)
+    heads = _per_head_inputs(alibi_slopes, sinks)
+    art = varlen_artifact(elt, query, key, value, alibi_slopes, attrs, return_lse, sinks=sinks)
     inputs = [t.contiguous() for t in (query, key, value, cu_seqlens_q, cu_seqlens_k)]
-    inputs += [] if alibi is None else [alibi]
-    plan = art.plan("varlen", [tuple(t.shape) for t in inputs],
-                    [elt] * 3 + ["i32", "i32"] + ([] if alibi is None else ["f32"]))
+    plan = art.plan("varlen", [tuple(t.shape) for t in inputs + heads],
+                    [elt] * 3 + ["i32", "i32"] + ["f32"] * len(heads))
+    inputs += heads
     return _run(art, "varlen", plan, inputs, value.shape[2], return_lse)
 
 
@@ -517,15 +530,16 @@ _sdpa = torch.ops.attn_mlir.sdpa.default
 
 def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
                     is_causal=True, window=None, softcap=None, alibi_slopes=None,
-                    return_lse=False):
+                    sinks=None, return_lse=False):
     """attn_mlir.paged_attention on torch tensors (the op
     torch.ops.attn_mlir.paged_sdpa): query [B, Hq, Tq, D], key_cache and
     value_cache [num_blocks, block_size, Hkv, D/Dv] (vLLM's layout),
     block_table [B, max_blocks_per_seq] and seq_lens [B] int32; causal
     aligns bottom-right (the queries are each sequence's newest tokens). A
     length beyond the table or a block id outside the cache is a
-    ValueError before the kernel runs. Returns the output (and the float32
-    LSE [B, Hq, Tq] with return_lse)."""
+    ValueError before the kernel runs. sinks [Hq]: attention sinks, as in
+    attn_mlir.scaled_dot_product_attention. Returns the output (and the
+    float32 LSE [B, Hq, Tq] with return_lse)."""
     for name, t in (("query", query), ("key_cache", key_cache), ("value_cache", value_cache),
                     ("block_table", block_table), ("seq_lens", seq_lens)):
         if not isinstance(t, Tensor):
@@ -534,22 +548,24 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
         check_bool("return_lse", return_lse)
         attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     out, lse = torch.ops.attn_mlir.paged_sdpa(
-        query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, is_causal, scale,
-        None if window is None else list(window), softcap, return_lse)
+        query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, sinks, is_causal,
+        scale, None if window is None else list(window), softcap, return_lse)
     return (out, lse) if return_lse else out
 
 
 def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=None,
                      is_causal=False, window=None, softcap=None, alibi_slopes=None,
-                     return_lse=False):
+                     sinks=None, return_lse=False):
     """attn_mlir.varlen_attention on torch tensors (the op
     torch.ops.attn_mlir.varlen_sdpa): query [total_q, Hq, D], key and value
     [total_k, Hkv, D/Dv] packed without padding, cu_seqlens_q and
     cu_seqlens_k [B + 1] int32 cumulative lengths (FlashAttention's varlen
     layout); causal aligns bottom-right per sequence. Offsets that do not
     start at 0, decrease or end short of the packed rows are a ValueError
-    before the kernel runs. Returns the output [total_q, Hq, Dv] (and the
-    float32 LSE [Hq, total_q] with return_lse)."""
+    before the kernel runs. sinks [Hq]: attention sinks, as in
+    attn_mlir.scaled_dot_product_attention. Returns the output
+    [total_q, Hq, Dv] (and the float32 LSE [Hq, total_q] with
+    return_lse)."""
     for name, t in (("query", query), ("key", key), ("value", value),
                     ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         if not isinstance(t, Tensor):
@@ -558,7 +574,7 @@ def varlen_attention(query, key, value, cu_seqlens_q, cu_seqlens_k, *, scale=Non
         check_bool("return_lse", return_lse)
         attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     out, lse = torch.ops.attn_mlir.varlen_sdpa(
-        query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, is_causal, scale,
+        query, key, value, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, is_causal, scale,
         None if window is None else list(window), softcap, return_lse)
     return (out, lse) if return_lse else out
 
@@ -624,10 +640,11 @@ def _direct(tensors):
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False, *,
                                  causal_alignment="top_left", window=None, softcap=None,
-                                 alibi_slopes=None, return_lse=False):
+                                 alibi_slopes=None, sinks=None, return_lse=False):
     """torch.nn.functional.scaled_dot_product_attention on attn_mlir's
     kernel, with the options of attn_mlir.scaled_dot_product_attention
-    (causal_alignment, window, softcap, alibi_slopes, return_lse: then
+    (causal_alignment, window, softcap, alibi_slopes, sinks [Hq] (CPU
+    tensors only so far), return_lse: then
     (output, float32 LSE [B, Hq, Tq])). query [B, Hq, Tq, D] or [Hq, Tq,
     D], key/value [B, Hkv, Tk, D/Dv]; GQA needs enable_gqa=True as in
     PyTorch. Works under torch.compile (one graph, no break). An eager call
@@ -642,7 +659,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     else:
         _check_arguments(query, key, value, dropout_p, enable_gqa, return_lse, scale,
                          is_causal, causal_alignment, window, softcap)
-        direct = _direct((query, key, value, attn_mask, alibi_slopes))
+        direct = _direct((query, key, value, attn_mask, alibi_slopes, sinks))
     unbatched = check_qkv_ranks(query.shape, key.shape, value.shape)
     if unbatched:
         query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
@@ -651,8 +668,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                          "pass enable_gqa=True for grouped-query attention")
     # No coercion: the op's schema takes bools and ints only, and the op
     # checks the values (a window of two, a scale > 0) when it runs.
-    args = (query, key, value, attn_mask, alibi_slopes, is_causal, scale, causal_alignment,
-            None if window is None else list(window), softcap, return_lse)
+    args = (query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
+            causal_alignment, None if window is None else list(window), softcap, return_lse)
     out, lse = _sdpa_cpu(*args, empty_lse=False) if direct else _sdpa(*args)
     if unbatched:
         out, lse = out.squeeze(0), (lse.squeeze(0) if return_lse else lse)

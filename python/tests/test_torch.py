@@ -27,7 +27,7 @@ from attn_mlir import reference, sdpa as sdpa_module
 def ref(q, k, v, **kw):
     """The fp64 numpy reference (attn_mlir.reference.sdpa) on tensors."""
     kw = dict(kw)
-    for name in ("attn_mask", "alibi_slopes"):
+    for name in ("attn_mask", "alibi_slopes", "sinks"):
         if kw.get(name) is not None:
             m = kw[name]
             kw[name] = m.numpy() if m.dtype == torch.bool else m.double().numpy()
@@ -187,7 +187,7 @@ def test_opcheck():
     q, k, v = qkv(2, 4, 2, 9, 11, 16)
     for lse in (False, True):
         torch.library.opcheck(torch.ops.attn_mlir.sdpa.default,
-                              (q, k, v, None, None, True, None, "bottom_right", None, None, lse))
+                              (q, k, v, None, None, None, True, None, "bottom_right", None, None, lse))
 
 
 def rope(q, k, base=10000.0):
@@ -385,7 +385,7 @@ def test_paged_attention_refuses_bad_tables():
     with pytest.raises(ValueError, match="one dtype"):
         at.paged_attention(q, kc.half(), vc, table, lens)
     torch.library.opcheck(torch.ops.attn_mlir.paged_sdpa.default,
-                          (q, kc, vc, table, lens, None, True, None, None, None, True))
+                          (q, kc, vc, table, lens, None, None, True, None, None, None, True))
 
 
 def varlen_inputs(q_lens, k_lens, Hq, Hkv, D, dtype=torch.float32, seed=0):
@@ -427,17 +427,84 @@ def test_varlen_attention_refuses_bad_offsets():
     with pytest.raises(ValueError, match="one dtype"):
         at.varlen_attention(q, k.half(), v, cq, ck)
     torch.library.opcheck(torch.ops.attn_mlir.varlen_sdpa.default,
-                          (q, k, v, cq, ck, None, True, None, None, None, True))
+                          (q, k, v, cq, ck, None, None, True, None, None, None, True))
+
+
+SINKS = torch.tensor([2.0, -1.0, 0.5, 3.0, 0.0, -2.0, 1.5, 4.0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_sinks_on_the_three_ops_match_fp64(dtype):
+    """Attention sinks [Hq] (gpt-oss) through attn_mlir::sdpa (GQA, causal
+    bottom-right with fully masked rows, which give 0 and LSE sinks[h]),
+    paged_sdpa (decode and a window) and varlen_sdpa, against the fp64
+    reference; opcheck of each op with sinks."""
+    q, k, v = qkv(2, 8, 2, 40, 24, 32, dtype=dtype)
+    kw = dict(is_causal=True, causal_alignment="bottom_right", sinks=SINKS)
+    out, lse = at.scaled_dot_product_attention(q, k, v, enable_gqa=True, return_lse=True, **kw)
+    want, want_lse = ref(q, k, v, enable_gqa=True, return_lse=True, **kw)
+    check(out, want, dtype)
+    assert np.abs(lse.double().numpy() - want_lse).max() < 1e-3
+    assert torch.equal(out[:, :, :16].float(), torch.zeros(2, 8, 16, 32))
+    pq, kc, vc, table, lens = paged_inputs(3, 8, 2, 1, 64, [37, 1, 70], dtype=dtype)
+    for pkw in ({}, {"window": (20, 0)}):
+        got = at.paged_attention(pq, kc, vc, table, lens, sinks=SINKS, **pkw)
+        check(got, reference.paged_sdpa(*(t.double().numpy() for t in (pq, kc, vc)),
+                                        table.numpy(), lens.numpy(), sinks=SINKS.numpy(),
+                                        **pkw), dtype)
+    vq, vk, vv, cq, ck = varlen_inputs([37, 0, 90], [50, 12, 70], 8, 2, 64, dtype=dtype)
+    got = at.varlen_attention(vq, vk, vv, cq, ck, is_causal=True, sinks=SINKS)
+    check(got, reference.varlen_sdpa(*(t.double().numpy() for t in (vq, vk, vv)), cq.numpy(),
+                                     ck.numpy(), is_causal=True, sinks=SINKS.numpy()), dtype)
+    torch.library.opcheck(torch.ops.attn_mlir.sdpa.default,
+                          (q, k, v, None, None, SINKS, True, None, "bottom_right", None, None,
+                           True))
+    torch.library.opcheck(torch.ops.attn_mlir.paged_sdpa.default,
+                          (pq, kc, vc, table, lens, None, SINKS, True, None, None, None, True))
+    torch.library.opcheck(torch.ops.attn_mlir.varlen_sdpa.default,
+                          (vq, vk, vv, cq, ck, None, SINKS, True, None, None, None, True))
+
+
+def test_sinks_are_checked_and_compile_in_one_graph():
+    """Sinks of the wrong shape or not finite are refused (an in-place
+    change is seen); a learnable sinks parameter meets the op's refusal
+    of a backward; torch.compile keeps the call in one graph."""
+    q, k, v = qkv(1, 8, 2, 5, 9, 16)
+    for bad, match in ((torch.ones(3), r"sinks must be .*\[Hq\] = \[8\]"),
+                       (torch.ones(8, dtype=torch.int32), "floating point")):
+        with pytest.raises(ValueError, match=match):
+            at.scaled_dot_product_attention(q, k, v, enable_gqa=True, sinks=bad)
+    sinks = SINKS.clone()
+    at.scaled_dot_product_attention(q, k, v, enable_gqa=True, sinks=sinks)
+    sinks[3] = float("nan")  # bumps the version: checked again
+    with pytest.raises(ValueError, match="sinks must be finite"):
+        at.scaled_dot_product_attention(q, k, v, enable_gqa=True, sinks=sinks)
+    learnable = torch.nn.Parameter(SINKS.clone())
+    out = at.scaled_dot_product_attention(q, k, v, enable_gqa=True, sinks=learnable)
+    with pytest.raises(NotImplementedError, match="no backward"):
+        out.sum().backward()
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    fn = torch.compile(lambda q, k, v, s: at.scaled_dot_product_attention(
+        q, k, v, enable_gqa=True, is_causal=True, sinks=s), fullgraph=True)
+    with torch.no_grad():
+        check(fn(q, k, v, SINKS), ref(q, k, v, enable_gqa=True, is_causal=True, sinks=SINKS),
+              torch.float32)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
 
 
 def test_cuda_kernel_takes_one_device():
     """The op's CUDA kernel (no GPU here: called directly, with a meta
     tensor standing for a CUDA one) refuses tensors on several devices
-    before anything else."""
+    before anything else; sinks, which its kernels do not take, next."""
     with pytest.raises(RuntimeError, match="one device: query is on meta, key on cpu"):
         at._sdpa_cuda(torch.zeros(1, 1, 1, 8, device="meta"), torch.zeros(1, 1, 1, 8),
-                      torch.zeros(1, 1, 1, 8), None, None, False, None, "top_left", None,
+                      torch.zeros(1, 1, 1, 8), None, None, None, False, None, "top_left", None,
                       None, False)
+    meta = [torch.zeros(1, 1, 1, 8, device="meta") for _ in range(3)]
+    with pytest.raises(NotImplementedError, match="sinks on CPU tensors so far"):
+        at._sdpa_cuda(*meta, None, None, torch.zeros(1, device="meta"), False, None, "top_left",
+                      None, None, False)
 
 
 def test_other_devices_are_named():

@@ -31,7 +31,7 @@ def sdpa_args(**change):
     float mask and ALiBi slopes), some replaced by `change`."""
     args = dict(query=randn(1, 4, 3, 8), key=randn(1, 2, 5, 8, seed=1),
                 value=randn(1, 2, 5, 8, seed=2), attn_mask=torch.zeros(3, 5),
-                alibi_slopes=torch.tensor([0.5, 0.25, 0.125, 0.0625]), is_causal=False,
+                alibi_slopes=torch.tensor([0.5, 0.25, 0.125, 0.0625]), sinks=None, is_causal=False,
                 scale=None, causal_alignment="top_left", window=None, softcap=None,
                 return_lse=False)
     args.update(change)
@@ -45,7 +45,7 @@ def paged_args(**change):
                 value_cache=randn(6, 4, 2, 8, seed=2),
                 block_table=torch.tensor([[0, 1, 0], [2, 3, 4]], dtype=I32),
                 seq_lens=torch.tensor([5, 9], dtype=I32),
-                alibi_slopes=torch.tensor([0.5, 0.25, 0.125, 0.0625]), is_causal=True,
+                alibi_slopes=torch.tensor([0.5, 0.25, 0.125, 0.0625]), sinks=None, is_causal=True,
                 scale=None, window=None, softcap=None, return_lse=False)
     args.update(change)
     return args
@@ -57,7 +57,7 @@ def varlen_args(**change):
     args = dict(query=randn(7, 4, 8), key=randn(9, 2, 8, seed=1), value=randn(9, 2, 8, seed=2),
                 cu_seqlens_q=torch.tensor([0, 3, 7], dtype=I32),
                 cu_seqlens_k=torch.tensor([0, 4, 9], dtype=I32),
-                alibi_slopes=torch.tensor([0.5, 0.25, 0.125, 0.0625]), is_causal=True,
+                alibi_slopes=torch.tensor([0.5, 0.25, 0.125, 0.0625]), sinks=None, is_causal=True,
                 scale=None, window=None, softcap=None, return_lse=False)
     args.update(change)
     return args
@@ -73,7 +73,8 @@ def call(op, args):
 # --- 49.1: one device for every tensor argument
 
 DEVICE_CASES = [(op, name) for op, make in OPS.items()
-                for name, value in make().items() if isinstance(value, torch.Tensor)]
+                for name, value in make(sinks=torch.zeros(4)).items()
+                if isinstance(value, torch.Tensor)]
 
 
 @pytest.mark.parametrize("op, name", DEVICE_CASES)
@@ -81,7 +82,7 @@ def test_a_tensor_on_another_device_is_refused(op, name):
     """One argument on the meta device, the others on the CPU (on 000c387
     the call returned uninitialized memory): a RuntimeError naming both
     devices, through the op and the public function."""
-    args = OPS[op]()
+    args = OPS[op](sinks=torch.zeros(4))
     args[name] = args[name].to("meta")
     first = "key_cache" if op == "paged_sdpa" else "key"
     culprit, where = (first, "cpu") if name == "query" else (name, "meta")
@@ -92,7 +93,7 @@ def test_a_tensor_on_another_device_is_refused(op, name):
     public = {"sdpa": at.scaled_dot_product_attention, "paged_sdpa": at.paged_attention,
               "varlen_sdpa": at.varlen_attention}[op]
     tensors = [v for v in args.values() if isinstance(v, torch.Tensor)]
-    kw = {"alibi_slopes": args["alibi_slopes"]}
+    kw = {"alibi_slopes": args["alibi_slopes"], "sinks": args["sinks"]}
     if op == "sdpa":
         kw.update(attn_mask=args["attn_mask"], enable_gqa=True)
         tensors = tensors[:3]
@@ -132,6 +133,9 @@ BAD = [  # op, the arguments changed, the error
     ("sdpa", lambda: dict(attn_mask=torch.zeros(4, 5)), ValueError),
     ("sdpa", lambda: dict(attn_mask=torch.zeros(3, 5, dtype=torch.int64)), ValueError),
     ("sdpa", lambda: dict(alibi_slopes=torch.ones(3)), ValueError),
+    ("sdpa", lambda: dict(sinks=torch.ones(3)), ValueError),
+    ("paged_sdpa", lambda: dict(sinks=torch.ones(4, dtype=I32)), ValueError),
+    ("varlen_sdpa", lambda: dict(sinks=torch.ones(2, 2)), ValueError),
     ("sdpa", lambda: dict(window=[1]), ValueError),
     ("sdpa", lambda: dict(scale=-1.0), ValueError),
     ("sdpa", lambda: dict(causal_alignment="x"), ValueError),

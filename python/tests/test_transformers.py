@@ -1,8 +1,9 @@
 """attn_mlir as a Hugging Face transformers attention backend
 (attn_mlir.integrations.transformers), checked against transformers' own
 `eager` and `sdpa` backends on tiny random-weight Llama-, Mistral- (sliding
-window), Qwen2- (GQA 3:1, qkv bias) and Gemma2-like (alternating sliding
-and full layers, softcap) models built from configs: logits (f32 and bf16,
+window), Qwen2- (GQA 3:1, qkv bias), Gemma2-like (alternating sliding
+and full layers, softcap) and gpt-oss-like (attention sinks) models built
+from configs: logits (f32 and bf16,
 padded left and right or not), greedy generation, torch.compile (one
 graph, no break) and transformers' static-cache compiled generation.
 
@@ -251,11 +252,43 @@ def test_backward_is_a_clear_error(models):
         loss.backward()
 
 
+def _gpt_oss(impl, dtype=torch.float32):
+    """A tiny gpt-oss (attention sinks passed as s_aux, sliding window 5 on
+    layer 0, full attention on layer 1, GQA 2:1, a 4-expert MoE), its sinks
+    drawn in [-1, 3] (the initializer leaves them near 0, where a wrong
+    sink would barely show)."""
+    cfg = transformers.GptOssConfig(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=4,
+        num_experts_per_tok=2, sliding_window=5, max_position_embeddings=256,
+        layer_types=["sliding_attention", "full_attention"], initializer_range=0.2,
+        pad_token_id=PAD)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation=impl)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.sinks.uniform_(-1.0, 3.0)
+    return model.to(dtype).eval()
+
+
+@pytest.mark.parametrize("padding", [None, "left"])
+def test_gpt_oss_sinks_logits_and_generation_match_eager(padding):
+    """gpt-oss's attention sinks reach the kernel (s_aux): f32 logits
+    against transformers' eager gpt-oss (its sdpa backend has no sinks),
+    and 32 greedy tokens on a DynamicCache, prefill and one-token steps
+    past the window."""
+    ref, ours = _gpt_oss("eager"), _gpt_oss("attn_mlir")
+    ids, mask = _inputs(padding)
+    err = _err(_logits(ours, ids, mask), _logits(ref, ids, mask), mask)
+    assert err <= 1e-4, f"{padding}: max abs error {err} against eager"
+    expected = _generate(ref, ids, mask, tokens=32)
+    got = _generate(ours, ids, mask, tokens=32)
+    assert torch.equal(got, expected), f"{(got != expected).sum().item()} of 32 tokens differ"
+
+
 def test_unsupported_kwargs_are_refused():
     q = k = v = torch.zeros(1, 2, 3, 8)
     module = torch.nn.Module()
-    with pytest.raises(NotImplementedError, match="s_aux"):
-        amt.attention_forward(module, q, k, v, None, s_aux=torch.zeros(2))
     with pytest.raises(NotImplementedError, match="position_bias"):
         amt.attention_forward(module, q, k, v, None, position_bias=torch.zeros(1, 2, 3, 3))
     with pytest.raises(ValueError, match="name"):

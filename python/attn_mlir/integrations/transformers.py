@@ -119,12 +119,11 @@ def _refuse_unsupported(module, dropout, kwargs):
             f"with config.attention_dropout > 0): attn_mlir's op has no dropout (it is for "
             f"inference). Call model.eval(), set config.attention_dropout = 0.0, or train with "
             f"attn_implementation='sdpa' or 'eager'")
-    for name, what in (("s_aux", "attention sinks (s_aux)"),
-                       ("position_bias", "a position bias (position_bias)")):
-        if kwargs.get(name) is not None:
-            raise NotImplementedError(
-                f"attn_mlir's transformers backend does not support {what}: use "
-                f"attn_implementation='sdpa' or 'eager' for {type(module).__name__}")
+    if kwargs.get("position_bias") is not None:
+        raise NotImplementedError(
+            f"attn_mlir's transformers backend does not support a position bias "
+            f"(position_bias): use attn_implementation='sdpa' or 'eager' for "
+            f"{type(module).__name__}")
 
 
 def _window_of(module, sliding_window):
@@ -156,8 +155,9 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
                       softcap=None, sliding_window=None, is_causal=None, **kwargs):
     """attn_mlir's entry in transformers' AttentionInterface: query [B, Hq,
     Tq, D], key/value [B, Hkv, Tk, D] (after the cache update) and the
-    mask from build_mask; returns ([B, Tq, Hq, Dv], None), as transformers'
-    sdpa backend does (no attention weights)."""
+    mask from build_mask; attention sinks [Hq] (gpt-oss's s_aux) join
+    each row's softmax denominator. Returns ([B, Tq, Hq, Dv], None), as
+    transformers' sdpa backend does (no attention weights)."""
     _refuse_unsupported(module, dropout, kwargs)
     if is_causal is None:
         is_causal = getattr(module, "is_causal", True)
@@ -177,7 +177,7 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
     out = _at.scaled_dot_product_attention(
         query, key, value, attn_mask=mask, is_causal=bool(is_causal), scale=scaling,
         enable_gqa=query.shape[1] != key.shape[1], causal_alignment=align, window=window,
-        softcap=softcap)
+        softcap=softcap, sinks=kwargs.get("s_aux"))
     return out.transpose(1, 2).contiguous(), None
 
 
