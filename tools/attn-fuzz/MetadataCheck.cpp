@@ -90,12 +90,12 @@ void checkEntry(mlir::ModuleOp module, const rt::EntryInfo &e,
 } // namespace
 
 void attn_fuzz::checkMetadata(mlir::ModuleOp module) {
-  std::vector<std::pair<std::string, std::string>> chunks;
+  std::vector<mlir::attn::EntryRecords> chunks;
   if (mlir::failed(mlir::attn::describeEntries(module, chunks)))
     return;
   std::string records = std::string(::attn::format::kHeader) + "\ntarget cpu\n";
   for (const auto &chunk : chunks)
-    records += chunk.second;
+    records += chunk.text;
   std::string text = ::attn::format::seal(records);
   std::vector<rt::EntryInfo> entries;
   std::string target;
@@ -112,8 +112,8 @@ void attn_fuzz::checkMetadata(mlir::ModuleOp module) {
              " entries of " + std::to_string(chunks.size()),
          text);
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].name != chunks[i].first)
-      fail("entry " + chunks[i].first + " is read as " + entries[i].name, text);
+    if (entries[i].name != chunks[i].name)
+      fail("entry " + chunks[i].name + " is read as " + entries[i].name, text);
     checkEntry(module, entries[i], text);
   }
   exerciseEntries(entries, target);
