@@ -45,12 +45,15 @@ bool strict() {
   return on;
 }
 
-/// `a` (the runtime's view of an argument) describes the type `t`.
+/// `a` (the runtime's view of an argument) describes the type `t`: its
+/// sizes, rt::kDynamicDim where the tensor's dimension is dynamic.
 bool sameArg(const rt::ArgInfo &a, mlir::Type t) {
   auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(t);
-  if (!tensor || a.shape != std::vector<int64_t>(tensor.getShape().begin(),
-                                                 tensor.getShape().end()))
+  if (!tensor || a.shape.size() != static_cast<size_t>(tensor.getRank()))
     return false;
+  for (auto [size, dim] : llvm::zip_equal(a.shape, tensor.getShape()))
+    if (size != (mlir::ShapedType::isDynamic(dim) ? rt::kDynamicDim : dim))
+      return false;
   mlir::Type e = tensor.getElementType();
   switch (a.dtype) {
   case rt::DType::F32:

@@ -156,7 +156,12 @@ static int64_t decodeSplits(RankedTensorType qT, RankedTensorType kT,
     return forced;
   int64_t batch =
       qT.isDynamicDim(0) ? 1 : std::max<int64_t>(1, qT.getDimSize(0));
-  int64_t want = llvm::divideCeil(kDecodeBlocks, batch * kT.getDimSize(1));
+  // Tiles of a KV head each: saturated (static sizes up to 2^63 multiply
+  // past int64; a product of 0 divided by would be SIGFPE).
+  int64_t tiles = 0;
+  if (llvm::MulOverflow(batch, std::max<int64_t>(1, kT.getDimSize(1)), tiles))
+    tiles = kDecodeBlocks;
+  int64_t want = llvm::divideCeil(kDecodeBlocks, std::max<int64_t>(1, tiles));
   int64_t most = kT.isDynamicDim(2)
                      ? kMaxSplits
                      : std::max<int64_t>(1, kT.getDimSize(2) / kMinSplitKeys);

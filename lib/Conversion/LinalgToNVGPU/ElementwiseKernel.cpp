@@ -77,13 +77,29 @@ std::string unsupportedIndexing(linalg::LinalgOp op) {
   return "";
 }
 
-void buildElementwise(ImplicitLocOpBuilder &b, linalg::LinalgOp op,
-                      ArrayRef<Value> inputs, ArrayRef<Value> outInit,
-                      ArrayRef<Value> outputs, StringRef module) {
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+/// The elements an all-parallel op visits: the product of its static loop
+/// ranges, or nullopt where a range is dynamic or the product exceeds
+/// 2^40 (a grid of 2^32 blocks of kElementwiseThreads: beyond the x
+/// dimension's 2^31 - 1).
+static std::optional<int64_t> elementCount(linalg::LinalgOp op) {
   int64_t total = 1;
-  for (int64_t r : ranges)
-    total *= r;
+  for (int64_t r : op.getStaticLoopRanges())
+    if (ShapedType::isDynamic(r) || r < 0 || llvm::MulOverflow(total, r, total) ||
+        total > (int64_t{1} << 40))
+      return std::nullopt;
+  return total;
+}
+
+LogicalResult buildElementwise(ImplicitLocOpBuilder &b, linalg::LinalgOp op,
+                               ArrayRef<Value> inputs, ArrayRef<Value> outInit,
+                               ArrayRef<Value> outputs, StringRef module) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  std::optional<int64_t> count = elementCount(op);
+  if (!count)
+    return op->emitError("the CUDA target cannot build a kernel over loop "
+                         "ranges that are dynamic or whose product exceeds "
+                         "2^40 elements");
+  int64_t total = *count;
   int64_t blocks = (total + kElementwiseThreads - 1) / kElementwiseThreads;
   std::string name = uniqueKernelName(op, "elementwise");
   OpBuilder::InsertionGuard guard(b);
@@ -124,6 +140,7 @@ void buildElementwise(ImplicitLocOpBuilder &b, linalg::LinalgOp op,
             ivs);
   b.setInsertionPointAfter(inRange);
   gpu::TerminatorOp::create(b);
+  return success();
 }
 
 std::string whyNotElementwise(linalg::LinalgOp op) {
@@ -132,6 +149,9 @@ std::string whyNotElementwise(linalg::LinalgOp op) {
            "this op has a reduction: run the graph on the CPU target "
            "(--target=cpu)";
   std::string why = unsupportedIndexing(op);
+  if (why.empty() && !elementCount(op))
+    why = "loop ranges that are dynamic or whose product exceeds 2^40 "
+          "elements";
   return why.empty()
              ? why
              : "the CUDA target cannot lower this linalg op: it has " + why;
@@ -160,7 +180,8 @@ void lowerElementwise(RewriterBase &rewriter, linalg::LinalgOp op) {
     outputs.push_back(allocateBuffer(
         b, op.getLoc(), cast<RankedTensorType>(init.get().getType())));
   }
-  buildElementwise(b, op, inputs, inits, outputs, kernelModuleName(op));
+  // whyNotElementwise (empty for `op`) checked what could fail here.
+  (void)buildElementwise(b, op, inputs, inits, outputs, kernelModuleName(op));
   rewriter.replaceOp(op, llvm::map_to_vector(outputs, [&](Value buf) {
                        return resultTensor(b, op.getLoc(), buf);
                      }));

@@ -75,8 +75,9 @@ bool forwardIntoOutput(memref::CopyOp copy) {
   return true;
 }
 
-/// A copy kernel for `copy` (dense buffers of one shape).
-void lowerCopy(memref::CopyOp copy) {
+/// A copy kernel for `copy` (dense buffers of one shape); fails (an error
+/// on the copy) where buildElementwise cannot build it.
+LogicalResult lowerCopy(memref::CopyOp copy) {
   ImplicitLocOpBuilder b(copy.getLoc(), copy);
   auto type = cast<MemRefType>(copy.getSource().getType());
   int64_t rank = type.getRank();
@@ -90,10 +91,13 @@ void lowerCopy(memref::CopyOp copy) {
       [](OpBuilder &nb, Location nl, ValueRange args) {
         linalg::YieldOp::create(nb, nl, args[0]);
       });
-  buildElementwise(b, generic, {copy.getSource()}, {Value()},
-                   {copy.getTarget()}, kernelModuleName(copy));
+  LogicalResult built =
+      buildElementwise(b, generic, {copy.getSource()}, {Value()},
+                       {copy.getTarget()}, kernelModuleName(copy));
   generic->erase();
-  copy->erase();
+  if (succeeded(built))
+    copy->erase();
+  return built;
 }
 
 /// A size the artifact can name: a dimension of an entry argument.
@@ -244,8 +248,8 @@ struct AttnGpuHostPass
       SmallVector<memref::CopyOp> copies;
       func.walk([&](memref::CopyOp c) { copies.push_back(c); });
       for (memref::CopyOp copy : copies)
-        if (!forwardIntoOutput(copy))
-          lowerCopy(copy);
+        if (!forwardIntoOutput(copy) && failed(lowerCopy(copy)))
+          ok = false;
       for (Operation &op : func.getBody().front())
         if (!isHostOp(&op))
           ok = succeeded(LogicalResult(refuseHostOp(&op)));

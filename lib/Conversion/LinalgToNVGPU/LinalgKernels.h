@@ -68,10 +68,12 @@ std::string unsupportedIndexing(linalg::LinalgOp op);
 
 /// One thread per point of the iteration space of an all-parallel op:
 /// loads each input at its map, runs the payload, stores each result.
-/// `inputs` and `outputs` are buffers in the op's operand order.
-void buildElementwise(ImplicitLocOpBuilder &b, linalg::LinalgOp op,
-                      ArrayRef<Value> inputs, ArrayRef<Value> outInit,
-                      ArrayRef<Value> outputs, StringRef module);
+/// `inputs` and `outputs` are buffers in the op's operand order. Fails
+/// (with an error on `op`, nothing built) where the iteration space is
+/// dynamic or beyond 2^40 points.
+LogicalResult buildElementwise(ImplicitLocOpBuilder &b, linalg::LinalgOp op,
+                               ArrayRef<Value> inputs, ArrayRef<Value> outInit,
+                               ArrayRef<Value> outputs, StringRef module);
 
 /// Why `op` cannot be an elementwise kernel, or "".
 std::string whyNotElementwise(linalg::LinalgOp op);
