@@ -125,7 +125,10 @@ static constexpr int64_t kRowPadding = 16;
 Value paddedF32Tile(LinalgBuilder &in, ArrayRef<OpFoldResult> sizes) {
   Type f32 = in.b.getF32Type();
   std::optional<int64_t> cols = getConstantIntValue(sizes[1]);
-  if (!cols || (*cols * 4) % kConflictingRowBytes != 0)
+  // Rows of a multiple of kConflictingRowBytes, of a width a tile can have
+  // (a static dimension of 2^62 made `cols * 4` overflow: attn-fuzz).
+  if (!cols || *cols <= 0 || *cols > (int64_t{1} << 20) ||
+      *cols % (kConflictingRowBytes / 4) != 0)
     return in.empty(sizes, f32);
   std::optional<int64_t> rows = getConstantIntValue(sizes[0]);
   SmallVector<Value> dynamic;
