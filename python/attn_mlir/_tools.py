@@ -715,6 +715,8 @@ def _cached_artifact(mlir, compiler, flags, key):
     if found:
         return found
     with _compile_lock(d, key):
+        # Checked again under the lock: the holder before us may have just
+        # replaced what the unlocked look found wanting.
         found = _trusted_cached(so, mlir, source, quiet=False)
         if found:
             return found

@@ -480,3 +480,22 @@ def test_artifact_of_another_graph_under_the_key_is_recompiled(fresh_cache):
     assert "recompiling the cached artifact" in proc.stderr
     assert "compiled from another graph" in proc.stderr
     assert _tools.artifact_problem(str(fresh_cache / plain)) is None
+
+
+@pytest.mark.parametrize("how", ["lock file unusable", "locks refused"])
+def test_compile_without_the_lock_still_compiles(fresh_cache, monkeypatch, how):
+    """Where the cache's `.lock` cannot be opened (here a directory stands
+    in its place) or the file system refuses record locks (ENOLCK), each
+    process compiles on its own: the call still succeeds and the cache
+    holds one valid artifact."""
+    if how == "lock file unusable":
+        (fresh_cache / ".lock").mkdir()
+    else:
+        def refuse(*args):
+            raise OSError(37, "No locks available")
+        monkeypatch.setattr(_tools.fcntl, "lockf", refuse)
+    q, k, v = _inputs(8, 0)
+    out = attn_mlir.scaled_dot_product_attention(q, k, v)
+    assert np.max(np.abs(out - reference.sdpa(q, k, v))) < 1e-5
+    (so,) = cache_files(fresh_cache)
+    assert _tools.artifact_problem(str(fresh_cache / so)) is None

@@ -90,15 +90,18 @@ static std::optional<int64_t> elementCount(linalg::LinalgOp op) {
   return total;
 }
 
+/// What elementCount refuses, worded once for both diagnostics.
+static constexpr const char *kUncountedRanges =
+    "loop ranges that are dynamic or whose product exceeds 2^40 elements";
+
 LogicalResult buildElementwise(ImplicitLocOpBuilder &b, linalg::LinalgOp op,
                                ArrayRef<Value> inputs, ArrayRef<Value> outInit,
                                ArrayRef<Value> outputs, StringRef module) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   std::optional<int64_t> count = elementCount(op);
   if (!count)
-    return op->emitError("the CUDA target cannot build a kernel over loop "
-                         "ranges that are dynamic or whose product exceeds "
-                         "2^40 elements");
+    return op->emitError("the CUDA target cannot build a kernel over ")
+           << kUncountedRanges;
   int64_t total = *count;
   int64_t blocks = (total + kElementwiseThreads - 1) / kElementwiseThreads;
   std::string name = uniqueKernelName(op, "elementwise");
@@ -150,8 +153,7 @@ std::string whyNotElementwise(linalg::LinalgOp op) {
            "(--target=cpu)";
   std::string why = unsupportedIndexing(op);
   if (why.empty() && !elementCount(op))
-    why = "loop ranges that are dynamic or whose product exceeds 2^40 "
-          "elements";
+    why = kUncountedRanges;
   return why.empty()
              ? why
              : "the CUDA target cannot lower this linalg op: it has " + why;
