@@ -3,7 +3,9 @@
 both causal alignments with Tq < Tk and Tq > Tk, windows, softcap, odd
 lengths and head dimensions, Dv != D, f16/bf16, LSE, kernel options),
 whole attn.mha layers (GEMM kernels around the fused kernel) and the decode
-kernels (packed heads, split keys, the combine kernel), twice:
+kernels (packed heads, split keys, the combine kernel), attention sinks
+(gpt-oss: one more term of each row's denominator, added once by the
+combine kernel when the keys are split), twice:
 - test/Integration/cuda/*.mlir run `attn-run --device cuda --check` against
   the fp64 reference and need a GPU (REQUIRES: cuda-device);
 - test/Integration/cuda-emulated/*.mlir run the same kernels' IR through
@@ -55,11 +57,21 @@ CASES = [
      "{softcap = 20.0 : f32}", "float", True, ""),
     ("f32-simt-alibi-window", 1, 4, 2, 70, 150, 64, 64, "f32",
      "{window = array<i64: 40, 8>}", None, True, ""),
+    ("sinks-gqa-causal-br-f16", 1, 8, 2, 70, 150, 64, 64, "f16",
+     "{causal = #attn.causal<bottom_right>}", None, True, ""),
+    ("f32-simt-sinks-window-alibi", 1, 4, 2, 40, 90, 64, 64, "f32",
+     "{window = array<i64: 20, 0>}", None, True, ""),
 ]
 
 # Cases whose graph also takes per-head ALiBi slopes (f32 [Hq]).
 ALIBI = {"alibi-gqa-causal-br-f16", "alibi-softcap-mask-bf16",
-         "f32-simt-alibi-window"}
+         "f32-simt-alibi-window", "f32-simt-sinks-window-alibi"}
+
+# Cases (of every list below) whose graph also takes per-head sink logits
+# (f32 [Hq]; attn-run draws them from a standard normal).
+SINKS = {"sinks-gqa-causal-br-f16", "f32-simt-sinks-window-alibi",
+         "decode-sinks-gqa4-bf16", "decode-f32-simt-sinks",
+         "paged-sinks-gqa4-f16", "varlen-sinks-causal-f16"}
 
 # Whole layers (attn.mha): name, the graph.
 MHA_CASES = [
@@ -191,12 +203,22 @@ DECODE_CASES = [
      [(1, 300), (3, 1000), (2, 1)]),
     ("decode-dyn-tk-f32", "f32 over a dynamic Tk", 2, 4, 2, 1, None, 64, 64,
      "f32", BR, None, False, [""], [(None, 77), (None, 1)]),
+    ("decode-sinks-gqa4-bf16", "sinks of 4 packed heads: in the block's "
+     "finish unsplit, once in the combine kernel when split", 2, 8, 2, 1, 700,
+     128, 128, "bf16", BR, None, False,
+     ["", " --kv-splits=5", " --kv-splits=1", " --decode=false"], None),
+    ("decode-f32-simt-sinks", "f32 sinks over a dynamic Tk, with rows of "
+     "no key (bottom-right causal, Tq = 2 over Tk = 1: row 0's LSE is the "
+     "sink)", 2, 4, 2, 2, None, 64, 64, "f32", BR, None, False,
+     ["", " --kv-splits=3"], [(None, 90), (None, 1)]),
 ]
 
 
-def sdpa_graph(b, hq, hkv, tq, tk, d, dv, dt, attrs, mask_type, alibi, lse):
+def sdpa_graph(b, hq, hkv, tq, tk, d, dv, dt, attrs, mask_type, alibi, lse,
+               sinks=False):
     """The func.func of one attn.sdpa: sizes (b or tk may be "?"), a mask
-    of tensor type `mask_type` (or None), ALiBi slopes, the LSE result."""
+    of tensor type `mask_type` (or None), ALiBi slopes, sinks, the LSE
+    result."""
     q = f"tensor<{b}x{hq}x{tq}x{d}x{dt}>"
     k = f"tensor<{b}x{hkv}x{tk}x{d}x{dt}>"
     v = f"tensor<{b}x{hkv}x{tk}x{dv}x{dt}>"
@@ -210,6 +232,9 @@ def sdpa_graph(b, hq, hkv, tq, tk, d, dv, dt, attrs, mask_type, alibi, lse):
     if alibi:
         args += f", %a: tensor<{hq}xf32>"
         use += f" alibi(%a : tensor<{hq}xf32>)"
+    if sinks:
+        args += f", %s: tensor<{hq}xf32>"
+        use += f" sinks(%s : tensor<{hq}xf32>)"
     results = f"{o}, {l}" if lse else o
     names = "%o, %l" if lse else "%o"
     ret = f"return %o, %l : {o}, {l}" if lse else f"return %o : {o}"
@@ -225,7 +250,8 @@ def write_decode_cases():
          schedules, sizes) in DECODE_CASES:
         body = sdpa_graph("?" if b is None else b, hq, hkv, tq,
                           "?" if tk is None else tk, d, dv, dt, attrs,
-                          mask and f"tensor<{mask[0]}x{mask[1]}>", alibi, True)
+                          mask and f"tensor<{mask[0]}x{mask[1]}>", alibi, True,
+                          name in SINKS)
         runs = []
         seed = 1
         for flags in schedules:
@@ -261,19 +287,26 @@ PAGED_CASES = [
      "head per tile)", 4, 2, 2, 16, 64, 64, "f16",
      "{causal = #attn.causal<bottom_right>, window = array<i64: 40, 0>, "
      "softcap = 30.0 : f32}", True, [" --kv-splits=2"], [(2, 20, 8)]),
+    ("paged-sinks-gqa4-f16", "sinks of 4 packed heads over 16-key blocks",
+     8, 2, 1, 16, 64, 64, "f16", BR, False, ["", " --kv-splits=3"],
+     [(2, 30, 40), (3, 7, 3)]),
 ]
 
 
-def table_op_body(func, op, args, hq, alibi, attrs, o, l):
+def table_op_body(func, op, args, hq, alibi, attrs, o, l, sinks=False):
     """The graph of one attention op that takes tables (`op`: its name and
-    operands; `args`: (SSA name, type) pairs), ALiBi slopes [hq] last when
-    `alibi`, returning the output `o` and the LSE `l`."""
+    operands; `args`: (SSA name, type) pairs), ALiBi slopes [hq] when
+    `alibi`, then sinks [hq] when `sinks`, returning the output `o` and the
+    LSE `l`."""
     params = ", ".join(f"{n}: {t}" for n, t in args)
     types = ", ".join(t for _, t in args)
     use = ""
     if alibi:
         params += f", %a: tensor<{hq}xf32>"
         use = f" alibi(%a : tensor<{hq}xf32>)"
+    if sinks:
+        params += f", %s: tensor<{hq}xf32>"
+        use += f" sinks(%s : tensor<{hq}xf32>)"
     return f"""func.func @{func}({params}) -> ({o}, {l}) {{
   %o, %l = {op}{use} {attrs}
       : {types} -> {o}, {l}
@@ -293,7 +326,7 @@ def write_paged_cases():
         body = table_op_body(
             "paged", "attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl)", args, hq,
             alibi, attrs, f"tensor<?x{hq}x{tqs}x{dv}x{dt}>",
-            f"tensor<?x{hq}x{tqs}xf32>")
+            f"tensor<?x{hq}x{tqs}xf32>", name in SINKS)
         runs, seed = [], 1
         for flags in schedules:
             for size in sizes:
@@ -322,6 +355,9 @@ VARLEN_CASES = [
     ("varlen-mqa-odd-f32", "f32 (one warp per row), MQA over 6 heads, "
      "D=40 and Dv=24, not causal", 6, 1, 40, 24, "f32", "", False, [""],
      [(97, 203, 3), (5, 700, 6)]),
+    ("varlen-sinks-causal-f16", "sinks, GQA-2, bottom-right causal over "
+     "packed sequences (empty ones: rows of no key)", 4, 2, 64, 64, "f16", BR,
+     False, [""], [(100, 150, 4), (9, 30, 8)]),
 ]
 
 
@@ -335,7 +371,7 @@ def write_varlen_cases():
         body = table_op_body(
             "varlen", "attn.varlen_sdpa %q, %k, %v seqlens(%cuq, %cuk)", args,
             hq, alibi, attrs, f"tensor<?x{hq}x{dv}x{dt}>",
-            f"tensor<{hq}x?xf32>")
+            f"tensor<{hq}x?xf32>", name in SINKS)
         runs = [(flags, f" --dim Nq={nq} --dim Nk={nk} --dim B1={b1}", seed)
                 for seed, (flags, (nq, nk, b1)) in enumerate(
                     itertools.product(schedules, sizes), start=1)]
@@ -380,7 +416,8 @@ def main():
 // RUN: attn-run %s --device cuda --check --seed 7 --compile-flags="--target=cuda{flags}" | FileCheck %s
 // CHECK: check output: {{{{.*}}}} PASS
 {"// CHECK: check lse: {{.*}} PASS" if lse else "// CHECK-NOT: FAIL"}
-""" + sdpa_graph(b, hq, hkv, tq, tk, d, dv, dt, attrs, mt, name in ALIBI, lse)
+""" + sdpa_graph(b, hq, hkv, tq, tk, d, dv, dt, attrs, mt, name in ALIBI, lse,
+                 name in SINKS)
         with open(os.path.join(HERE, name + ".mlir"), "w") as f:
             f.write(text)
         if "kernel-format" in flags:

@@ -1,9 +1,11 @@
 //===- ArithOps.cpp - arith and math ops, emulated --------------*- C++ -*-===//
 //
 // The semantics of the arith ops (integer and float arithmetic,
-// comparisons, casts, select, constants) and the math ops (exp2, tanh,
-// log) over a block's threads, with f16/bf16 rounding where a result is
-// truncated.
+// comparisons, casts, select, constants) and the math ops over a block's
+// threads, with f16/bf16 rounding where a result is truncated. Integers
+// of every width are held sign-extended in 64 bits (i1 as 0 or 1); the
+// score and mask functions a user writes may use any scalar arith or math
+// op, so the common ones of both dialects are here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,12 +49,171 @@ static int64_t compareInts(arith::CmpIPredicate p, int64_t a, int64_t b) {
   return 0;
 }
 
+/// `a p b` for an arith.cmpf predicate `p` (ordered: false with a NaN;
+/// unordered: true with one).
+static int64_t compareFloats(arith::CmpFPredicate p, float a, float b) {
+  bool nan = std::isnan(a) || std::isnan(b);
+  switch (p) {
+  case arith::CmpFPredicate::AlwaysFalse:
+    return 0;
+  case arith::CmpFPredicate::AlwaysTrue:
+    return 1;
+  case arith::CmpFPredicate::OEQ:
+    return !nan && a == b;
+  case arith::CmpFPredicate::OGT:
+    return !nan && a > b;
+  case arith::CmpFPredicate::OGE:
+    return !nan && a >= b;
+  case arith::CmpFPredicate::OLT:
+    return !nan && a < b;
+  case arith::CmpFPredicate::OLE:
+    return !nan && a <= b;
+  case arith::CmpFPredicate::ONE:
+    return !nan && a != b;
+  case arith::CmpFPredicate::ORD:
+    return !nan;
+  case arith::CmpFPredicate::UEQ:
+    return nan || a == b;
+  case arith::CmpFPredicate::UGT:
+    return nan || a > b;
+  case arith::CmpFPredicate::UGE:
+    return nan || a >= b;
+  case arith::CmpFPredicate::ULT:
+    return nan || a < b;
+  case arith::CmpFPredicate::ULE:
+    return nan || a <= b;
+  case arith::CmpFPredicate::UNE:
+    return nan || a != b;
+  case arith::CmpFPredicate::UNO:
+    return nan;
+  }
+  return 0;
+}
+
+/// `v` as an integer of `type`'s width: i1 as 0/1, others sign-extended
+/// (index and i64 as they are).
+static int64_t normalizeInt(Type type, int64_t v) {
+  unsigned w = type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+  if (w == 1)
+    return v & 1;
+  if (w >= 64)
+    return v;
+  uint64_t m = (uint64_t(1) << w) - 1;
+  uint64_t x = uint64_t(v) & m;
+  return (x >> (w - 1)) ? static_cast<int64_t>(x | ~m)
+                        : static_cast<int64_t>(x);
+}
+
+/// `v` (held sign-extended) as the unsigned value of `type`'s width.
+static uint64_t unsignedInt(Type type, int64_t v) {
+  unsigned w = type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+  return w >= 64 ? uint64_t(v) : uint64_t(v) & ((uint64_t(1) << w) - 1);
+}
+
+/// The integer ops beyond the kernels' own (those a score or mask
+/// function may hold): false when `op` is none of them.
+bool KernelEmulator::runMoreInts(Operation *op, const std::vector<char> &mask) {
+  if (op->getNumResults() != 1)
+    return false;
+  Type rt = op->getResult(0).getType();
+  auto unary = [&](auto fn) {
+    Type in = op->getOperand(0).getType();
+    Val *r = row(op->getResult(0)), *a = row(op->getOperand(0));
+    forEach(mask, [&](int64_t t) { r[t].i = normalizeInt(rt, fn(in, a[t].i)); });
+    return true;
+  };
+  auto binary = [&](auto fn) {
+    Type in = op->getOperand(0).getType();
+    Val *r = row(op->getResult(0)), *a = row(op->getOperand(0)),
+        *b = row(op->getOperand(1));
+    bool zero = false;
+    forEach(mask, [&](int64_t t) {
+      r[t].i = normalizeInt(rt, fn(in, a[t].i, b[t].i, zero));
+    });
+    if (zero)
+      fail("integer division by zero in '" + op->getName().getStringRef() +
+           "'");
+    return true;
+  };
+  auto floorDiv = [](int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+  };
+  return TypeSwitch<Operation *, bool>(op)
+      .Case([&](arith::XOrIOp) {
+        return binary([](Type, int64_t a, int64_t b, bool &) { return a ^ b; });
+      })
+      .Case([&](arith::RemSIOp) {
+        return binary([](Type, int64_t a, int64_t b, bool &z) {
+          return b ? a % b : (z = true, 0);
+        });
+      })
+      .Case([&](arith::FloorDivSIOp) {
+        return binary([&](Type, int64_t a, int64_t b, bool &z) {
+          return b ? floorDiv(a, b) : (z = true, 0);
+        });
+      })
+      .Case([&](arith::CeilDivSIOp) {
+        return binary([&](Type, int64_t a, int64_t b, bool &z) {
+          return b ? -floorDiv(-a, b) : (z = true, 0);
+        });
+      })
+      .Case([&](arith::MaxUIOp) {
+        return binary([](Type t, int64_t a, int64_t b, bool &) {
+          return unsignedInt(t, a) > unsignedInt(t, b) ? a : b;
+        });
+      })
+      .Case([&](arith::MinUIOp) {
+        return binary([](Type t, int64_t a, int64_t b, bool &) {
+          return unsignedInt(t, a) < unsignedInt(t, b) ? a : b;
+        });
+      })
+      .Case([&](arith::ShLIOp) {
+        return binary([](Type, int64_t a, int64_t b, bool &) {
+          return b < 0 || b >= 64 ? 0 : static_cast<int64_t>(uint64_t(a) << b);
+        });
+      })
+      .Case([&](arith::ShRSIOp) {
+        return binary([](Type, int64_t a, int64_t b, bool &) {
+          return b < 0 || b >= 64 ? (a < 0 ? -1 : 0) : a >> b;
+        });
+      })
+      .Case([&](arith::ShRUIOp) {
+        return binary([](Type t, int64_t a, int64_t b, bool &) {
+          return b < 0 || b >= 64
+                     ? 0
+                     : static_cast<int64_t>(unsignedInt(t, a) >> b);
+        });
+      })
+      .Case([&](arith::ExtSIOp) {
+        return unary([](Type, int64_t a) { return a; });
+      })
+      .Case([&](arith::ExtUIOp) {
+        return unary([](Type t, int64_t a) {
+          return static_cast<int64_t>(unsignedInt(t, a));
+        });
+      })
+      .Case([&](arith::TruncIOp) {
+        return unary([](Type, int64_t a) { return a; });
+      })
+      .Case([&](arith::IndexCastUIOp) {
+        return unary([](Type t, int64_t a) {
+          return static_cast<int64_t>(unsignedInt(t, a));
+        });
+      })
+      .Case([&](math::AbsIOp) {
+        return unary([](Type, int64_t a) { return a < 0 ? -a : a; });
+      })
+      .Default([](Operation *) { return false; });
+}
+
 bool KernelEmulator::runArith(Operation *op, const std::vector<char> &mask) {
   Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
   auto intBin = [&](auto fn) {
     Val *r = row(op->getResult(0)), *a = row(op->getOperand(0)),
         *b = row(op->getOperand(1));
-    forEach(mask, [&](int64_t t) { r[t].i = fn(a[t].i, b[t].i); });
+    forEach(mask,
+            [&](int64_t t) { r[t].i = normalizeInt(rt, fn(a[t].i, b[t].i)); });
     return true;
   };
   auto fBin = [&](auto fn) {
@@ -71,7 +232,7 @@ bool KernelEmulator::runArith(Operation *op, const std::vector<char> &mask) {
       .Case([&](arith::ConstantOp c) {
         Val v;
         if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
-          v.i = i.getValue().getSExtValue();
+          v.i = normalizeInt(i.getType(), i.getValue().getSExtValue());
         else if (auto f = dyn_cast<FloatAttr>(c.getValue()))
           v.f[0] = f.getValueAsDouble();
         else if (auto d = dyn_cast<DenseElementsAttr>(c.getValue());
@@ -151,10 +312,48 @@ bool KernelEmulator::runArith(Operation *op, const std::vector<char> &mask) {
         return fBin([](float a, float b) { return std::fmax(a, b); });
       })
       .Case([&](arith::CmpFOp c) {
-        if (c.getPredicate() != arith::CmpFPredicate::OEQ)
-          return fail("unsupported cmpf predicate"), true;
+        auto p = c.getPredicate();
         forEach(mask, [&](int64_t t) {
-          at(c, t).i = at(c.getLhs(), t).f[0] == at(c.getRhs(), t).f[0];
+          at(c, t).i = compareFloats(p, at(c.getLhs(), t).f[0],
+                                     at(c.getRhs(), t).f[0]);
+        });
+        return true;
+      })
+      .Case([&](arith::MinimumFOp) {
+        return fBin([](float a, float b) {
+          return std::isnan(a) || std::isnan(b) ? NAN : std::fmin(a, b);
+        });
+      })
+      .Case([&](arith::MaximumFOp) {
+        return fBin([](float a, float b) {
+          return std::isnan(a) || std::isnan(b) ? NAN : std::fmax(a, b);
+        });
+      })
+      .Case([&](arith::MinNumFOp) {
+        return fBin([](float a, float b) { return std::fmin(a, b); });
+      })
+      .Case([&](arith::RemFOp) {
+        return fBin([](float a, float b) { return std::fmod(a, b); });
+      })
+      .Case([&](arith::NegFOp) {
+        forEach(mask, [&](int64_t t) {
+          at(op->getResult(0), t).f[0] = -at(op->getOperand(0), t).f[0];
+        });
+        return true;
+      })
+      .Case([&](arith::UIToFPOp u) {
+        Type in = u.getIn().getType();
+        forEach(mask, [&](int64_t t) {
+          at(u, t).f[0] =
+              static_cast<float>(unsignedInt(in, at(u.getIn(), t).i));
+        });
+        return true;
+      })
+      .Case([&](arith::FPToSIOp f) {
+        forEach(mask, [&](int64_t t) {
+          float x = at(f.getIn(), t).f[0];
+          at(f, t).i = normalizeInt(
+              f.getType(), std::isfinite(x) ? static_cast<int64_t>(x) : 0);
         });
         return true;
       })
@@ -182,7 +381,7 @@ bool KernelEmulator::runArith(Operation *op, const std::vector<char> &mask) {
         });
         return true;
       })
-      .Default([](Operation *) { return false; });
+      .Default([&](Operation *) { return runMoreInts(op, mask); });
 }
 
 bool KernelEmulator::runMath(Operation *op, const std::vector<char> &mask) {
@@ -200,6 +399,45 @@ bool KernelEmulator::runMath(Operation *op, const std::vector<char> &mask) {
       })
       .Case(
           [&](math::LogOp) { return fUn([](float x) { return std::log(x); }); })
+      .Case([&](math::Log2Op) {
+        return fUn([](float x) { return std::log2(x); });
+      })
+      .Case([&](math::Log1pOp) {
+        return fUn([](float x) { return std::log1p(x); });
+      })
+      .Case(
+          [&](math::ExpOp) { return fUn([](float x) { return std::exp(x); }); })
+      .Case([&](math::ExpM1Op) {
+        return fUn([](float x) { return std::expm1(x); });
+      })
+      .Case([&](math::SqrtOp) {
+        return fUn([](float x) { return std::sqrt(x); });
+      })
+      .Case([&](math::RsqrtOp) {
+        return fUn([](float x) { return 1.0f / std::sqrt(x); });
+      })
+      .Case([&](math::AbsFOp) {
+        return fUn([](float x) { return std::fabs(x); });
+      })
+      .Case([&](math::FloorOp) {
+        return fUn([](float x) { return std::floor(x); });
+      })
+      .Case([&](math::CeilOp) {
+        return fUn([](float x) { return std::ceil(x); });
+      })
+      .Case(
+          [&](math::SinOp) { return fUn([](float x) { return std::sin(x); }); })
+      .Case(
+          [&](math::CosOp) { return fUn([](float x) { return std::cos(x); }); })
+      .Case(
+          [&](math::ErfOp) { return fUn([](float x) { return std::erf(x); }); })
+      .Case([&](math::PowFOp) {
+        Val *r = row(op->getResult(0)), *a = row(op->getOperand(0)),
+            *b = row(op->getOperand(1));
+        forEach(mask,
+                [&](int64_t t) { r[t].f[0] = std::pow(a[t].f[0], b[t].f[0]); });
+        return true;
+      })
       .Default([](Operation *) { return false; });
 }
 

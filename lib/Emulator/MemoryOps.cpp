@@ -178,6 +178,17 @@ bool KernelEmulator::runMemory(Operation *op, const std::vector<char> &mask) {
         });
         return true;
       })
+      .Case([&](memref::DimOp dim) {
+        // A score function's bound on a capture's index.
+        forEach(mask, [&](int64_t t) {
+          const View &v = view(dim.getSource(), t);
+          int64_t d = at(dim.getIndex(), t).i;
+          if (d < 0 || d >= static_cast<int64_t>(v.shape.size()))
+            return fail("memref.dim of a dimension the buffer lacks");
+          at(dim, t).i = v.shape[d];
+        });
+        return true;
+      })
       .Case([&](memref::StoreOp stO) {
         forEach(mask, [&](int64_t t) {
           const View &v = view(stO.getMemRef(), t);

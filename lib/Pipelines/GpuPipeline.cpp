@@ -171,6 +171,9 @@ void attn::buildGpuPipeline(OpPassManager &pm,
   ConvertGpuOpsToNVVMOpsOptions toNvvm;
   toNvvm.useBarePtrCallConv = true;
   kernels.addPass(createConvertGpuOpsToNVVMOps(toNvvm));
+  // math.absi & co. (of a user's score or mask function), which
+  // gpu-to-nvvm leaves, as LLVM intrinsics.
+  kernels.addPass(createConvertMathToLLVMPass());
   kernels.addPass(createAttnNvvmExternSharedPass());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());

@@ -235,3 +235,69 @@ std::string attn::rt::formatCheck(const std::string &name,
     std::snprintf(buf + n, sizeof(buf) - n, " %s", r.ok ? "PASS" : "FAIL");
   return buf;
 }
+
+//===----------------------------------------------------------------------===//
+// CallBuffers
+//===----------------------------------------------------------------------===//
+
+Error CallBuffers::addInputFile(const std::string &v) {
+  size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+    return {"--input expects NAME=FILE.npy, found '" + v + "'"};
+  if (!inputFiles.emplace(v.substr(0, eq), v.substr(eq + 1)).second)
+    return {"input '" + v.substr(0, eq) + "' given twice (--input)"};
+  return {};
+}
+
+Error CallBuffers::make(const EntryInfo &entry, EntryInfo &instance,
+                        std::vector<Tensor> &inputs,
+                        std::vector<Tensor> &outputs) const {
+  std::string names;
+  for (const ArgInfo &a : entry.inputs)
+    names += (names.empty() ? "" : ", ") + a.name;
+  for (const auto &given : inputFiles)
+    if (std::none_of(entry.inputs.begin(), entry.inputs.end(),
+                     [&](const ArgInfo &a) { return a.name == given.first; }))
+      return {"entry '" + entry.name + "' has no input '" + given.first +
+              "' (inputs: " + names + ")"};
+  std::vector<Tensor> files(entry.inputs.size());
+  std::vector<const std::vector<int64_t> *> shapes(entry.inputs.size());
+  for (size_t i = 0; i < entry.inputs.size(); ++i) {
+    const ArgInfo &a = entry.inputs[i];
+    auto it = inputFiles.find(a.name);
+    if (it == inputFiles.end())
+      continue;
+    if (Error e = readNpy(it->second, files[i], &a))
+      return {"input '" + a.name + "': " + e.message};
+    shapes[i] = &files[i].shape;
+  }
+  if (Error e = instantiate(entry, shapes, dims, instance))
+    return e;
+  double totalBytes = 0;
+  for (const auto *args : {&instance.inputs, &instance.outputs})
+    for (const ArgInfo &a : *args) {
+      double n = 1;
+      for (int64_t d : a.shape)
+        n *= static_cast<double>(d);
+      totalBytes += n * dtypeSize(a.dtype) +
+                    (args == &instance.outputs ? n * perOutputElement : 0);
+    }
+  MemoryLimit limit = memoryLimit();
+  if (totalBytes > limit.bytes)
+    return {"the inputs and outputs of '" + entry.name + "'" +
+            (perOutputElement ? " and their fp64 reference" : "") + " need " +
+            formatBytes(totalBytes) + "; " + limit.what + " leaves " +
+            formatBytes(limit.bytes)};
+  InputGenerator random(seed);
+  for (size_t i = 0; i < instance.inputs.size(); ++i)
+    inputs.push_back(shapes[i] ? std::move(files[i])
+                               : random.make(instance.inputs[i], instance));
+  for (const ArgInfo &a : instance.outputs) {
+    Tensor t;
+    t.dtype = a.dtype;
+    t.shape = a.shape;
+    t.data.assign(t.numElements() * dtypeSize(t.dtype), outputFill);
+    outputs.push_back(std::move(t));
+  }
+  return {};
+}

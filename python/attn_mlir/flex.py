@@ -568,8 +568,8 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cpu", BLOCK_SIZE=12
         raise ValueError(f"mask_mod must be a function, got {type(mask_mod).__name__}")
     shape = tuple(None if x is None else check_int(n, x, 1)
                   for n, x in (("B", B), ("H", H), ("Q_LEN", Q_LEN), ("KV_LEN", KV_LEN)))
-    if device != "cpu":
-        raise NotImplementedError("flex_attention runs on the CPU (device='cpu') so far")
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
     return BlockMask(mask_mod, shape, check_int("BLOCK_SIZE", BLOCK_SIZE, 1))
 
 
@@ -598,7 +598,7 @@ def _flex_graph(q, k, v, score_mod, mask_mod, scale, return_lse, tables):
 
 
 def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None,
-                   enable_gqa=False, return_lse=False):
+                   enable_gqa=False, return_lse=False, device="cpu"):
     """FlexAttention on numpy arrays: softmax(score_mod(scale · q·k, b, h,
     q_idx, kv_idx)) · V over the keys block_mask's mask_mod keeps.
 
@@ -606,6 +606,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     (float32, float16 or bfloat16; Hq != Hkv needs enable_gqa=True). Returns
     the output, and the float32 log-sum-exp [B, Hq, Tq] with
     return_lse=True. A row whose every key is masked gives 0 (LSE -inf).
+    device="cuda" runs the functions in the fused CUDA kernel (through
+    attn-run, like scaled_dot_product_attention(..., device="cuda")).
     """
     enable_gqa, return_lse = check_bool("enable_gqa", enable_gqa), check_bool("return_lse",
                                                                                return_lse)
@@ -621,7 +623,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     tables = _Tables()
     mlir = _flex_graph(q, k, v, score_mod, block_mask and block_mask.mask_mod, scale,
                        return_lse, tables)
-    outs = compile_graph(mlir)("flex", [q, k, v] + tables.arrays)
+    outs = compile_graph(mlir, device=device)("flex", [q, k, v] + tables.arrays)
     if unbatched:
         outs = [o[0] for o in outs]
     return (outs[0], outs[1]) if return_lse else outs[0]

@@ -135,7 +135,7 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     check_table_shapes(bt.shape, sl.shape, q.shape[0])
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
-    sinks = prepare_sinks(sinks, q.shape[1], device)
+    sinks = prepare_sinks(sinks, q.shape[1])
     art = paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device, sinks)
     inputs = [q, kc, vc, bt, sl] + [x for x in (alibi, sinks) if x is not None]
     outs = art("paged", inputs)

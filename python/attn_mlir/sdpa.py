@@ -191,14 +191,9 @@ def prepare_alibi(alibi_slopes, heads):
     return prepare_per_head("alibi_slopes", alibi_slopes, heads)
 
 
-def prepare_sinks(sinks, heads, device):
-    """prepare_per_head of attention sinks, which run on the CPU only so
-    far (the CUDA kernels do not take them: NotImplementedError)."""
-    sinks = prepare_per_head("sinks", sinks, heads)
-    if sinks is not None and device != "cpu":
-        raise NotImplementedError("sinks run on the CPU (device='cpu') so far: the CUDA "
-                                  "kernels do not take them yet")
-    return sinks
+def prepare_sinks(sinks, heads):
+    """prepare_per_head of attention sinks."""
+    return prepare_per_head("sinks", sinks, heads)
 
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
@@ -330,7 +325,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     attrs = attention_attrs(scale, is_causal, causal_alignment, window, softcap)
     mask = prepare_mask(attn_mask, q.dtype, (B, Hq, Tq, Tk), "[B, Hq, Tq, Tk] =")
     alibi = prepare_alibi(alibi_slopes, Hq)
-    sinks = prepare_sinks(sinks, Hq, device)
+    sinks = prepare_sinks(sinks, Hq)
     art = sdpa_artifact(elt, (q.shape, k.shape, v.shape),
                         None if mask is None else mask.shape,
                         None if mask is None else mlir_elt(mask.dtype),

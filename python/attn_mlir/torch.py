@@ -359,9 +359,6 @@ def _sdpa_cuda(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, sca
     args = (query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
             causal_alignment, window, softcap, return_lse)
     _check_devices("sdpa", args[:6])  # before anything touches the device
-    if sinks is not None:
-        raise NotImplementedError("attn_mlir::sdpa takes sinks on CPU tensors so far: the CUDA "
-                                  "kernels do not take them yet")
     dev = query.device
     major, minor = torch.cuda.get_device_capability(dev)
     with torch.cuda.device(dev):  # its context current for the runtime
@@ -369,7 +366,7 @@ def _sdpa_cuda(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, sca
         inputs = [t.contiguous() for t in (query, key, value)]
         if attn_mask is not None:
             inputs.append(_mask(attn_mask, query.dtype))
-        inputs += _per_head_inputs(alibi_slopes, None)
+        inputs += _per_head_inputs(alibi_slopes, sinks)
         # The kernels copy 16-byte chunks: a view at an odd offset is copied.
         inputs = [t if t.data_ptr() % 16 == 0 else t.clone() for t in inputs]
         return _run(call.art, "sdpa", call.plan, inputs, call.dv, return_lse,

@@ -216,3 +216,54 @@ def test_varlen_attention_matches_cpu_on_gpu():
     cpu = attn_mlir.varlen_attention(q.astype(np.float32), k.astype(np.float32),
                                      v.astype(np.float32), cq, ck, is_causal=True)
     assert np.max(np.abs(gpu.astype(np.float64) - cpu)) < 2e-2
+
+
+def _sinks_and_flex_inputs(dt):
+    q = rng.standard_normal((1, 4, 70, 64)).astype(dt)
+    k, v = (rng.standard_normal((1, 2, 150, 64)).astype(dt) for _ in range(2))
+    sinks = rng.standard_normal(4).astype(np.float32) * 2
+    docs = np.repeat(np.arange(5), 30).astype(np.int32)
+
+    def score(s, b, h, q_idx, kv_idx):
+        return s + sinks[h] * 0.1 * (kv_idx - q_idx) / 64
+
+    def mask(b, h, q_idx, kv_idx):
+        return (docs[q_idx] == docs[kv_idx]) & (kv_idx <= q_idx + 80)
+    return q, k, v, sinks, score, mask
+
+
+def test_sinks_and_flex_with_stand_in_driver(fake_driver):
+    """Sinks (all three ops) and flex_attention's functions compile for
+    CUDA and launch: the stand-in driver computes nothing, so the outputs
+    are the poison (the kernels' results are checked without a GPU by
+    test_cuda_functions.py and the emulated lit matrix)."""
+    q, k, v, sinks, score, mask = _sinks_and_flex_inputs(np.float16)
+    out = attn_mlir.scaled_dot_product_attention(q, k, v, enable_gqa=True, sinks=sinks,
+                                                 device="cuda")
+    assert out.shape == q.shape and np.isnan(out.astype(np.float32)).all()
+    block = attn_mlir.create_block_mask(mask, None, None, 70, 150, device="cuda")
+    out = attn_mlir.flex_attention(q, k, v, score_mod=score, block_mask=block,
+                                   enable_gqa=True, device="cuda")
+    assert out.shape == q.shape and np.isnan(out.astype(np.float32)).all()
+    pq, kc, vc, table, lens = _paged_inputs(np.float16)
+    out = attn_mlir.paged_attention(pq, kc, vc, table, lens, sinks=np.zeros(8, np.float32),
+                                    device="cuda")
+    assert np.isnan(out.astype(np.float32)).all()
+
+
+@pytest.mark.skipif(not has_gpu(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_sinks_and_flex_match_cpu_on_gpu(dtype):
+    dt = np.float16 if dtype == "float16" else np.float32
+    q, k, v, sinks, score, mask = _sinks_and_flex_inputs(dt)
+    f32 = [x.astype(np.float32) for x in (q, k, v)]
+    tol = 1e-4 if dt == np.float32 else 2e-2
+    gpu = attn_mlir.scaled_dot_product_attention(q, k, v, enable_gqa=True, sinks=sinks,
+                                                 device="cuda")
+    cpu = attn_mlir.scaled_dot_product_attention(*f32, enable_gqa=True, sinks=sinks)
+    assert np.max(np.abs(gpu.astype(np.float64) - cpu)) < tol
+    block = attn_mlir.create_block_mask(mask, None, None, 70, 150)
+    gpu = attn_mlir.flex_attention(q, k, v, score_mod=score, block_mask=block,
+                                   enable_gqa=True, device="cuda")
+    cpu = attn_mlir.flex_attention(*f32, score_mod=score, block_mask=block, enable_gqa=True)
+    assert np.max(np.abs(gpu.astype(np.float64) - cpu)) < tol

@@ -145,9 +145,3 @@ def test_bad_sinks(sinks, message):
     q, k, v = qkv(1, 4, 4, 2, 3, 8)
     with pytest.raises(ValueError, match=message):
         attn_mlir.scaled_dot_product_attention(q, k, v, sinks=sinks)
-
-
-def test_cuda_refused():
-    q, k, v = qkv(1, 4, 4, 2, 3, 8)
-    with pytest.raises(NotImplementedError, match="sinks run on the CPU"):
-        attn_mlir.scaled_dot_product_attention(q, k, v, sinks=np.zeros(4, F32), device="cuda")

@@ -496,14 +496,14 @@ def test_sinks_are_checked_and_compile_in_one_graph():
 def test_cuda_kernel_takes_one_device():
     """The op's CUDA kernel (no GPU here: called directly, with a meta
     tensor standing for a CUDA one) refuses tensors on several devices
-    before anything else; sinks, which its kernels do not take, next."""
+    before anything else, sinks included."""
     with pytest.raises(RuntimeError, match="one device: query is on meta, key on cpu"):
         at._sdpa_cuda(torch.zeros(1, 1, 1, 8, device="meta"), torch.zeros(1, 1, 1, 8),
                       torch.zeros(1, 1, 1, 8), None, None, None, False, None, "top_left", None,
                       None, False)
     meta = [torch.zeros(1, 1, 1, 8, device="meta") for _ in range(3)]
-    with pytest.raises(NotImplementedError, match="sinks on CPU tensors so far"):
-        at._sdpa_cuda(*meta, None, None, torch.zeros(1, device="meta"), False, None, "top_left",
+    with pytest.raises(RuntimeError, match="one device: query is on meta, sinks on cpu"):
+        at._sdpa_cuda(*meta, None, None, torch.zeros(1), False, None, "top_left",
                       None, None, False)
 
 

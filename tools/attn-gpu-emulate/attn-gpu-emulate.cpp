@@ -83,6 +83,12 @@ static cl::list<std::string> dims(
     cl::desc("NAME=N: the size of dynamic dimension NAME (B, Tq, Tk of "
              "attn.sdpa); every dynamic dimension needs one"),
     cl::cat(cat));
+static cl::list<std::string> inputFiles(
+    "input",
+    cl::desc("NAME=FILE.npy: read input NAME from a .npy file (as attn-run "
+             "--input; its sizes bind the dimensions it names); inputs not "
+             "given are seeded random values"),
+    cl::cat(cat));
 static cl::opt<std::string> outputDir(
     "output-dir",
     cl::desc("Write the entry's inputs and outputs as DIR/NAME.npy (for a "
@@ -143,6 +149,26 @@ static int describe(ModuleOp module, std::vector<rt::EntryInfo> &entries) {
   return 0;
 }
 
+/// Whether the runtime's fp64 reference evaluates `entry`: a single
+/// attention op or softmax without score or mask functions.
+static bool hasReference(const rt::EntryInfo &entry) {
+  return !entry.op.kind.empty() && !entry.op.functions;
+}
+
+/// Without --output-dir, an entry the reference cannot check is refused
+/// before its kernels run.
+static int refuseUncheckable(const rt::EntryInfo &entry) {
+  if (hasReference(entry) || !outputDir.empty())
+    return 0;
+  return fail("'" + entry.name +
+              (entry.op.functions
+                   ? "' has score_mod or mask_mod regions, which the fp64 "
+                     "reference does not evaluate"
+                   : "' is not a single attn.sdpa or attn.mha, so there is "
+                     "no built-in reference") +
+              ": give --output-dir and check the arrays");
+}
+
 /// Checks the outputs against the fp64 reference, or writes the inputs and
 /// outputs for an outside check; the exit status.
 static int report(const rt::EntryInfo &entry,
@@ -160,14 +186,8 @@ static int report(const rt::EntryInfo &entry,
     llvm::outs() << "wrote " << files.size() << " arrays to " << outputDir
                  << "\n";
   }
-  if (entry.op.kind.empty()) {
-    if (outputDir.empty())
-      return fail("'" + entry.name +
-                  "' is not a single attn.sdpa or attn.mha, so there is no "
-                  "built-in reference: give --output-dir and check the "
-                  "arrays");
-    return 0;
-  }
+  if (!hasReference(entry))
+    return 0; // (checked before the run: the arrays were written)
   std::vector<rt::CheckResult> results;
   if (rt::Error e = rt::checkOutputs(entry, inputs, outputs, results))
     return fail(e.message);
@@ -191,13 +211,21 @@ static int emulateEntry(MLIRContext &context, ModuleOp module) {
   });
   if (it == entries.end())
     return fail("no public function '" + entryName + "'");
-  rt::DimSizes sizes;
+  rt::CallBuffers call;
+  call.seed = seed;
+  call.outputFill = 0xff; // NaN: an output the kernels miss fails the check
   for (const std::string &d : dims)
-    if (rt::Error e = rt::parseDimSize(d, sizes))
+    if (rt::Error e = rt::parseDimSize(d, call.dims))
+      return fail(e.message);
+  for (const std::string &f : inputFiles)
+    if (rt::Error e = call.addInputFile(f))
       return fail(e.message);
   rt::EntryInfo entry;
-  if (rt::Error e = rt::instantiate(*it, {}, sizes, entry))
+  std::vector<rt::Tensor> inputs, outputs;
+  if (rt::Error e = call.make(*it, entry, inputs, outputs))
     return fail(e.message);
+  if (int rc = refuseUncheckable(entry))
+    return rc;
   PassManager pm(&context);
   mlir::attn::AttnGpuFlashPassOptions options;
   options.warps = warps;
@@ -210,31 +238,6 @@ static int emulateEntry(MLIRContext &context, ModuleOp module) {
   if (failed(pm.run(module)))
     return 2;
   auto func = module.lookupSymbol<func::FuncOp>(entry.name);
-  double bytes = 0;
-  for (const auto *args : {&entry.inputs, &entry.outputs})
-    for (const rt::ArgInfo &a : *args) {
-      double n = rt::dtypeSize(a.dtype);
-      for (int64_t d : a.shape)
-        n *= static_cast<double>(d);
-      bytes += n;
-    }
-  rt::MemoryLimit limit = rt::memoryLimit();
-  if (bytes > limit.bytes)
-    return fail("the inputs and outputs of '" + entry.name + "' need " +
-                rt::formatBytes(bytes) + "; " + limit.what + " leaves " +
-                rt::formatBytes(limit.bytes));
-  // Inputs as attn-run makes them; outputs poisoned with NaN.
-  rt::InputGenerator random(seed);
-  std::vector<rt::Tensor> inputs, outputs;
-  for (const rt::ArgInfo &a : entry.inputs)
-    inputs.push_back(random.make(a, entry));
-  for (const rt::ArgInfo &a : entry.outputs) {
-    rt::Tensor t;
-    t.dtype = a.dtype;
-    t.shape = a.shape;
-    t.data.assign(t.numElements() * rt::dtypeSize(t.dtype), 0xff);
-    outputs.push_back(std::move(t));
-  }
   std::vector<EmulatedBuffer> views;
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
     rt::Tensor &t = i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];

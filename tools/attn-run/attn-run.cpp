@@ -184,9 +184,7 @@ struct Options {
   std::string artifactPath, entryName, outputDir, device;
   std::vector<std::string> compileFlags;
   bool compileFlagsGiven = false, check = false, list = false;
-  std::map<std::string, std::string> inputFiles;
-  DimSizes dims; ///< --dim NAME=N
-  uint64_t seed = 0;
+  CallBuffers call; ///< --input, --dim, --seed
   long bench = 0;
   uint64_t readBandwidthMiB = 0; ///< --read-bandwidth: measure, run nothing
 };
@@ -276,16 +274,13 @@ static Error parseOption(int argc, char **argv, int &i,
       return {"--entry needs a name, found ''"};
     o.entryName = v;
   } else if (key == "--input") {
-    size_t eq = v.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
-      return {"--input expects NAME=FILE.npy, found '" + v + "'"};
-    if (!o.inputFiles.emplace(v.substr(0, eq), v.substr(eq + 1)).second)
-      return {"input '" + v.substr(0, eq) + "' given twice (--input)"};
+    if (Error e = o.call.addInputFile(v))
+      return e;
   } else if (key == "--dim") {
-    if (Error e = parseDimSize(v, o.dims))
+    if (Error e = parseDimSize(v, o.call.dims))
       return e;
   } else if (key == "--seed") {
-    if (Error e = parseUnsigned(key, v, UINT64_MAX, o.seed))
+    if (Error e = parseUnsigned(key, v, UINT64_MAX, o.call.seed))
       return e;
   } else if (key == "--output-dir") {
     if (v.empty())
@@ -345,15 +340,15 @@ static Error parseArgs(int argc, char **argv, Options &o, bool &done) {
   }
   if (o.readBandwidthMiB)
     return seen.size() > 1 || !o.artifactPath.empty() ||
-                   !o.inputFiles.empty() || !o.dims.empty()
+                   !o.call.inputFiles.empty() || !o.call.dims.empty()
                ? Error{"--read-bandwidth measures the host and runs nothing: "
                        "it takes no artifact and no other option"}
                : Error{};
   if (o.artifactPath.empty())
     return {"no artifact given (see --help)"};
   if (o.list && (o.check || o.bench || !o.outputDir.empty() ||
-                 !o.inputFiles.empty() || !o.entryName.empty() ||
-                 !o.dims.empty()))
+                 !o.call.inputFiles.empty() || !o.entryName.empty() ||
+                 !o.call.dims.empty()))
     return {"--list prints the entries and runs nothing: it takes no "
             "--check, --bench, --output-dir, --input, --dim or --entry"};
   return {};
@@ -491,66 +486,6 @@ static Error findEntry(const Options &o, const Artifact &art,
     return {"no entry '" + o.entryName +
             "' in the artifact (entries: " + names + ")"};
   }
-  for (const auto &given : o.inputFiles) {
-    if (std::any_of(entry->inputs.begin(), entry->inputs.end(),
-                    [&](const ArgInfo &a) { return a.name == given.first; }))
-      continue;
-    std::string names;
-    for (const ArgInfo &a : entry->inputs)
-      names += (names.empty() ? "" : ", ") + a.name;
-    return {"entry '" + entry->name + "' has no input '" + given.first +
-            "' (inputs: " + names + ")"};
-  }
-  return {};
-}
-
-/// The entry at the sizes of the input files and --dim (`instance`, static),
-/// its inputs (files or seeded random values) and outputs, after refusing
-/// what cannot fit in memory.
-static Error makeBuffers(const Options &o, const EntryInfo &entry,
-                         EntryInfo &instance, std::vector<Tensor> &inputs,
-                         std::vector<Tensor> &outputs) {
-  std::vector<Tensor> files(entry.inputs.size());
-  std::vector<const std::vector<int64_t> *> shapes(entry.inputs.size());
-  for (size_t i = 0; i < entry.inputs.size(); ++i) {
-    const ArgInfo &a = entry.inputs[i];
-    auto it = o.inputFiles.find(a.name);
-    if (it == o.inputFiles.end())
-      continue;
-    if (Error e = readNpy(it->second, files[i], &a))
-      return {"input '" + a.name + "': " + e.message};
-    shapes[i] = &files[i].shape;
-  }
-  if (Error e = instantiate(entry, shapes, o.dims, instance))
-    return e;
-  // The buffers, and for --check the fp64 reference of each output with
-  // its naive low-precision twin and magnitudes (three doubles each).
-  double totalBytes = 0;
-  for (const auto *args : {&instance.inputs, &instance.outputs})
-    for (const ArgInfo &a : *args) {
-      double n = 1;
-      for (int64_t d : a.shape)
-        n *= static_cast<double>(d);
-      totalBytes += n * dtypeSize(a.dtype) +
-                    (o.check && args == &instance.outputs ? n * 3 * 8 : 0);
-    }
-  MemoryLimit limit = memoryLimit();
-  if (totalBytes > limit.bytes)
-    return {"the inputs and outputs of '" + entry.name + "'" +
-            (o.check ? " and their fp64 reference" : "") + " need " +
-            formatBytes(totalBytes) + "; " + limit.what + " leaves " +
-            formatBytes(limit.bytes)};
-  InputGenerator random(o.seed);
-  for (size_t i = 0; i < instance.inputs.size(); ++i)
-    inputs.push_back(shapes[i] ? std::move(files[i])
-                               : random.make(instance.inputs[i], instance));
-  for (const ArgInfo &a : instance.outputs) {
-    Tensor t;
-    t.dtype = a.dtype;
-    t.shape = a.shape;
-    t.data.resize(t.numElements() * dtypeSize(t.dtype));
-    outputs.push_back(std::move(t));
-  }
   return {};
 }
 
@@ -663,7 +598,9 @@ static Error run(const Options &o, const Artifact &art, double rssStart,
     return e;
   std::vector<Tensor> inputs, outputs;
   EntryInfo instance;
-  if (Error e = makeBuffers(o, *declared, instance, inputs, outputs))
+  CallBuffers call = o.call;
+  call.perOutputElement = o.check ? 3 * 8 : 0; // the fp64 reference's
+  if (Error e = call.make(*declared, instance, inputs, outputs))
     return e;
   const EntryInfo *entry = &instance;
   std::unique_ptr<CudaSession> cuda;

@@ -13,6 +13,7 @@
 #include "attn-mlir/Runtime/Metadata.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,27 @@ public:
 private:
   struct State;
   std::unique_ptr<State> state_;
+};
+
+/// How the tools make the buffers of one call: input NAME read from
+/// inputFiles[NAME] (a .npy file) or seeded random values, --dim sizes
+/// for the dimensions no file sizes, `perOutputElement` bytes more per
+/// output element counted against the memory limit (an fp64 reference),
+/// outputs filled with `outputFill` bytes (0xff: NaN in every float type).
+struct CallBuffers {
+  std::map<std::string, std::string> inputFiles;
+  DimSizes dims;
+  uint64_t seed = 0;
+  double perOutputElement = 0;
+  uint8_t outputFill = 0;
+
+  /// Records `NAME=FILE` (--input's value).
+  Error addInputFile(const std::string &flagValue);
+  /// `entry` at the sizes of the files and dims (`instance`, static), its
+  /// inputs and outputs; refuses input names the entry lacks and what
+  /// cannot fit in memory (Resources.h).
+  Error make(const EntryInfo &entry, EntryInfo &instance,
+             std::vector<Tensor> &inputs, std::vector<Tensor> &outputs) const;
 };
 
 /// `--check`: every output of `entry` against the fp64 reference, with

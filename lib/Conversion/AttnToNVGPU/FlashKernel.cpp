@@ -126,7 +126,17 @@ ScoreSite Kernel::siteAt(Value s, Value row, Value col, bool positions) {
       s, mask ? maskAt(row, col) : Value(), position(row), col, {}, slope, {}, {}};
   if (positions && paddedKeys())
     site.inBounds = k.lt(col, tkV);
+  // The score and mask functions see the row's batch element and head.
+  if (positions && spec.mods) {
+    site.batch = bIdx;
+    site.head = queryAt(k.min(row, k.add(rowEnd, -1))).first;
+  }
   return site;
+}
+
+Value Kernel::sinkAt(Value row) {
+  Value head = queryAt(k.min(row, k.add(rowEnd, -1))).first;
+  return memref::LoadOp::create(b, sinks, ValueRange{head});
 }
 
 std::pair<Value, Value> Kernel::positions() { return sched.positions(*this); }

@@ -74,6 +74,9 @@ struct Kernel {
   KeySource &keys;
   const KernelSchedule &sched = KernelSchedule::of(cfg);
   Value q = {}, key = {}, val = {}, mask = {}, alibi = {}, out = {}, lse = {};
+  // The sink logits [Hq] when this kernel finishes its rows (a split's
+  // partials leave them to the combine kernel); null without.
+  Value sinks = {};
   Value tqV = {}, tkV = {}; // Tq and Tk: constants, or kernel arguments
   // The rows of the tile: Tq, or a decode tile's packed·Tq.
   Value rowEnd = {};
@@ -152,6 +155,16 @@ struct Kernel {
   /// The score at (row, col) as the logit computation sees it: its mask
   /// element and, in a partial last block, whether the key exists.
   ScoreSite siteAt(Value s, Value row, Value col, bool positions);
+
+  /// The tile row of this thread's fragment row r (0: g, 1: g + 8) of
+  /// m-tile mt (tensor-core layout).
+  Value fragmentRow(int64_t mt, int64_t r) {
+    return k.add(q0, k.add(k.mul(warp, 16 * cfg.mTiles),
+                           k.add(g, mt * 16 + r * 8)));
+  }
+
+  /// The sink logit of tile row r's head (sinks set).
+  Value sinkAt(Value row);
 
   /// The first and last query positions of this block's rows (of a
   /// decode tile of several heads: all of them).

@@ -138,6 +138,7 @@ public:
   SmallVector<Value> resultRow(Kernel &kern, Value r) const override {
     return {kern.grp, kern.split, r};
   }
+  bool finishesRows() const override { return false; }
   std::pair<Value, Value> resultBuffers(const NestBuffers &h) const override {
     return {h.parts[0], h.parts[1]};
   }
@@ -149,7 +150,8 @@ public:
 /// partial outputs and LSEs of the tile rows of head group g exactly, one
 /// thread per (row, column): m = max_s lse_s, w_s = exp(lse_s - m), O =
 /// Σ w_s O_s / Σ w_s, LSE = m + ln Σ w_s; a row no split saw (m = -inf)
-/// gives 0 and -inf.
+/// gives 0 and -inf. A sink σ of the row's head is one more term of the
+/// denominator, added once here: m starts at σ and Σ w_s at e^(σ - m).
 void SplitSchedule::combine(ImplicitLocOpBuilder &b, const Config &cfg,
                             const NestBuffers &h, Operation *nest) const {
   constexpr int64_t threads = 128;
@@ -167,11 +169,14 @@ void SplitSchedule::combine(ImplicitLocOpBuilder &b, const Config &cfg,
   b.setInsertionPointToStart(loop.getBody());
   Value idx = loop.getInductionVar();
   Value r = k.div(idx, cfg.dv), col = k.rem(idx, cfg.dv);
+  auto [head, row] = decodeRow(k, cfg, head0, r);
   auto lseOf = [&](Value s) {
     return memref::LoadOp::create(b, parts[1], ValueRange{bIdx, g, s, r});
   };
-  auto maxLoop =
-      scf::ForOp::create(b, k.c(0), n, k.c(1), ValueRange{k.f(kNegInf)});
+  Value sink = h.sinks ? memref::LoadOp::create(b, h.sinks, ValueRange{head})
+                             .getResult()
+                       : k.f(kNegInf);
+  auto maxLoop = scf::ForOp::create(b, k.c(0), n, k.c(1), ValueRange{sink});
   {
     OpBuilder::InsertionGuard ig(b);
     b.setInsertionPointToStart(maxLoop.getBody());
@@ -183,14 +188,18 @@ void SplitSchedule::combine(ImplicitLocOpBuilder &b, const Config &cfg,
   Value empty =
       arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, k.f(kNegInf));
   Value mSafe = k.sel(empty, k.f(0.0), m);
+  auto weight = [&](Value x) {
+    return math::Exp2Op::create(
+        b, k.fmul(arith::SubFOp::create(b, x, mSafe), k.f(M_LOG2E)));
+  };
+  Value sum0 = h.sinks ? weight(sink).getResult() : k.f(0.0);
   auto sumLoop =
-      scf::ForOp::create(b, k.c(0), n, k.c(1), ValueRange{k.f(0.0), k.f(0.0)});
+      scf::ForOp::create(b, k.c(0), n, k.c(1), ValueRange{sum0, k.f(0.0)});
   {
     OpBuilder::InsertionGuard ig(b);
     b.setInsertionPointToStart(sumLoop.getBody());
     Value s = sumLoop.getInductionVar();
-    Value w = math::Exp2Op::create(
-        b, k.fmul(arith::SubFOp::create(b, lseOf(s), mSafe), k.f(M_LOG2E)));
+    Value w = weight(lseOf(s));
     Value o =
         memref::LoadOp::create(b, parts[0], ValueRange{bIdx, g, s, r, col});
     auto it = sumLoop.getRegionIterArgs();
@@ -202,7 +211,6 @@ void SplitSchedule::combine(ImplicitLocOpBuilder &b, const Config &cfg,
                   arith::DivFOp::create(b, sumLoop.getResult(1), sum));
   if (cfg.elt != o.getType())
     o = arith::TruncFOp::create(b, cfg.elt, o);
-  auto [head, row] = decodeRow(k, cfg, head0, r);
   memref::StoreOp::create(b, o, out, ValueRange{bIdx, head, row, col});
   if (lse) {
     auto first =

@@ -40,6 +40,9 @@ struct Kernel;
 /// offsets or a paged cache's tables, are its own: KeySource.)
 struct NestBuffers {
   Value q, key, val, mask, alibi;
+  // The score and mask functions' captures, the sink logits (or null).
+  SmallVector<Value> captures;
+  Value sinks;
   Value batch, tq, tk;
   SmallVector<Value> outs;
   Value blocks;
@@ -116,6 +119,9 @@ public:
                                       Value) const {
     return {};
   }
+  /// Whether the block finishes its rows (adding the sinks) or writes
+  /// partials that the combine kernel finishes.
+  virtual bool finishesRows() const { return true; }
   /// The buffers the block's rows and LSEs go to (the LSE's null when the
   /// nest has none): the results, or the partials.
   virtual std::pair<Value, Value> resultBuffers(const NestBuffers &h) const;

@@ -74,18 +74,6 @@ LogicalResult lowerAttention(func::FuncOp func,
   bool ok = true;
   DenseSet<Operation *> failedNests;
   for (Operation *op : ops) {
-    auto attention = cast<AttentionOpInterface>(op);
-    bool regions =
-        !attention.getScoreMod().empty() || !attention.getMaskMod().empty();
-    if (regions || attention.getSinks()) {
-      op->emitError() << op->getName() << " has "
-                      << (regions ? "score_mod or mask_mod regions"
-                                  : "attention sinks")
-                      << ", which the CUDA kernels do not take yet: compile "
-                         "this graph for --target=cpu";
-      ok = false;
-      continue;
-    }
     rewriter.setInsertionPoint(op);
     FailureOr<scf::ForallOp> forall =
         TypeSwitch<Operation *, FailureOr<scf::ForallOp>>(op)

@@ -15,7 +15,9 @@
 #include "attn-mlir/Dialect/Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir {
 namespace attn {
@@ -52,14 +54,14 @@ static NestBuffers buildNestBuffers(ImplicitLocOpBuilder &b,
   const KernelSchedule &sched = KernelSchedule::of(cfg);
   DenseMap<Value, Value> buffers;
   // Each tile's buffer is that of the tensor it is read from.
-  auto memrefOf = [&](Value tile) -> Value {
-    if (!tile)
-      return Value();
-    Value src = sourceTensor(tile, forall);
+  auto bufferOf = [&](Value src) {
     Value &buf = buffers[src];
     if (!buf)
       buf = bufferForRead(b, loc, src);
     return buf;
+  };
+  auto memrefOf = [&](Value tile) -> Value {
+    return tile ? bufferOf(sourceTensor(tile, forall)) : Value();
   };
   NestBuffers h;
   h.q = memrefOf(t.step.getQuery());
@@ -67,6 +69,12 @@ static NestBuffers buildNestBuffers(ImplicitLocOpBuilder &b,
   h.val = memrefOf(t.step.getValue());
   h.mask = memrefOf(t.step.getMask());
   h.alibi = memrefOf(t.step.getAlibiSlope());
+  // Whole tensors the functions and the finish read (a capture may also
+  // be read as a tile: one buffer per tensor either way).
+  for (Value c : t.captures)
+    h.captures.push_back(bufferOf(c));
+  if (t.sinks)
+    h.sinks = bufferOf(t.sinks);
   // B, Tq and Tk on the host: constants, or the sizes of Q and K.
   keys.hostSizes(b, cfg, h);
   // Results [B, Hq, Tq, Dv] and LSE [B, Hq, Tq].
@@ -115,6 +123,10 @@ static gpu::LaunchOp buildAttentionLaunch(ImplicitLocOpBuilder &b,
   kern.val = host.val;
   kern.mask = host.mask;
   kern.alibi = host.alibi;
+  if (kern.sched.finishesRows())
+    kern.sinks = host.sinks;
+  // The functions read the captures' buffers, in the kernel.
+  kern.spec.mods.captures = host.captures;
   std::tie(kern.out, kern.lse) = kern.sched.resultBuffers(host);
   // Host values: constants move into the kernel (attn-gpu-host), sizes
   // known at run time become its arguments.
@@ -150,7 +162,16 @@ static LogicalResult convertNest(RewriterBase &rewriter,
   ImplicitLocOpBuilder b(loc, rewriter);
   std::unique_ptr<KeySource> keys = KeySource::of(cfg);
   NestBuffers host = buildNestBuffers(b, t, cfg, *keys);
-  buildAttentionLaunch(b, t, cfg, host, *keys);
+  gpu::LaunchOp launch = buildAttentionLaunch(b, t, cfg, host, *keys);
+  if (AttentionSpec::get(t.step).mods) {
+    // A score or mask function may divide rounding to floor or ceiling,
+    // which arith-to-llvm does not lower: expanded in this kernel only
+    // (arith-expand over the module would also turn max.f32 into compares
+    // and selects).
+    RewritePatternSet expand(rewriter.getContext());
+    arith::populateCeilFloorDivExpandOpsPatterns(expand);
+    walkAndApplyPatterns(launch, std::move(expand));
+  }
   KernelSchedule::of(cfg).combine(b, cfg, host, forall);
   ArrayRef<Value> outs = host.outs;
   scf::ForallOp last = t.combine ? t.combine : forall;

@@ -37,6 +37,12 @@ Value sourceTensor(Value tile, scf::ForallOp forall) {
                                                                       : Value();
 }
 
+/// The state (m, l, acc) an attn.online_finish finishes (its sinks
+/// aside).
+static SmallVector<Value, 3> finishedState(OnlineFinishOp finish) {
+  return {finish.getMax(), finish.getSum(), finish.getAcc()};
+}
+
 /// True when `v` is a linalg.fill of the float constant `c`.
 static bool isFilled(Value v, double c) {
   auto fill = v.getDefiningOp<linalg::FillOp>();
@@ -152,10 +158,6 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
     return failure();
   }
   t.finish = finishes.front();
-  if (t.finish.getSinks()) {
-    why = "attention sinks are lowered for --target=cpu only so far";
-    return failure();
-  }
   if (!merges.empty() &&
       forall->walk([](OnlineStepOp) { return WalkResult::interrupt(); })
           .wasInterrupted()) {
@@ -186,7 +188,7 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
         t.forall->getAttr(kPlanAttrName) !=
             withSchedule(t.plan, Schedule::split) ||
         !mergesFromStart(mergeLoop, merge) ||
-        !llvm::equal(t.finish->getOperands(), mergeLoop.getResults()) ||
+        !llvm::equal(finishedState(t.finish), mergeLoop.getResults()) ||
         getConstantIntValue(mergeLoop.getUpperBound()) != n) {
       why = "attn.online_merge must merge, over a constant number of "
             "splits, the partial states of a forall over (b, group, split) "
@@ -202,12 +204,6 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
     return failure();
   }
   t.step = steps.front();
-  if (!t.step.getScoreMod().empty() || !t.step.getMaskMod().empty()) {
-    why = "score_mod and mask_mod regions are lowered for --target=cpu only "
-          "so far; the CUDA kernels take the built-in modifiers (scale, "
-          "causal, window, softcap, alibi, mask)";
-    return failure();
-  }
   if (static_cast<int64_t>(t.step.getPackedHeads()) != t.packed()) {
     why = "attn.online_step must pack the heads its #attn.plan says";
     return failure();
@@ -221,7 +217,7 @@ static LogicalResult matchStructure(scf::ForallOp forall, TiledAttention &t,
                    t.step.getResults()) ||
       (t.combine
            ? !insertsSplitStates(t.forall, t.combine, t.loop.getResults())
-           : !llvm::equal(t.finish->getOperands(), t.loop.getResults())) ||
+           : !llvm::equal(finishedState(t.finish), t.loop.getResults())) ||
       !isFilled(t.loop.getInitArgs()[0], kNegInf) ||
       !isFilled(t.loop.getInitArgs()[1], 0.0) ||
       !isFilled(t.loop.getInitArgs()[2], 0.0) ||
@@ -570,11 +566,61 @@ static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
   return success();
 }
 
+/// The tensor of sink logits [Hq] f32 that the finish's per-row sinks
+/// are read from (through a fill, a tensor.generate or a cast of
+/// tensor.extract at each row's head), defined outside the nest.
+/// True when `v` is defined in the nest (its forall or the combine).
+static bool definedInNest(TiledAttention &t, Value v) {
+  Region *r = v.getParentRegion();
+  return t.forall.getRegion().isAncestor(r) ||
+         (t.combine && t.combine.getRegion().isAncestor(r));
+}
+
+static Value sinkSource(TiledAttention &t, Value rows) {
+  if (auto cast = rows.getDefiningOp<tensor::CastOp>())
+    rows = cast.getSource();
+  tensor::ExtractOp read;
+  if (auto fill = rows.getDefiningOp<linalg::FillOp>())
+    read = fill.getInputs()[0].getDefiningOp<tensor::ExtractOp>();
+  else if (auto gen = rows.getDefiningOp<tensor::GenerateOp>())
+    read = cast<tensor::YieldOp>(gen.getBody().front().getTerminator())
+               .getValue()
+               .getDefiningOp<tensor::ExtractOp>();
+  if (!read || read.getTensor().getType().getRank() != 1 ||
+      definedInNest(t, read.getTensor()))
+    return Value();
+  return read.getTensor();
+}
+
+/// The step's captures (whole tensors the score and mask functions read
+/// at computed indices) and the sinks, all defined outside the nest: the
+/// kernel reads them as buffers, the sinks at each row's head.
+static LogicalResult matchFunctionOperands(TiledAttention &t,
+                                           std::string &why) {
+  for (Value c : t.step.getCaptures()) {
+    if (definedInNest(t, c)) {
+      why = "the captures of attn.online_step must be tensors defined "
+            "outside the nest";
+      return failure();
+    }
+    t.captures.push_back(c);
+  }
+  if (Value rows = t.finish.getSinks()) {
+    t.sinks = sinkSource(t, rows);
+    if (!t.sinks) {
+      why = "the sinks of attn.online_finish must be each row's head's "
+            "element of a tensor defined outside the nest";
+      return failure();
+    }
+  }
+  return success();
+}
+
 FailureOr<TiledAttention> matchTiledAttention(scf::ForallOp forall,
                                               std::string &why) {
   TiledAttention t;
   if (failed(matchStructure(forall, t, why)) || failed(matchTiles(t, why)) ||
-      failed(matchFacts(t, why)))
+      failed(matchFacts(t, why)) || failed(matchFunctionOperands(t, why)))
     return failure();
   // The blocks are the plan's, and the nest tiles by them: q0 = qb · BM
   // (qb the forall's third index); a decode tile every row of its heads

@@ -65,6 +65,10 @@ struct TiledAttention {
   // packed [N, H, D], qType, kType and vType the [B, H, T, D] the kernel
   // reads through them (varlenView).
   Value cuQ, cuK;
+  // The score and mask functions' captures and the sink logits [Hq]
+  // (null without), tensors from outside the nest.
+  SmallVector<Value> captures;
+  Value sinks;
   /// A decode nest: several heads per tile or split keys (a tile of one
   /// head and one split is the prefill nest's).
   bool decode() const { return plan.getSchedule() != Schedule::prefill; }

@@ -149,10 +149,10 @@ void Kernel::buildSimt() {
 
   auto res = loop.getResults();
   SimtTileOps ops(*this, row, Value(), Value(), Value());
-  OnlineResult fin =
-      finishOnlineState(ops, form.exponent(),
-                        {{res[0]}, {res[1]}, Tile(res.begin() + 2, res.end())},
-                        outElt(), static_cast<bool>(lse));
+  OnlineResult fin = finishOnlineState(
+      ops, form.exponent(),
+      {{res[0]}, {res[1]}, Tile(res.begin() + 2, res.end())}, outElt(),
+      static_cast<bool>(lse), sinks ? Tile{sinkAt(row)} : Tile{});
   auto inRange = scf::IfOp::create(b, k.lt(row, rowEnd));
   OpBuilder::InsertionGuard ig(b);
   b.setInsertionPointToStart(inRange.thenBlock());

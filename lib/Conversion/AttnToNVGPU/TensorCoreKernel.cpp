@@ -58,8 +58,7 @@ public:
     return perElement(
         scores, kn.cfg.kvBlock / 8, kn.b.getF32Type(),
         [&](Value x, int64_t mt, int64_t r, int64_t j, int64_t e) {
-          Value row = k.add(kn.q0, k.add(k.mul(kn.warp, 16 * kn.cfg.mTiles),
-                                         k.add(kn.g, mt * 16 + r * 8)));
+          Value row = kn.fragmentRow(mt, r);
           Value col = k.add(kv0, k.add(k.mul(kn.t, 2), j * 8 + e));
           return fn(kn.b, kn.b.getLoc(), kn.siteAt(x, row, col, positions));
         });
@@ -222,8 +221,7 @@ void Kernel::storeFragments(const OnlineResult &fin) {
   int64_t dvTiles = cfg.dvp / 8, mT = cfg.mTiles;
   for (int64_t mt = 0; mt < mT; ++mt)
     for (int64_t r = 0; r < 2; ++r) {
-      Value row =
-          k.add(q0, k.add(k.mul(warp, 16 * mT), k.add(g, mt * 16 + r * 8)));
+      Value row = fragmentRow(mt, r);
       auto inRange = scf::IfOp::create(b, k.lt(row, rowEnd));
       OpBuilder::InsertionGuard ig(b);
       b.setInsertionPointToStart(inRange.thenBlock());
@@ -327,9 +325,13 @@ void Kernel::buildTensorCore() {
   // Nothing may still be in flight when the kernel ends.
   waitAll(commit());
   FragmentTileOps ops(*this, Value(), Value());
+  Tile sinkRows;
+  for (int64_t mt = 0; sinks && mt < cfg.mTiles; ++mt)
+    for (int64_t r = 0; r < 2; ++r)
+      sinkRows.push_back(sinkAt(fragmentRow(mt, r)));
   storeFragments(finishOnlineState(ops, form.exponent(),
                                    stateOf(loop.getResults()), outElt(),
-                                   static_cast<bool>(lse)));
+                                   static_cast<bool>(lse), sinkRows));
 }
 
 } // namespace cuda

@@ -40,26 +40,3 @@ func.func @dynamic_head_dim(%q: tensor<1x2x8x?xf16>, %k: tensor<1x2x8x?xf16>) ->
   %o = attn.sdpa %q, %k, %k : tensor<1x2x8x?xf16>, tensor<1x2x8x?xf16>, tensor<1x2x8x?xf16> -> tensor<1x2x8x?xf16>
   return %o : tensor<1x2x8x?xf16>
 }
-
-// -----
-
-// Score and mask functions are lowered for the CPU only so far.
-func.func @functions(%q: tensor<1x2x64x64xf16>) -> tensor<1x2x64x64xf16> {
-  // expected-error @+1 {{attn.sdpa has score_mod or mask_mod regions, which the CUDA kernels do not take yet: compile this graph for --target=cpu}}
-  %o = attn.sdpa %q, %q, %q mask_mod {
-    ^bb0(%b: index, %h: index, %i: index, %j: index):
-      %t = arith.cmpi ule, %j, %i : index
-      attn.yield %t : i1
-    } : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16> -> tensor<1x2x64x64xf16>
-  return %o : tensor<1x2x64x64xf16>
-}
-
-// -----
-
-// Attention sinks too.
-func.func @sinks(%q: tensor<1x2x64x64xf16>, %s: tensor<2xf32>) -> tensor<1x2x64x64xf16> {
-  // expected-error @+1 {{attn.sdpa has attention sinks, which the CUDA kernels do not take yet: compile this graph for --target=cpu}}
-  %o = attn.sdpa %q, %q, %q sinks(%s : tensor<2xf32>)
-      : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16> -> tensor<1x2x64x64xf16>
-  return %o : tensor<1x2x64x64xf16>
-}

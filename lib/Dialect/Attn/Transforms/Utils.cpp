@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -381,6 +382,14 @@ Value attn::applyScoreModifiers(OpBuilder &b, Location loc,
   return s;
 }
 
+/// The size of dimension `d` of a capture: a tensor on the CPU, a memref
+/// (the kernel's buffer) in a CUDA kernel.
+static Value captureDim(OpBuilder &b, Location loc, Value table, int64_t d) {
+  if (isa<MemRefType>(table.getType()))
+    return memref::DimOp::create(b, loc, table, d);
+  return tensor::DimOp::create(b, loc, table, d);
+}
+
 Value attn::inlineModRegion(OpBuilder &b, Location loc, Region &region,
                             ValueRange args, ValueRange captures) {
   Block &block = region.front();
@@ -388,6 +397,15 @@ Value attn::inlineModRegion(OpBuilder &b, Location loc, Region &region,
   map.map(block.getArguments().take_front(args.size()), args);
   map.map(block.getArguments().drop_front(args.size()), captures);
   for (Operation &op : block.without_terminator()) {
+    if (auto dim = dyn_cast<tensor::DimOp>(op)) {
+      Value table = map.lookup(dim.getSource());
+      Value size = isa<MemRefType>(table.getType())
+                       ? Value(memref::DimOp::create(b, loc, table,
+                                                     map.lookup(dim.getIndex())))
+                       : b.clone(op, map)->getResult(0);
+      map.map(dim.getResult(), size);
+      continue;
+    }
     auto extract = dyn_cast<tensor::ExtractOp>(op);
     if (!extract) {
       b.clone(op, map);
@@ -399,14 +417,17 @@ Value attn::inlineModRegion(OpBuilder &b, Location loc, Region &region,
     SmallVector<Value> indices;
     for (auto [d, i] : llvm::enumerate(extract.getIndices())) {
       Value hi = arith::SubIOp::create(
-          b, loc, tensor::DimOp::create(b, loc, table, d),
+          b, loc, captureDim(b, loc, table, d),
           arith::ConstantIndexOp::create(b, loc, 1));
       Value lo = arith::ConstantIndexOp::create(b, loc, 0);
       indices.push_back(arith::MinSIOp::create(
           b, loc, arith::MaxSIOp::create(b, loc, map.lookup(i), lo), hi));
     }
-    map.map(extract.getResult(),
-            tensor::ExtractOp::create(b, loc, table, indices).getResult());
+    Value read =
+        isa<MemRefType>(table.getType())
+            ? memref::LoadOp::create(b, loc, table, indices).getResult()
+            : tensor::ExtractOp::create(b, loc, table, indices).getResult();
+    map.map(extract.getResult(), read);
   }
   return map.lookup(cast<YieldOp>(block.getTerminator()).getValue());
 }

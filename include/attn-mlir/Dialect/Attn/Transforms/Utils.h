@@ -187,8 +187,9 @@ Value applyScoreFunctions(OpBuilder &b, Location loc, const AttentionSpec &spec,
 
 /// The value a score_mod or mask_mod `region` yields for `args` (the
 /// arguments before the captures), its ops cloned at b's insertion point
-/// with the captures read from `captures` and every tensor.extract index
-/// clamped into its tensor.
+/// with the captures read from `captures` (tensors, or in a CUDA kernel
+/// their memrefs: tensor.extract and tensor.dim then become memref.load and
+/// memref.dim) and every read's index clamped into its table.
 Value inlineModRegion(OpBuilder &b, Location loc, Region &region,
                       ValueRange args, ValueRange captures);
 
