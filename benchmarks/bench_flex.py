@@ -19,7 +19,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
-from attn_mlir.bench import bench_artifact, compile_artifact, cpu_features  # noqa: E402
+from attn_mlir.bench import bench_artifact, compile_artifact, cpu_features, settle  # noqa: E402
 from attn_mlir._tools import save_npy, tools  # noqa: E402
 
 
@@ -92,6 +92,75 @@ def cells(h, t, d, elt):
     ]
 
 
+def torch_variants(h, t, elt):
+    """PyTorch's flex_attention form of each cell (by the cells' order):
+    (score_mod or None, mask_mod or None), the same functions."""
+    import torch
+    slopes = torch.tensor(2.0 ** -np.arange(1, h + 1), dtype=torch.float32)
+    docs = torch.from_numpy(np.repeat(np.arange(8), -(-t // 8))[:t].astype(np.int64))
+    w, p = t // 10, t // 4
+
+    def causal(b, hh, q, kv):
+        return q >= kv
+
+    def alibi(score, b, hh, q, kv):
+        return score - slopes[hh] * (q - kv).abs()
+
+    def window(b, hh, q, kv):
+        return (q - kv <= w) & (kv <= q)
+
+    def prefix(b, hh, q, kv):
+        return (kv < p) | (kv <= q)
+
+    def documents(b, hh, q, kv):
+        return docs[q] == docs[kv]
+    return [(None, None), (None, causal), (alibi, causal), (None, window),
+            (None, prefix), (None, documents)]
+
+
+class TorchFlex:
+    """PyTorch's flex_attention on the CPU under torch.compile (as its docs
+    recommend), one compiled call per cell, timed in process: the median
+    of `iters` calls after a warm-up call (which compiles)."""
+
+    def __init__(self, h, t, d, elt):
+        import torch
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        self.torch = torch
+        dtype = torch.float32 if elt == "f32" else torch.bfloat16
+        g = torch.Generator().manual_seed(0)
+        self.qkv = [torch.randn(1, h, t, d, generator=g).to(dtype) for _ in range(3)]
+        self.fn = torch.compile(flex_attention)
+        self.masks = [None if m is None else
+                      create_block_mask(m, None, None, t, t, device="cpu")
+                      for _, m in torch_variants(h, t, elt)]
+        self.mods = [s for s, _ in torch_variants(h, t, elt)]
+        self.failed = {}
+
+    def time(self, n, iters):
+        """The median ms of cell n, or None when torch fails to compile it
+        (the reason, its first line, in self.failed[n])."""
+        import time
+        if n in self.failed:
+            return None
+        with self.torch.no_grad():
+            call = lambda: self.fn(*self.qkv, score_mod=self.mods[n],  # noqa: E731
+                                   block_mask=self.masks[n])
+            try:
+                call()
+            except Exception as e:  # noqa: BLE001 (a peer's failure is a result)
+                lines = [ln for ln in str(e).splitlines() if "error:" in ln] or [str(e)]
+                self.failed[n] = f"{type(e).__name__}: {lines[0].strip()[-120:]}"
+                return None
+            settle()
+            times = []
+            for _ in range(iters):
+                start = time.perf_counter()
+                call()
+                times.append(time.perf_counter() - start)
+        return statistics.median(times) * 1e3
+
+
 def npy_inputs(tmp, tag, inputs):
     """Writes `inputs` as .npy files: [(name, path)] for attn-run --input."""
     out = []
@@ -110,6 +179,8 @@ def main():
     ap.add_argument("--elt", default="f32", choices=["f32", "bf16"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--torch", action="store_true",
+                    help="also time PyTorch's flex_attention (torch.compile'd) on each cell")
     args = ap.parse_args()
     bindir = tools()
     model, flags, cores = cpu_features()
@@ -123,21 +194,36 @@ def main():
             so_b = compile_artifact(bindir, tmp, f"b{n}", builtin, [])[0] if builtin else None
             runs.append((name, so_b, npy_inputs(tmp, f"b{n}", b_in), so_f,
                          npy_inputs(tmp, f"f{n}", f_in), sec))
+        peer = TorchFlex(args.h, args.t, args.d, args.elt) if args.torch else None
+        if peer:
+            import torch
+            print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
         dense = None
+        extra = " PyTorch flex ms | PyTorch / function |" if peer else ""
         print("| variant | built-in ms | function ms | function / built-in "
-              "| function / dense | compile s |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for name, so_b, b_files, so_f, f_files, sec in runs:
-            tb, tf = [], []
+              f"| function / dense | compile s |{extra}")
+        print("| --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if peer else ""))
+        for n, (name, so_b, b_files, so_f, f_files, sec) in enumerate(runs):
+            tb, tf, tt = [], [], []
             for _ in range(args.rounds):
                 if so_b:
                     tb.append(bench_artifact(bindir, so_b, args.iters, inputs=b_files)[0])
                 tf.append(bench_artifact(bindir, so_f, args.iters, inputs=f_files)[0])
+                if peer:
+                    tt.append(peer.time(n, args.iters))
             mb = statistics.median(tb) if tb else None
             mf = statistics.median(tf)
             dense = dense or mf
-            print(f"| {name} | {f'{mb:.1f}' if mb else '-'} | {mf:.1f} | "
-                  f"{f'{mf / mb:.3f}' if mb else '-'} | {mf / dense:.3f} | {sec:.2f} |")
+            row = (f"| {name} | {f'{mb:.1f}' if mb else '-'} | {mf:.1f} | "
+                   f"{f'{mf / mb:.3f}' if mb else '-'} | {mf / dense:.3f} | {sec:.2f} |")
+            if peer and n in peer.failed:
+                row += " failed | - |"
+            elif peer:
+                mt = statistics.median(tt)
+                row += f" {mt:.1f} | {mt / mf:.2f} |"
+            print(row, flush=True)
+        for n, why in sorted(peer.failed.items()) if peer else ():
+            print(f"PyTorch flex_attention failed on '{runs[n][0]}': {why}")
 
 
 if __name__ == "__main__":

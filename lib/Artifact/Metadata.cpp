@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -169,6 +170,31 @@ void DimNames::visitLinalg(linalg::LinalgOp op) {
       unite(res, d, init, d);
 }
 
+/// True when `slice` keeps its rank and takes each dynamic dimension of
+/// its source whole (offset 0, size tensor.dim of it, stride 1): its other
+/// extents are static, checked against the static source by the verifier,
+/// so the runtime's sizes of the source are all it needs.
+static bool takesDynamicDimsWhole(tensor::ExtractSliceOp slice) {
+  RankedTensorType src = slice.getSourceType();
+  if (slice.getType().getRank() != src.getRank())
+    return false;
+  for (int64_t d = 0; d < src.getRank(); ++d) {
+    if (!src.isDynamicDim(d)) {
+      if (slice.getType().isDynamicDim(d))
+        return false;
+      continue;
+    }
+    auto size = dyn_cast<Value>(slice.getMixedSizes()[d]);
+    auto dim = size ? size.getDefiningOp<tensor::DimOp>() : tensor::DimOp();
+    if (!dim || dim.getSource() != slice.getSource() ||
+        dim.getConstantIndex() != d ||
+        !isConstantIntValue(slice.getMixedOffsets()[d], 0) ||
+        !isConstantIntValue(slice.getMixedStrides()[d], 1))
+      return false;
+  }
+  return true;
+}
+
 void DimNames::visit(Operation *op) {
   if (auto sdpa = dyn_cast<attn::SdpaOp>(op)) {
     Value q = sdpa.getQuery(), k = sdpa.getKey(), v = sdpa.getValue();
@@ -224,6 +250,13 @@ void DimNames::visit(Operation *op) {
       unite(softmax.getInput(), d, softmax.getOutput(), d);
   } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     visitLinalg(linalgOp);
+  } else if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
+             slice && takesDynamicDimsWhole(slice)) {
+    // A slice of static extents (MLA's values: the first Dv columns of
+    // the key cache) keeps the source's dynamic dimensions whole.
+    for (int64_t d = 0; d < slice.getType().getRank(); ++d)
+      if (slice.getSourceType().isDynamicDim(d))
+        unite(slice.getResult(), d, slice.getSource(), d);
   } else if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
     for (auto [d, size] : llvm::enumerate(empty.getMixedSizes()))
       if (auto v = dyn_cast<Value>(size))
@@ -394,9 +427,10 @@ LogicalResult attn::describeEntries(ModuleOp module,
       return op->emitError()
              << "'" << op->getName()
              << "' on dynamic shapes: attn-compile relates the dynamic "
-                "dimensions of a graph through attn ops, linalg ops and "
-                "tensor.empty only (the runtime checks the sizes by those "
-                "relations); give this op static shapes";
+                "dimensions of a graph through attn ops, linalg ops, "
+                "tensor.empty and slices that keep them whole only (the "
+                "runtime checks the sizes by those relations); give this op "
+                "static shapes";
     // DIMS: each dimension its size, or the name of a dynamic one.
     auto writeShape = [&](Value v, RankedTensorType t) {
       std::vector<std::string> &names = argDims.emplace_back();

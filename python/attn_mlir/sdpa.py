@@ -139,6 +139,26 @@ def check_qkv_ranks(qs, ks, vs):
     return len(qs) == 3
 
 
+def _value_from_key(key, value, value_dim, device):
+    """The value the checks see: `value`, or with value_dim (MLA) the view
+    of the key's first value_dim columns (no copy; the graph slices the key
+    itself)."""
+    if value_dim is None:
+        if value is None:
+            raise ValueError("value is None: give the values, or value_dim=Dv to take the "
+                             "first Dv columns of the key (MLA)")
+        return value
+    if value is not None:
+        raise ValueError("value_dim takes the values from the key: pass value=None")
+    if device != "cpu":
+        raise NotImplementedError("value_dim (MLA) runs on the CPU (device='cpu') so far")
+    key = native(key)
+    if key.ndim not in (3, 4):
+        raise ValueError(f"key must have rank 3 or 4, got {key.ndim}")
+    check_int("value_dim", value_dim, 1, key.shape[-1])
+    return key[..., :value_dim]
+
+
 def _check_qkv(query, key, value, enable_gqa):
     """query, key and value as native-byte-order [B, H, T, D] arrays after
     the rank, dtype and shape checks, and whether they came unbatched."""
@@ -241,7 +261,7 @@ _CUDA_DECODE_ROWS = 16
 
 
 def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, device,
-                  chip=None, sinks=False):
+                  chip=None, sinks=False, value_from_key=False):
     """The compiled attn.sdpa graph for arguments of element type `elt` and
     `shapes` (query, key, value; a mask of `mask_shape` and `mask_elt`, or
     None; ALiBi slopes when `alibi`, sinks when `sinks`) with dynamic B, Tq
@@ -251,23 +271,28 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
     its graph (the decode kernels). A mask's dimensions are static 1 only
     where they broadcast (_mask_forms): one graph per dtype and mask kind
     serves batch 1 and more, and a prefill and the one-row steps after
-    it."""
+    it. With `value_from_key` the graph takes no value: it is the first
+    Dv columns of the key (MLA's absorbed cache, read in place)."""
     (B, Hq, Tq, D), (_, Hkv, Tk, _), (_, _, _, Dv) = shapes
     tq = Tq if device == "cuda" and 1 <= Tq <= _CUDA_DECODE_ROWS else "?"
     qs, ks, vs = ("?", Hq, tq, D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)
     masks = [None] if mask_shape is None else _mask_forms(mask_shape, (B, Hq, Tq, Tk), Hq, tq)
     for ms in masks:
         art = _artifacts.get((elt, qs, ks, vs, ms, mask_elt, bool(alibi), bool(sinks), attrs,
-                              return_lse, device, chip))
+                              return_lse, device, chip, value_from_key))
         if art is not None:
             return art
     ms = masks[0]
     sig = (elt, qs, ks, vs, ms, mask_elt, bool(alibi), bool(sinks), attrs, return_lse, device,
-           chip)
+           chip, value_from_key)
     B, Tq = qs[0], qs[2]
     qt, kt, vt = _ttype(qs, elt), _ttype(ks, elt), _ttype(vs, elt)
     ot, lt = _ttype((B, Hq, Tq, Dv), elt), _ttype((B, Hq, Tq), "f32")
-    args = [f"%q: {qt}", f"%k: {kt}", f"%v: {vt}"]
+    args = [f"%q: {qt}", f"%k: {kt}"] + ([] if value_from_key else [f"%v: {vt}"])
+    body = (f"  %c0 = arith.constant 0 : index\n  %c2 = arith.constant 2 : index\n"
+            f"  %b = tensor.dim %k, %c0 : {kt}\n  %t = tensor.dim %k, %c2 : {kt}\n"
+            f"  %v = tensor.extract_slice %k[0, 0, 0, 0] [%b, {Hkv}, %t, {Dv}] [1, 1, 1, 1]"
+            f" : {kt} to {vt}\n") if value_from_key else ""
     mask_txt = ""
     if ms is not None:
         mt = _ttype(ms, mask_elt)
@@ -277,7 +302,7 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
     args += [f"{n}: {t}" for n, t in head_args]
     mask_txt += head_txt
     results, lhs, ret = attention_results(ot, lt, return_lse)
-    mlir = (f"func.func @sdpa({', '.join(args)}) -> ({results}) {{\n"
+    mlir = (f"func.func @sdpa({', '.join(args)}) -> ({results}) {{\n{body}"
             f"  {lhs} = attn.sdpa %q, %k, %v{mask_txt}{attrs} : {qt}, {kt}, {vt} -> {results}\n"
             f"  return {ret}\n}}\n")
     flags = (f"--chip={chip}",) if chip else ()
@@ -288,7 +313,8 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False, *,
                                  causal_alignment="top_left", window=None, softcap=None,
-                                 alibi_slopes=None, sinks=None, return_lse=False, device="cpu"):
+                                 alibi_slopes=None, sinks=None, return_lse=False, device="cpu",
+                                 value_dim=None):
     """Attention as torch.nn.functional.scaled_dot_product_attention, compiled.
 
     query [B, Hq, Tq, D] (or unbatched [Hq, Tq, D]), key [B, Hkv, Tk, D],
@@ -302,6 +328,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     FlashAttention's alibi_slopes. sinks [Hq] (float32) are attention
     sinks (gpt-oss): exp(sinks[h]) joins each row's softmax denominator
     with no value row (a fully masked row then gives 0 and LSE sinks[h]).
+    value=None with value_dim=Dv: the values are the first Dv columns of
+    the key, read in place (DeepSeek MLA's absorbed decode: one latent KV
+    head of D = 576 for the scores, its first 512 columns the values; CPU).
     Returns the output array, and
     the float32 log-sum-exp [B, Hq, Tq] too with return_lse=True. A fully
     masked row gives 0 (LSE -inf). On the CPU the graph is compiled once
@@ -319,6 +348,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if check_number("dropout_p", dropout_p, f32=False, zero_ok=True) != 0:
         raise NotImplementedError("dropout_p != 0 is not supported (attn_mlir is for inference)")
     enable_gqa, return_lse = check_bool("enable_gqa", enable_gqa), check_bool("return_lse", return_lse)
+    value = _value_from_key(key, value, value_dim, device)
     q, k, v, unbatched = _check_qkv(query, key, value, enable_gqa)
     elt = mlir_elt(q.dtype)
     (B, Hq, Tq, _), Tk = q.shape, k.shape[2]
@@ -329,8 +359,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     art = sdpa_artifact(elt, (q.shape, k.shape, v.shape),
                         None if mask is None else mask.shape,
                         None if mask is None else mlir_elt(mask.dtype),
-                        alibi is not None, attrs, return_lse, device, sinks=sinks is not None)
-    inputs = [q, k, v] + [x for x in (mask, alibi, sinks) if x is not None]
+                        alibi is not None, attrs, return_lse, device, sinks=sinks is not None,
+                        value_from_key=value_dim is not None)
+    inputs = [q, k] + ([] if value_dim is not None else [v])
+    inputs += [x for x in (mask, alibi, sinks) if x is not None]
     outs = art("sdpa", inputs)
     if unbatched:
         outs = [o[0] for o in outs]

@@ -216,3 +216,38 @@ def test_tools_not_found(monkeypatch, tmp_path):
     monkeypatch.setattr(_tools, "__file__", str(tmp_path / "a" / "b" / "_tools.py"))
     with pytest.raises(_tools.ToolsNotFoundError, match="ATTN_MLIR_BIN"):
         _tools.tools()
+
+
+@pytest.mark.parametrize("dtype,Tq,kw", [
+    (np.float32, 1, {}),
+    (BF16, 1, {}),
+    (np.float32, 3, {"is_causal": True, "causal_alignment": "bottom_right"}),
+])
+def test_mla_values_are_the_keys_first_columns(dtype, Tq, kw):
+    """DeepSeek MLA's absorbed decode: 16 query heads over one latent KV
+    head, scores over D = 576, values the first 512 columns of the same
+    cache rows (value=None, value_dim=512: the graph slices the key, no
+    copy), against fp64; one graph for every batch and cache length."""
+    rng = np.random.default_rng(576)
+    for B, Tk in [(2, 300), (1, 1000)]:
+        q = rng.standard_normal((B, 16, Tq, 576)).astype(dtype)
+        kv = rng.standard_normal((B, 1, Tk, 576)).astype(dtype)
+        out = attn_mlir.scaled_dot_product_attention(q, kv, None, enable_gqa=True,
+                                                     value_dim=512, **kw)
+        assert out.shape == (B, 16, Tq, 512)
+        ref = reference.sdpa(q, kv, kv[..., :512], enable_gqa=True, **kw)
+        check(out, ref, dtype, q, kv, kv[..., :512])
+
+
+def test_mla_bad_arguments():
+    q = np.zeros((1, 4, 1, 8), np.float32)
+    kv = np.zeros((1, 1, 5, 8), np.float32)
+    sdpa = attn_mlir.scaled_dot_product_attention
+    with pytest.raises(ValueError, match="value is None: give the values, or value_dim"):
+        sdpa(q, kv, None, enable_gqa=True)
+    with pytest.raises(ValueError, match="value_dim takes the values from the key: pass value=None"):
+        sdpa(q, kv, kv, enable_gqa=True, value_dim=4)
+    with pytest.raises(ValueError, match=r"value_dim must be an int in \[1, 8\], got 9"):
+        sdpa(q, kv, None, enable_gqa=True, value_dim=9)
+    with pytest.raises(NotImplementedError, match="value_dim \\(MLA\\) runs on the CPU"):
+        sdpa(q, kv, None, enable_gqa=True, value_dim=4, device="cuda")
