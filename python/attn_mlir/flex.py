@@ -618,15 +618,26 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
                          f"{type(block_mask).__name__}")
     scale = None if scale is None else check_number("scale", scale)
     q, k, v, unbatched = _check_qkv(query, key, value, enable_gqa)
-    if block_mask is not None:
-        _check_block_mask_shape(block_mask, q.shape, k.shape)
+    mask_mod = checked_block_mask(block_mask, q.shape, k.shape)
     tables = _Tables()
-    mlir = _flex_graph(q, k, v, score_mod, block_mask and block_mask.mask_mod, scale,
-                       return_lse, tables)
+    mlir = _flex_graph(q, k, v, score_mod, mask_mod, scale, return_lse, tables)
     outs = compile_graph(mlir, device=device)("flex", [q, k, v] + tables.arrays)
     if unbatched:
         outs = [o[0] for o in outs]
     return (outs[0], outs[1]) if return_lse else outs[0]
+
+
+def checked_block_mask(block_mask, qs, ks):
+    """The mask_mod of `block_mask` (None without one) after checking that
+    it came from create_block_mask for queries of shape `qs` and keys of
+    shape `ks` ([B, H, T, D])."""
+    if block_mask is None:
+        return None
+    if not isinstance(block_mask, BlockMask):
+        raise ValueError("block_mask must come from attn_mlir.create_block_mask, got "
+                         f"{type(block_mask).__name__}")
+    _check_block_mask_shape(block_mask, qs, ks)
+    return block_mask.mask_mod
 
 
 def _check_block_mask_shape(mask, qs, ks):

@@ -38,16 +38,18 @@ import os
 import threading
 import weakref
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from ._tools import check_bool, check_number, set_caller_threads
+from ._tools import _np_dtype, check_bool, check_number, compile_graph, set_caller_threads
 from .paged import check_cache_shapes, check_table_shapes, paged_artifact
 from .varlen import check_packed_shapes, varlen_artifact
 from .sdpa import (attention_attrs, check_mask_shape, check_qkv_ranks, check_qkv_shapes,
                    sdpa_artifact)
 
-__all__ = ["scaled_dot_product_attention", "paged_attention", "varlen_attention", "GQAttention"]
+__all__ = ["scaled_dot_product_attention", "paged_attention", "varlen_attention",
+           "flex_attention", "GQAttention"]
 
 _ELT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -603,6 +605,67 @@ def _check_arguments(query, key, value, dropout_p, enable_gqa, return_lse, scale
     attention_attrs(scale, is_causal, causal_alignment, window, softcap)
     if key_ is not None and len(_checked_options) < 4096:
         _checked_options.add(key_)
+
+
+def _capture_tensor(a):
+    """A traced function's table (numpy, as flex's tracer keeps it) as the
+    CPU tensor the kernel reads, and its dtype name."""
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16), "bf16"
+    name = {"float32": "f32", "float16": "f16", "int32": "i32", "bool": "bool"}[a.dtype.name]
+    return torch.from_numpy(a), name
+
+
+@torch.compiler.disable
+def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None,
+                   enable_gqa=False, return_lse=False):
+    """attn_mlir.flex_attention on CPU torch tensors: score_mod(score, b, h,
+    q_idx, kv_idx) and block_mask's mask_mod (from
+    attn_mlir.create_block_mask) traced into one fused kernel, as PyTorch's
+    torch.nn.attention.flex_attention. The functions may use torch's or
+    numpy's math and read tensors (or arrays) they close over. query
+    [B, Hq, Tq, D], key [B, Hkv, Tk, D], value [B, Hkv, Tk, Dv], float32,
+    float16 or bfloat16 (Hq != Hkv needs enable_gqa=True). Returns the
+    output, and the float32 LSE [B, Hq, Tq] with return_lse=True.
+
+    Eager and inference only: under torch.compile it is a graph break
+    (torch.compiler.disable), and inputs that require a gradient are
+    refused (no backward yet)."""
+    from . import flex
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.device.type != "cpu":
+            raise NotImplementedError(f"attn_mlir.torch.flex_attention runs CPU tensors; {name} "
+                                      f"is on {t.device}")
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
+        raise NotImplementedError("attn_mlir.torch.flex_attention has no backward yet: call it "
+                                  "under torch.no_grad() or on tensors that need no gradient")
+    enable_gqa, return_lse = check_bool("enable_gqa", enable_gqa), check_bool("return_lse",
+                                                                               return_lse)
+    elt = _elt("query", query)
+    if not (query.dtype == key.dtype == value.dtype):
+        raise ValueError(f"query, key and value must have one dtype, got {query.dtype}, "
+                         f"{key.dtype}, {value.dtype}")
+    qs, ks, vs = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
+        raise ValueError(f"query, key and value must have rank 4 [B, H, T, D], got ranks "
+                         f"{len(qs)}, {len(ks)}, {len(vs)}")
+    check_qkv_shapes(qs, ks, vs, enable_gqa)
+    mask_mod = flex.checked_block_mask(block_mask, qs, ks)
+    scale = None if scale is None else check_number("scale", scale)
+    tables = flex._Tables()
+    # The graph needs the shapes and the dtype: zero-stride stand-ins.
+    dt = np.dtype(_np_dtype(elt))
+    like = [np.lib.stride_tricks.as_strided(np.empty(1, dt), s, (0,) * 4) for s in (qs, ks, vs)]
+    mlir = flex._flex_graph(*like, score_mod, mask_mod, scale, return_lse, tables)
+    art = compile_graph(mlir)
+    caps = [_capture_tensor(a) for a in tables.arrays]
+    inputs = [t.contiguous() for t in (query, key, value)] + [c for c, _ in caps]
+    plan = art.plan("flex", [tuple(t.shape) for t in inputs], [elt] * 3 + [d for _, d in caps])
+    out, lse = _run(art, "flex", plan, inputs, None if vs[3] == qs[3] else vs[3], return_lse,
+                    empty_lse=False)
+    return (out, lse) if return_lse else out
 
 
 _tf_modes = torch._C._is_torch_function_mode_enabled
