@@ -110,6 +110,32 @@ static uint64_t unsignedInt(Type type, int64_t v) {
   return w >= 64 ? uint64_t(v) : uint64_t(v) & ((uint64_t(1) << w) - 1);
 }
 
+/// `v` as the signed value of `type`: i1 true is -1 (held as 1).
+static int64_t signedInt(Type type, int64_t v) {
+  return type.isInteger(1) ? -(v & 1) : v;
+}
+
+/// Whether an arith.cmpi predicate reads its operands as signed.
+static bool isSigned(arith::CmpIPredicate p) {
+  using P = arith::CmpIPredicate;
+  return p == P::slt || p == P::sle || p == P::sgt || p == P::sge;
+}
+
+/// `x` rounded toward zero to an integer of `type`, saturated to its range
+/// (NaN gives 0), as PTX cvt.rzi does.
+static int64_t floatToInt(Type type, float x) {
+  unsigned w = type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+  if (std::isnan(x))
+    return 0;
+  double lo = -std::ldexp(1.0, w - 1), hi = std::ldexp(1.0, w - 1);
+  double t = std::trunc(static_cast<double>(x));
+  if (t <= lo)
+    return normalizeInt(type, w >= 64 ? INT64_MIN : static_cast<int64_t>(lo));
+  if (t >= hi)
+    return w >= 64 ? INT64_MAX : static_cast<int64_t>(hi) - 1;
+  return normalizeInt(type, static_cast<int64_t>(t));
+}
+
 /// The integer ops beyond the kernels' own (those a score or mask
 /// function may hold): false when `op` is none of them.
 bool KernelEmulator::runMoreInts(Operation *op, const std::vector<char> &mask) {
@@ -143,19 +169,54 @@ bool KernelEmulator::runMoreInts(Operation *op, const std::vector<char> &mask) {
       .Case([&](arith::XOrIOp) {
         return binary([](Type, int64_t a, int64_t b, bool &) { return a ^ b; });
       })
+      .Case([&](arith::DivSIOp) {
+        return binary([](Type t, int64_t a, int64_t b, bool &z) {
+          a = signedInt(t, a), b = signedInt(t, b);
+          return !b ? (z = true, 0) : b == -1 ? int64_t(0 - uint64_t(a)) : a / b;
+        });
+      })
       .Case([&](arith::RemSIOp) {
-        return binary([](Type, int64_t a, int64_t b, bool &z) {
-          return b ? a % b : (z = true, 0);
+        return binary([](Type t, int64_t a, int64_t b, bool &z) {
+          a = signedInt(t, a), b = signedInt(t, b);
+          return !b ? (z = true, 0) : b == -1 ? 0 : a % b;
+        });
+      })
+      .Case([&](arith::DivUIOp) {
+        return binary([](Type t, int64_t a, int64_t b, bool &z) {
+          return !unsignedInt(t, b) ? (z = true, 0)
+                                    : static_cast<int64_t>(unsignedInt(t, a) /
+                                                           unsignedInt(t, b));
+        });
+      })
+      .Case([&](arith::RemUIOp) {
+        return binary([](Type t, int64_t a, int64_t b, bool &z) {
+          return !unsignedInt(t, b) ? (z = true, 0)
+                                    : static_cast<int64_t>(unsignedInt(t, a) %
+                                                           unsignedInt(t, b));
         });
       })
       .Case([&](arith::FloorDivSIOp) {
-        return binary([&](Type, int64_t a, int64_t b, bool &z) {
-          return b ? floorDiv(a, b) : (z = true, 0);
+        return binary([&](Type t, int64_t a, int64_t b, bool &z) {
+          a = signedInt(t, a), b = signedInt(t, b);
+          return !b ? (z = true, 0) : b == -1 ? int64_t(0 - uint64_t(a)) : floorDiv(a, b);
         });
       })
       .Case([&](arith::CeilDivSIOp) {
-        return binary([&](Type, int64_t a, int64_t b, bool &z) {
-          return b ? -floorDiv(-a, b) : (z = true, 0);
+        return binary([&](Type t, int64_t a, int64_t b, bool &z) {
+          a = signedInt(t, a), b = signedInt(t, b);
+          return !b ? (z = true, 0)
+                 : b == -1 ? int64_t(0 - uint64_t(a))
+                           : -floorDiv(int64_t(0 - uint64_t(a)), b);
+        });
+      })
+      .Case([&](arith::MinSIOp) {
+        return binary([](Type t, int64_t a, int64_t b, bool &) {
+          return signedInt(t, a) < signedInt(t, b) ? a : b;
+        });
+      })
+      .Case([&](arith::MaxSIOp) {
+        return binary([](Type t, int64_t a, int64_t b, bool &) {
+          return signedInt(t, a) > signedInt(t, b) ? a : b;
         });
       })
       .Case([&](arith::MaxUIOp) {
@@ -174,7 +235,8 @@ bool KernelEmulator::runMoreInts(Operation *op, const std::vector<char> &mask) {
         });
       })
       .Case([&](arith::ShRSIOp) {
-        return binary([](Type, int64_t a, int64_t b, bool &) {
+        return binary([](Type t, int64_t a, int64_t b, bool &) {
+          a = signedInt(t, a);
           return b < 0 || b >= 64 ? (a < 0 ? -1 : 0) : a >> b;
         });
       })
@@ -186,7 +248,7 @@ bool KernelEmulator::runMoreInts(Operation *op, const std::vector<char> &mask) {
         });
       })
       .Case([&](arith::ExtSIOp) {
-        return unary([](Type, int64_t a) { return a; });
+        return unary([](Type t, int64_t a) { return signedInt(t, a); });
       })
       .Case([&](arith::ExtUIOp) {
         return unary([](Type t, int64_t a) {
@@ -201,8 +263,15 @@ bool KernelEmulator::runMoreInts(Operation *op, const std::vector<char> &mask) {
           return static_cast<int64_t>(unsignedInt(t, a));
         });
       })
+      .Case([&](arith::IndexCastOp) {
+        // index -> iN truncates; iN -> index is held sign-extended already.
+        return unary([](Type, int64_t a) { return a; });
+      })
       .Case([&](math::AbsIOp) {
-        return unary([](Type, int64_t a) { return a < 0 ? -a : a; });
+        return unary([](Type t, int64_t a) {
+          a = signedInt(t, a);
+          return a < 0 ? int64_t(0 - uint64_t(a)) : a;
+        });
       })
       .Default([](Operation *) { return false; });
 }
@@ -253,25 +322,6 @@ bool KernelEmulator::runArith(Operation *op, const std::vector<char> &mask) {
       .Case([&](arith::MulIOp) {
         return intBin([](int64_t a, int64_t b) { return a * b; });
       })
-      .Case([&](arith::DivUIOp) {
-        return intBin([](int64_t a, int64_t b) {
-          return static_cast<int64_t>(uint64_t(a) / uint64_t(b));
-        });
-      })
-      .Case([&](arith::RemUIOp) {
-        return intBin([](int64_t a, int64_t b) {
-          return static_cast<int64_t>(uint64_t(a) % uint64_t(b));
-        });
-      })
-      .Case([&](arith::DivSIOp) {
-        return intBin([](int64_t a, int64_t b) { return a / b; });
-      })
-      .Case([&](arith::MinSIOp) {
-        return intBin([](int64_t a, int64_t b) { return std::min(a, b); });
-      })
-      .Case([&](arith::MaxSIOp) {
-        return intBin([](int64_t a, int64_t b) { return std::max(a, b); });
-      })
       .Case([&](arith::AndIOp) {
         return intBin([](int64_t a, int64_t b) { return a & b; });
       })
@@ -280,15 +330,12 @@ bool KernelEmulator::runArith(Operation *op, const std::vector<char> &mask) {
       })
       .Case([&](arith::CmpIOp c) {
         auto p = c.getPredicate();
-        return intBin(
-            [p](int64_t a, int64_t b) { return compareInts(p, a, b); });
-      })
-      .Case([&](arith::IndexCastOp) {
-        // index and i64 share one representation here.
-        forEach(mask, [&](int64_t t) {
-          at(op->getResult(0), t) = at(op->getOperand(0), t);
+        Type in = c.getLhs().getType();
+        bool sign = isSigned(p);
+        return intBin([&](int64_t a, int64_t b) {
+          return sign ? compareInts(p, signedInt(in, a), signedInt(in, b))
+                      : compareInts(p, a, b);
         });
-        return true;
       })
       .Case([&](arith::SelectOp s) {
         Val *r = row(s), *c = row(s.getCondition()), *x = row(s.getTrueValue()),
@@ -319,6 +366,47 @@ bool KernelEmulator::runArith(Operation *op, const std::vector<char> &mask) {
         });
         return true;
       })
+      .Case([&](arith::SIToFPOp) {
+        Type in = op->getOperand(0).getType();
+        forEach(mask, [&](int64_t t) {
+          at(op->getResult(0), t).f[0] =
+              static_cast<float>(signedInt(in, at(op->getOperand(0), t).i));
+        });
+        return true;
+      })
+      .Case([&](arith::ExtFOp) {
+        forEach(mask, [&](int64_t t) {
+          at(op->getResult(0), t) = at(op->getOperand(0), t);
+        });
+        return true;
+      })
+      .Case([&](arith::TruncFOp tr) {
+        Type elt = getElementTypeOrSelf(rt);
+        int64_t n = numElements(rt);
+        forEach(mask, [&](int64_t t) {
+          Val v = at(tr.getIn(), t);
+          for (int64_t k = 0; k < n; ++k)
+            v.f[k] = roundTo(elt, v.f[k]);
+          at(tr, t) = v;
+        });
+        return true;
+      })
+      .Default([&](Operation *) {
+        return runMoreInts(op, mask) || runMoreFloats(op, mask);
+      });
+}
+
+/// The float ops beyond the kernels' own (those a score function may
+/// hold): false when `op` is none of them.
+bool KernelEmulator::runMoreFloats(Operation *op,
+                                   const std::vector<char> &mask) {
+  auto fBin = [&](auto fn) {
+    Val *r = row(op->getResult(0)), *a = row(op->getOperand(0)),
+        *b = row(op->getOperand(1));
+    forEach(mask, [&](int64_t t) { r[t].f[0] = fn(a[t].f[0], b[t].f[0]); });
+    return true;
+  };
+  return TypeSwitch<Operation *, bool>(op)
       .Case([&](arith::MinimumFOp) {
         return fBin([](float a, float b) {
           return std::isnan(a) || std::isnan(b) ? NAN : std::fmin(a, b);
@@ -352,36 +440,11 @@ bool KernelEmulator::runArith(Operation *op, const std::vector<char> &mask) {
       .Case([&](arith::FPToSIOp f) {
         forEach(mask, [&](int64_t t) {
           float x = at(f.getIn(), t).f[0];
-          at(f, t).i = normalizeInt(
-              f.getType(), std::isfinite(x) ? static_cast<int64_t>(x) : 0);
+          at(f, t).i = floatToInt(f.getType(), x);
         });
         return true;
       })
-      .Case([&](arith::SIToFPOp) {
-        forEach(mask, [&](int64_t t) {
-          at(op->getResult(0), t).f[0] =
-              static_cast<float>(at(op->getOperand(0), t).i);
-        });
-        return true;
-      })
-      .Case([&](arith::ExtFOp) {
-        forEach(mask, [&](int64_t t) {
-          at(op->getResult(0), t) = at(op->getOperand(0), t);
-        });
-        return true;
-      })
-      .Case([&](arith::TruncFOp tr) {
-        Type elt = getElementTypeOrSelf(rt);
-        int64_t n = numElements(rt);
-        forEach(mask, [&](int64_t t) {
-          Val v = at(tr.getIn(), t);
-          for (int64_t k = 0; k < n; ++k)
-            v.f[k] = roundTo(elt, v.f[k]);
-          at(tr, t) = v;
-        });
-        return true;
-      })
-      .Default([&](Operation *) { return runMoreInts(op, mask); });
+      .Default([](Operation *) { return false; });
 }
 
 bool KernelEmulator::runMath(Operation *op, const std::vector<char> &mask) {

@@ -174,6 +174,7 @@ private:
   /// when `op` is not of this family.
   bool runArith(Operation *op, const std::vector<char> &mask);
   bool runMoreInts(Operation *op, const std::vector<char> &mask);
+  bool runMoreFloats(Operation *op, const std::vector<char> &mask);
 
   /// math: exp2, tanh, log. False when `op` is not of this family.
   bool runMath(Operation *op, const std::vector<char> &mask);

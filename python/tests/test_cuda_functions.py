@@ -206,3 +206,83 @@ def test_varlen_positions_are_per_sequence(tmp_path):
                                    mask=lambda _b, h, i, j: j + 4 >= i)
         check(o[cu_q[b]:cu_q[b + 1]].transpose(1, 0, 2)[None], ref, BF16, qs, ks, vs)
         check_lse(lse[:, cu_q[b]:cu_q[b + 1]][None], ref_lse)
+
+
+OPS_SCORE = """ %z = arith.constant 0.0 : f32
+ %c1 = arith.constant 1 : i32
+ %c2 = arith.constant 2 : i32
+ %i32 = arith.index_cast %i : index to i32
+ %j32 = arith.index_cast %j : index to i32
+ %sh = arith.shli %i32, %c1 : i32
+ %sr = arith.shrsi %j32, %c1 : i32
+ %ur = arith.shrui %j32, %c2 : i32
+ %mx = arith.maxui %sh, %sr : i32
+ %mn = arith.minui %sh, %ur : i32
+ %x = arith.xori %mx, %mn : i32
+ %e = arith.extsi %x : i32 to i64
+ %tr = arith.trunci %e : i64 to i32
+ %u = arith.uitofp %tr : i32 to f32
+ %neg = arith.cmpf olt, %s, %z : f32
+ %ext = arith.extsi %neg : i1 to i32
+ %sf = arith.sitofp %ext : i32 to f32
+ %fl = math.floor %s : f32
+ %ce = math.ceil %s : f32
+ %fi = arith.fptosi %s : f32 to i32
+ %fif = arith.sitofp %fi : i32 to f32
+ %ab = math.absf %s : f32
+ %sq = math.sqrt %ab : f32
+ %k1 = arith.constant 0.001 : f32
+ %k2 = arith.constant 0.1 : f32
+ %a1 = arith.mulf %u, %k1 : f32
+ %a2 = arith.mulf %sf, %k2 : f32
+ %a3 = arith.addf %fl, %ce : f32
+ %a4 = arith.addf %a3, %fif : f32
+ %a5 = arith.mulf %a4, %k2 : f32
+ %a6 = arith.mulf %sq, %k2 : f32
+ %b1 = arith.addf %s, %a1 : f32
+ %b2 = arith.addf %b1, %a2 : f32
+ %b3 = arith.addf %b2, %a5 : f32
+ %out = arith.addf %b3, %a6 : f32"""
+OPS_MASK = """ %c3 = arith.constant 3 : index
+ %r = arith.remsi %j, %c3 : index
+ %z = arith.constant 0 : index
+ %keep = arith.cmpi ne, %r, %z : index
+ %past = arith.cmpi sle, %j, %i : index
+ %out = arith.ori %keep, %past : i1"""
+
+
+def test_the_ops_a_function_may_hold(tmp_path):
+    """Shifts, unsigned min/max, xor, sign and zero extension of i32 and
+    of i1 (true is -1), truncation, int/float conversions both ways,
+    ordered compares, floor, ceil, abs and sqrt in a score function, a
+    signed remainder in a mask function: the emulator's semantics of each
+    (what the GPU is checked against here) match numpy's."""
+    B, Hh, T, Dh = 1, 2, 40, 32
+    q, k, v = (rng.standard_normal((B, Hh, T, Dh)).astype(F32) for _ in range(3))
+    src = dense_graph(q.shape, k.shape, v.shape, "f32", (), OPS_SCORE, OPS_MASK)
+    o, lse = emulate(tmp_path, src, {"q": q, "k": k, "v": v}, ["output", "lse"])
+
+    def score(s, b, h, i, j):
+        x = np.maximum(2 * i, j >> 1) ^ np.minimum(2 * i, j >> 2)
+        extra = (np.floor(s) + np.ceil(s) + np.trunc(s)) * 0.1
+        return s + 0.001 * x + 0.1 * np.where(s < 0, -1.0, 0.0) + extra + 0.1 * np.sqrt(abs(s))
+    ref, ref_lse = attention64(q, k, v, Dh ** -0.5, score=score,
+                               mask=lambda b, h, i, j: (j % 3 != 0) | (j <= i))
+    check(o, ref, F32, q, k, v)
+    check_lse(lse, ref_lse)
+
+
+def test_integer_division_by_zero_is_reported(tmp_path):
+    """A mask function dividing by the query position divides by zero on
+    row 0: the emulator names it instead of crashing (a GPU gives an
+    unspecified value)."""
+    q = rng.standard_normal((1, 1, 8, 16)).astype(F32)
+    src = dense_graph(q.shape, q.shape, q.shape, "f32", (), None,
+                      " %d = arith.divsi %j, %i : index\n %z = arith.constant 0 : index\n"
+                      " %out = arith.cmpi sge, %d, %z : index")
+    (tmp_path / "graph.mlir").write_text(src)
+    proc = subprocess.run([os.path.join(_tools.tools(), "attn-gpu-emulate"),
+                           str(tmp_path / "graph.mlir"), f"--output-dir={tmp_path}"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "integer division by zero in 'arith.divsi'" in proc.stderr

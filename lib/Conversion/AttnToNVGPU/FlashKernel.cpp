@@ -111,7 +111,7 @@ SmallVector<Value> Kernel::resultAt(Value r, Value col) {
 Value Kernel::maskAt(Value row, Value col) {
   auto mt = cast<MemRefType>(mask.getType());
   int64_t rank = mt.getRank();
-  auto [head, qrow] = queryAt(k.min(row, k.add(rowEnd, -1)));
+  auto [head, qrow] = clampedQueryAt(row);
   Value full[4] = {bIdx, head, qrow, k.min(col, k.add(tkV, -1))};
   SmallVector<Value> idx;
   for (int64_t i = 0; i < rank; ++i) {
@@ -129,13 +129,13 @@ ScoreSite Kernel::siteAt(Value s, Value row, Value col, bool positions) {
   // The score and mask functions see the row's batch element and head.
   if (positions && spec.mods) {
     site.batch = bIdx;
-    site.head = queryAt(k.min(row, k.add(rowEnd, -1))).first;
+    site.head = clampedQueryAt(row).first;
   }
   return site;
 }
 
 Value Kernel::sinkAt(Value row) {
-  Value head = queryAt(k.min(row, k.add(rowEnd, -1))).first;
+  Value head = clampedQueryAt(row).first;
   return memref::LoadOp::create(b, sinks, ValueRange{head});
 }
 

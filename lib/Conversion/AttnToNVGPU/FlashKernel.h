@@ -124,6 +124,11 @@ struct Kernel {
   std::pair<Value, Value> queryAt(Value r);
   /// The query position of tile row r.
   Value position(Value r) { return queryAt(r).second; }
+  /// queryAt of row r clamped to the tile's last row (a thread's rows past
+  /// rowEnd read the last real row's head and position).
+  std::pair<Value, Value> clampedQueryAt(Value r) {
+    return queryAt(k.min(r, k.add(rowEnd, -1)));
+  }
 
   /// Where the finished tile row r goes: out[b, head, row, col] (lse
   /// without col), or a split's partials [b, grp, split, r, col]; of a

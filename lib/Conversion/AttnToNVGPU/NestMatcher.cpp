@@ -566,9 +566,6 @@ static LogicalResult matchFacts(TiledAttention &t, std::string &why) {
   return success();
 }
 
-/// The tensor of sink logits [Hq] f32 that the finish's per-row sinks
-/// are read from (through a fill, a tensor.generate or a cast of
-/// tensor.extract at each row's head), defined outside the nest.
 /// True when `v` is defined in the nest (its forall or the combine).
 static bool definedInNest(TiledAttention &t, Value v) {
   Region *r = v.getParentRegion();
@@ -576,17 +573,43 @@ static bool definedInNest(TiledAttention &t, Value v) {
          (t.combine && t.combine.getRegion().isAncestor(r));
 }
 
+/// True when `h` is the tile's (first) head: the head (or head group)
+/// index of the forall or of the combine, times a constant.
+static bool isTileHead(TiledAttention &t, Value h) {
+  if (auto mul = h.getDefiningOp<arith::MulIOp>();
+      mul && getConstantIntValue(mul.getRhs()))
+    h = mul.getLhs();
+  return h == t.forall.getInductionVars()[1] ||
+         (t.combine && h == t.combine.getInductionVars()[1]);
+}
+
+/// The tensor of sink logits [Hq] f32 that the finish's per-row sinks
+/// are read from, defined outside the nest: a fill of its element at the
+/// tile's head, or (packed heads) a tensor.generate of its element at
+/// head + row / rows-per-head; a cast of either.
 static Value sinkSource(TiledAttention &t, Value rows) {
   if (auto cast = rows.getDefiningOp<tensor::CastOp>())
     rows = cast.getSource();
   tensor::ExtractOp read;
-  if (auto fill = rows.getDefiningOp<linalg::FillOp>())
+  Value head;
+  if (auto fill = rows.getDefiningOp<linalg::FillOp>()) {
     read = fill.getInputs()[0].getDefiningOp<tensor::ExtractOp>();
-  else if (auto gen = rows.getDefiningOp<tensor::GenerateOp>())
+    head = read && read.getIndices().size() == 1 ? read.getIndices()[0]
+                                                 : Value();
+  } else if (auto gen = rows.getDefiningOp<tensor::GenerateOp>()) {
     read = cast<tensor::YieldOp>(gen.getBody().front().getTerminator())
                .getValue()
                .getDefiningOp<tensor::ExtractOp>();
-  if (!read || read.getTensor().getType().getRank() != 1 ||
+    auto add = read && read.getIndices().size() == 1
+                   ? read.getIndices()[0].getDefiningOp<arith::AddIOp>()
+                   : arith::AddIOp();
+    auto div = add ? add.getRhs().getDefiningOp<arith::DivUIOp>()
+                   : arith::DivUIOp();
+    if (div && div.getLhs() == gen.getBody().front().getArgument(0))
+      head = add.getLhs();
+  }
+  if (!read || !head || !isTileHead(t, head) ||
+      read.getTensor().getType().getRank() != 1 ||
       definedInNest(t, read.getTensor()))
     return Value();
   return read.getTensor();

@@ -384,7 +384,7 @@ Value attn::applyScoreModifiers(OpBuilder &b, Location loc,
 
 /// The size of dimension `d` of a capture: a tensor on the CPU, a memref
 /// (the kernel's buffer) in a CUDA kernel.
-static Value captureDim(OpBuilder &b, Location loc, Value table, int64_t d) {
+static Value captureDim(OpBuilder &b, Location loc, Value table, Value d) {
   if (isa<MemRefType>(table.getType()))
     return memref::DimOp::create(b, loc, table, d);
   return tensor::DimOp::create(b, loc, table, d);
@@ -398,12 +398,9 @@ Value attn::inlineModRegion(OpBuilder &b, Location loc, Region &region,
   map.map(block.getArguments().drop_front(args.size()), captures);
   for (Operation &op : block.without_terminator()) {
     if (auto dim = dyn_cast<tensor::DimOp>(op)) {
-      Value table = map.lookup(dim.getSource());
-      Value size = isa<MemRefType>(table.getType())
-                       ? Value(memref::DimOp::create(b, loc, table,
-                                                     map.lookup(dim.getIndex())))
-                       : b.clone(op, map)->getResult(0);
-      map.map(dim.getResult(), size);
+      map.map(dim.getResult(),
+              captureDim(b, loc, map.lookup(dim.getSource()),
+                         map.lookup(dim.getIndex())));
       continue;
     }
     auto extract = dyn_cast<tensor::ExtractOp>(op);
@@ -417,7 +414,9 @@ Value attn::inlineModRegion(OpBuilder &b, Location loc, Region &region,
     SmallVector<Value> indices;
     for (auto [d, i] : llvm::enumerate(extract.getIndices())) {
       Value hi = arith::SubIOp::create(
-          b, loc, captureDim(b, loc, table, d),
+          b, loc,
+          captureDim(b, loc, table,
+                     arith::ConstantIndexOp::create(b, loc, d)),
           arith::ConstantIndexOp::create(b, loc, 1));
       Value lo = arith::ConstantIndexOp::create(b, loc, 0);
       indices.push_back(arith::MinSIOp::create(
