@@ -573,17 +573,16 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cpu", BLOCK_SIZE=12
     return BlockMask(mask_mod, shape, check_int("BLOCK_SIZE", BLOCK_SIZE, 1))
 
 
-def _flex_graph(q, k, v, score_mod, mask_mod, scale, return_lse, tables):
-    """The MLIR of @flex: one attn.sdpa on q, k, v and the captures, with
-    dynamic batch and lengths."""
+def _flex_graph(qs, ks, vs, elt, score_mod, mask_mod, scale, return_lse, tables):
+    """The MLIR of @flex: one attn.sdpa on q, k, v (of shapes qs, ks, vs,
+    element type `elt`) and the captures, with dynamic batch and lengths."""
     regions = ""
     traced = [(kind, fn) for kind, fn in (("score_mod", score_mod), ("mask_mod", mask_mod))
               if fn is not None]
     bodies = [(kind, *_trace(fn, kind, tables)) for kind, fn in traced]
     for kind, lines, result in bodies:
         regions += _region_text(kind, lines, result, tables)
-    elt = mlir_elt(q.dtype)
-    (_, Hq, _, D), (_, Hkv, _, _), Dv = q.shape, k.shape, v.shape[3]
+    (_, Hq, _, D), (_, Hkv, _, _), Dv = qs, ks, vs[3]
     qt, kt, vt = (_ttype(("?", h, "?", d), elt) for h, d in ((Hq, D), (Hkv, D), (Hkv, Dv)))
     ot, lt = _ttype(("?", Hq, "?", Dv), elt), _ttype(("?", Hq, "?"), "f32")
     caps = [(f"%a{n}", tables.tensor_type(n)) for n in range(len(tables.arrays))]
@@ -620,7 +619,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     q, k, v, unbatched = _check_qkv(query, key, value, enable_gqa)
     mask_mod = checked_block_mask(block_mask, q.shape, k.shape)
     tables = _Tables()
-    mlir = _flex_graph(q, k, v, score_mod, mask_mod, scale, return_lse, tables)
+    mlir = _flex_graph(q.shape, k.shape, v.shape, mlir_elt(q.dtype), score_mod, mask_mod,
+                       scale, return_lse, tables)
     outs = compile_graph(mlir, device=device)("flex", [q, k, v] + tables.arrays)
     if unbatched:
         outs = [o[0] for o in outs]

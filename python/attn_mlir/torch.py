@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ._tools import _np_dtype, check_bool, check_number, compile_graph, set_caller_threads
+from ._tools import check_bool, check_number, compile_graph, set_caller_threads
 from .paged import check_cache_shapes, check_table_shapes, paged_artifact
 from .varlen import check_packed_shapes, varlen_artifact
 from .sdpa import (attention_attrs, check_mask_shape, check_qkv_ranks, check_qkv_shapes,
@@ -655,10 +655,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     mask_mod = flex.checked_block_mask(block_mask, qs, ks)
     scale = None if scale is None else check_number("scale", scale)
     tables = flex._Tables()
-    # The graph needs the shapes and the dtype: zero-stride stand-ins.
-    dt = np.dtype(_np_dtype(elt))
-    like = [np.lib.stride_tricks.as_strided(np.empty(1, dt), s, (0,) * 4) for s in (qs, ks, vs)]
-    mlir = flex._flex_graph(*like, score_mod, mask_mod, scale, return_lse, tables)
+    mlir = flex._flex_graph(qs, ks, vs, elt, score_mod, mask_mod, scale, return_lse, tables)
     art = compile_graph(mlir)
     caps = [_capture_tensor(a) for a in tables.arrays]
     inputs = [t.contiguous() for t in (query, key, value)] + [c for c, _ in caps]

@@ -18,7 +18,7 @@ from attn_mlir import flex as flex_module
 from attn_mlir._tools import BF16, mlir_elt
 from test_flex import GALLERY, H, HKV, D
 from test_score_functions import (ALIBI, DOCUMENTS, SOFTCAP, attention64, check_lse,
-                                  dense_graph, region, ty)
+                                  dense_graph, paged_sequence, region, ty)
 from test_sdpa import check
 
 rng = np.random.default_rng(9090)
@@ -55,7 +55,8 @@ def flex_graph(q, k, v, score_mod, mask_mod):
     """@flex of attn_mlir.flex_attention (dynamic B and lengths) and the
     arrays its functions close over, as the runtime names them."""
     tables = flex_module._Tables()
-    mlir = flex_module._flex_graph(q, k, v, score_mod, mask_mod, None, True, tables)
+    mlir = flex_module._flex_graph(q.shape, k.shape, v.shape, mlir_elt(q.dtype), score_mod,
+                                   mask_mod, None, True, tables)
     inputs = {"q": q, "k": k, "v": v}
     inputs.update({f"capture{n}": a for n, a in enumerate(tables.arrays)})
     return mlir, inputs
@@ -167,9 +168,7 @@ def test_paged_positions_are_logical(tmp_path, flags):
                                      "block_table": bt, "seq_lens": lens, "capture0": per_seq},
                      ["output", "lse"], flags)
     for b in range(B):
-        j = np.arange(lens[b])
-        k = kc[bt[b, j // BS], j % BS].transpose(1, 0, 2)[None]
-        v = vc[bt[b, j // BS], j % BS].transpose(1, 0, 2)[None]
+        k, v = paged_sequence(kc, vc, bt, b, lens[b])
         ref, ref_lse = attention64(q[b:b + 1], k, v, Dh ** -0.5,
                                    score=lambda s, *_: s + per_seq[b],
                                    mask=lambda _b, h, i, j: j % 3 != 0)

@@ -72,6 +72,13 @@ def attention64(q, k, v, scale, score=None, mask=None, positions=None):
     return o, lse
 
 
+def paged_sequence(kc, vc, bt, b, length):
+    """Sequence b's keys and values [1, Hkv, length, D], gathered from
+    paged caches [NB, BS, Hkv, D] through the block table."""
+    j, bs = np.arange(length), kc.shape[1]
+    return tuple(c[bt[b, j // bs], j % bs].transpose(1, 0, 2)[None] for c in (kc, vc))
+
+
 def check_lse(lse, ref):
     finite = np.isfinite(ref)
     assert np.array_equal(np.isfinite(lse), finite)
@@ -227,9 +234,7 @@ def test_paged_positions_are_logical():
            f" {score} {mask}\n : {qt}, {ct}, {ct}, {tt}, {lt} -> {qt}\n return %o : {qt}\n}}\n")
     (o,) = compile_graph(src)("paged", [q, kc, vc, bt, lens, per_seq])
     for b in range(B):
-        j = np.arange(lens[b])
-        k = kc[bt[b, j // BS], j % BS].transpose(1, 0, 2)[None]
-        v = vc[bt[b, j // BS], j % BS].transpose(1, 0, 2)[None]
+        k, v = paged_sequence(kc, vc, bt, b, lens[b])
         ref, _ = attention64(q[b:b + 1], k, v, D ** -0.5,
                              score=lambda s, *_: s + per_seq[b],
                              mask=lambda _b, h, i, j: j % 2 == 0)

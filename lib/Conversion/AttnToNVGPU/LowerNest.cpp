@@ -71,7 +71,7 @@ static NestBuffers buildNestBuffers(ImplicitLocOpBuilder &b,
   h.alibi = memrefOf(t.step.getAlibiSlope());
   // Whole tensors the functions and the finish read (a capture may also
   // be read as a tile: one buffer per tensor either way).
-  for (Value c : t.captures)
+  for (Value c : t.step.getCaptures())
     h.captures.push_back(bufferOf(c));
   if (t.sinks)
     h.sinks = bufferOf(t.sinks);
@@ -163,7 +163,7 @@ static LogicalResult convertNest(RewriterBase &rewriter,
   std::unique_ptr<KeySource> keys = KeySource::of(cfg);
   NestBuffers host = buildNestBuffers(b, t, cfg, *keys);
   gpu::LaunchOp launch = buildAttentionLaunch(b, t, cfg, host, *keys);
-  if (AttentionSpec::get(t.step).mods) {
+  if (ScoreMods::of(t.step)) {
     // A score or mask function may divide rounding to floor or ceiling,
     // which arith-to-llvm does not lower: expanded in this kernel only
     // (arith-expand over the module would also turn max.f32 into compares

@@ -626,7 +626,6 @@ static LogicalResult matchFunctionOperands(TiledAttention &t,
             "outside the nest";
       return failure();
     }
-    t.captures.push_back(c);
   }
   if (Value rows = t.finish.getSinks()) {
     t.sinks = sinkSource(t, rows);

@@ -65,9 +65,8 @@ struct TiledAttention {
   // packed [N, H, D], qType, kType and vType the [B, H, T, D] the kernel
   // reads through them (varlenView).
   Value cuQ, cuK;
-  // The score and mask functions' captures and the sink logits [Hq]
-  // (null without), tensors from outside the nest.
-  SmallVector<Value> captures;
+  // The sink logits [Hq] (null without), a tensor from outside the nest
+  // (the step's captures are too: matchTiledAttention checks them).
   Value sinks;
   /// A decode nest: several heads per tile or split keys (a tile of one
   /// head and one split is the prefill nest's).
