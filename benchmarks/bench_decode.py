@@ -24,6 +24,13 @@ run and interleaved round by round (medians of `--iters` calls per round):
   than about 35 GB/s here, bound by its arithmetic: the % figures of
   earlier runs are against that, and overstate.)
 
+`--dtypes i8` adds an int8 KV cache (i8 K and V with an f32 scale per
+token and KV head, bf16 queries and output): its KV MiB and GB/s count
+the bytes it reads, scales included (D + 4 bytes per row of D
+elements); PyTorch's peer is its bf16 SDPA on the dequantized cache (what
+a user without a quantized kernel runs; the dequantization is not timed,
+which favours it).
+
 Every buffer is on transparent huge pages (attn-run's allocator advises
 them, and numpy's, which backs PyTorch's tensors here): on 4 KiB pages
 this 2-core host reads about half as fast (TLB misses).
@@ -40,7 +47,7 @@ Prints KV GB/s (the cache's bytes over the step's time), the % of the
 measured bandwidth and the ratios, and the host's CPU features.
 
 Usage: python3 benchmarks/bench_decode.py [--build build] [--quick]
-       [--dtypes f32,bf16] [--iters N] [--rounds N] [--no-paged]
+       [--dtypes f32,bf16,i8] [--iters N] [--rounds N] [--no-paged]
        [--out FILE.md]
 """
 import argparse
@@ -55,14 +62,30 @@ from attn_mlir.bench import bench_artifact, compile_artifact  # noqa: E402
 from attn_mlir.bench import cpu_features, import_torch, median_time, read_bandwidth  # noqa: E402
 
 HQ, HKV, D = 32, 8, 128
-BYTES = {"f32": 4, "bf16": 2}
+# Bytes a step reads per cache element (an i8 row of D also reads its
+# f32 scale).
+BYTES = {"f32": 4, "bf16": 2, "i8": 1 + 4 / D}
+
+
+def query_elt(dtype):
+    """The query's element type: an int8 cache is read by bf16 queries."""
+    return "bf16" if dtype == "i8" else dtype
+
+
+def scale_operands(dtype, st):
+    """An int8 cache's scale arguments and operands (of type `st`)."""
+    if dtype != "i8":
+        return "", ""
+    return (f", %ks: {st}, %vs: {st}",
+            f" key_scale(%ks : {st}) value_scale(%vs : {st})")
 
 
 def decode_graph(dtype):
     """The decode step with B, Tq and Tk dynamic."""
-    qt, kt = f"tensor<?x{HQ}x?x{D}x{dtype}>", f"tensor<?x{HKV}x?x{D}x{dtype}>"
-    return (f"func.func @decode(%q: {qt}, %k: {kt}, %v: {kt}) -> {qt} {{\n"
-            f"  %o = attn.sdpa %q, %k, %v {{causal = #attn.causal<bottom_right>}}"
+    qt, kt = f"tensor<?x{HQ}x?x{D}x{query_elt(dtype)}>", f"tensor<?x{HKV}x?x{D}x{dtype}>"
+    args, ops = scale_operands(dtype, f"tensor<?x{HKV}x?xf32>")
+    return (f"func.func @decode(%q: {qt}, %k: {kt}, %v: {kt}{args}) -> {qt} {{\n"
+            f"  %o = attn.sdpa %q, %k, %v{ops} {{causal = #attn.causal<bottom_right>}}"
             f" : {qt}, {kt}, {kt} -> {qt}\n"
             f"  return %o : {qt}\n}}\n")
 
@@ -72,11 +95,13 @@ PAGED_B, BLOCK = 16, 16
 
 def paged_graph(dtype):
     """The paged decode step with B, NB and MB dynamic."""
-    qt, ct = f"tensor<?x{HQ}x1x{D}x{dtype}>", f"tensor<?x{BLOCK}x{HKV}x{D}x{dtype}>"
+    qt = f"tensor<?x{HQ}x1x{D}x{query_elt(dtype)}>"
+    ct = f"tensor<?x{BLOCK}x{HKV}x{D}x{dtype}>"
     tables = "tensor<?x?xi32>, tensor<?xi32>"
+    args, ops = scale_operands(dtype, f"tensor<?x{BLOCK}x{HKV}xf32>")
     return (f"func.func @paged(%q: {qt}, %kc: {ct}, %vc: {ct}, %bt: tensor<?x?xi32>, "
-            f"%sl: tensor<?xi32>) -> {qt} {{\n"
-            f"  %o = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl) "
+            f"%sl: tensor<?xi32>{args}) -> {qt} {{\n"
+            f"  %o = attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl){ops} "
             f"{{causal = #attn.causal<bottom_right>}} : {qt}, {ct}, {ct}, {tables} -> {qt}\n"
             f"  return %o : {qt}\n}}\n")
 
@@ -113,7 +138,7 @@ def torch_step(torch, tk, dtype):
 
     def tensor(shape):
         x = rng.standard_normal(shape, dtype=np.float32)
-        if dtype == "f32":
+        if dtype == "f32":  # an int8 cache's peer: bf16 on the dequantized one
             return torch.from_numpy(x)
         # bf16: the top half of each f32 (truncated), in numpy memory.
         bits = np.ascontiguousarray((x.view(np.uint32) >> 16).astype(np.uint16))
@@ -171,7 +196,7 @@ def main():
     bindir = os.path.join(args.build, "bin")
     dtypes = [s for s in args.dtypes.split(",") if s]
     if any(dt not in BYTES for dt in dtypes) or args.iters < 1 or args.rounds < 1:
-        sys.exit("--dtypes takes f32 and bf16; --iters and --rounds must be >= 1")
+        sys.exit("--dtypes takes f32, bf16 and i8; --iters and --rounds must be >= 1")
     torch, torch_note = import_torch()
     model, feats, cores = cpu_features()
     bw = read_bandwidth(bindir)

@@ -57,4 +57,8 @@ done
 stage "10. Serving from Python: 3 sequences over a paged KV cache (4 GQA layers, random weights)"
 ATTN_MLIR_BIN="$(cd "$BUILD/bin" && pwd)" python3 python/examples/paged_decode.py --layers 4 --tokens 32
 
+stage "11. The same in bf16, then over int8 caches (half the bytes: compare the tokens/s)"
+ATTN_MLIR_BIN="$(cd "$BUILD/bin" && pwd)" python3 python/examples/paged_decode.py --layers 4 --tokens 32 --dtype bf16
+ATTN_MLIR_BIN="$(cd "$BUILD/bin" && pwd)" python3 python/examples/paged_decode.py --layers 4 --tokens 32 --dtype bf16 --kv-dtype int8
+
 printf '\nInspect any stage yourself, e.g.:\n  %s %s --attn-cpu-pipeline --mlir-print-ir-after-all\n  %s %s -o layer.so --print-ir-after-all\n' "$OPT" "$EX/gqa-causal-layer.mlir" "$COMPILE" "$EX/gqa-causal-layer.mlir"

@@ -38,6 +38,8 @@ static std::string dtypeName(Type t) {
     return "bool";
   if (t.isInteger(32))
     return "i32";
+  if (t.isInteger(8))
+    return "i8";
   return "";
 }
 
@@ -68,7 +70,9 @@ static std::string sdpaOperandName(attn::SdpaOp op, Value v) {
                                             {op.getValue(), "v"},
                                             {op.getMask(), "mask"},
                                             {op.getAlibi(), "alibi"},
-                                            {op.getSinks(), "sinks"}};
+                                            {op.getSinks(), "sinks"},
+                                            {op.getKeyScale(), "k_scale"},
+                                            {op.getValueScale(), "v_scale"}};
   return roleOf(roles, v);
 }
 
@@ -79,7 +83,8 @@ static std::string pagedOperandName(attn::PagedSdpaOp op, Value v) {
       {op.getQuery(), "q"},           {op.getKeyCache(), "key_cache"},
       {op.getValueCache(), "value_cache"}, {op.getBlockTable(), "block_table"},
       {op.getSeqLens(), "seq_lens"},  {op.getAlibi(), "alibi"},
-      {op.getSinks(), "sinks"}};
+      {op.getSinks(), "sinks"},       {op.getKeyScale(), "k_scale"},
+      {op.getValueScale(), "v_scale"}};
   return roleOf(roles, v);
 }
 
@@ -93,7 +98,9 @@ static std::string varlenOperandName(attn::VarlenSdpaOp op, Value v) {
       {op.getCuSeqlensQ(), "cu_seqlens_q"},
       {op.getCuSeqlensK(), "cu_seqlens_k"},
       {op.getAlibi(), "alibi"},
-      {op.getSinks(), "sinks"}};
+      {op.getSinks(), "sinks"},
+      {op.getKeyScale(), "k_scale"},
+      {op.getValueScale(), "v_scale"}};
   return roleOf(roles, v);
 }
 
@@ -122,6 +129,15 @@ private:
   }
   void hint(Value v, int64_t d, const char *name) {
     hints.try_emplace(key(v, d), name);
+  }
+  /// The scales of i8 keys and values: the keys' dimensions but the last.
+  void visitScales(attn::AttentionOpInterface op) {
+    Value k = op.getKeys();
+    int64_t rank = cast<RankedTensorType>(k.getType()).getRank();
+    for (Value scale : {op.getKeyScale(), op.getValueScale()})
+      if (scale)
+        for (int64_t d = 0; d + 1 < rank; ++d)
+          unite(k, d, scale, d);
   }
   void visitMask(Value mask, Value batchOf, Value rowsOf, int64_t rowDim,
                  Value keysOf, int64_t keyDim);
@@ -196,6 +212,8 @@ static bool takesDynamicDimsWhole(tensor::ExtractSliceOp slice) {
 }
 
 void DimNames::visit(Operation *op) {
+  if (auto attention = dyn_cast<attn::AttentionOpInterface>(op))
+    visitScales(attention);
   if (auto sdpa = dyn_cast<attn::SdpaOp>(op)) {
     Value q = sdpa.getQuery(), k = sdpa.getKey(), v = sdpa.getValue();
     hint(q, 0, "B");
@@ -448,7 +466,7 @@ LogicalResult attn::describeEntries(ModuleOp module,
         return func.emitError()
                << "argument #" << i << " of @" << func.getName()
                << " must be a ranked tensor of f32, f16, "
-                  "bf16, i1 or i32, found "
+                  "bf16, i1, i32 or i8, found "
                << arg.getType();
       std::string name = "arg" + std::to_string(i);
       if (sdpa)

@@ -135,7 +135,8 @@ static_assert(static_cast<int>(DType::F32) == ATTN_RT_F32 &&
                   static_cast<int>(DType::F16) == ATTN_RT_F16 &&
                   static_cast<int>(DType::BF16) == ATTN_RT_BF16 &&
                   static_cast<int>(DType::Bool) == ATTN_RT_BOOL &&
-                  static_cast<int>(DType::I32) == ATTN_RT_I32,
+                  static_cast<int>(DType::I32) == ATTN_RT_I32 &&
+                  static_cast<int>(DType::I8) == ATTN_RT_I8,
               "CApi.h's dtype codes are Runtime.h's DType");
 
 struct attn_rt_artifact {
@@ -178,11 +179,11 @@ attn_rt_close(attn_rt_artifact *artifact) {
 /// against the entry by instantiate().
 static Error checkBuffer(const attn_rt_tensor &t, const ArgInfo &a) {
   std::string name = "'" + a.name + "'";
-  if (t.dtype < ATTN_RT_F32 || t.dtype > ATTN_RT_I32 ||
+  if (t.dtype < ATTN_RT_F32 || t.dtype > ATTN_RT_I8 ||
       static_cast<DType>(t.dtype) != a.dtype)
     return {name + " must be " + dtypeName(a.dtype) + ", given dtype code " +
             std::to_string(t.dtype) +
-            (t.dtype >= ATTN_RT_F32 && t.dtype <= ATTN_RT_I32
+            (t.dtype >= ATTN_RT_F32 && t.dtype <= ATTN_RT_I8
                  ? std::string(" (") + dtypeName(static_cast<DType>(t.dtype)) +
                        ")"
                  : std::string(" (none)"))};

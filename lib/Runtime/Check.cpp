@@ -192,6 +192,17 @@ Tensor InputGenerator::make(const ArgInfo &a, const EntryInfo &entry) {
     scale = 0.1;
   else if (a.name == "sinks")
     scale = 3.0; // sinks from negligible to dominant against a row's keys
+  // A quantized cache: i8 keys and values over the whole range (about
+  // 2 of 1000 saturate at +-127), and per-token scales around 1/40 (so
+  // that the dequantized ones are near unit-normal, as the tolerance rule
+  // assumes), varying by a factor e^(+-0.3) from token to token.
+  if (a.dtype == DType::I8)
+    scale = 40.0;
+  if (a.name == "k_scale" || a.name == "v_scale") {
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.set(i, std::exp(0.3 * state_->normal()) / 40.0);
+    return t;
+  }
   // ALiBi slopes as models use them: 2^(-8 (h + 1) / H) for head h.
   if (a.name == "alibi") {
     for (int64_t h = 0; h < t.numElements(); ++h)

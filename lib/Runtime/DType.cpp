@@ -30,12 +30,16 @@ const char *attn::rt::dtypeName(DType t) {
     return "bool";
   case DType::I32:
     return "i32";
+  case DType::I8:
+    return "i8";
   }
   return "?";
 }
 
 size_t attn::rt::dtypeSize(DType t) {
-  return t == DType::F32 || t == DType::I32 ? 4 : t == DType::Bool ? 1 : 2;
+  return t == DType::F32 || t == DType::I32             ? 4
+         : t == DType::Bool || t == DType::I8 ? 1
+                                              : 2;
 }
 
 template <class T> T *attn::rt::TensorAllocator<T>::allocate(size_t n) {
@@ -151,6 +155,8 @@ static double roundTo(DType t, double v) {
     return v != 0;
   case DType::I32:
     return std::nearbyint(v);
+  case DType::I8:
+    return std::isnan(v) ? 0 : std::clamp(std::nearbyint(v), -128.0, 127.0);
   }
   return v;
 }
@@ -185,6 +191,8 @@ double Tensor::get(int64_t i) const {
     std::memcpy(&v, p, 4);
     return v;
   }
+  case DType::I8:
+    return static_cast<int8_t>(*p);
   }
   return 0;
 }
@@ -216,5 +224,9 @@ void Tensor::set(int64_t i, double v) {
     std::memcpy(p, &x, 4);
     return;
   }
+  case DType::I8:
+    // Rounded to nearest, saturated (as a quantized cache is written).
+    *p = static_cast<uint8_t>(static_cast<int8_t>(roundTo(DType::I8, v)));
+    return;
   }
 }

@@ -83,7 +83,8 @@ static bool parseNumber(const std::string &s, double &v) {
 }
 
 static bool parseDType(const std::string &s, DType &t) {
-  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::Bool, DType::I32})
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::Bool, DType::I32,
+                  DType::I8})
     if (s == dtypeName(d)) {
       t = d;
       return true;

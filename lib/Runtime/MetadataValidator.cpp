@@ -58,7 +58,9 @@ static const ArgInfo *named(const std::vector<ArgInfo> &args,
   return nullptr;
 }
 
-static bool isFloat(DType t) { return t != DType::Bool && t != DType::I32; }
+static bool isFloat(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
 
 /// A mask of `m`'s shape broadcasts to `full` ([B, Hq, Tq, Tk]): what the
 /// reference's indexing assumes.
@@ -138,17 +140,42 @@ static Error checkPerHead(const std::vector<ArgInfo> &in, int64_t Hq) {
   return {};
 }
 
+/// Keys and values `k`, `v` (rank `rank`) of the query's float dtype, or
+/// i8 with f32 scales k_scale / v_scale of their shape without the head
+/// dim (a quantized cache).
+static Error checkKeyValues(const std::vector<ArgInfo> &in, const ArgInfo &q,
+                            const ArgInfo &k, const ArgInfo &v, size_t rank) {
+  if (q.shape.size() != rank || !isFloat(q.dtype))
+    return {"q must be a rank-" + std::to_string(rank) + " float tensor"};
+  for (auto [x, scaleName] : {std::pair{&k, "k_scale"}, {&v, "v_scale"}}) {
+    const ArgInfo *scale = inputNamed(in, scaleName);
+    if (x->shape.size() != rank ||
+        (x->dtype != q.dtype && x->dtype != DType::I8))
+      return {x->name + " must be a rank-" + std::to_string(rank) +
+              " tensor of q's dtype or i8 (quantized)"};
+    if ((x->dtype == DType::I8) != (scale != nullptr))
+      return {std::string(scaleName) + " is given exactly with an i8 " +
+              x->name};
+    std::vector<int64_t> shape(x->shape.begin(), x->shape.end() - 1);
+    if (scale && (scale->dtype != DType::F32 || scale->shape != shape))
+      return {std::string(scaleName) + " " + dtypeName(scale->dtype) + " " +
+              formatShape(scale->shape) + " must be f32 " + formatShape(shape)};
+  }
+  return {};
+}
+
 static Error checkSdpa(const EntryInfo &e) {
   const std::vector<ArgInfo> in = withoutCaptures(e);
-  // q, k, v, then mask, alibi and sinks when present, in that order.
-  if (!inputsNamed(in, {"q", "k", "v"}, {"mask", "alibi", "sinks"}))
+  // q, k, v, then mask, alibi, sinks and the scales when present, in that
+  // order.
+  if (!inputsNamed(in, {"q", "k", "v"},
+                   {"mask", "alibi", "sinks", "k_scale", "v_scale"}))
     return {"inputs must be q, k, v, an optional mask, optional alibi "
-            "slopes and optional sinks"};
+            "slopes, optional sinks and optional k_scale and v_scale"};
   const ArgInfo *mask = inputNamed(in, "mask");
   const ArgInfo &q = in[0], &k = in[1], &v = in[2];
-  for (const ArgInfo *a : {&q, &k, &v})
-    if (a->shape.size() != 4 || a->dtype != q.dtype || !isFloat(a->dtype))
-      return {"q, k and v must be rank-4 tensors of one float dtype"};
+  if (Error err = checkKeyValues(in, q, k, v, 4))
+    return err;
   int64_t B = q.shape[0], Hq = q.shape[1], Tq = q.shape[2];
   int64_t Hkv = k.shape[1], Tk = k.shape[2], Dv = v.shape[3];
   if (k.shape[0] != B || v.shape[0] != B || v.shape[1] != Hkv ||
@@ -170,14 +197,13 @@ static Error checkPaged(const EntryInfo &e) {
   const std::vector<ArgInfo> in = withoutCaptures(e);
   if (!inputsNamed(in,
                    {"q", "key_cache", "value_cache", "block_table", "seq_lens"},
-                   {"alibi", "sinks"}))
+                   {"alibi", "sinks", "k_scale", "v_scale"}))
     return {"inputs must be q, key_cache, value_cache, block_table, seq_lens, "
-            "optional alibi slopes and optional sinks"};
+            "optional alibi slopes, optional sinks and optional k_scale and "
+            "v_scale"};
   const ArgInfo &q = in[0], &k = in[1], &v = in[2], &bt = in[3], &sl = in[4];
-  for (const ArgInfo *a : {&q, &k, &v})
-    if (a->shape.size() != 4 || a->dtype != q.dtype || !isFloat(a->dtype))
-      return {"q, key_cache and value_cache must be rank-4 tensors of one "
-              "float dtype"};
+  if (Error err = checkKeyValues(in, q, k, v, 4))
+    return err;
   int64_t B = q.shape[0], Hq = q.shape[1], Hkv = k.shape[2];
   if (v.shape[0] != k.shape[0] || v.shape[1] != k.shape[1] ||
       v.shape[2] != Hkv || k.shape[3] != q.shape[3] || Hkv == 0 ||
@@ -201,13 +227,12 @@ static Error checkPaged(const EntryInfo &e) {
 static Error checkVarlen(const EntryInfo &e) {
   const std::vector<ArgInfo> in = withoutCaptures(e);
   if (!inputsNamed(in, {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k"},
-                   {"alibi", "sinks"}))
+                   {"alibi", "sinks", "k_scale", "v_scale"}))
     return {"inputs must be q, k, v, cu_seqlens_q, cu_seqlens_k, optional "
-            "alibi slopes and optional sinks"};
+            "alibi slopes, optional sinks and optional k_scale and v_scale"};
   const ArgInfo &q = in[0], &k = in[1], &v = in[2], &cq = in[3], &ck = in[4];
-  for (const ArgInfo *a : {&q, &k, &v})
-    if (a->shape.size() != 3 || a->dtype != q.dtype || !isFloat(a->dtype))
-      return {"q, k and v must be rank-3 tensors of one float dtype"};
+  if (Error err = checkKeyValues(in, q, k, v, 3))
+    return err;
   int64_t Nq = q.shape[0], Hq = q.shape[1], Hkv = k.shape[1];
   if (v.shape[0] != k.shape[0] || v.shape[1] != Hkv ||
       k.shape[2] != q.shape[2] || Hkv == 0 || Hq % Hkv != 0)
@@ -461,7 +486,8 @@ static Error checkDynamic(const EntryInfo &e) {
     }
     std::vector<size_t> lengths; // the dimensions that may be named
     bool perHead = a.name == "alibi" || a.name == "sinks";
-    if (sdpa && (a.name == "q" || a.name == "k" || a.name == "v"))
+    if (sdpa && (a.name == "q" || a.name == "k" || a.name == "v" ||
+                 a.name == "k_scale" || a.name == "v_scale"))
       lengths = {0, 2};
     else if (mha && (a.name == "x" || a.name == "kv"))
       lengths = {0, 1};

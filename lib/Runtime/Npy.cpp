@@ -39,6 +39,8 @@ static const char *npyDescr(DType t) {
     return "|b1";
   case DType::I32:
     return "<i4";
+  case DType::I8:
+    return "|i1";
   }
   return "";
 }
@@ -55,10 +57,12 @@ static Error npyDType(const std::string &descr, DType &t) {
     t = DType::Bool;
   else if (descr == "<i4" || descr == "=i4")
     t = DType::I32;
+  else if (descr == "|i1")
+    t = DType::I8;
   else
     return {"unsupported dtype '" + descr +
-            "' (expected little-endian float32, float16, bfloat16, bool or "
-            "int32)"};
+            "' (expected little-endian float32, float16, bfloat16, bool, "
+            "int32 or int8)"};
   return {};
 }
 

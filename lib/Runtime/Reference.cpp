@@ -48,13 +48,28 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
             "with Q's heads a multiple of K's, got " +
             formatShape(q.shape) + ", " + formatShape(k.shape) + " and " +
             formatShape(v.shape)};
-  const Tensor *mask = nullptr, *alibi = nullptr, *sinks = nullptr;
+  const Tensor *mask = nullptr, *alibi = nullptr, *sinks = nullptr,
+               *kScale = nullptr, *vScale = nullptr;
   for (size_t a = 3; a < in.size() && a < e.inputs.size(); ++a) {
     const std::string &name = e.inputs[a].name;
-    (name == "alibi" ? alibi : name == "sinks" ? sinks : mask) = &in[a];
+    (name == "alibi"     ? alibi
+     : name == "sinks"   ? sinks
+     : name == "k_scale" ? kScale
+     : name == "v_scale" ? vScale
+                         : mask) = &in[a];
   }
   int64_t B = q.shape[0], Hq = q.shape[1], Tq = q.shape[2], D = q.shape[3];
   int64_t Hkv = k.shape[1], Tk = k.shape[2], Dv = v.shape[3];
+  // Element d of key (value) row `row` of [B, Hkv, Tk]: dequantized, in
+  // fp64, when the keys (values) are i8 with a scale per row.
+  auto keyAt = [&](int64_t row, int64_t d) {
+    double x = k.get(row * D + d);
+    return kScale ? x * kScale->get(row) : x;
+  };
+  auto valueAt = [&](int64_t row, int64_t d) {
+    double x = v.get(row * Dv + d);
+    return vScale ? x * vScale->get(row) : x;
+  };
   int64_t G = Hq / Hkv;
   DType dt = q.dtype;
   auto r = [&](double x) { return lowp ? roundToDType(dt, x) : x; };
@@ -71,7 +86,7 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
           double dot = 0;
           for (int64_t d = 0; d < D; ++d)
             dot += q.get(((b * Hq + h) * Tq + i) * D + d) *
-                   k.get(((b * Hkv + g) * Tk + j) * D + d);
+                   keyAt((b * Hkv + g) * Tk + j, d);
           double x = r(r(dot) * op.scale);
           if (op.softcap > 0)
             x = r(op.softcap * std::tanh(x / op.softcap));
@@ -124,7 +139,7 @@ static Error sdpaReference(const EntryInfo &e, const std::vector<Tensor> &in,
           if (p == 0)
             continue;
           for (int64_t d = 0; d < Dv; ++d) {
-            double x = v.get(((b * Hkv + g) * Tk + j) * Dv + d);
+            double x = valueAt((b * Hkv + g) * Tk + j, d);
             o[d] += p * x;
             if (scale)
               (*scale)[((b * Hq + h) * Tq + i) * Dv + d] += p * std::fabs(x);
@@ -148,12 +163,19 @@ static Tensor zeroTensor(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
+/// Whether input `name` is the scale of i8 keys or values.
+static bool isScale(const std::string &name) {
+  return name == "k_scale" || name == "v_scale";
+}
+
 /// The attn.sdpa reference of one sequence of a paged or varlen entry `e`:
-/// dense `args` q [1, Hq, Tq, D], k and v [1, Hkv, Tk, *], with the
-/// entry's per-head tables (its inputs from 5 on: ALiBi slopes, sinks).
+/// dense `args` q [1, Hq, Tq, D], k and v [1, Hkv, Tk, *] (then, for i8
+/// ones, their scales [1, Hkv, Tk] named `scaleNames`), with the entry's
+/// per-head tables (its inputs from 5 on: ALiBi slopes, sinks).
 static Error sequenceReference(const EntryInfo &e,
                                const std::vector<Tensor> &in,
                                std::vector<Tensor> args,
+                               const std::vector<std::string> &scaleNames,
                                std::vector<std::vector<double>> &out, bool lowp,
                                std::vector<double> *scale) {
   EntryInfo one;
@@ -161,7 +183,11 @@ static Error sequenceReference(const EntryInfo &e,
   one.op.kind = "sdpa";
   for (const char *n : {"q", "k", "v"})
     one.inputs.push_back({n, args[0].dtype, {}, {}});
+  for (const std::string &n : scaleNames)
+    one.inputs.push_back({n, DType::F32, {}, {}});
   for (size_t a = 5; a < in.size() && a < e.inputs.size(); ++a) {
+    if (isScale(e.inputs[a].name))
+      continue;
     one.inputs.push_back({e.inputs[a].name, DType::F32, in[a].shape, {}});
     args.push_back(in[a]);
   }
@@ -185,12 +211,15 @@ static Error varlenReference(const EntryInfo &e, const std::vector<Tensor> &in,
     return err;
   if (Error err = checkVarlenOffsets(ck, B + 1, Nk, "cu_seqlens_k"))
     return err;
-  size_t esz = dtypeSize(q.dtype);
   zeroAttentionOutputs(e, Nq * Hq, Dv, out, scale);
-  // Rows [r0, r0 + n) of packed x [N, H, W] as [1, H, n, W], and back.
+  // Rows [r0, r0 + n) of packed x [N, H, W] as [1, H, n, W] (x [N, H]: a
+  // scale, as [1, H, n]).
   auto gather = [&](const Tensor &x, int64_t r0, int64_t n) {
-    int64_t H = x.shape[1], W = x.shape[2];
-    Tensor t = zeroTensor(x.dtype, {1, H, n, W});
+    int64_t H = x.shape[1], W = x.shape.size() > 2 ? x.shape[2] : 1;
+    size_t esz = dtypeSize(x.dtype);
+    Tensor t = zeroTensor(x.dtype, x.shape.size() > 2
+                                       ? std::vector<int64_t>{1, H, n, W}
+                                       : std::vector<int64_t>{1, H, n});
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < n; ++i)
         std::memcpy(t.data.data() + (h * n + i) * W * esz,
@@ -203,9 +232,16 @@ static Error varlenReference(const EntryInfo &e, const std::vector<Tensor> &in,
       continue;
     std::vector<std::vector<double>> o;
     std::vector<double> s;
-    if (Error err = sequenceReference(
-            e, in, {gather(q, q0, tq), gather(k, k0, tk), gather(v, k0, tk)}, o,
-            lowp, scale ? &s : nullptr))
+    std::vector<Tensor> args{gather(q, q0, tq), gather(k, k0, tk),
+                             gather(v, k0, tk)};
+    std::vector<std::string> scaleNames;
+    for (size_t a = 5; a < in.size() && a < e.inputs.size(); ++a)
+      if (isScale(e.inputs[a].name)) {
+        args.push_back(gather(in[a], k0, tk));
+        scaleNames.push_back(e.inputs[a].name);
+      }
+    if (Error err = sequenceReference(e, in, std::move(args), scaleNames, o,
+                                      lowp, scale ? &s : nullptr))
       return err;
     for (int64_t h = 0; h < Hq; ++h)
       for (int64_t i = 0; i < tq; ++i) {
@@ -237,25 +273,38 @@ static Error pagedReference(const EntryInfo &e, const std::vector<Tensor> &in,
     return err;
   size_t esz = dtypeSize(q.dtype);
   zeroAttentionOutputs(e, B * Hq * Tq, Dv, out, scale);
+  // The scales of i8 caches, [NB, BS, Hkv] as the caches' rows.
+  std::vector<const Tensor *> scales;
+  std::vector<std::string> scaleNames;
+  for (size_t a = 5; a < in.size() && a < e.inputs.size(); ++a)
+    if (isScale(e.inputs[a].name)) {
+      scales.push_back(&in[a]);
+      scaleNames.push_back(e.inputs[a].name);
+    }
   for (int64_t b = 0; b < B; ++b) {
     int64_t Tk = i32(sl)[b];
     std::vector<Tensor> args{zeroTensor(q.dtype, {1, Hq, Tq, D}),
-                             zeroTensor(q.dtype, {1, Hkv, Tk, D}),
-                             zeroTensor(q.dtype, {1, Hkv, Tk, Dv})};
+                             zeroTensor(kc.dtype, {1, Hkv, Tk, D}),
+                             zeroTensor(vc.dtype, {1, Hkv, Tk, Dv})};
+    for (size_t c = 0; c < scales.size(); ++c)
+      args.push_back(zeroTensor(DType::F32, {1, Hkv, Tk}));
     std::memcpy(args[0].data.data(), q.data.data() + b * Hq * Tq * D * esz,
                 Hq * Tq * D * esz);
+    size_t kesz = dtypeSize(kc.dtype), vesz = dtypeSize(vc.dtype);
     for (int64_t h = 0; h < Hkv; ++h)
       for (int64_t j = 0; j < Tk; ++j) {
         int64_t row = i32(bt)[b * MB + j / BS] * BS + j % BS;
-        std::memcpy(args[1].data.data() + (h * Tk + j) * D * esz,
-                    kc.data.data() + (row * Hkv + h) * D * esz, D * esz);
-        std::memcpy(args[2].data.data() + (h * Tk + j) * Dv * esz,
-                    vc.data.data() + (row * Hkv + h) * Dv * esz, Dv * esz);
+        std::memcpy(args[1].data.data() + (h * Tk + j) * D * kesz,
+                    kc.data.data() + (row * Hkv + h) * D * kesz, D * kesz);
+        std::memcpy(args[2].data.data() + (h * Tk + j) * Dv * vesz,
+                    vc.data.data() + (row * Hkv + h) * Dv * vesz, Dv * vesz);
+        for (size_t c = 0; c < scales.size(); ++c)
+          args[3 + c].set(h * Tk + j, scales[c]->get(row * Hkv + h));
       }
     std::vector<std::vector<double>> o;
     std::vector<double> s;
-    if (Error err = sequenceReference(e, in, std::move(args), o, lowp,
-                                      scale ? &s : nullptr))
+    if (Error err = sequenceReference(e, in, std::move(args), scaleNames, o,
+                                      lowp, scale ? &s : nullptr))
       return err;
     std::copy(o[0].begin(), o[0].begin() + Hq * Tq * Dv,
               out[0].begin() + b * Hq * Tq * Dv);

@@ -18,12 +18,13 @@ from ._tools import STATS as _STATS, CacheError, ToolsNotFoundError, UnsafeTools
 from .flex import (BlockMask, TraceError, and_masks, create_block_mask, flex_attention,
                    noop_mask, or_masks)
 from .layers import MultiHeadAttention, softmax
-from .paged import KVCache, paged_attention
+from .paged import KVCache, paged_attention, quantize_int8
 from .planner import decide, plan
 from .sdpa import scaled_dot_product_attention
 from .varlen import varlen_attention
 
 __all__ = ["scaled_dot_product_attention", "paged_attention", "varlen_attention", "KVCache",
+           "quantize_int8",
            "flex_attention", "create_block_mask", "and_masks", "or_masks", "noop_mask",
            "BlockMask", "TraceError",
            "MultiHeadAttention",

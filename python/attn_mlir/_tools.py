@@ -26,7 +26,8 @@ import ml_dtypes
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", BF16: "bf16"}
-_DTYPE_NAMES = {**_DTYPES, np.dtype(np.bool_): "bool", np.dtype(np.int32): "i32"}
+_DTYPE_NAMES = {**_DTYPES, np.dtype(np.bool_): "bool", np.dtype(np.int32): "i32",
+                np.dtype(np.int8): "i8"}
 
 
 class ToolsNotFoundError(RuntimeError):
@@ -333,7 +334,7 @@ def set_caller_threads(count, passive_wait=False):
 
 
 # CApi.h's dtype codes (attn_rt_tensor.dtype).
-_DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2, "bool": 3, "i32": 4}
+_DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2, "bool": 3, "i32": 4, "i8": 5}
 _TENSOR_WORDS = 5  # attn_rt_tensor: data, sizes, strides, rank, dtype
 _errors = threading.local()  # each thread's attn_rt_call error buffer
 
@@ -422,7 +423,8 @@ class Artifact:
         return results
 
 
-_NPY_DESCR = {"f32": "<f4", "f16": "<f2", "bf16": "<V2", "bool": "|b1", "i32": "<i4"}
+_NPY_DESCR = {"f32": "<f4", "f16": "<f2", "bf16": "<V2", "bool": "|b1", "i32": "<i4",
+              "i8": "|i1"}
 
 
 def save_npy(path, arr, dt):
@@ -472,7 +474,8 @@ class CudaArtifact(Artifact):
 
 def _np_dtype(name):
     return {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16),
-            "bf16": BF16, "bool": np.dtype(np.bool_), "i32": np.dtype(np.int32)}[name]
+            "bf16": BF16, "bool": np.dtype(np.bool_), "i32": np.dtype(np.int32),
+            "i8": np.dtype(np.int8)}[name]
 
 
 def _describe(path):

@@ -4,9 +4,9 @@ import threading
 
 import numpy as np
 
-from ._tools import check_bool, check_int, compile_graph, mlir_elt, native
-from .sdpa import (_CUDA_DECODE_ROWS, _ttype, attention_attrs, prepare_alibi, prepare_sinks,
-                   table_graph)
+from ._tools import BF16, check_bool, check_int, compile_graph, mlir_elt, native
+from .sdpa import (_CUDA_DECODE_ROWS, _ttype, attention_attrs, check_kv_dtypes, kv_elt,
+                   prepare_alibi, prepare_kv_scales, prepare_sinks, table_graph)
 
 _artifacts = {}  # graph signature -> artifact, in front of compile_graph
 
@@ -30,8 +30,8 @@ def _check_caches(q, key_cache, value_cache):
     """The caches as native arrays after the rank, dtype and shape checks
     against the query [B, Hq, Tq, D]."""
     kc, vc = native(key_cache), native(value_cache)
-    check_cache_shapes(tuple(q.shape), tuple(kc.shape), tuple(vc.shape), q.dtype == kc.dtype
-                       == vc.dtype, (q.dtype, kc.dtype, vc.dtype))
+    check_cache_shapes(tuple(q.shape), tuple(kc.shape), tuple(vc.shape), True, ())
+    check_kv_dtypes(q, kc, vc, ("key_cache", "value_cache"))
     return kc, vc
 
 
@@ -69,34 +69,38 @@ def check_table_shapes(bts, sls, batch):
         raise ValueError("block_table needs at least one column (max_blocks_per_seq >= 1)")
 
 
-def paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device="cpu", sinks=None):
+def paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device="cpu", sinks=None,
+                   kv_elts=None):
     """The compiled attn.paged_sdpa graph for a query and caches of these
     shapes (arrays or tensors; ALiBi slopes and sinks or None): B, Tq, the cache's
     blocks and the table's slots dynamic, one graph for every size; on
     CUDA a Tq of at most 16 rows is static in a graph of its own (the
-    decode kernels)."""
+    decode kernels). `kv_elts`: the caches' element types when one is "i8"
+    (then with its f32 scales [num_blocks, block_size, Hkv] last)."""
     (_, Hq, Tq, D), (_, BS, Hkv, _), Dv = q.shape, kc.shape, vc.shape[3]
+    k_elt, v_elt = kv_elts or (elt, elt)
     tq = Tq if device == "cuda" and 1 <= Tq <= _CUDA_DECODE_ROWS else "?"
     sig = (elt, Hq, tq, D, BS, Hkv, Dv, alibi is not None, sinks is not None, attrs, return_lse,
-           device)
+           device, k_elt, v_elt)
     art = _artifacts.get(sig)
     if art is not None:
         return art
-    qt, kt, vt = (_ttype(("?", Hq, tq, D), elt), _ttype(("?", BS, Hkv, D), elt),
-                  _ttype(("?", BS, Hkv, Dv), elt))
+    qt, kt, vt = (_ttype(("?", Hq, tq, D), elt), _ttype(("?", BS, Hkv, D), k_elt),
+                  _ttype(("?", BS, Hkv, Dv), v_elt))
     ot, lt = _ttype(("?", Hq, tq, Dv), elt), _ttype(("?", Hq, tq), "f32")
     args = [("%q", qt), ("%kc", kt), ("%vc", vt), ("%bt", "tensor<?x?xi32>"),
             ("%sl", "tensor<?xi32>")]
     mlir = table_graph("paged", "attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl)", args, Hq,
                        alibi is not None, attrs, ot, lt, return_lse,
-                       with_sinks=sinks is not None)
+                       with_sinks=sinks is not None,
+                       scales=_ttype(("?", BS, Hkv), "f32"), kv_elts=(k_elt, v_elt))
     art = _artifacts[sig] = compile_graph(mlir, device=device)
     return art
 
 
 def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
                     is_causal=True, window=None, softcap=None, alibi_slopes=None,
-                    sinks=None, return_lse=False, device="cpu"):
+                    sinks=None, return_lse=False, device="cpu", k_scale=None, v_scale=None):
     """Attention of each sequence's queries over its keys in a paged cache.
 
     query [B, Hq, Tq, D] holds the Tq newest tokens of each of B sequences
@@ -112,7 +116,11 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     window, softcap, alibi_slopes, sinks and scale as in
     scaled_dot_product_attention. A query that sees no key gives 0 (LSE
     -inf). Returns the output [B, Hq, Tq, Dv] (and the float32 LSE [B, Hq,
-    Tq] with return_lse=True).
+    Tq] with return_lse=True). An int8 key_cache and/or value_cache is
+    quantized: k_scale / v_scale [num_blocks, block_size, Hkv] (float32,
+    finite) hold each token's scale per KV head, as in
+    scaled_dot_product_attention (CPU; KVCache(kv_dtype="int8") keeps
+    them).
 
     A length outside [0, max_blocks_per_seq * block_size] or a block id a
     sequence uses outside [0, num_blocks) is a ValueError, before the
@@ -136,10 +144,45 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     attrs = attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     alibi = prepare_alibi(alibi_slopes, q.shape[1])
     sinks = prepare_sinks(sinks, q.shape[1])
-    art = paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device, sinks)
-    inputs = [q, kc, vc, bt, sl] + [x for x in (alibi, sinks) if x is not None]
+    k_scale, v_scale = prepare_kv_scales(kc, vc, k_scale, v_scale,
+                                         ("key_cache", "value_cache"))
+    quantized = kc.dtype == np.int8 or vc.dtype == np.int8
+    if quantized and device != "cpu":
+        raise NotImplementedError("int8 caches run on the CPU (device='cpu') so far")
+    art = paged_artifact(elt, q, kc, vc, alibi, attrs, return_lse, device, sinks,
+                         (kv_elt(kc.dtype), kv_elt(vc.dtype)) if quantized else None)
+    inputs = [q, kc, vc, bt, sl] + [x for x in (alibi, sinks, k_scale, v_scale)
+                                    if x is not None]
     outs = art("paged", inputs)
     return (outs[0], outs[1]) if return_lse else outs[0]
+
+
+def quantize_int8(x):
+    """Symmetric int8 quantization of `x` [..., head_dim] per row (each
+    token's vector of one KV head), as vLLM and llama.cpp quantize a KV
+    cache: scale = max|x| / 127 over the row, q = x / scale rounded to the
+    nearest integer (ties to even) and saturated to [-127, 127] (-128 is
+    never written); an all-zero row gets scale 0 and zeros. Returns (q
+    int8 [..., head_dim], scale float32 [...]); q * scale[..., None] is
+    the row again within scale / 2 per element. NaN or infinite values,
+    or values beyond float32's range, are a ValueError (they have no int8
+    form)."""
+    a = native(x)
+    if a.dtype != BF16 and a.dtype.kind not in "fiu":
+        raise ValueError(f"quantize_int8 takes numbers (floating point or integer), got "
+                         f"{a.dtype}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError("quantize_int8: the values must be finite")
+    with np.errstate(over="ignore"):
+        a = a.astype(np.float32)
+    if not np.all(np.isfinite(a)):
+        raise ValueError("quantize_int8: the values must be within float32's range "
+                         "(|x| <= 3.4e38)")
+    scale = np.abs(a).max(axis=-1) / np.float32(127) if a.shape[-1] else \
+        np.zeros(a.shape[:-1], np.float32)
+    safe = np.where(scale == 0, np.float32(1), scale)[..., None]
+    q = np.clip(np.rint(a / safe), -127, 127).astype(np.int8)
+    return q, scale.astype(np.float32)
 
 
 class KVCache:
@@ -153,6 +196,11 @@ class KVCache:
         cache.append(s, k, v)                 # k, v: [T, kv_heads, head_dim]
         o = cache.attention(q, [s])           # q: [1, Hq, Tq, head_dim]
 
+    kv_dtype="int8" keeps the keys and values quantized (quantize_int8 on
+    append: a byte per element and a float32 scale per token and KV head,
+    in k_scale / v_scale [num_blocks, block_size, kv_heads]); attention()
+    then reads the bytes (the query and the output stay in `dtype`).
+
     Appending past the last free block is a RuntimeError (nothing is
     written); free() returns a sequence's blocks. Every method holds one
     lock for its whole run (attention() too, so no append or free changes
@@ -160,14 +208,22 @@ class KVCache:
     """
 
     def __init__(self, num_blocks, block_size, kv_heads, head_dim, *, value_head_dim=None,
-                 dtype=np.float32):
+                 dtype=np.float32, kv_dtype=None):
         num_blocks = check_int("num_blocks", num_blocks, 1, 2 ** 31 - 1)
         self.block_size = check_int("block_size", block_size, 1, 2 ** 20)
         kv_heads, head_dim = check_int("kv_heads", kv_heads, 1), check_int("head_dim", head_dim, 1)
         dv = head_dim if value_head_dim is None else check_int("value_head_dim", value_head_dim, 1)
         mlir_elt(dtype)  # a supported dtype
-        self.key_cache = np.zeros((num_blocks, self.block_size, kv_heads, head_dim), dtype)
-        self.value_cache = np.zeros((num_blocks, self.block_size, kv_heads, dv), dtype)
+        if kv_dtype not in (None, "int8"):
+            raise ValueError(f"kv_dtype must be None (the caches in dtype) or 'int8', got "
+                             f"{kv_dtype!r}")
+        self.dtype, self.quantized = np.dtype(dtype), kv_dtype == "int8"
+        store = np.int8 if self.quantized else dtype
+        self.key_cache = np.zeros((num_blocks, self.block_size, kv_heads, head_dim), store)
+        self.value_cache = np.zeros((num_blocks, self.block_size, kv_heads, dv), store)
+        scales = (num_blocks, self.block_size, kv_heads)
+        self.k_scale = np.zeros(scales, np.float32) if self.quantized else None
+        self.v_scale = np.zeros(scales, np.float32) if self.quantized else None
         self._free = list(range(num_blocks - 1, -1, -1))  # pop() gives block 0 first
         self._blocks, self._lens, self._next = {}, {}, 0
         self._lock = threading.RLock()
@@ -199,8 +255,9 @@ class KVCache:
 
     def append(self, seq, key, value):
         """Appends T tokens, key [T, kv_heads, head_dim] and value [T, kv_heads,
-        value_head_dim] (cast to the cache's dtype), taking new blocks as
-        the sequence's last one fills."""
+        value_head_dim] (cast to the cache's dtype, or quantized with
+        quantize_int8 in an int8 cache), taking new blocks as the sequence's
+        last one fills."""
         k, v = native(key), native(value)
         want_k, want_v = self.key_cache.shape[2:], self.value_cache.shape[2:]
         if k.ndim != 3 or v.ndim != 3 or k.shape[1:] != want_k or v.shape[1:] != want_v \
@@ -208,6 +265,8 @@ class KVCache:
             raise ValueError(f"key must be [T, {want_k[0]}, {want_k[1]}] and value "
                              f"[T, {want_v[0]}, {want_v[1]}] of one T, got {list(k.shape)} "
                              f"and {list(v.shape)}")
+        if self.quantized:  # before the lock: a bad value changes nothing
+            (k, ks), (v, vs) = quantize_int8(k), quantize_int8(v)
         with self._lock:
             blocks, n = self._seq(seq)
             T, bs = k.shape[0], self.block_size
@@ -220,6 +279,9 @@ class KVCache:
             blk, row = np.asarray(blocks, dtype=np.int64)[pos // bs], pos % bs
             self.key_cache[blk, row] = k
             self.value_cache[blk, row] = v
+            if self.quantized:
+                self.k_scale[blk, row] = ks
+                self.v_scale[blk, row] = vs
             self._lens[seq] = n + T
 
     def free(self, seq):
@@ -247,5 +309,7 @@ class KVCache:
         sequences `seqs` of this cache (kwargs as paged_attention's)."""
         with self._lock:
             table, lens = self.tables(seqs)
+            if self.quantized:
+                kwargs = dict(kwargs, k_scale=self.k_scale, v_scale=self.v_scale)
             return paged_attention(query, self.key_cache, self.value_cache, table, lens,
                                    **kwargs)

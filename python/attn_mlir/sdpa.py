@@ -3,7 +3,7 @@ import itertools
 
 import numpy as np
 
-from ._tools import (WINDOW_MAX, cast_checked, check_bool, check_number, check_int,
+from ._tools import (BF16, WINDOW_MAX, cast_checked, check_bool, check_number, check_int,
                      compile_graph, mlir_elt, native)
 
 
@@ -61,13 +61,19 @@ def per_head_operands(heads, with_alibi, with_sinks):
 
 
 def table_graph(func, op, args, heads, with_alibi, attrs, ot, lt, return_lse,
-                with_sinks=False):
+                with_sinks=False, scales=None, kv_elts=("", "")):
     """The MLIR of @func: one attention op (`op`: its name and operands,
     such as 'attn.paged_sdpa %q, %kc, %vc tables(%bt, %sl)') on arguments
     `args` ((SSA name, type) pairs, in order), with ALiBi slopes and sinks
-    [heads] as the last arguments when with_alibi / with_sinks, returning
-    its output (type ot) and, with return_lse, its LSE (type lt)."""
+    [heads] as the last arguments when with_alibi / with_sinks, then the
+    scales (of type `scales`) of the keys and values whose element type in
+    `kv_elts` is "i8", returning its output (type ot) and, with
+    return_lse, its LSE (type lt)."""
     head_args, extra = per_head_operands(heads, with_alibi, with_sinks)
+    for (kw, ssa), e in zip((("key_scale", "%ks"), ("value_scale", "%vs")), kv_elts):
+        if e == "i8":
+            head_args.append((ssa, scales))
+            extra += f" {kw}({ssa} : {scales})"
     op_types = [t for _, t in args]
     args = list(args) + head_args
     results, lhs, ret = attention_results(ot, lt, return_lse)
@@ -159,19 +165,69 @@ def _value_from_key(key, value, value_dim, device):
     return key[..., :value_dim]
 
 
-def _check_qkv(query, key, value, enable_gqa):
+def check_kv_dtypes(q, k, v, names=("key", "value")):
+    """query, key and value of one float dtype, or key and/or value int8 (a
+    quantized cache, with scales): a ValueError otherwise."""
+    if q.dtype == np.bool_ or np.issubdtype(q.dtype, np.integer):
+        raise ValueError(f"query must be float32, float16 or bfloat16, got {q.dtype}")
+    for name, x in zip(names, (k, v)):
+        if x.dtype != q.dtype and x.dtype != np.int8:
+            raise ValueError(f"query, {names[0]} and {names[1]} must have one dtype (or "
+                             f"{name} int8, quantized, with its scale), got {q.dtype}, "
+                             f"{k.dtype}, {v.dtype}")
+
+
+def kv_elt(dtype):
+    """The MLIR element type of a key or value: "i8" for int8 (quantized),
+    else mlir_elt's float type."""
+    return "i8" if np.dtype(dtype) == np.int8 else mlir_elt(dtype)
+
+
+def prepare_kv_scales(k, v, k_scale, v_scale, names=("key", "value")):
+    """The scales of int8 keys and values (a quantized cache: element x of
+    token t and KV head h means x * scale[..., t, h-or-t]), one float per
+    row of the key or value, shape key.shape[:-1]: validated (finite)
+    C-contiguous float32 arrays, None where the tensor is not int8. A scale
+    is given exactly with an int8 tensor."""
+    out = []
+    for name, x, scale, arg in zip(names, (k, v), (k_scale, v_scale), ("k_scale", "v_scale")):
+        if x.dtype != np.int8:
+            if scale is not None:
+                raise ValueError(f"{arg} dequantizes an int8 {name}; the {name} is {x.dtype}")
+            out.append(None)
+            continue
+        if scale is None:
+            raise ValueError(f"an int8 {name} needs {arg}: a float32 scale per token and "
+                             f"KV head, shape {list(x.shape[:-1])}")
+        a = native(scale)
+        if a.dtype != BF16 and not np.issubdtype(a.dtype, np.floating):
+            raise ValueError(f"{arg} must be floating point (float32, or a float type "
+                             f"cast to it), got {a.dtype}")
+        if a.shape != x.shape[:-1]:
+            raise ValueError(f"{arg} must have the {name}'s shape without the head dim, "
+                             f"{list(x.shape[:-1])}, got {list(a.shape)}")
+        a = cast_checked(arg, a, np.float32)
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{arg} must be finite (a NaN or infinite scale would turn "
+                             "its token's scores or values into NaN)")
+        out.append(np.ascontiguousarray(a))
+    return out
+
+
+def _check_qkv(query, key, value, enable_gqa, int8_ok=False):
     """query, key and value as native-byte-order [B, H, T, D] arrays after
-    the rank, dtype and shape checks, and whether they came unbatched."""
+    the rank, dtype and shape checks, and whether they came unbatched; an
+    int8 key or value only with `int8_ok` (scaled_dot_product_attention,
+    which takes its scales)."""
     q, k, v = (native(x) for x in (query, key, value))
     unbatched = check_qkv_ranks(q.shape, k.shape, v.shape)
     if unbatched:
         q, k, v = q[None], k[None], v[None]
-    if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"query, key and value must have one dtype, got {q.dtype}, "
-                         f"{k.dtype}, {v.dtype}")
-    if q.dtype == np.bool_:
-        raise ValueError("query, key and value must be float32, float16 or bfloat16, "
-                         "got bool")
+    if int8_ok:
+        check_kv_dtypes(q, k, v)
+    elif not (q.dtype == k.dtype == v.dtype) or q.dtype == np.bool_:
+        raise ValueError(f"query, key and value must have one dtype (float32, float16 or "
+                         f"bfloat16), got {q.dtype}, {k.dtype}, {v.dtype}")
     check_qkv_shapes(q.shape, k.shape, v.shape, enable_gqa)
     return q, k, v, unbatched
 
@@ -261,7 +317,7 @@ _CUDA_DECODE_ROWS = 16
 
 
 def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, device,
-                  chip=None, sinks=False, value_from_key=False):
+                  chip=None, sinks=False, value_from_key=False, kv_elts=None):
     """The compiled attn.sdpa graph for arguments of element type `elt` and
     `shapes` (query, key, value; a mask of `mask_shape` and `mask_elt`, or
     None; ALiBi slopes when `alibi`, sinks when `sinks`) with dynamic B, Tq
@@ -272,21 +328,25 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
     where they broadcast (_mask_forms): one graph per dtype and mask kind
     serves batch 1 and more, and a prefill and the one-row steps after
     it. With `value_from_key` the graph takes no value: it is the first
-    Dv columns of the key (MLA's absorbed cache, read in place)."""
+    Dv columns of the key (MLA's absorbed cache, read in place). `kv_elts`:
+    the key's and value's element types when one is "i8" (a quantized
+    cache; the graph then takes its f32 scales [B, Hkv, Tk] after the
+    sinks), else both are `elt`."""
+    k_elt, v_elt = kv_elts or (elt, elt)
     (B, Hq, Tq, D), (_, Hkv, Tk, _), (_, _, _, Dv) = shapes
     tq = Tq if device == "cuda" and 1 <= Tq <= _CUDA_DECODE_ROWS else "?"
     qs, ks, vs = ("?", Hq, tq, D), ("?", Hkv, "?", D), ("?", Hkv, "?", Dv)
     masks = [None] if mask_shape is None else _mask_forms(mask_shape, (B, Hq, Tq, Tk), Hq, tq)
     for ms in masks:
         art = _artifacts.get((elt, qs, ks, vs, ms, mask_elt, bool(alibi), bool(sinks), attrs,
-                              return_lse, device, chip, value_from_key))
+                              return_lse, device, chip, value_from_key, k_elt, v_elt))
         if art is not None:
             return art
     ms = masks[0]
     sig = (elt, qs, ks, vs, ms, mask_elt, bool(alibi), bool(sinks), attrs, return_lse, device,
-           chip, value_from_key)
+           chip, value_from_key, k_elt, v_elt)
     B, Tq = qs[0], qs[2]
-    qt, kt, vt = _ttype(qs, elt), _ttype(ks, elt), _ttype(vs, elt)
+    qt, kt, vt = _ttype(qs, elt), _ttype(ks, k_elt), _ttype(vs, v_elt)
     ot, lt = _ttype((B, Hq, Tq, Dv), elt), _ttype((B, Hq, Tq), "f32")
     args = [f"%q: {qt}", f"%k: {kt}"] + ([] if value_from_key else [f"%v: {vt}"])
     body = (f"  %c0 = arith.constant 0 : index\n  %c2 = arith.constant 2 : index\n"
@@ -301,6 +361,15 @@ def sdpa_artifact(elt, shapes, mask_shape, mask_elt, alibi, attrs, return_lse, d
     head_args, head_txt = per_head_operands(Hq, alibi, sinks)
     args += [f"{n}: {t}" for n, t in head_args]
     mask_txt += head_txt
+    st = _ttype(("?", Hkv, "?"), "f32")
+    if k_elt == "i8":
+        args.append(f"%ks: {st}")
+        mask_txt += f" key_scale(%ks : {st})"
+    if v_elt == "i8":
+        # MLA's values are the key's columns: the key's scales.
+        if not value_from_key:
+            args.append(f"%vs: {st}")
+        mask_txt += f" value_scale(%{'ks' if value_from_key else 'vs'} : {st})"
     results, lhs, ret = attention_results(ot, lt, return_lse)
     mlir = (f"func.func @sdpa({', '.join(args)}) -> ({results}) {{\n{body}"
             f"  {lhs} = attn.sdpa %q, %k, %v{mask_txt}{attrs} : {qt}, {kt}, {vt} -> {results}\n"
@@ -314,7 +383,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  is_causal=False, scale=None, enable_gqa=False, *,
                                  causal_alignment="top_left", window=None, softcap=None,
                                  alibi_slopes=None, sinks=None, return_lse=False, device="cpu",
-                                 value_dim=None):
+                                 value_dim=None, k_scale=None, v_scale=None):
     """Attention as torch.nn.functional.scaled_dot_product_attention, compiled.
 
     query [B, Hq, Tq, D] (or unbatched [Hq, Tq, D]), key [B, Hkv, Tk, D],
@@ -331,6 +400,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     value=None with value_dim=Dv: the values are the first Dv columns of
     the key, read in place (DeepSeek MLA's absorbed decode: one latent KV
     head of D = 576 for the scores, its first 512 columns the values; CPU).
+    An int8 key and/or value is a quantized KV cache: k_scale / v_scale
+    [B, Hkv, Tk] (float32, finite) hold each token's scale per KV head, and
+    the attention is that of the dequantized cache key * k_scale[..., None]
+    (the kernels read the bytes and convert them in registers; CPU; the
+    query, the output and the softmax stay in the query's dtype and f32).
+    With value_dim, an int8 key's k_scale scales its values too.
     Returns the output array, and
     the float32 log-sum-exp [B, Hq, Tq] too with return_lse=True. A fully
     masked row gives 0 (LSE -inf). On the CPU the graph is compiled once
@@ -349,8 +424,20 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise NotImplementedError("dropout_p != 0 is not supported (attn_mlir is for inference)")
     enable_gqa, return_lse = check_bool("enable_gqa", enable_gqa), check_bool("return_lse", return_lse)
     value = _value_from_key(key, value, value_dim, device)
-    q, k, v, unbatched = _check_qkv(query, key, value, enable_gqa)
+    q, k, v, unbatched = _check_qkv(query, key, value, enable_gqa, int8_ok=True)
     elt = mlir_elt(q.dtype)
+    if value_dim is not None and v_scale is not None:
+        raise ValueError("value_dim takes the values from the key: they take k_scale, "
+                         "pass v_scale=None")
+    if unbatched:
+        k_scale, v_scale = (None if x is None else native(x)[None] for x in (k_scale, v_scale))
+    k_scale, v_scale = prepare_kv_scales(k, v, k_scale,
+                                         k_scale if value_dim is not None else v_scale)
+    if value_dim is not None:
+        v_scale = None  # the graph reads the key's scales for its values
+    quantized = k.dtype == np.int8 or v.dtype == np.int8
+    if quantized and device != "cpu":
+        raise NotImplementedError("int8 keys and values run on the CPU (device='cpu') so far")
     (B, Hq, Tq, _), Tk = q.shape, k.shape[2]
     attrs = attention_attrs(scale, is_causal, causal_alignment, window, softcap)
     mask = prepare_mask(attn_mask, q.dtype, (B, Hq, Tq, Tk), "[B, Hq, Tq, Tk] =")
@@ -360,9 +447,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                         None if mask is None else mask.shape,
                         None if mask is None else mlir_elt(mask.dtype),
                         alibi is not None, attrs, return_lse, device, sinks=sinks is not None,
-                        value_from_key=value_dim is not None)
+                        value_from_key=value_dim is not None,
+                        kv_elts=((kv_elt(k.dtype), kv_elt(v.dtype)) if quantized else None))
     inputs = [q, k] + ([] if value_dim is not None else [v])
-    inputs += [x for x in (mask, alibi, sinks) if x is not None]
+    inputs += [x for x in (mask, alibi, sinks, k_scale, v_scale) if x is not None]
     outs = art("sdpa", inputs)
     if unbatched:
         outs = [o[0] for o in outs]

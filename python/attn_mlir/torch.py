@@ -66,13 +66,20 @@ _lib = torch.library.Library("attn_mlir", "DEF")
 _lib.define("sdpa(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
             "Tensor? alibi_slopes, Tensor? sinks, bool is_causal, float? scale, "
             "str causal_alignment, "
-            "int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
+            "int[]? window, float? softcap, bool return_lse, Tensor? k_scale=None, "
+            "Tensor? v_scale=None) -> (Tensor, Tensor)")
 _lib.define("paged_sdpa(Tensor query, Tensor key_cache, Tensor value_cache, "
             "Tensor block_table, Tensor seq_lens, Tensor? alibi_slopes, Tensor? sinks, bool is_causal, "
-            "float? scale, int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
+            "float? scale, int[]? window, float? softcap, bool return_lse, Tensor? k_scale=None, "
+            "Tensor? v_scale=None) -> (Tensor, Tensor)")
 _lib.define("varlen_sdpa(Tensor query, Tensor key, Tensor value, Tensor cu_seqlens_q, "
             "Tensor cu_seqlens_k, Tensor? alibi_slopes, Tensor? sinks, bool is_causal, float? scale, "
             "int[]? window, float? softcap, bool return_lse) -> (Tensor, Tensor)")
+
+# The schema index of every op's return_lse, after which sdpa and
+# paged_sdpa take the scales of int8 keys and values (k_scale, v_scale).
+_LSE_AT = 11
+_SCALES = ("k_scale", "v_scale")
 
 # Each op's tensor arguments, in schema order (its first arguments).
 _TENSORS = {
@@ -134,16 +141,51 @@ def _check_per_head(alibi_slopes, sinks, heads, sizes):
                              f"[{heads}], got {t.dtype} {list(sizes(t.shape))}")
 
 
+def _check_scales(query, key, value, k_scale, v_scale, names, sizes):
+    """Keys and values of the query's dtype, or int8 (a quantized cache)
+    with a floating point scale of their shape without the head dim (on the
+    query's device) given exactly then."""
+    for name, x, t, arg in ((names[0], key, k_scale, "k_scale"),
+                            (names[1], value, v_scale, "v_scale")):
+        if x.dtype != query.dtype and x.dtype != torch.int8:
+            raise ValueError(f"query, {names[0]} and {names[1]} must have one dtype (or "
+                             f"{name} int8, quantized, with its scale), got {query.dtype}, "
+                             f"{key.dtype}, {value.dtype}")
+        if (x.dtype == torch.int8) != (t is not None):
+            raise ValueError(f"{arg} is given exactly with an int8 {name} (a float32 scale "
+                             f"per token and KV head), got {name} {x.dtype} and {arg} "
+                             f"{'None' if t is None else t.dtype}")
+        if t is None:
+            continue
+        if t.device != query.device:
+            raise RuntimeError(f"attn_mlir takes its tensors on one device: query is on "
+                               f"{query.device}, {arg} on {t.device}")
+        want = tuple(sizes(x.shape))[:-1]
+        if not t.dtype.is_floating_point or tuple(sizes(t.shape)) != want:
+            raise ValueError(f"{arg} must be a floating point tensor of the {name}'s shape "
+                             f"without the head dim, {list(want)}, got {t.dtype} "
+                             f"{list(sizes(t.shape))}")
+
+
+def _kv_elts(key, value):
+    """The graph's key and value element types when one is int8, else None."""
+    if key.dtype != torch.int8 and value.dtype != torch.int8:
+        return None
+    return tuple("i8" if t.dtype == torch.int8 else _ELT[t.dtype] for t in (key, value))
+
+
 def _check_sdpa(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
-                causal_alignment, window, softcap, return_lse, sizes=tuple):
+                causal_alignment, window, softcap, return_lse, k_scale=None, v_scale=None,
+                sizes=tuple):
     """Every check of an attn_mlir::sdpa call that reads no element; `sizes`
     gives the sizes checked of a shape. Returns (the element type, the
     graph's attribute text)."""
     _check_devices("sdpa", (query, key, value, attn_mask, alibi_slopes, sinks))
     elt = _elt("query", query)
-    if key.dtype != query.dtype or value.dtype != query.dtype:
-        raise ValueError(f"query, key and value must have one dtype, got {query.dtype}, "
-                         f"{key.dtype}, {value.dtype}")
+    _check_scales(query, key, value, k_scale, v_scale, ("key", "value"), sizes)
+    if query.device.type == "cuda" and (key.dtype == torch.int8 or value.dtype == torch.int8):
+        raise NotImplementedError("attn_mlir::sdpa: int8 keys and values run on CPU tensors "
+                                  "so far (the CUDA kernels read float caches)")
     qs, ks, vs = sizes(query.shape), sizes(key.shape), sizes(value.shape)
     if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
         raise ValueError("attn_mlir::sdpa takes [B, H, T, D] tensors")
@@ -158,16 +200,17 @@ def _check_sdpa(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, sc
 
 
 def _check_paged(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, sinks,
-                 is_causal, scale, window, softcap, return_lse, sizes=tuple):
+                 is_causal, scale, window, softcap, return_lse, k_scale=None, v_scale=None,
+                 sizes=tuple):
     """Every check of an attn_mlir::paged_sdpa call that reads no element
     (the runtime checks the tables' entries); as _check_sdpa."""
     _check_devices("paged_sdpa", (query, key_cache, value_cache, block_table, seq_lens,
                                   alibi_slopes, sinks))
     elt = _elt("query", query)
     qs = sizes(query.shape)
-    check_cache_shapes(qs, sizes(key_cache.shape), sizes(value_cache.shape),
-                       query.dtype == key_cache.dtype == value_cache.dtype,
-                       (query.dtype, key_cache.dtype, value_cache.dtype))
+    check_cache_shapes(qs, sizes(key_cache.shape), sizes(value_cache.shape), True, ())
+    _check_scales(query, key_cache, value_cache, k_scale, v_scale,
+                  ("key_cache", "value_cache"), sizes)
     for name, t in (("block_table", block_table), ("seq_lens", seq_lens)):
         if t.dtype != torch.int32:
             raise ValueError(f"{name} must be int32, got {t.dtype}")
@@ -219,7 +262,7 @@ def _fake(check, values):
     def kernel(*args):
         check(*args, sizes=_hints)
         check(*args)
-        return _new_outputs(args[0], args[values].shape[-1], args[-1])
+        return _new_outputs(args[0], args[values].shape[-1], args[_LSE_AT])
     return kernel
 
 
@@ -289,22 +332,24 @@ def _sdpa_call(args, device="cpu", chip=None):
     """The _Call of attn_mlir::sdpa arguments `args`, after every check of
     _check_sdpa: for `device` ("cpu", or "cuda" for `chip`)."""
     query, key, value, attn_mask, alibi_slopes, sinks = args[:6]
-    return_lse = args[-1]
+    return_lse = args[_LSE_AT]
+    scales = args[_LSE_AT + 1:]
     elt, attrs = _check_sdpa(*args)
     shapes = [tuple(query.shape), tuple(key.shape), tuple(value.shape)]
-    dtypes = [elt] * 3
+    kv_elts = _kv_elts(key, value)
+    dtypes = [elt] + [("i8" if e == "i8" else elt) for e in (kv_elts or (elt, elt))]
     mask_shape = mask_elt = None
     if attn_mask is not None:
         mask_shape = tuple(attn_mask.shape)
         mask_elt = "i1" if attn_mask.dtype == torch.bool else elt
         shapes.append(mask_shape)
         dtypes.append("bool" if attn_mask.dtype == torch.bool else elt)
-    for t in (alibi_slopes, sinks):
+    for t in (alibi_slopes, sinks) + tuple(scales):
         if t is not None:
             shapes.append(tuple(t.shape))
             dtypes.append("f32")
     art = sdpa_artifact(elt, shapes[:3], mask_shape, mask_elt, alibi_slopes is not None, attrs,
-                        return_lse, device, chip, sinks=sinks is not None)
+                        return_lse, device, chip, sinks=sinks is not None, kv_elts=kv_elts)
     dv = shapes[2][3]
     return _Call(art, art.plan("sdpa", shapes, dtypes), None if dv == shapes[0][3] else dv)
 
@@ -316,7 +361,8 @@ _calls = {}
 
 
 def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
-              causal_alignment, window, softcap, return_lse, empty_lse=True):
+              causal_alignment, window, softcap, return_lse, k_scale=None, v_scale=None,
+              empty_lse=True):
     """attn.sdpa on [B, H, T, D] CPU tensors: (output, LSE) with the LSE
     [B, Hq, Tq] float32, or without return_lse an empty tensor (the op's
     schema returns one) or, for a caller that drops it (empty_lse=False),
@@ -327,11 +373,13 @@ def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scal
            None if attn_mask is None else (attn_mask.shape, attn_mask.dtype),
            None if alibi_slopes is None else (alibi_slopes.shape, alibi_slopes.dtype),
            None if sinks is None else (sinks.shape, sinks.dtype), is_causal, scale, causal_alignment, None if window is None else tuple(window),
-           softcap, return_lse)
+           softcap, return_lse,
+           None if k_scale is None else (k_scale.shape, k_scale.dtype, k_scale.device),
+           None if v_scale is None else (v_scale.shape, v_scale.dtype, v_scale.device))
     call = _calls.get(sig)
     if call is None:
         call = _sdpa_call((query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
-                           causal_alignment, window, softcap, return_lse))
+                           causal_alignment, window, softcap, return_lse, k_scale, v_scale))
         if len(_calls) >= _MAX_CALLS:
             _calls.clear()
         _calls[sig] = call
@@ -343,7 +391,16 @@ def _sdpa_cpu(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scal
     if attn_mask is not None:
         inputs.append(_mask(attn_mask, query.dtype))
     inputs += _per_head_inputs(alibi_slopes, sinks)
+    inputs += _scale_inputs(k_scale, v_scale)
     return _run(call.art, "sdpa", call.plan, inputs, call.dv, return_lse, empty_lse=empty_lse)
+
+
+def _scale_inputs(k_scale, v_scale):
+    """The scales of int8 keys and values, where given, as the graph takes
+    them: float32, contiguous, checked finite once per tensor version (as
+    the per-head tables)."""
+    return [_per_head(t, name) for name, t in zip(_SCALES, (k_scale, v_scale))
+            if t is not None]
 
 
 def _per_head_inputs(alibi_slopes, sinks):
@@ -353,11 +410,12 @@ def _per_head_inputs(alibi_slopes, sinks):
 
 
 def _sdpa_cuda(query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
-               causal_alignment, window, softcap, return_lse):
+               causal_alignment, window, softcap, return_lse, k_scale=None, v_scale=None):
     """attn.sdpa on CUDA tensors of one device: the CUDA artifact, compiled
     once for the device's chip and any batch and length, launched on the
     tensors' memory on the current stream (the runtime's attn_rt_call; no
-    copy, no wait)."""
+    copy, no wait). int8 keys and values are refused by _check_sdpa (CPU
+    only so far)."""
     args = (query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
             causal_alignment, window, softcap, return_lse)
     _check_devices("sdpa", args[:6])  # before anything touches the device
@@ -440,18 +498,21 @@ def _run(art, entry, plan, inputs, dv, return_lse, stream=None, empty_lse=True):
 
 
 def _paged_cpu(query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, sinks,
-               is_causal, scale, window, softcap, return_lse):
+               is_causal, scale, window, softcap, return_lse, k_scale=None, v_scale=None):
     """attn.paged_sdpa on CPU tensors (vLLM's cache layout, int32 tables):
     (output, LSE or an empty tensor). The runtime checks the tables before
     the kernel runs (a ValueError naming the first bad entry)."""
     elt, attrs = _check_paged(query, key_cache, value_cache, block_table, seq_lens,
-                              alibi_slopes, sinks, is_causal, scale, window, softcap, return_lse)
-    heads = _per_head_inputs(alibi_slopes, sinks)
+                              alibi_slopes, sinks, is_causal, scale, window, softcap, return_lse,
+                              k_scale, v_scale)
+    heads = _per_head_inputs(alibi_slopes, sinks) + _scale_inputs(k_scale, v_scale)
+    kv_elts = _kv_elts(key_cache, value_cache)
     art = paged_artifact(elt, query, key_cache, value_cache, alibi_slopes, attrs, return_lse,
-                         sinks=sinks)
+                         sinks=sinks, kv_elts=kv_elts)
     inputs = [t.contiguous() for t in (query, key_cache, value_cache, block_table, seq_lens)]
     plan = art.plan("paged", [tuple(t.shape) for t in inputs + heads],
-                    [elt] * 3 + ["i32", "i32"] + ["f32"] * len(heads))
+                    [elt] + list(kv_elts or (elt, elt)) + ["i32", "i32"]
+                    + ["f32"] * len(heads))
     inputs += heads
     return _run(art, "paged", plan, inputs, value_cache.shape[3], return_lse)
 
@@ -499,7 +560,10 @@ def _register(op, cpu_kernel, cuda_kernel, check, values):
     _lib.impl(op, cuda_kernel or _cpu_only(op, _TENSORS[op]), "CUDA")
     torch.library.register_fake("attn_mlir::" + op)(_fake(check, values))
     overload = getattr(torch.ops.attn_mlir, op).default
-    tensors = range(len(_TENSORS[op]))
+    # The tensor arguments: _TENSORS[op], and sdpa's and paged_sdpa's scales.
+    tensors = list(range(len(_TENSORS[op])))
+    if op != "varlen_sdpa":
+        tensors += [_LSE_AT + 1, _LSE_AT + 2]
 
     class NoBackward(torch.autograd.Function):
         @staticmethod
@@ -512,8 +576,9 @@ def _register(op, cpu_kernel, cuda_kernel, check, values):
             raise NotImplementedError(_NO_BACKWARD)
 
     def autograd(keyset, *args):
-        if torch.is_grad_enabled() and any(args[i] is not None and args[i].requires_grad
-                                           for i in tensors):
+        # Trailing arguments left at their defaults (the scales) may be absent.
+        if torch.is_grad_enabled() and any(i < len(args) and args[i] is not None
+                                           and args[i].requires_grad for i in tensors):
             return NoBackward.apply(*args)
         if (keyset & _BELOW_VIEWS).highestPriorityTypeId() == _CPU_KEY:
             return cpu_kernel(*args)
@@ -529,7 +594,7 @@ _sdpa = torch.ops.attn_mlir.sdpa.default
 
 def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, scale=None,
                     is_causal=True, window=None, softcap=None, alibi_slopes=None,
-                    sinks=None, return_lse=False):
+                    sinks=None, return_lse=False, k_scale=None, v_scale=None):
     """attn_mlir.paged_attention on torch tensors (the op
     torch.ops.attn_mlir.paged_sdpa): query [B, Hq, Tq, D], key_cache and
     value_cache [num_blocks, block_size, Hkv, D/Dv] (vLLM's layout),
@@ -537,8 +602,10 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
     aligns bottom-right (the queries are each sequence's newest tokens). A
     length beyond the table or a block id outside the cache is a
     ValueError before the kernel runs. sinks [Hq]: attention sinks, as in
-    attn_mlir.scaled_dot_product_attention. Returns the output (and the
-    float32 LSE [B, Hq, Tq] with return_lse)."""
+    attn_mlir.scaled_dot_product_attention. int8 caches take k_scale /
+    v_scale [num_blocks, block_size, Hkv] (a quantized cache, as in
+    attn_mlir.paged_attention). Returns the output (and the float32 LSE
+    [B, Hq, Tq] with return_lse)."""
     for name, t in (("query", query), ("key_cache", key_cache), ("value_cache", value_cache),
                     ("block_table", block_table), ("seq_lens", seq_lens)):
         if not isinstance(t, Tensor):
@@ -548,7 +615,7 @@ def paged_attention(query, key_cache, value_cache, block_table, seq_lens, *, sca
         attention_attrs(scale, is_causal, "bottom_right", window, softcap)
     out, lse = torch.ops.attn_mlir.paged_sdpa(
         query, key_cache, value_cache, block_table, seq_lens, alibi_slopes, sinks, is_causal,
-        scale, None if window is None else list(window), softcap, return_lse)
+        scale, None if window is None else list(window), softcap, return_lse, k_scale, v_scale)
     return (out, lse) if return_lse else out
 
 
@@ -697,14 +764,17 @@ def _direct(tensors):
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False, *,
                                  causal_alignment="top_left", window=None, softcap=None,
-                                 alibi_slopes=None, sinks=None, return_lse=False):
+                                 alibi_slopes=None, sinks=None, return_lse=False, k_scale=None,
+                                 v_scale=None):
     """torch.nn.functional.scaled_dot_product_attention on attn_mlir's
     kernel, with the options of attn_mlir.scaled_dot_product_attention
     (causal_alignment, window, softcap, alibi_slopes, sinks [Hq] (CPU
     tensors only so far), return_lse: then
     (output, float32 LSE [B, Hq, Tq])). query [B, Hq, Tq, D] or [Hq, Tq,
     D], key/value [B, Hkv, Tk, D/Dv]; GQA needs enable_gqa=True as in
-    PyTorch. Works under torch.compile (one graph, no break). An eager call
+    PyTorch. An int8 key and/or value is a quantized cache: k_scale /
+    v_scale [B, Hkv, Tk] (floating point, finite) scale each token per KV
+    head (CPU tensors). Works under torch.compile (one graph, no break). An eager call
     on plain CPU tensors needing no gradient runs the op's CPU kernel
     without the dispatcher (see _direct): the same checks and kernel."""
     if _is_compiling():
@@ -716,17 +786,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     else:
         _check_arguments(query, key, value, dropout_p, enable_gqa, return_lse, scale,
                          is_causal, causal_alignment, window, softcap)
-        direct = _direct((query, key, value, attn_mask, alibi_slopes, sinks))
+        direct = _direct((query, key, value, attn_mask, alibi_slopes, sinks, k_scale, v_scale))
     unbatched = check_qkv_ranks(query.shape, key.shape, value.shape)
     if unbatched:
         query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+        k_scale, v_scale = (t if t is None else t.unsqueeze(0) for t in (k_scale, v_scale))
     if not enable_gqa and query.shape[1] != key.shape[1]:
         raise ValueError(f"query has {query.shape[1]} heads and key/value {key.shape[1]}: "
                          "pass enable_gqa=True for grouped-query attention")
     # No coercion: the op's schema takes bools and ints only, and the op
     # checks the values (a window of two, a scale > 0) when it runs.
     args = (query, key, value, attn_mask, alibi_slopes, sinks, is_causal, scale,
-            causal_alignment, None if window is None else list(window), softcap, return_lse)
+            causal_alignment, None if window is None else list(window), softcap, return_lse,
+            k_scale, v_scale)
     out, lse = _sdpa_cpu(*args, empty_lse=False) if direct else _sdpa(*args)
     if unbatched:
         out, lse = out.squeeze(0), (lse.squeeze(0) if return_lse else lse)

@@ -167,15 +167,19 @@ def test_threads_share_a_cache():
     assert not errors and [cache.length(s) for s in seqs] == [30] * 4
 
 
-def test_paged_decode_example_runs():
-    """python/examples/paged_decode.py (make demo's serving stage) runs and
-    reports its tokens/s."""
+@pytest.mark.parametrize("flags,cache", [([], "f32 cache"),
+                                         (["--dtype", "bf16", "--kv-dtype", "int8"],
+                                          "int8 cache")])
+def test_paged_decode_example_runs(flags, cache):
+    """python/examples/paged_decode.py (make demo's serving stages, its
+    caches in the query's dtype or int8) runs and reports its tokens/s."""
     import os
     import subprocess
     import sys
     here = os.path.dirname(os.path.abspath(__file__))
     script = os.path.join(here, "..", "examples", "paged_decode.py")
     out = subprocess.run([sys.executable, script, "--layers", "1", "--tokens", "3",
-                          "--prompts", "40,7"], check=True, capture_output=True, text=True).stdout
-    assert "decode: 3 steps x 2 sequences = 6 tokens" in out and "tokens/s" in out
+                          "--prompts", "40,7"] + flags, check=True, capture_output=True,
+                         text=True).stdout
+    assert f"decode ({cache}): 3 steps x 2 sequences = 6 tokens" in out and "tokens/s" in out
     assert "lengths now [43, 10]" in out

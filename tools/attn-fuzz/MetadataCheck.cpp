@@ -66,6 +66,8 @@ bool sameArg(const rt::ArgInfo &a, mlir::Type t) {
     return e.isInteger(1);
   case rt::DType::I32:
     return e.isInteger(32);
+  case rt::DType::I8:
+    return e.isInteger(8);
   }
   return false;
 }

@@ -37,8 +37,10 @@ usage: attn-run ARTIFACT.so|GRAPH.mlir [options]
 
   --entry NAME          entry point to run (default: the first one)
   --input NAME=FILE     read input NAME from a .npy file (f32, f16, bf16 as
-                        '<V2', bool, int32); inputs not given are seeded
-                        random normal values (bool masks: 3 of 4 true; a
+                        '<V2', bool, int32, int8); inputs not given are
+                        seeded random normal values (bool masks: 3 of 4
+                        true; an int8 cache: 40 x normal, rounded and
+                        saturated, its scales near 1/40; a
                         paged attention's block table: the cache blocks in
                         a random order, its seq_lens: 1 to the table's
                         capacity, the first full; a varlen attention's

@@ -62,6 +62,7 @@ enum {
   ATTN_RT_BF16 = 2,
   ATTN_RT_BOOL = 3, /* one byte, 0 or 1 */
   ATTN_RT_I32 = 4,
+  ATTN_RT_I8 = 5, /* a quantized KV cache's keys and values */
 };
 
 /* A caller-owned buffer: `rank` sizes and strides (in elements; `strides`

@@ -16,8 +16,9 @@
 
 namespace attn::rt {
 
-/// I32: the block tables and sequence lengths of a paged attention.
-enum class DType { F32, F16, BF16, Bool, I32 };
+/// I32: the block tables and sequence lengths of a paged attention; I8: a
+/// quantized KV cache's keys and values (with f32 scales).
+enum class DType { F32, F16, BF16, Bool, I32, I8 };
 const char *dtypeName(DType t);
 size_t dtypeSize(DType t);
 

@@ -173,6 +173,32 @@ Value widenToF32(LinalgBuilder &in, Value x) {
   return f32Tile(in, x, /*transposed=*/false, std::nullopt);
 }
 
+/// The i8 tile `x` [N, W] dequantized, x[n, w] · scale[n] in f32 (into
+/// paddedF32Tile); `x` widened to f32 when there is no scale.
+Value dequantizedF32(LinalgBuilder &in, Value x, Value scale) {
+  if (!scale)
+    return widenToF32(in, x);
+  return in.generic(
+      paddedF32Tile(in, tensor::getMixedSizes(in.b, in.loc, x)),
+      ValueRange{x, scale},
+      {in.map(2, {0, 1}), in.map(2, {0}), in.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &bb, Location bl, ValueRange a) {
+        Value v = castFloat(bb, bl, a[0], bb.getF32Type());
+        return arith::MulFOp::create(bb, bl, v, a[1]).getResult();
+      });
+}
+
+/// t[j, i] · scale[j], written over `t` [N, M] (scores or weights stored
+/// key-major): a block's per-key scales of i8 keys or values applied to
+/// its N·M scores or weights instead of its N·D elements.
+Value scaleKeyRows(LinalgBuilder &in, Value t, Value scale) {
+  return in.generic(t, ValueRange{scale}, {in.map(2, {0}), in.map(2, {0, 1})},
+                    {kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+                      return arith::MulFOp::create(bb, bl, a[1], a[0])
+                          .getResult();
+                    });
+}
+
 /// Q [M, D] in f32 times `scale`, its columns in the order in which the
 /// dot kernel splits bf16 keys (attn-cpu-vectorize-matmul): each block of
 /// 2W columns as its W even columns, then its W odd ones. [M, D].
@@ -238,6 +264,9 @@ public:
   Value vPairs;
   // The form of the P that accumulatePV receives.
   PForm pForm = PForm::Scores;
+  // The per-key scales of i8 values that P's weights take before P·V
+  // (null when V is dequantized already, or not quantized).
+  Value vScale;
 
   Tile mapRows(ArrayRef<Tile> ins, const Tile &into, ElementFn fn) override {
     return {mapInto(ins, {}, into, in.b.getF32Type(), 1, fn)};
@@ -319,8 +348,9 @@ public:
     if (pairs)
       return {pairMatmul(in, acc[0], buildPairs(in, p[0], 0, bf16), vp(),
                          /*aPairsFirst=*/true)};
+    Value weights = vScale ? scaleKeyRows(in, p[0], vScale) : p[0];
     return {tagged(
-        in.generic(acc[0], ValueRange{p[0], vTile},
+        in.generic(acc[0], ValueRange{weights, vTile},
                    {in.map(3, {1, 0}), in.map(3, {1, 2}), in.map(3, {0, 2})},
                    {kPar, kRed, kPar}, mulAddF32),
         TileOpKind::matmul)};
@@ -732,10 +762,17 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     ScoreForm logitForm = fused ? form.withoutPlainFactor() : form;
     ops.q0 = op.getQueryOffset();
     ops.kb = op.getKeyOffset();
-    ops.vTile = widen ? widenToF32(in, op.getValue()) : op.getValue();
+    // I8 keys and values (a quantized cache): dequantized with the widened
+    // tiles of many rows; else their per-key scales go to the scores and
+    // to P's weights (N·M products instead of N·D), the bytes read as
+    // they are and converted in registers.
+    Value kScale = op.getKeyScale(), vScale = op.getValueScale();
+    ops.vTile =
+        widen ? dequantizedF32(in, op.getValue(), vScale) : op.getValue();
+    ops.vScale = widen ? Value() : vScale;
     if (pairs)
       ops.vPairs = hoistedValuePairs(rewriter, op, packs);
-    Value key = widen ? widenToF32(in, op.getKey()) : op.getKey();
+    Value key = widen ? dequantizedF32(in, op.getKey(), kScale) : op.getKey();
     ops.slope = op.getAlibiSlope();
     ops.batch = op.getBatchIndex();
     ops.head = op.getHeadIndex();
@@ -755,6 +792,8 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     Value s = pairs ? pairMatmul(in, zeros, splitPairs(in, op.getKey(), 1), qT,
                                  /*aPairsFirst=*/false)
                     : scoreTile(in, zeros, key, qT, dot, splitWidth);
+    if (kScale && !widen)
+      s = scaleKeyRows(in, s, kScale);
     auto last = [&](Value first, OpFoldResult size) {
       return arith::SubIOp::create(
           rewriter, loc,

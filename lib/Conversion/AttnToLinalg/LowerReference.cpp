@@ -175,6 +175,31 @@ Value contractHeads(OpBuilder &b, Location loc, Value lhs, Value rhs,
       .getResult(0);
 }
 
+/// An i8 key or value tensor [B, Hkv, T, D] dequantized to f32 with its
+/// per-(token, head) scale [B, Hkv, T]: x · scale. Other tensors as they
+/// are (the reference materializes; the tiled nest never does).
+Value dequantized(OpBuilder &b, Location loc, Value x, Value scale) {
+  if (!scale)
+    return x;
+  MLIRContext *ctx = b.getContext();
+  auto xT = cast<RankedTensorType>(x.getType());
+  Type f32 = b.getF32Type();
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{RankedTensorType::get(xT.getShape(), f32)},
+             ValueRange{x, scale},
+             ValueRange{createEmpty(b, loc, xT.getShape(), f32)},
+             {AffineMap::getMultiDimIdentityMap(4, ctx),
+              projMap(ctx, 4, {0, 1, 2}),
+              AffineMap::getMultiDimIdentityMap(4, ctx)},
+             SmallVector<IteratorType>(4, IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               yieldValue(nb, l,
+                          arith::MulFOp::create(
+                              nb, l, castFloat(nb, l, a[0], f32), a[1]));
+             })
+      .getResult(0);
+}
+
 struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -198,7 +223,8 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
     SmallVector<int64_t> sShape{batch, hq, tq, tk};
     Value sInit = createFilled(rewriter, loc, sShape, f32, 0.0);
     Value scores = contractHeads(
-        rewriter, loc, op.getQuery(), op.getKey(),
+        rewriter, loc, op.getQuery(),
+        dequantized(rewriter, loc, op.getKey(), op.getKeyScale()),
         AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)}, ctx),
         sInit);
 
@@ -250,7 +276,8 @@ struct LowerSdpaReference : OpRewritePattern<SdpaOp> {
     Type f64 = rewriter.getF64Type();
     Value oInit = createFilled(rewriter, loc, oShape, f64, 0.0);
     Value unnormalized64 = contractHeads(
-        rewriter, loc, probs, op.getValue(),
+        rewriter, loc, probs,
+        dequantized(rewriter, loc, op.getValue(), op.getValueScale()),
         AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(4), d(3)}, ctx),
         oInit);
     Value unnormalized = truncToF32(rewriter, loc, unnormalized64);

@@ -63,8 +63,29 @@ static bool nameUnlowered(func::FuncOp func, bool reported) {
   return ok;
 }
 
+/// Names the attention ops and steps of `func` with i8 (quantized) keys
+/// or values, which no CUDA kernel reads yet; true when there is none.
+static bool refuseQuantized(func::FuncOp func) {
+  bool ok = true;
+  func.walk([&](Operation *op) {
+    bool scaled = false;
+    if (auto attention = dyn_cast<AttentionOpInterface>(op))
+      scaled = attention.getKeyScale() || attention.getValueScale();
+    else if (auto step = dyn_cast<OnlineStepOp>(op))
+      scaled = step.getKeyScale() || step.getValueScale();
+    if (!scaled)
+      return;
+    op->emitError("i8 (quantized) keys or values have no CUDA lowering yet; "
+                  "run this graph on the CPU target (--target=cpu)");
+    ok = false;
+  });
+  return ok;
+}
+
 LogicalResult lowerAttention(func::FuncOp func,
                              const AttnGpuFlashPassOptions &o) {
+  if (!refuseQuantized(func))
+    return failure();
   IRRewriter rewriter(func.getContext());
   SmallVector<Operation *> ops;
   func.walk([&](Operation *op) {

@@ -255,7 +255,7 @@ struct TileDotToVector : OpRewritePattern<linalg::GenericOp> {
           }
           Value v = load(a, row, vA, zeroA);
           if (aElt != f32)
-            v = arith::ExtFOp::create(lb, loc, vf32, v);
+            v = widenToF32(lb, loc, v, vf32);
           aRows.push_back(v);
         }
         for (int64_t q = 0; q < n; ++q) {

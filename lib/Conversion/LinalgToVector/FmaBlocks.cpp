@@ -67,6 +67,13 @@ struct MatmulBlocks {
     if (nextB.block || !bType.hasStaticShape() || !rowsContiguous(nextB.tile))
       return nextB.emit(lb, loc, k, col, bType.getDimSize(1));
     auto t = cast<MemRefType>(nextB.tile.getType());
+    // I8 rows (a quantized cache's V) hold 4 times the elements of f32
+    // ones a line: a prefetch at each load fetched each line 8 times, its
+    // index arithmetic (8 integer ops) outnumbering the FMAs it fed; the
+    // first load of a block's k step alone covers the lines (at W = 8,
+    // 3 vectors a block, it advances 3/8 of a line a step).
+    if (t.getElementType().getIntOrFloatBitWidth() == 8 && slot != 0)
+      return;
     int64_t rows = t.getDimSize(0), n = t.getDimSize(1);
     int64_t lineElts =
         kCacheLineBits / t.getElementType().getIntOrFloatBitWidth();
@@ -104,7 +111,7 @@ struct MatmulBlocks {
     Value s = memref::LoadOp::create(
         bb, loc, a, aT ? ValueRange{k, row} : ValueRange{row, k});
     if (s.getType() != f32())
-      s = arith::ExtFOp::create(bb, loc, f32(), s);
+      s = widenToF32(bb, loc, s, f32());
     return vector::BroadcastOp::create(bb, loc, vf32(w), s);
   }
   /// The bf16 pair A[row, k, 0:2] (A[k, row, 0:2] when `aT`) in every
@@ -175,7 +182,7 @@ struct MatmulBlocks {
                 : vector::LoadOp::create(lb, loc, vB, b, ValueRange{k, col})
                       .getResult();
       if (bElt() != f32() && !pairs)
-        v = arith::ExtFOp::create(lb, loc, vf32(w), v);
+        v = widenToF32(lb, loc, v, vf32(w));
       row.push_back(v);
       if (nextB)
         prefetchNext(lb, k, col, cols[0], q, cols.size());

@@ -90,8 +90,14 @@ std::pair<Value, Value> attn::cpu::splitBF16(OpBuilder &b, Location loc,
           vector::BitCastOp::create(b, loc, vf32, odd)};
 }
 
+Value attn::cpu::widenToF32(OpBuilder &b, Location loc, Value v, Type to) {
+  if (isa<IntegerType>(getElementTypeOrSelf(v.getType())))
+    return arith::SIToFPOp::create(b, loc, to, v);
+  return arith::ExtFOp::create(b, loc, to, v);
+}
+
 /// The body is yield(addf(out, mulf(x, y))) with x and y the (possibly
-/// extended) inputs.
+/// extended, or i8 converted) inputs.
 bool attn::cpu::isMulAddBody(linalg::GenericOp op) {
   Block &body = op.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
@@ -107,6 +113,8 @@ bool attn::cpu::isMulAddBody(linalg::GenericOp op) {
     return false;
   auto strip = [](Value v) {
     if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+      return ext.getIn();
+    if (auto ext = v.getDefiningOp<arith::SIToFPOp>())
       return ext.getIn();
     return v;
   };

@@ -75,6 +75,10 @@ bool isSplitTileDot(linalg::GenericOp op, int64_t width);
 /// A pair pack of rows: Out[j2, n, t] = In[j2, t, n], bf16 Out.
 bool isRowPairPack(linalg::GenericOp op);
 
+/// `v` (a scalar or vector of f16, bf16 or i8, a quantized key or value)
+/// as `to` (f32 or vector<W x f32>): extf, or sitofp for i8 (exact).
+Value widenToF32(OpBuilder &b, Location loc, Value v, Type to);
+
 /// The 2W bf16 elements of `v` (vector<2W x bf16>) as two vector<W x f32>:
 /// the even ones and the odd ones (a shift and a mask of one load).
 std::pair<Value, Value> splitBF16(OpBuilder &b, Location loc, Value v,

@@ -34,7 +34,7 @@ func.func @empty_cache(%q: tensor<1x4x1x16xf32>, %c: tensor<0x4x1x16xf32>, %bt: 
 // -----
 
 func.func @element_types(%q: tensor<1x4x1x16xf16>, %c: tensor<8x4x1x16xf32>, %bt: tensor<1x2xi32>, %sl: tensor<1xi32>) {
-  // expected-error @+1 {{expected key and value element types to match the query element type 'f16', found 'f32' and 'f32'}}
+  // expected-error @+1 {{expected key and value element types to match the query element type 'f16' or to be i8 (quantized, with a scale), found 'f32' and 'f32'}}
   %o = attn.paged_sdpa %q, %c, %c tables(%bt, %sl) : tensor<1x4x1x16xf16>, tensor<8x4x1x16xf32>, tensor<8x4x1x16xf32>, tensor<1x2xi32>, tensor<1xi32> -> tensor<1x4x1x16xf16>
   return
 }

@@ -31,7 +31,7 @@ func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x16x64xf32>, %v: tensor<1x
 
 // Mixed precisions between Q and K/V.
 func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf32>, %v: tensor<1x2x16x64xf32>) {
-  // expected-error @+1 {{expected key and value element types to match the query element type 'f16', found 'f32' and 'f32'}}
+  // expected-error @+1 {{expected key and value element types to match the query element type 'f16' or to be i8 (quantized, with a scale), found 'f32' and 'f32'}}
   %o = attn.sdpa %q, %k, %v : tensor<1x2x16x64xf16>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x2x16x64xf16>
   return
 }
@@ -653,7 +653,7 @@ func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf32>, %v: tensor<16x64xf32>
 // online_step: key and value of another element type.
 func.func @f(%q: tensor<32x64xf32>, %k: tensor<16x64xf16>, %v: tensor<16x64xf16>, %m: tensor<32xf32>, %l: tensor<32xf32>, %acc: tensor<32x64xf32>, %i: index) {
   %len100 = arith.constant 100 : index
-  // expected-error @+1 {{expected key and value element types to match the query element type 'f32', found 'f16' and 'f16'}}
+  // expected-error @+1 {{expected key and value element types to match the query element type 'f32' or to be i8 (quantized, with a scale), found 'f16' and 'f16'}}
   %r:3 = attn.online_step %q, %k, %v state(%m, %l, %acc : tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) at(%i, %i) lengths(%len100, %len100) {scale = 0.125 : f32} : tensor<32x64xf32>, tensor<16x64xf16>, tensor<16x64xf16> -> tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>
   return
 }

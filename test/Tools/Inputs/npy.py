@@ -2,7 +2,7 @@
 """Writes .npy files for the tests without numpy.
 
 npy.py OUT DESCR SHAPE VALUE      a full array: descr '<f4', '<f2', '<V2'
-                                  (bfloat16) or '|b1',
+                                  (bfloat16), '|b1' or '|i1' (int8),
                                   shape '2,3', every element VALUE
 npy.py OUT --bad-magic            a file that is not .npy
 npy.py OUT --truncated [SHAPE]    a valid f32 header (default shape 4,4) with
@@ -60,9 +60,9 @@ def main():
             bits = struct.unpack("<I", struct.pack("<f", value))[0] >> 16
             data = header(descr, shape) + struct.pack("<%dH" % n, *([bits] * n))
         else:
-            fmt = {"<f4": "<f", "<f2": "<e", "|b1": "<?"}[descr]
-            data = header(descr, shape) + struct.pack(
-                "<%d%s" % (n, fmt[1]), *([bool(value)] * n if descr == "|b1" else [value] * n))
+            fmt = {"<f4": "<f", "<f2": "<e", "|b1": "<?", "|i1": "<b"}[descr]
+            cast = {"|b1": bool, "|i1": int}.get(descr, float)
+            data = header(descr, shape) + struct.pack("<%d%s" % (n, fmt[1]), *([cast(value)] * n))
     with open(out, "wb") as f:
         f.write(data)
 

@@ -215,16 +215,44 @@ attn::detail::windowBounds(std::optional<ArrayRef<int64_t>> window) {
   return {-1, -1};
 }
 
-/// Q, K and V of one element type (attn.sdpa and attn.online_step).
-static LogicalResult verifySameElementType(Operation *op, ShapedType qT,
-                                           ShapedType kT, ShapedType vT) {
+/// K and V of the query's element type, or i8 with an f32 scale of their
+/// shape without the head dim given exactly then (every attention op and
+/// attn.online_step).
+static LogicalResult verifyKeyValueTypes(Operation *op, ShapedType qT,
+                                         ShapedType kT, ShapedType vT,
+                                         Value keyScale, Value valueScale) {
   Type elt = qT.getElementType();
-  if (kT.getElementType() == elt && vT.getElementType() == elt)
+  auto check = [&](ShapedType t, Value scale, StringRef what,
+                   StringRef name) -> LogicalResult {
+    Type e = t.getElementType();
+    bool quantized = e.isInteger(8);
+    if (e != elt && !quantized)
+      return op->emitOpError("expected key and value element types to match "
+                             "the query element type ")
+             << elt << " or to be i8 (quantized, with a scale), found "
+             << kT.getElementType() << " and " << vT.getElementType();
+    if (quantized && !scale)
+      return op->emitOpError("expected ")
+             << name << "(...) with i8 " << what
+             << ": the f32 scale of each token and KV head";
+    if (!quantized && scale)
+      return op->emitOpError("has ")
+             << name << "(...) but its " << what << " are " << e
+             << ", not i8 (a scale dequantizes i8 only)";
+    if (!scale)
+      return success();
+    ArrayRef<int64_t> shape = t.getShape().drop_back();
+    auto sT = cast<ShapedType>(scale.getType());
+    if (!shapesAgree(sT.getShape(), shape))
+      return op->emitOpError("expected ")
+             << name << " to have the " << what
+             << "' shape without the head dim, " << formatShape(shape)
+             << ", found " << formatType(sT);
     return success();
-  return op->emitOpError("expected key and value element types to match the "
-                         "query element type ")
-         << elt << ", found " << kT.getElementType() << " and "
-         << vT.getElementType();
+  };
+  if (failed(check(kT, keyScale, "keys", "key_scale")))
+    return failure();
+  return check(vT, valueScale, "values", "value_scale");
 }
 
 /// The output (of the query's element type, shape `outShape` named
@@ -418,7 +446,8 @@ LogicalResult attn::detail::verifyAttentionOp(Operation *operation) {
                                  {op.getSinks(), "sinks"},
                                  {op.getOutput(), "output"},
                                  {op.getLse(), "LSE"}})) ||
-      failed(verifySameElementType(op, qT, kT, vT)))
+      failed(verifyKeyValueTypes(op, qT, kT, vT, op.getKeyScale(),
+                                 op.getValueScale())))
     return failure();
   LogicalResult keys =
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -790,7 +819,8 @@ LogicalResult OnlineStepOp::verify() {
   auto qT = getQuery().getType(), kT = getKey().getType(),
        vT = getValue().getType();
   Type elt = qT.getElementType();
-  if (failed(verifySameElementType(*this, qT, kT, vT)))
+  if (failed(verifyKeyValueTypes(*this, qT, kT, vT, getKeyScale(),
+                                 getValueScale())))
     return failure();
   auto accT = getAcc().getType();
   int64_t rows = qT.getDimSize(0), keys = kT.getDimSize(0);

@@ -161,6 +161,7 @@ struct DecomposeMha : OpRewritePattern<MhaOp> {
     auto sdpa =
         SdpaOp::create(rewriter, loc, TypeRange{attnT}, q, k, v, op.getMask(),
                        /*alibi=*/Value(), /*sinks=*/Value(),
+                       /*key_scale=*/Value(), /*value_scale=*/Value(),
                        /*captures=*/ValueRange(),
                        op.getScaleAttr(), op.getCausalAttr(),
                        op.getWindowAttr(), op.getSoftcapAttr());

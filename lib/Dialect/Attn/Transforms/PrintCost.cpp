@@ -41,10 +41,15 @@ struct AttentionShape {
   MaskBounds mask = {};
   double params;    // weights of the layer (0 for attn.sdpa)
   double projFlops; // projection FLOPs of the layer (0 for attn.sdpa)
+  /// Bytes a token's key (value) row of D (Dv) elements takes in the cache
+  /// when it is not D · eltBytes: an i8 row, D bytes and its f32 scale.
+  double keyRowBytes = 0, valueRowBytes = 0;
 
   /// K and V bytes one token adds to the cache.
   double kvBytesPerToken() const {
-    return double(hkv) * (double(d) + double(dv)) * eltBytes;
+    double k = keyRowBytes ? keyRowBytes : double(d) * eltBytes;
+    double v = valueRowBytes ? valueRowBytes : double(dv) * eltBytes;
+    return double(hkv) * (k + v);
   }
 };
 
@@ -162,7 +167,7 @@ AttentionShape shapeOf(SdpaOp op, const Assumed &a) {
   ArrayRef<int64_t> k = op.getKey().getType().getShape();
   ArrayRef<int64_t> v = op.getValue().getType().getShape();
   auto [left, right] = op.getWindowBounds();
-  return {
+  AttentionShape s{
       a.batchOf(q[0]), q[1],
       k[1],           a.seqOf(q[2]),
       a.seqOf(k[2]),  q[3],
@@ -170,6 +175,12 @@ AttentionShape shapeOf(SdpaOp op, const Assumed &a) {
       op.getCausal(), left,
       right,          MaskBounds::of(op.getMaskMod()),
       /*params=*/0,   /*projFlops=*/0};
+  // An int8 cache: a byte per element and an f32 scale per row.
+  if (op.getKeyScale())
+    s.keyRowBytes = double(k[3]) + 4;
+  if (op.getValueScale())
+    s.valueRowBytes = double(v[3]) + 4;
+  return s;
 }
 
 AttentionShape shapeOf(MhaOp op, const Assumed &a) {
@@ -418,7 +429,8 @@ struct AttnPrintCostPass
       double dSum = double(s->d) + double(s->dv);
       double kvPerToken = s->kvBytesPerToken();
       double kvBytes = kvPerToken * s->batch * s->tk;
-      double kvMha = double(s->hq) * dSum * s->eltBytes * s->batch * s->tk;
+      double kvMha = kvPerToken / double(s->hkv) * double(s->hq) *
+                     double(s->batch) * double(s->tk);
       double pairs = visiblePairs(*s);
       double flops = 2.0 * s->batch * s->hq * pairs * dSum;
       double scores = double(s->batch) * s->hq * s->tq * s->tk * s->eltBytes;

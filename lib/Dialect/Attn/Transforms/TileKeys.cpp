@@ -50,9 +50,21 @@ OnlineStepOp tiling::buildKeyStep(OpBuilder &nb, Location nl,
   t.keys->keyRows(in, qt, kb, ks, block, offs, sizes);
   auto slice = [&](Value src, int64_t width) {
     sizes.back() = nb.getIndexAttr(width);
+    Type elt = cast<RankedTensorType>(src.getType()).getElementType();
     return tensor::ExtractSliceOp::create(
-        nb, nl, in.type({ks, sizes.back()}, t.elt), src, offs, sizes,
+        nb, nl, in.type({ks, sizes.back()}, elt), src, offs, sizes,
         SmallVector<OpFoldResult>(offs.size(), oneA));
+  };
+  // The scales of i8 keys or values: the same rows, without the head dim
+  // (the scale tensors have the keys' shape without D).
+  auto scales = [&](Value src) -> Value {
+    if (!src)
+      return {};
+    ArrayRef<OpFoldResult> o = ArrayRef(offs).drop_back(),
+                           s = ArrayRef(sizes).drop_back();
+    return tensor::ExtractSliceOp::create(
+        nb, nl, in.type({ks}, nb.getF32Type()), src, o, s,
+        SmallVector<OpFoldResult>(o.size(), oneA));
   };
   Value mask = t.mask ? sliceMask(in, qt, kb, ks, t.mask) : Value();
   // The score and mask functions go with the step, with what they read
@@ -62,7 +74,7 @@ OnlineStepOp tiling::buildKeyStep(OpBuilder &nb, Location nl,
       nb, nl,
       TypeRange{iter[0].getType(), iter[1].getType(), iter[2].getType()},
       qt.query, slice(t.key, t.d), slice(t.value, t.dv), mask, qt.slope,
-      iter[0], iter[1], iter[2], qt.q0, kb, qt.queryLength, qt.keyLength,
+      scales(t.keyScale), scales(t.valueScale), iter[0], iter[1], iter[2], qt.q0, kb, qt.queryLength, qt.keyLength,
       mods.captures, mods ? qt.b : Value(), mods ? qt.h : Value(),
       nb.getF32FloatAttr(t.spec.scale), t.causal, t.window, t.softcap,
       nb.getI64IntegerAttr(qt.heads));

@@ -165,6 +165,8 @@ struct SdpaTiling {
   OpFoldResult batchSize, queryLength, keyLength;
   AttentionSpec spec;
   Value query, key, value, mask, alibi, sinks;
+  /// The f32 scales of i8 keys and values (per token and KV head), or null.
+  Value keyScale, valueScale;
   bool withLse;
   CausalKindAttr causal;
   DenseI64ArrayAttr window;

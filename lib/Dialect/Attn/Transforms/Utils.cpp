@@ -19,6 +19,9 @@ Value attn::castFloat(OpBuilder &b, Location loc, Value v, Type to) {
   Type from = v.getType();
   if (from == to)
     return v;
+  // An i8 key or value element (a quantized cache): exact in f32.
+  if (isa<IntegerType>(from))
+    return arith::SIToFPOp::create(b, loc, to, v);
   if (cast<FloatType>(from).getWidth() < cast<FloatType>(to).getWidth())
     return arith::ExtFOp::create(b, loc, to, v);
   return arith::TruncFOp::create(b, loc, to, v);

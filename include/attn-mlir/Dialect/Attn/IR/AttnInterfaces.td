@@ -21,7 +21,9 @@ def Attn_AttentionOpInterface : OpInterface<"AttentionOpInterface"> {
     paged cache `[NB, BS, Hkv, D]`, packed `[Nk, Hkv, D]`; values with `Dv`
     for `D`). Hq is a multiple of Hkv: query head `h` reads KV head
     `h / (Hq / Hkv)`. The score modifiers (scale, softcap, ALiBi slopes,
-    mask, causal alignment, window) and the sinks mean the same on every op.
+    mask, causal alignment, window), the sinks and the scales of i8 keys and
+    values (one per token and KV head: the keys' shape without D) mean the
+    same on every op.
 
     The interface's verifier holds every check the ops share (ranks, empty
     tensors, element types, KV grouping, head dims, results, slopes,
@@ -42,6 +44,10 @@ def Attn_AttentionOpInterface : OpInterface<"AttentionOpInterface"> {
       "::mlir::Value", "getAlibi">,
     InterfaceMethod<"The per-query-head sink logits [Hq] (f32), or null.",
       "::mlir::Value", "getSinks">,
+    InterfaceMethod<"The per-(token, KV head) scales of i8 keys (the keys' "
+      "shape without D, f32), or null.", "::mlir::Value", "getKeyScale">,
+    InterfaceMethod<"The per-(token, KV head) scales of i8 values, or null.",
+      "::mlir::Value", "getValueScale">,
     InterfaceMethod<"The output.", "::mlir::Value", "getOutput">,
     InterfaceMethod<"The LSE result, or null.", "::mlir::Value", "getLse">,
     InterfaceMethod<"The causal alignment.", "::mlir::attn::CausalKind",

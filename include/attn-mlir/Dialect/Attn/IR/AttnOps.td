@@ -13,6 +13,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "attn-mlir/Dialect/Attn/IR/AttnInterfaces.td"
 
 def Attn_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+/// Keys and values: the query's float type, or i8 quantized with an f32
+/// scale per (token, KV head) (key_scale / value_scale).
+def Attn_KeyValueTensor : RankedTensorOf<[F32, F16, BF16, I8]>;
 def Attn_MaskTensor : RankedTensorOf<[F32, F16, BF16, I1]>;
 /// What a score_mod or mask_mod region may read: tables of any shape.
 def Attn_CaptureTensor : RankedTensorOf<[F32, F16, BF16, I1, I32]>;
@@ -96,6 +99,12 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
       with no value row, so `O = sum_j exp(s_j) V_j / (exp(sinks[h]) +
       sum_j exp(s_j))` and `LSE = log(exp(sinks[h]) + sum_j exp(s_j))`; a
       row whose every key is masked gives 0 and an LSE of `sinks[h]`.
+    - `key_scale` / `value_scale` are optional f32 tensors of the keys'
+      shape without D, `[B, Hkv, Tk]`: with `i8` keys (values) the key
+      (value) of token `j` is `K[b,g,j,:] * key_scale[b,g,j]` (an int8 KV
+      cache with a scale per token and KV head, as vLLM and llama.cpp keep
+      it); each is given exactly when its tensor is `i8`. The kernels read
+      the bytes and dequantize in registers.
 
     The softmax is always numerically stable (the row maximum is subtracted).
     A row whose every key is masked gives an output of 0 and an LSE of -inf.
@@ -155,10 +164,12 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
     ```
   }] # Attn_ModDescription;
 
-  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
-      Attn_FloatTensor:$value, Optional<Attn_MaskTensor>:$mask,
+  let arguments = (ins Attn_FloatTensor:$query, Attn_KeyValueTensor:$key,
+      Attn_KeyValueTensor:$value, Optional<Attn_MaskTensor>:$mask,
       Optional<RankedTensorOf<[F32]>>:$alibi,
       Optional<RankedTensorOf<[F32]>>:$sinks,
+      Optional<RankedTensorOf<[F32]>>:$key_scale,
+      Optional<RankedTensorOf<[F32]>>:$value_scale,
       Variadic<Attn_CaptureTensor>:$captures,
       OptionalAttr<F32Attr>:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
@@ -171,6 +182,8 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
     $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`key_scale` `(` $key_scale^ `:` type($key_scale) `)`)?
+    (`value_scale` `(` $value_scale^ `:` type($value_scale) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
@@ -235,11 +248,13 @@ def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
     ```
   }] # Attn_ModDescription;
 
-  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key_cache,
-      Attn_FloatTensor:$value_cache, RankedTensorOf<[I32]>:$block_table,
-      RankedTensorOf<[I32]>:$seq_lens,
+  let arguments = (ins Attn_FloatTensor:$query,
+      Attn_KeyValueTensor:$key_cache, Attn_KeyValueTensor:$value_cache,
+      RankedTensorOf<[I32]>:$block_table, RankedTensorOf<[I32]>:$seq_lens,
       Optional<RankedTensorOf<[F32]>>:$alibi,
       Optional<RankedTensorOf<[F32]>>:$sinks,
+      Optional<RankedTensorOf<[F32]>>:$key_scale,
+      Optional<RankedTensorOf<[F32]>>:$value_scale,
       Variadic<Attn_CaptureTensor>:$captures,
       OptionalAttr<F32Attr>:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
@@ -253,6 +268,8 @@ def Attn_PagedSdpaOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
     `tables` `(` $block_table `,` $seq_lens `)`
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`key_scale` `(` $key_scale^ `:` type($key_scale) `)`)?
+    (`value_scale` `(` $value_scale^ `:` type($value_scale) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
     attr-dict `:` type($query) `,` type($key_cache) `,` type($value_cache)
@@ -328,11 +345,13 @@ def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure,
     ```
   }] # Attn_ModDescription;
 
-  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
-      Attn_FloatTensor:$value, RankedTensorOf<[I32]>:$cu_seqlens_q,
+  let arguments = (ins Attn_FloatTensor:$query, Attn_KeyValueTensor:$key,
+      Attn_KeyValueTensor:$value, RankedTensorOf<[I32]>:$cu_seqlens_q,
       RankedTensorOf<[I32]>:$cu_seqlens_k,
       Optional<RankedTensorOf<[F32]>>:$alibi,
       Optional<RankedTensorOf<[F32]>>:$sinks,
+      Optional<RankedTensorOf<[F32]>>:$key_scale,
+      Optional<RankedTensorOf<[F32]>>:$value_scale,
       Variadic<Attn_CaptureTensor>:$captures,
       OptionalAttr<F32Attr>:$scale,
       DefaultValuedAttr<Attn_CausalAttr, "::mlir::attn::CausalKind::none">:$causal,
@@ -346,6 +365,8 @@ def Attn_VarlenSdpaOp : Attn_Op<"varlen_sdpa", [Pure,
     `seqlens` `(` $cu_seqlens_q `,` $cu_seqlens_k `)`
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`key_scale` `(` $key_scale^ `:` type($key_scale) `)`)?
+    (`value_scale` `(` $value_scale^ `:` type($value_scale) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
@@ -504,6 +525,10 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
     `M` (or 1) and `N` (or 1), the others 1. The state starts at (-inf, 0,
     0); `attn.online_finish` turns it into the output.
 
+    With `i8` keys or values, `key_scale` / `value_scale` `[N]` hold the
+    block's per-key scales: the score of key `c` is `scale · (Q·Kᵀ)[r, c] ·
+    key_scale[c]`, and its value row is `V[c, :] · value_scale[c]`.
+
     `packed_heads = P` (default 1) says the tile holds the rows of P query
     heads that share one KV head (the decode schedule: each K/V block is
     read once for the whole group): row `r` of the `M = P·R` rows is head
@@ -526,9 +551,11 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
     ```
   }];
 
-  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
-      Attn_FloatTensor:$value, Optional<Attn_MaskTensor>:$mask,
+  let arguments = (ins Attn_FloatTensor:$query, Attn_KeyValueTensor:$key,
+      Attn_KeyValueTensor:$value, Optional<Attn_MaskTensor>:$mask,
       Optional<F32>:$alibi_slope,
+      Optional<Attn_F32Tensor>:$key_scale,
+      Optional<Attn_F32Tensor>:$value_scale,
       Attn_F32Tensor:$max, Attn_F32Tensor:$sum, Attn_F32Tensor:$acc,
       Index:$query_offset, Index:$key_offset,
       Index:$query_length, Index:$key_length,
@@ -545,6 +572,8 @@ def Attn_OnlineStepOp : Attn_Op<"online_step",
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`alibi` `(` $alibi_slope^ `)`)?
+    (`key_scale` `(` $key_scale^ `:` type($key_scale) `)`)?
+    (`value_scale` `(` $value_scale^ `:` type($value_scale) `)`)?
     `state` `(` $max `,` $sum `,` $acc `:` type($max) `,` type($sum) `,`
     type($acc) `)` `at` `(` $query_offset `,` $key_offset `)`
     `lengths` `(` $query_length `,` $key_length `)`
