@@ -57,7 +57,7 @@ done
 stage "10. Serving from Python: 3 sequences over a paged KV cache (4 GQA layers, random weights)"
 ATTN_MLIR_BIN="$(cd "$BUILD/bin" && pwd)" python3 python/examples/paged_decode.py --layers 4 --tokens 32
 
-stage "11. The same in bf16, then over int8 caches (half the bytes: compare the tokens/s)"
+stage "11. The same in bf16, then over int8 caches (half the bytes; at these sizes the caches fit the CPU caches, the step is compute-bound and int8 is slower: bench_decode.py measures large caches)"
 ATTN_MLIR_BIN="$(cd "$BUILD/bin" && pwd)" python3 python/examples/paged_decode.py --layers 4 --tokens 32 --dtype bf16
 ATTN_MLIR_BIN="$(cd "$BUILD/bin" && pwd)" python3 python/examples/paged_decode.py --layers 4 --tokens 32 --dtype bf16 --kv-dtype int8
 

@@ -171,18 +171,18 @@ def quantize_int8(x):
     if a.dtype != BF16 and a.dtype.kind not in "fiu":
         raise ValueError(f"quantize_int8 takes numbers (floating point or integer), got "
                          f"{a.dtype}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError("quantize_int8: the values must be finite")
-    with np.errstate(over="ignore"):
-        a = a.astype(np.float32)
-    if not np.all(np.isfinite(a)):
-        raise ValueError("quantize_int8: the values must be within float32's range "
-                         "(|x| <= 3.4e38)")
-    scale = np.abs(a).max(axis=-1) / np.float32(127) if a.shape[-1] else \
-        np.zeros(a.shape[:-1], np.float32)
-    safe = np.where(scale == 0, np.float32(1), scale)[..., None]
-    q = np.clip(np.rint(a / safe), -127, 127).astype(np.int8)
-    return q, scale.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        a = np.asarray(a, dtype=np.float32)
+        amax = (np.abs(a).max(axis=-1) if a.shape[-1]
+                else np.zeros(a.shape[:-1], np.float32))
+    # A NaN or an infinity (or a value beyond float32's range) makes its
+    # row's maximum so: one check of the maxima.
+    if not np.isfinite(amax).all():
+        raise ValueError("quantize_int8: the values must be finite and within float32's "
+                         "range (|x| <= 3.4e38)")
+    scale = amax / np.float32(127)
+    q = np.rint(a / np.where(scale == 0, np.float32(1), scale)[..., None])
+    return np.clip(q, -127, 127, out=q).astype(np.int8), scale
 
 
 class KVCache:

@@ -22,7 +22,13 @@ kernel on caches of up to 2 GiB against the memory's bandwidth.
 
 --kv-dtype int8 keeps the caches in int8 (KVCache(kv_dtype="int8"):
 quantized on append, a float32 scale per token and KV head; the queries
-stay in --dtype), reading about half the bytes of a bf16 cache.
+stay in --dtype), reading about half the bytes of a bf16 cache. At these
+sizes that does not pay: the caches fit the CPU's caches, the step is
+bound by arithmetic, and an int8 cache's conversions and its quantizing
+appends (numpy) cost more than its bytes save (on the 2-core AVX2 host,
+bf16 461-578 against int8 327-367 tokens/s); benchmarks/bench_decode.py
+--dtypes bf16,i8 measures caches of up to 512 MiB, where int8 is
+1.2-1.4x faster.
 
 Usage: python3 python/examples/paged_decode.py [--layers 2] [--tokens 32]
        [--prompts 4000,1500,700] [--dtype f32|bf16] [--kv-dtype int8]
