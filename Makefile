@@ -46,7 +46,7 @@ TORCH_PACKAGES = numpy ml_dtypes pytest torch transformers
 # are skipped otherwise.
 check: build pydeps
 	ninja -C $(BUILD) check-attn-mlir
-	cd python && ATTN_MLIR_BIN=$(abspath $(BUILD))/bin python3 -m pytest -q tests
+	cd python && ATTN_MLIR_BIN=$(abspath $(BUILD))/bin python3 -m pytest -q --durations=15 tests
 	@if [ "$(ATTN_WITH_TORCH)" = 1 ]; then $(MAKE) --no-print-directory check-torch; \
 	else echo "make check: the torch tests were skipped (ATTN_WITH_TORCH=1 make check \
 	installs torch into $(PEERS_VENV) and runs them)"; fi
@@ -62,7 +62,7 @@ torch-venv:
 TORCH_TESTS = tests/test_torch*.py tests/test_distributed*.py tests/test_transformers.py
 check-torch: build torch-venv
 	cd python && ATTN_MLIR_BIN=$(abspath $(BUILD))/bin \
-	  $(abspath $(PEERS_VENV))/bin/python -m pytest -q $(TORCH_TESTS)
+	  $(abspath $(PEERS_VENV))/bin/python -m pytest -q --durations=15 $(TORCH_TESTS)
 
 # The lit suite built with AddressSanitizer + UBSan (build-asan).
 check-sanitize: deps

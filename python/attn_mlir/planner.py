@@ -38,12 +38,17 @@ def human(v, unit):
 
 def plan(params, layers, heads, kv_heads, head_dim, seq, batch=1, dtype="f16",
          device_memory="80GB", tflops=100.0, bandwidth="2TB/s", causal=False,
-         q_block=64, kv_block=128):
+         q_block=64, kv_block=128, kv_dtype=None):
     """Cost of `layers` attention layers of shape [batch, heads, seq, head_dim]
     with `kv_heads` KV heads in a model of `params` parameters. Returns a
-    dict; every byte count agrees with `attn-opt --attn-print-cost`."""
+    dict; every byte count agrees with `attn-opt --attn-print-cost`.
+    kv_dtype="int8": the KV cache quantized (a byte per element and an f32
+    scale per token, KV head and tensor: head_dim + 4 bytes a row)."""
     if not (isinstance(dtype, str) and dtype in _BYTES):
         raise ValueError(f"dtype must be one of {sorted(_BYTES)}, got {dtype!r}")
+    if kv_dtype not in (None, "int8"):
+        raise ValueError(f"kv_dtype must be None (the cache in dtype) or 'int8', got "
+                         f"{kv_dtype!r}")
     layers, heads, kv_heads, head_dim, seq, batch, q_block, kv_block = (
         check_int(name, v, 1) for name, v in [
             ("layers", layers), ("heads", heads), ("kv_heads", kv_heads), ("head_dim", head_dim),
@@ -57,9 +62,10 @@ def plan(params, layers, heads, kv_heads, head_dim, seq, batch=1, dtype="f16",
     mem = check_number("device_memory", parse_quantity(device_memory, "B"), f32=False)
     bw = check_number("bandwidth", parse_quantity(bandwidth, "B/s"), f32=False)
     d = head_dim
-    kv_per_token = layers * kv_heads * 2 * d * e
+    row = d + 4 if kv_dtype == "int8" else d * e  # bytes of one key or value row
+    kv_per_token = layers * kv_heads * 2 * row
     kv_bytes = kv_per_token * batch * seq
-    kv_mha = layers * heads * 2 * d * e * batch * seq
+    kv_mha = layers * heads * 2 * row * batch * seq
     pairs = seq * seq / (2 if causal else 1)
     flops = layers * 2.0 * batch * heads * pairs * 2 * d
     scores = batch * heads * seq * seq * e
@@ -82,7 +88,7 @@ def plan(params, layers, heads, kv_heads, head_dim, seq, batch=1, dtype="f16",
 
 def decide(params, layers, heads, kv_heads, head_dim, seq, chunks=8, batch=1, dtype="f16",
            device_memory="80GB", second_device_memory="40GB", tflops=100.0,
-           bandwidth="2TB/s", causal=False, rounds=3, summary_tokens=500):
+           bandwidth="2TB/s", causal=False, rounds=3, summary_tokens=500, kv_dtype=None):
     """The long-document decision (attn-print-cost's chunks=): the context of
     `seq` tokens in one pass against `chunks` independent chunks of
     seq / chunks tokens. For each plan: prefill seconds (every chunk), memory
@@ -98,7 +104,7 @@ def decide(params, layers, heads, kv_heads, head_dim, seq, chunks=8, batch=1, dt
                          parse_quantity(second_device_memory, "B"), f32=False)
     bw = check_number("bandwidth", parse_quantity(bandwidth, "B/s"), f32=False)
     whole = plan(params, layers, heads, kv_heads, head_dim, seq, batch, dtype,
-                 device_memory, tflops, bandwidth, causal)
+                 device_memory, tflops, bandwidth, causal, kv_dtype=kv_dtype)
     out = {}
     for name, c in (("one pass", 1), ("chunks", chunks)):
         kv = whole["kv_cache_bytes"] / c
@@ -174,6 +180,8 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, required=True, help="context length in tokens")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--dtype", default="f16", choices=sorted(_BYTES))
+    ap.add_argument("--kv-dtype", choices=["int8"],
+                    help="an int8 KV cache (head_dim + 4 bytes a row; default: --dtype)")
     ap.add_argument("--device-memory", default="80GB")
     ap.add_argument("--tflops", type=float, default=100.0)
     ap.add_argument("--bandwidth", default="2TB/s")
@@ -188,12 +196,12 @@ def main(argv=None):
     try:
         p = plan(args.params, args.layers, args.heads, args.kv_heads or args.heads,
                  args.head_dim, args.seq, args.batch, args.dtype, args.device_memory,
-                 args.tflops, args.bandwidth, args.causal)
+                 args.tflops, args.bandwidth, args.causal, kv_dtype=args.kv_dtype)
         d = None if args.chunks is None else decide(
             args.params, args.layers, args.heads, args.kv_heads or args.heads,
             args.head_dim, args.seq, args.chunks, args.batch, args.dtype,
             args.device_memory, args.second_device_memory, args.tflops, args.bandwidth,
-            args.causal, args.rounds, args.summary_tokens)
+            args.causal, args.rounds, args.summary_tokens, kv_dtype=args.kv_dtype)
     except ValueError as e:
         ap.error(str(e))
     print(table(p, args.tflops, args.bandwidth))

@@ -24,6 +24,33 @@ def test_design_reference_case():
     assert p["fits"] and p["devices_needed"] == 1
 
 
+def test_int8_kv_cache_changes_the_card():
+    """The reference case with an int8 KV cache: head_dim + 4 bytes a row
+    (84,480 B a token against 163,840), 10.8 GB at 128k tokens, and the
+    one-pass plan (26 GB of f16 weights + the cache) fits the 40 GB card it
+    did not fit in f16 (47.0 GB). Per token and head it is what
+    attn-print-cost counts for an i8 attn.sdpa (attn-print-cost-quantized.mlir:
+    2112 B for 8 KV heads of 128)."""
+    p = attn_mlir.plan(13e9, 40, 40, 8, 128, 128000, kv_dtype="int8")
+    assert p["kv_cache_bytes_per_token"] == 84480
+    assert p["kv_cache_bytes"] == 10813440000
+    assert round(p["decode_kv_s"] * 1e3, 2) == 5.41
+    assert attn_mlir.plan(13e9, 1, 32, 8, 128, 4096,
+                          kv_dtype="int8")["kv_cache_bytes_per_token"] == 2112
+    fp16 = attn_mlir.decide(13e9, 40, 40, 8, 128, 128000)
+    int8 = attn_mlir.decide(13e9, 40, 40, 8, 128, 128000, kv_dtype="int8")
+    assert not fp16["one pass"]["fits_second"] and int8["one pass"]["fits_second"]
+    with pytest.raises(ValueError, match="kv_dtype"):
+        attn_mlir.plan(13e9, 40, 40, 8, 128, 128000, kv_dtype="fp8")
+
+
+def test_cli_kv_dtype(capsys):
+    planmod.main(["--params", "13e9", "--layers", "40", "--heads", "40", "--kv-heads", "8",
+                  "--head-dim", "128", "--seq", "128000", "--kv-dtype", "int8"])
+    out = capsys.readouterr().out
+    assert re.search(r"KV cache per token\s+84,480 B", out), out
+
+
 def test_smaller_card_needs_chunks():
     p = attn_mlir.plan(13e9, 40, 40, 40, 128, 128000, device_memory="24GB")
     assert not p["fits"]

@@ -197,3 +197,16 @@ def test_varlen_int8_against_reference():
     finite = np.isfinite(ref_lse)
     assert np.array_equal(np.isfinite(lse), finite)
     assert np.max(np.abs(lse[finite] - ref_lse[finite]), initial=0) <= 1e-4
+
+
+def test_f16_scale_is_cast_to_f32():
+    """A float16 (or bfloat16, float64) scale is documented to be cast to
+    float32: the result is the float32 scale's, bit for bit."""
+    q = rng.standard_normal((1, 4, 1, 16)).astype(F32)
+    k, ks = quantized(1, 2, 10, 16)
+    v = rng.standard_normal((1, 2, 10, 16)).astype(F32)
+    ks16 = ks.astype(np.float16)
+    got = attn_mlir.scaled_dot_product_attention(q, k, v, enable_gqa=True, k_scale=ks16)
+    want = attn_mlir.scaled_dot_product_attention(q, k, v, enable_gqa=True,
+                                                  k_scale=ks16.astype(np.float32))
+    assert np.array_equal(got, want)
