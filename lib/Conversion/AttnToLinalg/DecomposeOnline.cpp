@@ -192,11 +192,13 @@ Value dequantizedF32(LinalgBuilder &in, Value x, Value scale) {
 /// key-major): a block's per-key scales of i8 keys or values applied to
 /// its N·M scores or weights instead of its N·D elements.
 Value scaleKeyRows(LinalgBuilder &in, Value t, Value scale) {
-  return in.generic(t, ValueRange{scale}, {in.map(2, {0}), in.map(2, {0, 1})},
-                    {kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
-                      return arith::MulFOp::create(bb, bl, a[1], a[0])
-                          .getResult();
-                    });
+  return tagged(
+      in.generic(t, ValueRange{scale}, {in.map(2, {0}), in.map(2, {0, 1})},
+                 {kPar, kPar},
+                 [&](OpBuilder &bb, Location bl, ValueRange a) {
+                   return arith::MulFOp::create(bb, bl, a[1], a[0]).getResult();
+                 }),
+      TileOpKind::row_scale);
 }
 
 /// Q [M, D] in f32 times `scale`, its columns in the order in which the

@@ -110,6 +110,7 @@ void attn::populateCpuVectorizeMatmulPatterns(RewritePatternSet &patterns,
   cpu::populateFmaBlockPatterns(patterns, vectorWidth, rows, cols, bf16Dot);
   cpu::populateDotProductPatterns(patterns, vectorWidth);
   cpu::populateTransposePatterns(patterns, vectorWidth);
+  cpu::populateRowScalePatterns(patterns);
   if (bf16Dot)
     cpu::populatePairPackPatterns(patterns, vectorWidth);
 }

@@ -22,6 +22,9 @@ void populateFmaBlockPatterns(RewritePatternSet &patterns, int64_t vectorWidth,
 void populateDotProductPatterns(RewritePatternSet &patterns,
                                 int64_t vectorWidth);
 void populatePairPackPatterns(RewritePatternSet &patterns, int64_t vectorWidth);
+/// The row_scale tile ops (t[j, i] · scale[j] over t [N, M], M static):
+/// a key's M values a vector times its broadcast scale.
+void populateRowScalePatterns(RewritePatternSet &patterns);
 void populateTransposePatterns(RewritePatternSet &patterns,
                                int64_t vectorWidth);
 

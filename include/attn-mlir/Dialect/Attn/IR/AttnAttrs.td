@@ -61,11 +61,13 @@ def Attn_TileOpSplitDot : I32EnumAttrCase<"split_dot", 2>;
 def Attn_TileOpPairMatmul : I32EnumAttrCase<"pair_matmul", 3>;
 def Attn_TileOpPairPack : I32EnumAttrCase<"pair_pack", 4>;
 def Attn_TileOpTranspose : I32EnumAttrCase<"transpose", 5>;
+def Attn_TileOpRowScale : I32EnumAttrCase<"row_scale", 6>;
 
 def Attn_TileOpKind : I32EnumAttr<"TileOpKind",
     "what a tile op of the CPU lowering computes",
     [Attn_TileOpMatmul, Attn_TileOpDot, Attn_TileOpSplitDot,
-     Attn_TileOpPairMatmul, Attn_TileOpPairPack, Attn_TileOpTranspose]> {
+     Attn_TileOpPairMatmul, Attn_TileOpPairPack, Attn_TileOpTranspose,
+     Attn_TileOpRowScale]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }
@@ -79,7 +81,9 @@ def Attn_TileOpKind : I32EnumAttr<"TileOpKind",
 /// transposed); `dot`: a decode step's scores C[M, N] += A[M, K] · B[N, K];
 /// `split_dot`: its bf16 form with keys split into even and odd elements;
 /// `pair_matmul`: the bf16 pair-form matmul (vdpbf16ps, AMX); `pair_pack`:
-/// a bf16 pair-interleaved copy; `transpose`: a transposing copy (Qᵀ).
+/// a bf16 pair-interleaved copy; `transpose`: a transposing copy (Qᵀ);
+/// `row_scale`: t[j, i] · scale[j] over t [N, M] in place (an int8 block's
+/// per-key scales on its scores or weights).
 def Attn_TileOpAttr : EnumAttr<Attn_Dialect, Attn_TileOpKind, "tile_op"> {
   let assemblyFormat = "`<` $value `>`";
 }
