@@ -72,9 +72,10 @@ def test_sdpa_against_dequantized_reference(case, dtype):
 def test_quantization_effect_is_reported_not_hidden():
     """The int8 cache's own effect: the kernel on quantize_int8's cache
     against the fp64 attention of the unquantized cache. It is not the
-    kernel's error (that is the test above); it is bounded here at what
-    was measured (2-3e-3 max abs on unit-normal f32 K/V, D = 128, 4k keys)
-    with a margin, so that a change in the rounding rules shows."""
+    kernel's error (that is the test above); it is bounded here above what
+    was measured (7.4e-4 max abs, the outputs at most 8.4e-2: unit-normal
+    f32 K/V, D = 128, 4k keys, one decode row of 8 heads) with a margin, so
+    that a change in the rounding rules shows."""
     q = rng.standard_normal((1, 8, 1, 128)).astype(F32)
     k = rng.standard_normal((1, 2, 4096, 128)).astype(F32)
     v = rng.standard_normal((1, 2, 4096, 128)).astype(F32)
