@@ -30,21 +30,18 @@ def _check_caches(q, key_cache, value_cache):
     """The caches as native arrays after the rank, dtype and shape checks
     against the query [B, Hq, Tq, D]."""
     kc, vc = native(key_cache), native(value_cache)
-    check_cache_shapes(tuple(q.shape), tuple(kc.shape), tuple(vc.shape), True, ())
+    check_cache_shapes(tuple(q.shape), tuple(kc.shape), tuple(vc.shape))
     check_kv_dtypes(q, kc, vc, ("key_cache", "value_cache"))
     return kc, vc
 
 
-def check_cache_shapes(qs, ks, vs, one_dtype, dtypes):
+def check_cache_shapes(qs, ks, vs):
     """The shape rules of query [B, Hq, Tq, D] and caches [num_blocks,
-    block_size, Hkv, D/Dv] (a ValueError naming the one broken); one_dtype
-    says whether the three share a dtype (`dtypes`, for the message)."""
+    block_size, Hkv, D/Dv] (a ValueError naming the one broken; the dtypes
+    are check_kv_dtypes')."""
     if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
         raise ValueError("query must be [B, Hq, Tq, D] and the caches [num_blocks, block_size, "
                          f"Hkv, D], got shapes {list(qs)}, {list(ks)}, {list(vs)}")
-    if not one_dtype:
-        raise ValueError("query and the caches must have one dtype, got "
-                         + ", ".join(map(str, dtypes)))
     if 0 in qs or 0 in ks or 0 in vs:
         raise ValueError("empty tensors are not supported")
     if ks[:3] != vs[:3]:

@@ -206,11 +206,8 @@ def prepare_kv_scales(k, v, k_scale, v_scale, names=("key", "value")):
         if a.shape != x.shape[:-1]:
             raise ValueError(f"{arg} must have the {name}'s shape without the head dim, "
                              f"{list(x.shape[:-1])}, got {list(a.shape)}")
-        a = cast_checked(arg, a, np.float32)
-        if not np.all(np.isfinite(a)):
-            raise ValueError(f"{arg} must be finite (a NaN or infinite scale would turn "
-                             "its token's scores or values into NaN)")
-        out.append(np.ascontiguousarray(a))
+        out.append(finite_f32(arg, a, " (a NaN or infinite scale would turn its token's "
+                                      "scores or values into NaN)"))
     return out
 
 
@@ -256,9 +253,16 @@ def prepare_per_head(name, values, heads):
         raise ValueError(f"{name} must be floating point, got {a.dtype}")
     if a.shape != (heads,):
         raise ValueError(f"{name} must have shape [Hq] = [{heads}], got {list(a.shape)}")
+    return finite_f32(name, a)
+
+
+def finite_f32(name, a, why=""):
+    """`a` (a table the graph reads: per-head values, scales) as a
+    C-contiguous float32 array, after checking the cast kept it finite and
+    it is (a ValueError naming `name`, with `why` after the reason)."""
     a = cast_checked(name, a, np.float32)
     if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite")
+        raise ValueError(f"{name} must be finite{why}")
     return np.ascontiguousarray(a)
 
 

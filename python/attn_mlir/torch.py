@@ -208,7 +208,7 @@ def _check_paged(query, key_cache, value_cache, block_table, seq_lens, alibi_slo
                                   alibi_slopes, sinks))
     elt = _elt("query", query)
     qs = sizes(query.shape)
-    check_cache_shapes(qs, sizes(key_cache.shape), sizes(value_cache.shape), True, ())
+    check_cache_shapes(qs, sizes(key_cache.shape), sizes(value_cache.shape))
     _check_scales(query, key_cache, value_cache, k_scale, v_scale,
                   ("key_cache", "value_cache"), sizes)
     for name, t in (("block_table", block_table), ("seq_lens", seq_lens)):

@@ -145,19 +145,29 @@ Value paddedF32Tile(LinalgBuilder &in, ArrayRef<OpFoldResult> sizes) {
 }
 
 /// The 2-D tile `x` in f32, transposed when `transposed`, times `scale`
-/// when it is given: one linalg.generic copy (into paddedF32Tile).
+/// when it is given, and times `rowScale[r]` on each row r of `x` when it
+/// is given (the per-key scales of an i8 block): one linalg.generic copy
+/// (into paddedF32Tile).
 Value f32Tile(LinalgBuilder &in, Value x, bool transposed,
-              std::optional<double> scale) {
+              std::optional<double> scale, Value rowScale = {}) {
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(in.b, in.loc, x);
   Type f32 = in.b.getF32Type();
+  AffineMap read = transposed ? in.map(2, {1, 0}) : in.map(2, {0, 1});
+  SmallVector<Value> ins{x};
+  SmallVector<AffineMap> maps{read};
+  if (rowScale) {
+    ins.push_back(rowScale);
+    maps.push_back(in.map(2, {transposed ? 1u : 0u}));
+  }
+  maps.push_back(in.map(2, {0, 1}));
   Value tile = in.generic(
       paddedF32Tile(in, transposed
                             ? SmallVector<OpFoldResult>{sizes[1], sizes[0]}
                             : sizes),
-      ValueRange{x},
-      {transposed ? in.map(2, {1, 0}) : in.map(2, {0, 1}), in.map(2, {0, 1})},
-      {kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
+      ins, maps, {kPar, kPar}, [&](OpBuilder &bb, Location bl, ValueRange a) {
         Value v = castFloat(bb, bl, a[0], f32);
+        if (rowScale)
+          v = arith::MulFOp::create(bb, bl, v, a[1]);
         if (!scale)
           return v;
         Value c = arith::ConstantOp::create(bb, bl, bb.getF32FloatAttr(*scale));
@@ -166,26 +176,13 @@ Value f32Tile(LinalgBuilder &in, Value x, bool transposed,
   return transposed ? tagged(tile, TileOpKind::transpose) : tile;
 }
 
-/// The 2-D tile `x` in f32 (`x` itself when it already is).
-Value widenToF32(LinalgBuilder &in, Value x) {
-  if (cast<RankedTensorType>(x.getType()).getElementType().isF32())
+/// The 2-D tile `x` in f32 (`x` itself when it already is and no
+/// `rowScale` applies), times `rowScale[r]` on its row r when given (an i8
+/// block dequantized).
+Value widenToF32(LinalgBuilder &in, Value x, Value rowScale = {}) {
+  if (!rowScale && cast<RankedTensorType>(x.getType()).getElementType().isF32())
     return x;
-  return f32Tile(in, x, /*transposed=*/false, std::nullopt);
-}
-
-/// The i8 tile `x` [N, W] dequantized, x[n, w] · scale[n] in f32 (into
-/// paddedF32Tile); `x` widened to f32 when there is no scale.
-Value dequantizedF32(LinalgBuilder &in, Value x, Value scale) {
-  if (!scale)
-    return widenToF32(in, x);
-  return in.generic(
-      paddedF32Tile(in, tensor::getMixedSizes(in.b, in.loc, x)),
-      ValueRange{x, scale},
-      {in.map(2, {0, 1}), in.map(2, {0}), in.map(2, {0, 1})}, {kPar, kPar},
-      [&](OpBuilder &bb, Location bl, ValueRange a) {
-        Value v = castFloat(bb, bl, a[0], bb.getF32Type());
-        return arith::MulFOp::create(bb, bl, v, a[1]).getResult();
-      });
+  return f32Tile(in, x, /*transposed=*/false, std::nullopt, rowScale);
 }
 
 /// t[j, i] · scale[j], written over `t` [N, M] (scores or weights stored
@@ -770,11 +767,11 @@ struct DecomposeStep : OpRewritePattern<OnlineStepOp> {
     // they are and converted in registers.
     Value kScale = op.getKeyScale(), vScale = op.getValueScale();
     ops.vTile =
-        widen ? dequantizedF32(in, op.getValue(), vScale) : op.getValue();
+        widen ? widenToF32(in, op.getValue(), vScale) : op.getValue();
     ops.vScale = widen ? Value() : vScale;
     if (pairs)
       ops.vPairs = hoistedValuePairs(rewriter, op, packs);
-    Value key = widen ? dequantizedF32(in, op.getKey(), kScale) : op.getKey();
+    Value key = widen ? widenToF32(in, op.getKey(), kScale) : op.getKey();
     ops.slope = op.getAlibiSlope();
     ops.batch = op.getBatchIndex();
     ops.head = op.getHeadIndex();
